@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every build, test and peer-benchmark dependency of dlscale from
+# Debian's packages. Idempotent: prints one line and does nothing when all
+# packages are already present. Must run as root (or through sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev libopenblas0-pthread
+  libgloo-dev libopenmpi-dev openmpi-bin
+  libcli11-dev nlohmann-json3-dev libfmt-dev libyaml-cpp-dev libsqlite3-dev
+  libgtest-dev libgmock-dev
+  python3-torch python3-torchvision
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: must run as root (apt-get install)" >&2; exit 2; }
+  sudo_cmd=(sudo)
+fi
+
+echo "setup: installing ${#missing[@]} package(s): ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,75 @@
+// dlscale: measure, explain and predict how deep-learning training scales.
+// Only this file turns exceptions into exit codes (docs/errors.md).
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/build_info.h"
+#include "core/error.h"
+
+namespace {
+
+/// The first line of a (possibly multi-line) message: errors are one line.
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+int fail(int code, const std::string& message) {
+  std::fprintf(stderr, "dlscale: error: %s\n", first_line(message).c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv, argv + argc);
+  CLI::App app{"dlscale: train models data-parallel and measure, explain and predict how "
+               "training scales over many workers.",
+               "dlscale"};
+  app.set_version_flag("--version", "dlscale " + dlscale::build_info().version + " (" +
+                                        dlscale::build_info().git_revision + ")");
+  app.require_subcommand(1);
+  app.footer("Run 'dlscale <command> --help' for the flags of one command.");
+  dlscale::cli::add_models_command(app);
+  dlscale::cli::add_train_command(app, args);
+
+  if (argc == 1) {
+    std::fputs(app.help().c_str(), stdout);
+    return dlscale::kExitUsage;
+  }
+  // CLI11 reports an unknown command only as "A subcommand is required".
+  if (const std::string first = argv[1]; !first.empty() && first[0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->check_name(first);
+    }
+    if (!found) {
+      return fail(dlscale::kExitUsage, "unknown command '" + first + "'; commands: " + known);
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(dlscale::kExitUsage, std::string(e.what()) + " (see 'dlscale --help')");
+  } catch (const dlscale::Error& e) {
+    return fail(dlscale::kExitUsage, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(dlscale::kExitOutOfMemory, "out of memory");
+  } catch (const c10::Error& e) {
+    const std::string msg = e.what_without_backtrace();
+    const bool oom = msg.find("out of memory") != std::string::npos ||
+                     msg.find("DefaultCPUAllocator: can't allocate") != std::string::npos;
+    return fail(oom ? dlscale::kExitOutOfMemory : dlscale::kExitInternal, "LibTorch: " + msg);
+  } catch (const std::exception& e) {
+    return fail(dlscale::kExitInternal, e.what());
+  }
+  return dlscale::kExitOk;
+}

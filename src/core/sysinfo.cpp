@@ -1,0 +1,100 @@
+#include "core/sysinfo.h"
+
+#include <sched.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "core/build_info.h"
+
+namespace dlscale {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string read_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return trim(line.substr(colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+std::string classify_blas(const std::string& path) {
+  if (path.find("openblas-pthread") != std::string::npos) return "openblas-pthread";
+  if (path.find("openblas-openmp") != std::string::npos) return "openblas-openmp";
+  if (path.find("openblas-serial") != std::string::npos) return "openblas-serial";
+  if (path.find("openblas") != std::string::npos) return "openblas";
+  if (path.find("libmkl") != std::string::npos) return "mkl";
+  if (path.find("blis") != std::string::npos) return "blis";
+  if (path.find("atlas") != std::string::npos) return "atlas";
+  if (path.find("/blas/") != std::string::npos) return "reference-blas (slow)";
+  return "blas";
+}
+
+}  // namespace
+
+std::string loaded_blas_library() {
+  std::ifstream in("/proc/self/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    const std::string file = path.substr(path.rfind('/') + 1);
+    const bool is_blas = file.rfind("libblas.so", 0) == 0 || file.rfind("libopenblas", 0) == 0 ||
+                         file.rfind("libmkl_rt", 0) == 0 || file.rfind("libblis", 0) == 0;
+    if (is_blas) return classify_blas(path) + " (" + path + ")";
+  }
+  return "unknown";
+}
+
+SystemInfo collect_system_info() {
+  SystemInfo info;
+  char host[256] = {};
+  info.hostname = ::gethostname(host, sizeof(host) - 1) == 0 ? host : "unknown";
+  struct utsname u {};
+  info.os = ::uname(&u) == 0
+                ? std::string(u.sysname) + " " + u.release + " " + u.machine
+                : "unknown";
+  info.cpu_model = read_cpu_model();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  info.logical_cores =
+      ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+  info.online_cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  info.blas = loaded_blas_library();
+  const BuildInfo& b = build_info();
+  info.dlscale_version = b.version;
+  info.git_revision = b.git_revision;
+  info.build_type = b.build_type;
+  info.compiler = b.compiler;
+  return info;
+}
+
+nlohmann::json to_json(const SystemInfo& info) {
+  return {{"hostname", info.hostname},
+          {"os", info.os},
+          {"cpu_model", info.cpu_model},
+          {"logical_cores", info.logical_cores},
+          {"online_cores", info.online_cores},
+          {"blas", info.blas},
+          {"dlscale_version", info.dlscale_version},
+          {"git_revision", info.git_revision},
+          {"build_type", info.build_type},
+          {"compiler", info.compiler}};
+}
+
+}  // namespace dlscale

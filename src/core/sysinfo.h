@@ -1,0 +1,34 @@
+#pragma once
+// What machine and software a result was measured on. Written into every
+// result record so that a number is never separated from its context.
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace dlscale {
+
+struct SystemInfo {
+  std::string hostname;
+  std::string os;             ///< uname: sysname release machine
+  std::string cpu_model;      ///< /proc/cpuinfo "model name"
+  int logical_cores = 0;      ///< CPUs this process may run on (affinity mask)
+  int online_cores = 0;       ///< CPUs online on the machine
+  std::string blas;           ///< BLAS library actually loaded into the process
+  std::string dlscale_version;
+  std::string git_revision;
+  std::string build_type;
+  std::string compiler;
+};
+
+/// Reads the facts above from the running system. Never throws: a fact that
+/// cannot be read is "unknown".
+SystemInfo collect_system_info();
+
+/// The BLAS shared library mapped into this process (from /proc/self/maps),
+/// e.g. "openblas-pthread (/usr/lib/.../openblas-pthread/libblas.so.3)";
+/// "unknown" if none is loaded yet.
+std::string loaded_blas_library();
+
+nlohmann::json to_json(const SystemInfo& info);
+
+}  // namespace dlscale

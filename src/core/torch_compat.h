@@ -1,0 +1,41 @@
+#pragma once
+// The one place where differences between LibTorch versions live: Debian's
+// 1.13 (CPU) and the 2.x shipped inside a CUDA PyTorch install. Everything
+// else in dlscale calls these helpers instead of version-specific APIs.
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <string>
+
+namespace dlscale::compat {
+
+inline constexpr int kTorchMajor = TORCH_VERSION_MAJOR;
+inline constexpr int kTorchMinor = TORCH_VERSION_MINOR;
+
+/// "major.minor.patch" of the LibTorch we were compiled against.
+inline std::string torch_version() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+/// Drops gradients (grad = undefined) instead of zero-filling them. 1.13's C++
+/// Optimizer::zero_grad() takes no argument and zero-fills; 2.x's defaults to
+/// set_to_none. Doing it ourselves behaves the same on both and saves a memset.
+inline void zero_grad_to_none(torch::optim::Optimizer& optimizer) {
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) p.mutable_grad().reset();
+    }
+  }
+}
+
+/// True when LibTorch was built with CUDA and a device is visible.
+inline bool cuda_available() { return torch::cuda::is_available(); }
+
+/// Waits for all queued work on `device` (no-op on CPU), so that host
+/// timestamps bracket the device work they are meant to time.
+inline void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+}  // namespace dlscale::compat

@@ -1,0 +1,96 @@
+#include "models/model.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "models/layers.h"
+#include "models/zoo.h"
+
+namespace dlscale::models {
+
+const std::vector<ModelSpec>& model_specs() {
+  static const std::vector<ModelSpec> specs = [] {
+    std::vector<ModelSpec> all;
+    all.push_back(lenet_spec());
+    all.push_back(alexnet_spec());
+    for (auto& s : vgg_specs()) all.push_back(std::move(s));
+    for (auto& s : resnet_specs()) all.push_back(std::move(s));
+    all.push_back(googlenet_spec());
+    all.push_back(inception3_spec());
+    return all;
+  }();
+  return specs;
+}
+
+std::string known_model_names() {
+  std::string names;
+  for (const auto& s : model_specs()) names += (names.empty() ? "" : ", ") + s.name;
+  return names;
+}
+
+const ModelSpec& find_model(const std::string& name) {
+  for (const auto& s : model_specs()) {
+    if (s.name == name) return s;
+  }
+  throw Error(fmt::format("unknown model '{}'; known models: {}", name, known_model_names()));
+}
+
+ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
+  if (o.num_classes == 0) o.num_classes = spec.default_classes;
+  if (o.image_size == 0) o.image_size = spec.default_image_size;
+  DLSCALE_CHECK(o.num_classes >= 1, "--classes must be >= 1 (got {})", o.num_classes);
+  DLSCALE_CHECK(o.image_size >= 1, "--image-size must be >= 1 (got {})", o.image_size);
+  DLSCALE_CHECK(!o.aux_logits || spec.min_image_size_aux > 0,
+                "model '{}' has no auxiliary classifiers (--aux-logits is for googlenet, inception3)",
+                spec.name);
+  const int64_t min_size = o.aux_logits ? spec.min_image_size_aux : spec.min_image_size;
+  DLSCALE_CHECK(o.image_size >= min_size,
+                "model '{}' needs --image-size >= {}{} (got {})", spec.name, min_size,
+                o.aux_logits ? " with auxiliary classifiers" : "", o.image_size);
+  return o;
+}
+
+std::shared_ptr<Model> make_model(const ModelSpec& spec, const ModelOptions& options) {
+  return spec.make(resolve_options(spec, options));
+}
+
+int64_t count_parameters(torch::nn::Module& model) {
+  int64_t n = 0;
+  for (const auto& p : model.parameters()) n += p.numel();
+  return n;
+}
+
+int64_t count_macs_per_sample(Model& model, int64_t channels, int64_t image_size) {
+  std::vector<MacCounter*> counters;
+  for (auto& m : model.modules(/*include_self=*/false)) {
+    if (auto* c = dynamic_cast<MacCounter*>(m.get())) {
+      c->clear_macs();
+      counters.push_back(c);
+    }
+  }
+  const bool was_training = model.is_training();
+  model.eval();
+  {
+    torch::NoGradGuard no_grad;
+    model.forward(torch::zeros({1, channels, image_size, image_size}));
+  }
+  model.train(was_training);
+  int64_t macs = 0;
+  for (auto* c : counters) macs += c->last_macs_per_sample();
+  return macs;
+}
+
+ModelFacts describe_model(const ModelSpec& spec, const ModelOptions& options) {
+  const ModelOptions o = resolve_options(spec, options);
+  auto model = spec.make(o);
+  ModelFacts f;
+  f.name = spec.name;
+  f.channels = spec.channels;
+  f.image_size = o.image_size;
+  f.num_classes = o.num_classes;
+  f.parameters = count_parameters(*model);
+  f.macs_per_sample = count_macs_per_sample(*model, spec.channels, o.image_size);
+  return f;
+}
+
+}  // namespace dlscale::models

@@ -1,0 +1,16 @@
+#pragma once
+// Specs of each model family; collected into the registry by model.cpp.
+#include <vector>
+
+#include "models/model.h"
+
+namespace dlscale::models {
+
+ModelSpec lenet_spec();
+ModelSpec alexnet_spec();
+std::vector<ModelSpec> vgg_specs();
+std::vector<ModelSpec> resnet_specs();
+ModelSpec googlenet_spec();
+ModelSpec inception3_spec();
+
+}  // namespace dlscale::models

@@ -1,0 +1,17 @@
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "train/train_options.h"
+
+namespace dlscale::train {
+
+/// The LibTorch optimizer for `kind` over `params`: plain SGD, SGD with
+/// (Nesterov) momentum, or Adam; with learning rate and weight decay.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind,
+                                                        std::vector<torch::Tensor> params,
+                                                        const TrainOptions& options);
+
+}  // namespace dlscale::train

@@ -1,0 +1,177 @@
+#include "train/train_result.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "core/text_table.h"
+
+namespace dlscale::train {
+
+double phase_seconds(const StepTimes& t, size_t phase) {
+  switch (phase) {
+    case 0: return t.data;
+    case 1: return t.forward;
+    case 2: return t.backward;
+    case 3: return t.optimizer;
+    default: return t.total;
+  }
+}
+
+TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t global_batch,
+                             double wall_seconds) {
+  TrainSummary s;
+  std::vector<double> rates, totals;
+  std::vector<double> phases[std::size(kPhaseNames)];
+  for (const auto& r : steps) {
+    if (!r.measured) continue;
+    totals.push_back(r.times.total);
+    rates.push_back(r.times.total > 0 ? static_cast<double>(global_batch) / r.times.total : 0.0);
+    for (size_t p = 0; p < std::size(kPhaseNames); ++p) phases[p].push_back(phase_seconds(r.times, p));
+  }
+  s.measured_steps = static_cast<int64_t>(totals.size());
+  s.wall_seconds = wall_seconds;
+  s.samples_per_sec = wall_seconds > 0 ? static_cast<double>(s.measured_steps * global_batch) / wall_seconds : 0.0;
+  s.step_rate = summarize(rates);
+  s.step_time = summarize(totals);
+  s.median_times = {median(phases[0]), median(phases[1]), median(phases[2]), median(phases[3]),
+                    median(phases[4])};
+  if (!steps.empty()) {
+    s.first_loss = steps.front().loss;
+    s.last_loss = steps.back().loss;
+  }
+  return s;
+}
+
+namespace {
+
+nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
+  const TrainOptions& o = c.options;
+  return {{"model", o.model},
+          {"batch", o.batch},
+          {"global_batch", c.global_batch},
+          {"world_size", c.world_size},
+          {"steps", o.steps},
+          {"warmup", o.warmup},
+          {"measured_steps", c.measured_steps},
+          {"threads", o.threads},
+          {"image_size", o.image_size},
+          {"channels", c.channels},
+          {"num_classes", o.num_classes},
+          {"aux_logits", o.aux_logits},
+          {"optimizer", to_string(c.optimizer)},
+          {"lr", o.lr},
+          {"momentum", o.momentum},
+          {"weight_decay", o.weight_decay},
+          {"seed", o.seed},
+          {"display_every", o.display_every},
+          {"synthetic_batches", o.synthetic_batches},
+          {"device", o.device},
+          {"json", o.json_path}};
+}
+
+double ms(double seconds) { return seconds * 1e3; }
+
+}  // namespace
+
+nlohmann::json to_json(const TrainResult& r) {
+  const TrainSummary& s = r.summary;
+  nlohmann::json env = dlscale::to_json(r.system);
+  env["torch_version"] = r.runtime.torch_version;
+  env["compute_threads"] = r.runtime.compute_threads;
+  env["blas_threads"] = r.runtime.blas_threads;
+  env["blas_config"] = r.runtime.blas_config;
+  env["device"] = r.runtime.device;
+  env["data_source"] = r.runtime.data_source;
+
+  nlohmann::json breakdown = nlohmann::json::object();
+  for (size_t p = 0; p < std::size(kPhaseNames); ++p) {
+    breakdown[kPhaseNames[p]] = ms(phase_seconds(s.median_times, p));
+  }
+  nlohmann::json per_step = {{"loss", nlohmann::json::array()}, {"measured", nlohmann::json::array()}};
+  for (const char* name : kPhaseNames) per_step[std::string(name) + "_ms"] = nlohmann::json::array();
+  for (const auto& step : r.steps) {
+    per_step["loss"].push_back(step.loss);
+    per_step["measured"].push_back(step.measured);
+    for (size_t p = 0; p < std::size(kPhaseNames); ++p) {
+      per_step[std::string(kPhaseNames[p]) + "_ms"].push_back(ms(phase_seconds(step.times, p)));
+    }
+  }
+  const double fwd_flops = r.model.flops_per_sample();
+  return {
+      {"schema", "dlscale.train/1"},
+      {"kind", "train"},
+      {"status", "ok"},
+      {"argv", r.argv},
+      {"started_at", r.started_at},
+      {"finished_at", r.finished_at},
+      {"inputs", inputs_json(r.config)},
+      {"model",
+       {{"name", r.model.name},
+        {"parameters", r.model.parameters},
+        {"macs_per_sample", r.model.macs_per_sample},
+        {"forward_flops_per_sample", fwd_flops},
+        {"input_shape", {r.model.channels, r.model.image_size, r.model.image_size}},
+        {"num_classes", r.model.num_classes}}},
+      {"environment", env},
+      {"results",
+       {{"samples_per_sec", s.samples_per_sec},
+        {"samples_per_sec_mean", s.step_rate.mean},
+        {"samples_per_sec_uncertainty", s.step_rate.uncertainty},
+        {"samples_per_sec_jitter", s.step_rate.jitter},
+        {"step_time_mean_ms", ms(s.step_time.mean)},
+        {"step_time_p50_ms", ms(s.step_time.p50)},
+        {"step_time_p95_ms", ms(s.step_time.p95)},
+        {"wall_seconds", s.wall_seconds},
+        {"measured_steps", s.measured_steps},
+        {"breakdown_ms", breakdown},
+        {"loss_first", s.first_loss},
+        {"loss_last", s.last_loss},
+        // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
+        {"est_train_gflops_per_sec", 3.0 * fwd_flops * s.samples_per_sec / 1e9}}},
+      {"steps", per_step}};
+}
+
+void print_header(std::ostream& out, const TrainResult& r) {
+  const TrainOptions& o = r.config.options;
+  const models::ModelFacts& m = r.model;
+  fmt::print(out, "dlscale train: {} ({} parameters, {:.3f} GFLOPs/sample forward), input {}x{}x{}, {} classes\n",
+             m.name, with_thousands(m.parameters), m.flops_per_sample() / 1e9, m.channels, m.image_size,
+             m.image_size, m.num_classes);
+  fmt::print(out, "  batch {} per worker x {} worker(s) = {} global | steps {} ({} warm-up) | optimizer {} lr {}\n",
+             o.batch, r.config.world_size, r.config.global_batch, o.steps, o.warmup,
+             to_string(r.config.optimizer), o.lr);
+  fmt::print(out, "  device {} | threads {} (BLAS {}) | LibTorch {} | BLAS {} | data {}\n",
+             r.runtime.device, r.runtime.compute_threads, r.runtime.blas_threads,
+             r.runtime.torch_version, r.system.blas, r.runtime.data_source);
+  fmt::print(out, "  host {} | {} | dlscale {} ({})\n", r.system.hostname, r.system.cpu_model,
+             r.system.dlscale_version, r.system.git_revision);
+  out.flush();
+}
+
+void print_step_line(std::ostream& out, const StepRecord& step, int64_t total_steps,
+                     int64_t global_batch) {
+  const double rate = step.times.total > 0 ? global_batch / step.times.total : 0.0;
+  fmt::print(out, "step {:>5}/{:<5} {:>10.1f} samples/s  step {:8.2f} ms  loss {:.4f}{}\n",
+             step.step + 1, total_steps, rate, ms(step.times.total), step.loss,
+             step.measured ? "" : "  (warm-up)");
+  out.flush();
+}
+
+void print_summary(std::ostream& out, const TrainResult& r) {
+  const TrainSummary& s = r.summary;
+  fmt::print(out, "{}\n", std::string(78, '-'));
+  fmt::print(out, "total samples/s: {:.2f}  ({} measured steps x {} samples in {:.3f} s)\n",
+             s.samples_per_sec, s.measured_steps, r.config.global_batch, s.wall_seconds);
+  fmt::print(out, "per-step samples/s: {:.2f} +/- {:.2f} (jitter = {:.2f})\n", s.step_rate.mean,
+             s.step_rate.uncertainty, s.step_rate.jitter);
+  fmt::print(out, "step time: p50 {:.2f} ms  p95 {:.2f} ms\n", ms(s.step_time.p50),
+             ms(s.step_time.p95));
+  fmt::print(out, "breakdown (median ms):");
+  for (size_t p = 0; p < std::size(kPhaseNames); ++p) {
+    fmt::print(out, "  {} {:.2f}", kPhaseNames[p], ms(phase_seconds(s.median_times, p)));
+  }
+  fmt::print(out, "\nloss: {:.4f} -> {:.4f}\n", s.first_loss, s.last_loss);
+  out.flush();
+}
+
+}  // namespace dlscale::train

@@ -1,0 +1,84 @@
+#pragma once
+// What one training run measured, how it is summarized (docs/metrics.md),
+// and its two renderings: console text and the self-describing JSON record.
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/stats.h"
+#include "core/sysinfo.h"
+#include "models/model.h"
+#include "train/train_options.h"
+
+namespace dlscale::train {
+
+/// Seconds spent in each phase of one step on one worker.
+struct StepTimes {
+  double data = 0;       ///< fetching the batch
+  double forward = 0;    ///< forward pass and loss
+  double backward = 0;   ///< backward pass
+  double optimizer = 0;  ///< optimizer update
+  double total = 0;      ///< whole step, start to end
+};
+
+/// Names of the StepTimes phases, in record order (for tables and JSON keys).
+inline constexpr const char* kPhaseNames[] = {"data", "forward", "backward", "optimizer", "total"};
+double phase_seconds(const StepTimes& t, size_t phase);
+
+struct StepRecord {
+  int64_t step = 0;  ///< 0-based
+  StepTimes times;
+  double loss = 0;
+  bool measured = false;  ///< false during warm-up
+};
+
+/// Software facts of the run (besides SystemInfo).
+struct RuntimeInfo {
+  std::string torch_version;
+  int compute_threads = 0;  ///< LibTorch intra-op threads in effect
+  int blas_threads = -1;    ///< BLAS library threads in effect (-1: unknown)
+  std::string blas_config;
+  std::string device;
+  std::string data_source;
+};
+
+struct TrainSummary {
+  int64_t measured_steps = 0;
+  double wall_seconds = 0;        ///< wall time of the measured steps
+  double samples_per_sec = 0;     ///< measured steps × global batch / wall time
+  Summary step_rate;              ///< per-step samples/s: mean, uncertainty, jitter
+  Summary step_time;              ///< per-step seconds: p50, p95
+  StepTimes median_times;         ///< median per phase over measured steps
+  double first_loss = 0;
+  double last_loss = 0;
+};
+
+struct TrainResult {
+  ResolvedTrainOptions config;
+  models::ModelFacts model;
+  SystemInfo system;
+  RuntimeInfo runtime;
+  std::vector<std::string> argv;
+  std::string started_at;   ///< UTC ISO-8601
+  std::string finished_at;  ///< UTC ISO-8601
+  std::vector<StepRecord> steps;
+  TrainSummary summary;
+};
+
+/// Computes the summary from `steps` (measured steps only) and the wall time.
+TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t global_batch,
+                             double wall_seconds);
+
+/// The self-describing record (schema "dlscale.train/1"): inputs, model,
+/// environment, summary and every step's times.
+nlohmann::json to_json(const TrainResult& result);
+
+/// Console rendering: header before training, a line per displayed step, summary after.
+void print_header(std::ostream& out, const TrainResult& result);
+void print_step_line(std::ostream& out, const StepRecord& step, int64_t total_steps,
+                     int64_t global_batch);
+void print_summary(std::ostream& out, const TrainResult& result);
+
+}  // namespace dlscale::train

@@ -1,0 +1,94 @@
+// Runs the real dlscale binary: exit codes, one-line errors, --help, a run.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/files.h"
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Outcome run(const std::string& args) {
+  const std::string err_path = std::filesystem::temp_directory_path().string() + "/dlscale_cli_" +
+                               std::to_string(::getpid()) + ".err";
+  const std::string cmd = std::string(DLSCALE_BINARY) + " " + args + " 2>" + err_path;
+  Outcome o;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return o;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) o.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.err = dlscale::read_file(err_path);
+  std::filesystem::remove(err_path);
+  return o;
+}
+
+void expect_usage_error(const std::string& args, const std::string& fragment) {
+  SCOPED_TRACE(args);
+  const Outcome o = run(args);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err.rfind("dlscale: error: ", 0), 0u) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << "not one line: " << o.err;
+  EXPECT_NE(o.err.find(fragment), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("total samples/s"), std::string::npos) << "trained anyway";
+}
+
+TEST(Cli, BadInputIsOneLineErrorWithExitCode2) {
+  expect_usage_error("train --model resnet17", "unknown model 'resnet17'; known models: lenet");
+  expect_usage_error("train --model lenet --batch 0", "--batch must be >= 1 (got 0)");
+  expect_usage_error("train --model lenet --steps 3 --warmup 3", "--steps (3) must be greater");
+  expect_usage_error("train --model alexnet --image-size 32",
+                     "model 'alexnet' needs --image-size >= 63 (got 32)");
+  expect_usage_error("train --model lenet --json /nonexistent-dir/r.json",
+                     "directory '/nonexistent-dir' does not exist");
+  expect_usage_error("train --model lenet --batch abc", "--batch");
+  expect_usage_error("train --no-such-flag", "--no-such-flag");
+  expect_usage_error("frobnicate", "unknown command 'frobnicate'; commands: models, train");
+}
+
+TEST(Cli, HelpExplainsEveryTrainFlag) {
+  const Outcome o = run("train --help");
+  EXPECT_EQ(o.code, 0);
+  for (const char* flag : {"--model", "--batch", "--steps", "--warmup", "--threads", "--image-size",
+                           "--classes", "--lr", "--optimizer", "--seed", "--json", "--momentum",
+                           "--weight-decay", "--display-every", "--device"}) {
+    EXPECT_NE(o.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(Cli, ModelsTable) {
+  const Outcome o = run("models");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("resnet50"), std::string::npos);
+  EXPECT_NE(o.out.find("25,557,032"), std::string::npos);
+  EXPECT_NE(o.out.find("8.178"), std::string::npos);  // resnet50 GFLOPs at 224
+}
+
+TEST(Cli, TrainRunWritesRecord) {
+  const std::string path = std::filesystem::temp_directory_path().string() + "/dlscale_cli_" +
+                           std::to_string(::getpid()) + ".json";
+  const Outcome o =
+      run("train --model lenet --batch 8 --steps 4 --warmup 1 --threads 1 --json " + path);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("total samples/s"), std::string::npos);
+  EXPECT_NE(o.out.find("breakdown (median ms)"), std::string::npos);
+  const auto j = nlohmann::json::parse(dlscale::read_file(path));
+  std::filesystem::remove(path);
+  EXPECT_EQ(j["inputs"]["model"], "lenet");
+  EXPECT_GT(j["results"]["samples_per_sec"].get<double>(), 0);
+}
+
+}  // namespace

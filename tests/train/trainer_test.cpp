@@ -1,0 +1,138 @@
+#include "train/trainer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+
+namespace dlscale::train {
+namespace {
+
+class CountingObserver : public TrainObserver {
+ public:
+  void on_start(const TrainResult&) override { ++starts; }
+  void on_step(const StepRecord&, const TrainResult&) override { ++steps; }
+  void on_finish(const TrainResult&) override { ++finishes; }
+  int starts = 0, steps = 0, finishes = 0;
+};
+
+double mean_loss(const std::vector<StepRecord>& steps, size_t begin, size_t end) {
+  double sum = 0;
+  for (size_t i = begin; i < end; ++i) sum += steps[i].loss;
+  return sum / static_cast<double>(end - begin);
+}
+
+TrainOptions quick(const std::string& model, int64_t image_size, int64_t batch, int64_t steps) {
+  TrainOptions o;
+  o.model = model;
+  o.image_size = image_size;
+  o.batch = batch;
+  o.steps = steps;
+  o.warmup = 1;
+  o.threads = 1;
+  o.display_every = 0;
+  o.optimizer = "momentum";
+  o.synthetic_batches = 4;  // learn the class patterns, not one memorized batch
+  return o;
+}
+
+// The synthetic task is learnable: training lowers the loss well below chance
+// (ln 10 = 2.30 for lenet's 10 classes).
+TEST(Trainer, LenetLossDecreases) {
+  Trainer t(quick("lenet", 28, 32, 40));
+  CountingObserver obs;
+  const TrainResult r = t.run(obs);
+  ASSERT_EQ(r.steps.size(), 40u);
+  const double first = mean_loss(r.steps, 0, 4);
+  const double last = mean_loss(r.steps, 36, 40);
+  EXPECT_LT(last, 0.5 * first) << "first " << first << " last " << last;
+  EXPECT_LT(last, 1.0);
+}
+
+TEST(Trainer, Resnet18LossDecreases) {
+  TrainOptions o = quick("resnet18", 32, 16, 20);
+  o.num_classes = 10;
+  Trainer t(o);
+  CountingObserver obs;
+  const TrainResult r = t.run(obs);
+  EXPECT_LT(mean_loss(r.steps, 16, 20), 0.6 * mean_loss(r.steps, 0, 4));
+}
+
+TEST(Trainer, GoogLeNetWithAuxiliaryLossDecreases) {
+  TrainOptions o = quick("googlenet", 32, 8, 16);
+  o.num_classes = 10;
+  o.aux_logits = true;
+  o.optimizer = "adam";
+  o.lr = 1e-3;
+  Trainer t(o);
+  CountingObserver obs;
+  const TrainResult r = t.run(obs);
+  EXPECT_LT(mean_loss(r.steps, 12, 16), mean_loss(r.steps, 0, 4));
+}
+
+TEST(Trainer, SameSeedSameLosses) {
+  const TrainOptions o = quick("lenet", 28, 8, 5);
+  CountingObserver obs;
+  Trainer a(o);
+  const TrainResult ra = a.run(obs);
+  Trainer b(o);
+  const TrainResult rb = b.run(obs);
+  for (size_t i = 0; i < ra.steps.size(); ++i) EXPECT_DOUBLE_EQ(ra.steps[i].loss, rb.steps[i].loss);
+}
+
+TEST(Trainer, ReportsEveryStepAndSummary) {
+  Trainer t(quick("lenet", 28, 8, 6));
+  CountingObserver obs;
+  const TrainResult r = t.run(obs);
+  EXPECT_EQ(obs.starts, 1);
+  EXPECT_EQ(obs.steps, 6);
+  EXPECT_EQ(obs.finishes, 1);
+  EXPECT_EQ(r.summary.measured_steps, 5);
+  EXPECT_GT(r.summary.samples_per_sec, 0);
+  for (const auto& s : r.steps) {
+    EXPECT_NEAR(s.times.total, s.times.data + s.times.forward + s.times.backward + s.times.optimizer,
+                1e-9);
+  }
+}
+
+TEST(Trainer, WritesSelfDescribingJsonRecord) {
+  const std::string path = std::filesystem::temp_directory_path().string() + "/dlscale_trainer_" +
+                           std::to_string(::getpid()) + ".json";
+  TrainOptions o = quick("lenet", 28, 8, 4);
+  o.json_path = path;
+  Trainer t(o, {"dlscale", "train"});
+  CountingObserver obs;
+  t.run(obs);
+  const auto j = nlohmann::json::parse(read_file(path));
+  std::filesystem::remove(path);
+  EXPECT_EQ(j["schema"], "dlscale.train/1");
+  EXPECT_EQ(j["argv"], (std::vector<std::string>{"dlscale", "train"}));
+  EXPECT_EQ(j["inputs"]["model"], "lenet");
+  EXPECT_EQ(j["inputs"]["batch"], 8);
+  EXPECT_EQ(j["inputs"]["steps"], 4);
+  EXPECT_EQ(j["inputs"]["warmup"], 1);
+  EXPECT_EQ(j["inputs"]["threads"], 1);
+  EXPECT_EQ(j["inputs"]["optimizer"], "momentum");
+  EXPECT_EQ(j["model"]["parameters"], 3274634);
+  EXPECT_EQ(j["model"]["macs_per_sample"], 13883904);
+  EXPECT_EQ(j["environment"]["compute_threads"], 1);
+  for (const char* key : {"hostname", "cpu_model", "logical_cores", "torch_version", "blas",
+                          "git_revision", "dlscale_version"}) {
+    EXPECT_TRUE(j["environment"].contains(key)) << key;
+  }
+  EXPECT_GT(j["results"]["samples_per_sec"].get<double>(), 0);
+  EXPECT_EQ(j["results"]["measured_steps"], 3);
+  for (const char* key : {"samples_per_sec_mean", "samples_per_sec_uncertainty",
+                          "samples_per_sec_jitter", "step_time_p50_ms", "step_time_p95_ms"}) {
+    EXPECT_TRUE(j["results"].contains(key)) << key;
+  }
+  EXPECT_EQ(j["results"]["breakdown_ms"].size(), 5u);
+  EXPECT_EQ(j["steps"]["loss"].size(), 4u);
+  EXPECT_EQ(j["steps"]["backward_ms"].size(), 4u);
+}
+
+}  // namespace
+}  // namespace dlscale::train
