@@ -50,6 +50,13 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   cmd->add_option("--device", opts->device, "cpu | cuda | cuda:N (cuda needs a CUDA LibTorch build)")
       ->capture_default_str();
+  cmd->add_option("--memory-format", opts->memory_format,
+                  "channels-last | contiguous: layout of images and conv weights (channels-last "
+                  "is faster with oneDNN on CPU)")
+      ->capture_default_str();
+  cmd->add_flag("!--no-malloc-tuning", opts->keep_freed_memory,
+                "Leave glibc malloc at its defaults (by default dlscale keeps freed memory for "
+                "reuse instead of unmapping it every step)");
   cmd->add_option("--json", opts->json_path,
                   "Write the self-describing JSON result record here (atomically)");
   cmd->callback([opts, argv] {

@@ -29,6 +29,16 @@ inline void zero_grad_to_none(torch::optim::Optimizer& optimizer) {
   }
 }
 
+/// `t` in channels-last (NHWC) memory order when `channels_last`, else NCHW.
+/// Uses to(memory_format), which restrides even when the layout is ambiguous
+/// (one channel, or 1×1 maps); contiguous(ChannelsLast) would leave such a
+/// tensor NCHW-strided and make oneDNN mix layouts (lenet's first conv).
+inline torch::Tensor with_memory_format(const torch::Tensor& t, bool channels_last) {
+  if (t.dim() != 4) return t;
+  const auto format = channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+  return t.to(t.options(), /*non_blocking=*/false, /*copy=*/false, format);
+}
+
 /// True when LibTorch was built with CUDA and a device is visible.
 inline bool cuda_available() { return torch::cuda::is_available(); }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/torch_compat.h"
 
 namespace dlscale::data {
 
@@ -41,7 +42,9 @@ SyntheticData::SyntheticData(const SyntheticOptions& o) {
         torch::randn({o.global_batch, o.channels, o.image_size, o.image_size}, gen, f32);
     const torch::Tensor inputs = noise + o.signal * signal;
     const int64_t begin = o.rank * local_batch_;
-    pool_.push_back({inputs.narrow(0, begin, local_batch_).contiguous().to(o.device),
+    pool_.push_back({compat::with_memory_format(
+                         inputs.narrow(0, begin, local_batch_).contiguous().to(o.device),
+                         o.channels_last),
                      labels.narrow(0, begin, local_batch_).contiguous().to(o.device)});
   }
 }

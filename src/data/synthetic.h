@@ -22,6 +22,7 @@ struct SyntheticOptions {
   double signal = 1.0;         ///< amplitude of the class pattern relative to the noise
   uint64_t seed = 42;          ///< same seed ⇒ same data on every worker and run
   torch::Device device = torch::kCPU;
+  bool channels_last = false;  ///< store inputs in NHWC memory order
 };
 
 /// Every worker generates the same global batches from the seed and keeps its

@@ -1,5 +1,5 @@
 // AlexNet as in torchvision (the one-GPU variant of Krizhevsky 2014), with
-// LibTorch's default initialization like torchvision's.
+// LibTorch's default initialization like torchvision's. ReLUs are in place, as there.
 #include "models/layers.h"
 #include "models/zoo.h"
 
@@ -17,15 +17,15 @@ class AlexNet : public Model {
     using torch::nn::ReLU;
     features_ = register_module(
         "features",
-        torch::nn::Sequential(Conv(conv_options(3, 64, 11, 4, 2)), ReLU(), max_pool_3s2(),
-                              Conv(conv_options(64, 192, 5, 1, 2)), ReLU(), max_pool_3s2(),
-                              Conv(conv_options(192, 384, 3, 1, 1)), ReLU(),
-                              Conv(conv_options(384, 256, 3, 1, 1)), ReLU(),
-                              Conv(conv_options(256, 256, 3, 1, 1)), ReLU(), max_pool_3s2()));
+        torch::nn::Sequential(Conv(conv_options(3, 64, 11, 4, 2)), ReLU(torch::nn::ReLUOptions(true)), max_pool_3s2(),
+                              Conv(conv_options(64, 192, 5, 1, 2)), ReLU(torch::nn::ReLUOptions(true)), max_pool_3s2(),
+                              Conv(conv_options(192, 384, 3, 1, 1)), ReLU(torch::nn::ReLUOptions(true)),
+                              Conv(conv_options(384, 256, 3, 1, 1)), ReLU(torch::nn::ReLUOptions(true)),
+                              Conv(conv_options(256, 256, 3, 1, 1)), ReLU(torch::nn::ReLUOptions(true)), max_pool_3s2()));
     classifier_ = register_module(
         "classifier",
-        torch::nn::Sequential(Dropout(0.5), Fc(256 * 6 * 6, 4096), ReLU(), Dropout(0.5),
-                              Fc(4096, 4096), ReLU(), Fc(4096, o.num_classes)));
+        torch::nn::Sequential(Dropout(0.5), Fc(256 * 6 * 6, 4096), ReLU(torch::nn::ReLUOptions(true)), Dropout(0.5),
+                              Fc(4096, 4096), ReLU(torch::nn::ReLUOptions(true)), Fc(4096, o.num_classes)));
   }
 
   Logits forward(const torch::Tensor& x) override {

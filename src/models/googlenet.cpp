@@ -53,7 +53,7 @@ class AuxHeadImpl : public torch::nn::Module {
 
   torch::Tensor forward(const torch::Tensor& x) {
     torch::Tensor h = conv_(torch::adaptive_avg_pool2d(x, {4, 4})).flatten(1);
-    return fc2_(dropout_(torch::relu(fc1_(h))));
+    return fc2_(dropout_(fc1_(h).relu_()));
   }
 
  private:

@@ -28,7 +28,7 @@ ConvBnReluImpl::ConvBnReluImpl(torch::nn::Conv2dOptions options, double bn_eps) 
 }
 
 torch::Tensor ConvBnReluImpl::forward(const torch::Tensor& x) {
-  return torch::relu(bn(conv(x)));
+  return bn(conv(x)).relu_();
 }
 
 torch::nn::Conv2dOptions conv_options(int64_t in, int64_t out, torch::ExpandingArray<2> kernel,

@@ -29,10 +29,10 @@ class BasicBlockImpl : public torch::nn::Module {
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor out = torch::relu(bn1_(conv1_(x)));
+    torch::Tensor out = bn1_(conv1_(x)).relu_();
     out = bn2_(conv2_(out));
     out += downsample_ ? downsample_->forward(x) : x;
-    return torch::relu(out);
+    return torch::relu_(out);
   }
 
  private:
@@ -59,11 +59,11 @@ class BottleneckImpl : public torch::nn::Module {
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor out = torch::relu(bn1_(conv1_(x)));
-    out = torch::relu(bn2_(conv2_(out)));
+    torch::Tensor out = bn1_(conv1_(x)).relu_();
+    out = bn2_(conv2_(out)).relu_();
     out = bn3_(conv3_(out));
     out += downsample_ ? downsample_->forward(x) : x;
-    return torch::relu(out);
+    return torch::relu_(out);
   }
 
  private:
@@ -98,7 +98,7 @@ class ResNet : public Model {
   }
 
   Logits forward(const torch::Tensor& x) override {
-    torch::Tensor h = torch::relu(bn1_(conv1_(x)));
+    torch::Tensor h = bn1_(conv1_(x)).relu_();
     h = torch::max_pool2d(h, 3, 2, 1);
     for (auto& layer : layers_) h = layer->forward(h);
     h = torch::adaptive_avg_pool2d(h, {1, 1}).flatten(1);

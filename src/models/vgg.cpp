@@ -24,14 +24,14 @@ class Vgg : public Model {
         features->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2).stride(2)));
       } else {
         features->push_back(Conv(conv_options(in, c, 3, 1, 1)));
-        features->push_back(ReLU());
+        features->push_back(ReLU(torch::nn::ReLUOptions(true)));
         in = c;
       }
     }
     features_ = register_module("features", features);
     classifier_ = register_module(
         "classifier",
-        torch::nn::Sequential(Fc(512 * 7 * 7, 4096), ReLU(), Dropout(0.5), Fc(4096, 4096), ReLU(),
+        torch::nn::Sequential(Fc(512 * 7 * 7, 4096), ReLU(torch::nn::ReLUOptions(true)), Dropout(0.5), Fc(4096, 4096), ReLU(torch::nn::ReLUOptions(true)),
                               Dropout(0.5), Fc(4096, o.num_classes)));
     torch::NoGradGuard no_grad;
     for (auto& m : modules(/*include_self=*/false)) {

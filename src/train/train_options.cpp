@@ -28,6 +28,17 @@ std::string to_string(OptimizerKind kind) {
   return "?";
 }
 
+MemoryFormat parse_memory_format(const std::string& name) {
+  if (name == "channels-last") return MemoryFormat::kChannelsLast;
+  if (name == "contiguous") return MemoryFormat::kContiguous;
+  throw Error(
+      fmt::format("unknown memory format '{}'; allowed: channels-last, contiguous", name));
+}
+
+std::string to_string(MemoryFormat format) {
+  return format == MemoryFormat::kChannelsLast ? "channels-last" : "contiguous";
+}
+
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -78,6 +89,7 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in) {
   DLSCALE_CHECK(r.optimizer != OptimizerKind::kNesterov || o.momentum > 0,
                 "--optimizer nesterov needs --momentum > 0 (got {})", o.momentum);
   check_device(o.device);
+  r.memory_format = parse_memory_format(o.memory_format);
 
   models::ModelOptions mo;
   mo.num_classes = o.num_classes;

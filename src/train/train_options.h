@@ -8,9 +8,17 @@ namespace dlscale::train {
 
 enum class OptimizerKind { kSgd, kMomentum, kNesterov, kAdam };
 
+/// Layout of 4-D activations and weights. oneDNN's CPU convolutions run
+/// faster on channels-last (NHWC) tensors; see docs/metrics.md.
+enum class MemoryFormat { kChannelsLast, kContiguous };
+
 /// "sgd" | "momentum" | "nesterov" | "adam"; throws dlscale::Error otherwise.
 OptimizerKind parse_optimizer(const std::string& name);
 std::string to_string(OptimizerKind kind);
+
+/// "channels-last" | "contiguous"; throws dlscale::Error otherwise.
+MemoryFormat parse_memory_format(const std::string& name);
+std::string to_string(MemoryFormat format);
 
 struct TrainOptions {
   std::string model = "resnet18";
@@ -29,6 +37,8 @@ struct TrainOptions {
   int64_t display_every = 10;  ///< print a step line every this many steps; 0 = never
   int64_t synthetic_batches = 1;  ///< distinct synthetic batches cycled through
   std::string device = "cpu";  ///< "cpu" or "cuda[:index]"
+  std::string memory_format = "channels-last";  ///< "channels-last" or "contiguous"
+  bool keep_freed_memory = true;  ///< tune malloc to reuse freed activations (core/memory.h)
   std::string json_path;       ///< result record file; "" = none
 };
 
@@ -36,6 +46,7 @@ struct TrainOptions {
 struct ResolvedTrainOptions {
   TrainOptions options;        ///< every 0/"" default replaced by its value
   OptimizerKind optimizer = OptimizerKind::kSgd;
+  MemoryFormat memory_format = MemoryFormat::kChannelsLast;
   int64_t channels = 0;
   int64_t measured_steps = 0;
   int64_t global_batch = 0;

@@ -66,6 +66,8 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"display_every", o.display_every},
           {"synthetic_batches", o.synthetic_batches},
           {"device", o.device},
+          {"memory_format", to_string(c.memory_format)},
+          {"keep_freed_memory", o.keep_freed_memory},
           {"json", o.json_path}};
 }
 
@@ -140,9 +142,10 @@ void print_header(std::ostream& out, const TrainResult& r) {
   fmt::print(out, "  batch {} per worker x {} worker(s) = {} global | steps {} ({} warm-up) | optimizer {} lr {}\n",
              o.batch, r.config.world_size, r.config.global_batch, o.steps, o.warmup,
              to_string(r.config.optimizer), o.lr);
-  fmt::print(out, "  device {} | threads {} (BLAS {}) | LibTorch {} | BLAS {} | data {}\n",
-             r.runtime.device, r.runtime.compute_threads, r.runtime.blas_threads,
-             r.runtime.torch_version, r.system.blas, r.runtime.data_source);
+  fmt::print(out, "  device {} | {} | threads {} (BLAS {}) | LibTorch {} | BLAS {} | data {}\n",
+             r.runtime.device, to_string(r.config.memory_format), r.runtime.compute_threads,
+             r.runtime.blas_threads, r.runtime.torch_version, r.system.blas,
+             r.runtime.data_source);
   fmt::print(out, "  host {} | {} | dlscale {} ({})\n", r.system.hostname, r.system.cpu_model,
              r.system.dlscale_version, r.system.git_revision);
   out.flush();

@@ -2,6 +2,7 @@
 
 #include "core/clock.h"
 #include "core/files.h"
+#include "core/memory.h"
 #include "core/threads.h"
 #include "core/torch_compat.h"
 #include "data/synthetic.h"
@@ -30,6 +31,7 @@ Trainer::Trainer(const TrainOptions& options, std::vector<std::string> argv)
   const TrainOptions& o = result_.config.options;
   device_ = torch::Device(o.device);
   set_compute_threads(o.threads);
+  if (o.keep_freed_memory) keep_freed_memory();
 
   const models::ModelSpec& spec = models::find_model(o.model);
   models::ModelOptions mo;
@@ -49,6 +51,12 @@ Trainer::Trainer(const TrainOptions& options, std::vector<std::string> argv)
   facts.macs_per_sample = models::count_macs_per_sample(*model_, spec.channels, o.image_size);
 
   model_->to(device_);
+  if (result_.config.memory_format == MemoryFormat::kChannelsLast) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) {
+      if (p.dim() == 4) p.set_data(compat::with_memory_format(p, /*channels_last=*/true));
+    }
+  }
   model_->train();
   optimizer_ = make_optimizer(result_.config.optimizer, model_->parameters(), o);
 
@@ -62,6 +70,7 @@ Trainer::Trainer(const TrainOptions& options, std::vector<std::string> argv)
   so.pool_batches = o.synthetic_batches;
   so.seed = o.seed + 1;  // data stream independent of the initialization stream
   so.device = device_;
+  so.channels_last = result_.config.memory_format == MemoryFormat::kChannelsLast;
   data_ = std::make_unique<data::SyntheticData>(so);
 
   result_.system = collect_system_info();  // after LibTorch loaded its BLAS

@@ -69,6 +69,9 @@ TEST(TrainOptions, EachBadInputIsNamed) {
   o.device = "tpu";
   EXPECT_NE(error_of(o).find("'tpu'"), std::string::npos);
   o = {};
+  o.memory_format = "nhwc";
+  EXPECT_EQ(error_of(o), "unknown memory format 'nhwc'; allowed: channels-last, contiguous");
+  o = {};
   o.json_path = "/nonexistent-dir/r.json";
   EXPECT_NE(error_of(o).find("directory '/nonexistent-dir' does not exist"), std::string::npos);
 }

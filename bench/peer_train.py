@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""PyTorch eager peer of `dlscale train`: trains the same model on the same kind
+of synthetic batch (random tensors made once and reused) with the same
+optimizer, steps and threads, and measures throughput the same way (wall time
+of the measured steps; loss read back every step).
+
+Prints one JSON line: {"samples_per_sec": ..., "step_time_p50_ms": ..., ...}.
+Run with Debian's interpreter: /usr/bin/python3 bench/peer_train.py --help
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+from peer_models import build_model  # noqa: E402
+
+CHANNELS = {"lenet": 1}
+DEFAULT_SIZE = {"lenet": 28, "inception3": 299}
+
+
+def make_optimizer(name, params, lr, momentum):
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    if name == "momentum":
+        return torch.optim.SGD(params, lr=lr, momentum=momentum)
+    if name == "nesterov":
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, nesterov=True)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    raise SystemExit(f"unknown optimizer {name}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description="PyTorch eager peer of dlscale train")
+    ap.add_argument("--model", default="resnet18")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=20, help="total steps including warm-up")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--image-size", type=int, default=0)
+    ap.add_argument("--classes", type=int, default=0)
+    ap.add_argument("--optimizer", default="sgd")
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--channels-last", action="store_true",
+                    help="NHWC model and inputs (PyTorch's default is contiguous NCHW)")
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
+    channels = CHANNELS.get(args.model, 3)
+    classes = args.classes or (10 if args.model == "lenet" else 1000)
+    model = build_model(args.model, size, num_classes=classes)
+    model.train()
+    opt = make_optimizer(args.optimizer, model.parameters(), args.lr, args.momentum)
+    inputs = torch.randn(args.batch, channels, size, size)
+    labels = torch.randint(classes, (args.batch,))
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        inputs = inputs.contiguous(memory_format=torch.channels_last)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    times = []
+    losses = []
+    start = None
+    for step in range(args.steps):
+        if step == args.warmup:
+            start = time.perf_counter()
+        t0 = time.perf_counter()
+        out = model(inputs)
+        loss = loss_fn(out, labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        times.append(time.perf_counter() - t0)
+    wall = time.perf_counter() - start
+    measured = times[args.warmup:]
+    print(json.dumps({
+        "peer": "pytorch-eager",
+        "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "channels_last": args.channels_last,
+        "model": args.model,
+        "batch": args.batch,
+        "measured_steps": len(measured),
+        "samples_per_sec": len(measured) * args.batch / wall,
+        "step_time_p50_ms": statistics.median(measured) * 1e3,
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+    }))
+
+
+if __name__ == "__main__":
+    main()
