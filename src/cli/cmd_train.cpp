@@ -1,10 +1,12 @@
 // dlscale train: the training benchmark (flags → TrainOptions → Trainer).
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "models/model.h"
-#include "train/trainer.h"
+#include "launch/job.h"
+#include "launch/launch_env.h"
 
 namespace dlscale::cli {
 
@@ -24,8 +26,13 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   cmd->add_option("--warmup", opts->warmup, "Warm-up steps excluded from the measurement")
       ->capture_default_str();
-  cmd->add_option("--threads,-t", opts->threads,
-                  "Intra-op compute threads (LibTorch and BLAS); 0 = every core available")
+  cmd->add_option("--threads,-t,--threads-per-worker", opts->threads,
+                  "Intra-op compute threads per worker (LibTorch and BLAS); 0 = cores / local "
+                  "workers, at least 1")
+      ->capture_default_str();
+  cmd->add_option("--global-batch", opts->global_batch,
+                  "Strong scaling: samples per step over all workers, split evenly (must divide "
+                  "by the worker count); 0 = weak scaling with --batch per worker")
       ->capture_default_str();
   cmd->add_option("--image-size", opts->image_size,
                   "Input height = width in pixels; 0 = the model's default (see 'dlscale models')")
@@ -34,6 +41,10 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   cmd->add_flag("--aux-logits", opts->aux_logits,
                 "Build and train the auxiliary classifiers (googlenet, inception3)");
+  cmd->add_option("--dropout", opts->dropout,
+                  "Probability of every dropout layer; negative = the model's own (0 disables "
+                  "dropout, which makes N-worker runs comparable to one worker step for step)")
+      ->capture_default_str();
   cmd->add_option("--optimizer", opts->optimizer, "sgd | momentum | nesterov | adam")
       ->capture_default_str();
   cmd->add_option("--lr", opts->lr, "Learning rate")->capture_default_str();
@@ -59,10 +70,64 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
                 "reuse instead of unmapping it every step)");
   cmd->add_option("--json", opts->json_path,
                   "Write the self-describing JSON result record here (atomically)");
+  cmd->add_option("--save-weights", opts->save_weights,
+                  "Rank 0 saves the final parameters here (torch::save of the parameter list)");
+
+  const std::string dp = "Data parallelism";
+  cmd->add_option("--workers,-n", opts->workers,
+                  "Worker processes to spawn on this node (each trains on its shard)")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--backend", opts->backend,
+                  "gloo | mpi; default: mpi under mpirun, gloo otherwise")
+      ->group(dp);
+  cmd->add_option("--bucket-mb", opts->bucket_mb,
+                  "Gradient bucket size in MiB; each bucket's allreduce overlaps backward. 0 = "
+                  "one allreduce of all gradients after backward (no overlap)")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--first-bucket-mb", opts->first_bucket_mb,
+                  "Size of the first bucket (the last layers' gradients) in MiB")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--sync-buffers", opts->sync_buffers,
+                  "When rank 0's batch-norm statistics are copied to all workers: none | init "
+                  "(with the weights at start) | step (before every step)")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--timeout", opts->timeout_s,
+                  "Seconds after which a silent worker or a stuck collective fails the job")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--trace", opts->trace_path,
+                  "Write a Chrome-trace JSON (chrome://tracing, Perfetto) of every rank's "
+                  "phases and bucket allreduces")
+      ->group(dp);
+  cmd->add_flag("--bind-cores", opts->bind_cores,
+                "Pin each local worker to its own --threads cores")
+      ->group(dp);
+  cmd->add_flag("--verbose-ranks", opts->verbose_ranks,
+                "Let every rank print its report (default: rank 0 only)")
+      ->group(dp);
+  cmd->add_option("--nnodes", opts->nnodes, "Nodes in the job (run dlscale on each)")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--node-rank", opts->node_rank, "This node's index, 0 .. nnodes-1")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--master-addr", opts->master_addr,
+                  "Address of node 0, which hosts the rendezvous store")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--master-port", opts->master_port,
+                  "Port of the rendezvous store (multi-node, mpirun/srun with gloo)")
+      ->capture_default_str()
+      ->group(dp);
   cmd->callback([opts, argv] {
-    train::Trainer trainer(*opts, argv);
-    train::ConsoleObserver console(std::cout);
-    trainer.run(console);
+    // The one place where dlscale reads the environment (docs/launch.md).
+    const launch::LaunchEnv env =
+        launch::detect_launch_env([](const char* name) { return std::getenv(name); });
+    launch::run_train(*opts, env, argv, std::cout);
   });
 }
 

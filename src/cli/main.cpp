@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "launch/local_launcher.h"
 
 namespace {
 
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return fail(dlscale::kExitUsage, std::string(e.what()) + " (see 'dlscale --help')");
+  } catch (const dlscale::launch::JobFailed& e) {
+    return fail(e.exit_code(), e.what());
   } catch (const dlscale::Error& e) {
     return fail(dlscale::kExitUsage, e.what());
   } catch (const std::bad_alloc&) {

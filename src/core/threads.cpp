@@ -16,6 +16,10 @@ Fn find_symbol(const char* name) {
 }  // namespace
 
 void set_compute_threads(int threads) {
+  // Changing a thread pool while another thread computes in it is unsafe
+  // (OpenBLAS): ranks run as threads all ask for the same count, so only the
+  // first call may change anything.
+  if (at::get_num_threads() == threads && blas_threads() == threads) return;
   // LibTorch allows setting inter-op threads once per process, before use.
   static std::once_flag interop_once;
   std::call_once(interop_once, [] {

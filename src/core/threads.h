@@ -6,7 +6,8 @@ namespace dlscale {
 /// Sets the number of intra-op compute threads for LibTorch (OpenMP) and for
 /// the BLAS library when it keeps its own thread pool (OpenBLAS-pthread), so
 /// that `--threads T` really means T busy cores. Inter-op threads are set to 1
-/// on first use (dlscale runs one model per process).
+/// on first use (dlscale runs one model per process). A no-op when both pools
+/// already have `threads`. Process-wide: ranks run as threads must agree.
 void set_compute_threads(int threads);
 
 /// LibTorch's current intra-op thread count.

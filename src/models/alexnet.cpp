@@ -24,7 +24,7 @@ class AlexNet : public Model {
                               Conv(conv_options(256, 256, 3, 1, 1)), ReLU(torch::nn::ReLUOptions(true)), max_pool_3s2()));
     classifier_ = register_module(
         "classifier",
-        torch::nn::Sequential(Dropout(0.5), Fc(256 * 6 * 6, 4096), ReLU(torch::nn::ReLUOptions(true)), Dropout(0.5),
+        torch::nn::Sequential(Dropout(dropout_or(o, 0.5)), Fc(256 * 6 * 6, 4096), ReLU(torch::nn::ReLUOptions(true)), Dropout(dropout_or(o, 0.5)),
                               Fc(4096, 4096), ReLU(torch::nn::ReLUOptions(true)), Fc(4096, o.num_classes)));
   }
 

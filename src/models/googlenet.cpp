@@ -44,11 +44,11 @@ TORCH_MODULE(Inception);
 
 class AuxHeadImpl : public torch::nn::Module {
  public:
-  AuxHeadImpl(int64_t in, int64_t classes) {
+  AuxHeadImpl(int64_t in, int64_t classes, double dropout) {
     conv_ = register_module("conv", basic_conv(in, 128, 1));
     fc1_ = register_module("fc1", Fc(2048, 1024));
     fc2_ = register_module("fc2", Fc(1024, classes));
-    dropout_ = register_module("dropout", torch::nn::Dropout(0.7));
+    dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
@@ -79,10 +79,10 @@ class GoogLeNet : public Model {
     i5a_ = register_module("inception5a", Inception(832, 256, 160, 320, 32, 128, 128));
     i5b_ = register_module("inception5b", Inception(832, 384, 192, 384, 48, 128, 128));
     if (o.aux_logits) {
-      aux1_ = register_module("aux1", AuxHead(512, o.num_classes));
-      aux2_ = register_module("aux2", AuxHead(528, o.num_classes));
+      aux1_ = register_module("aux1", AuxHead(512, o.num_classes, dropout_or(o, 0.7)));
+      aux2_ = register_module("aux2", AuxHead(528, o.num_classes, dropout_or(o, 0.7)));
     }
-    dropout_ = register_module("dropout", torch::nn::Dropout(0.2));
+    dropout_ = register_module("dropout", torch::nn::Dropout(dropout_or(o, 0.2)));
     fc_ = register_module("fc", Fc(1024, o.num_classes));
     torch::NoGradGuard no_grad;
     for (auto& m : modules(/*include_self=*/false)) {

@@ -169,7 +169,7 @@ class Inception3 : public Model {
     if (o.aux_logits) aux_ = register_module("aux", AuxHead(768, o.num_classes));
     mixed7_ = register_module("mixed7", torch::nn::Sequential(InceptionD(768), InceptionE(1280),
                                                               InceptionE(2048)));
-    dropout_ = register_module("dropout", torch::nn::Dropout(0.5));
+    dropout_ = register_module("dropout", torch::nn::Dropout(dropout_or(o, 0.5)));
     fc_ = register_module("fc", Fc(2048, o.num_classes));
     torch::NoGradGuard no_grad;
     for (auto& m : modules(/*include_self=*/false)) {

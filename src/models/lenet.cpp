@@ -14,7 +14,7 @@ class LeNet : public Model {
     conv1_ = register_module("conv1", Conv(conv_options(1, 32, 5, 1, 2)));
     conv2_ = register_module("conv2", Conv(conv_options(32, 64, 5, 1, 2)));
     fc1_ = register_module("fc1", Fc(side * side * 64, 1024));
-    dropout_ = register_module("dropout", torch::nn::Dropout(0.5));
+    dropout_ = register_module("dropout", torch::nn::Dropout(dropout_or(o, 0.5)));
     fc2_ = register_module("fc2", Fc(1024, o.num_classes));
   }
 

@@ -40,6 +40,8 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   if (o.image_size == 0) o.image_size = spec.default_image_size;
   DLSCALE_CHECK(o.num_classes >= 1, "--classes must be >= 1 (got {})", o.num_classes);
   DLSCALE_CHECK(o.image_size >= 1, "--image-size must be >= 1 (got {})", o.image_size);
+  DLSCALE_CHECK(o.dropout < 1, "--dropout must be < 1 (got {}; negative = the model's own)",
+                o.dropout);
   DLSCALE_CHECK(!o.aux_logits || spec.min_image_size_aux > 0,
                 "model '{}' has no auxiliary classifiers (--aux-logits is for googlenet, inception3)",
                 spec.name);

@@ -30,7 +30,13 @@ struct ModelOptions {
   int64_t num_classes = 0;  ///< output classes; 0 = the model's default (10 or 1000)
   int64_t image_size = 0;   ///< input height = width in pixels; 0 = the model's default
   bool aux_logits = false;  ///< build auxiliary classifiers (googlenet, inception3 only)
+  double dropout = -1;      ///< dropout probability for every dropout layer; < 0 = the model's own
 };
+
+/// The dropout probability to use where the architecture has `model_default`.
+inline double dropout_or(const ModelOptions& o, double model_default) {
+  return o.dropout >= 0 ? o.dropout : model_default;
+}
 
 /// What the registry knows about one architecture.
 struct ModelSpec {

@@ -31,8 +31,8 @@ class Vgg : public Model {
     features_ = register_module("features", features);
     classifier_ = register_module(
         "classifier",
-        torch::nn::Sequential(Fc(512 * 7 * 7, 4096), ReLU(torch::nn::ReLUOptions(true)), Dropout(0.5), Fc(4096, 4096), ReLU(torch::nn::ReLUOptions(true)),
-                              Dropout(0.5), Fc(4096, o.num_classes)));
+        torch::nn::Sequential(Fc(512 * 7 * 7, 4096), ReLU(torch::nn::ReLUOptions(true)), Dropout(dropout_or(o, 0.5)), Fc(4096, 4096), ReLU(torch::nn::ReLUOptions(true)),
+                              Dropout(dropout_or(o, 0.5)), Fc(4096, o.num_classes)));
     torch::NoGradGuard no_grad;
     for (auto& m : modules(/*include_self=*/false)) {
       if (auto* conv = m->as<ConvImpl>()) {

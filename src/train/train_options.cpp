@@ -1,6 +1,8 @@
 #include "train/train_options.h"
 
 #include <sched.h>
+
+#include <algorithm>
 #include <torch/torch.h>
 
 #include "core/error.h"
@@ -39,6 +41,22 @@ std::string to_string(MemoryFormat format) {
   return format == MemoryFormat::kChannelsLast ? "channels-last" : "contiguous";
 }
 
+SyncBuffers parse_sync_buffers(const std::string& name) {
+  if (name == "none") return SyncBuffers::kNone;
+  if (name == "init") return SyncBuffers::kInit;
+  if (name == "step") return SyncBuffers::kStep;
+  throw Error(fmt::format("unknown --sync-buffers '{}'; allowed: none, init, step", name));
+}
+
+std::string to_string(SyncBuffers policy) {
+  switch (policy) {
+    case SyncBuffers::kNone: return "none";
+    case SyncBuffers::kInit: return "init";
+    case SyncBuffers::kStep: return "step";
+  }
+  return "?";
+}
+
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -65,11 +83,38 @@ void check_device(const std::string& device) {
 
 }  // namespace
 
-ResolvedTrainOptions resolve_train_options(const TrainOptions& in) {
+ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_size,
+                                           int local_world_size) {
   ResolvedTrainOptions r;
   r.options = in;
   TrainOptions& o = r.options;
   const models::ModelSpec& spec = models::find_model(o.model);
+  DLSCALE_CHECK(o.workers >= 1, "--workers must be >= 1 (got {})", o.workers);
+  DLSCALE_CHECK(o.nnodes >= 1, "--nnodes must be >= 1 (got {})", o.nnodes);
+  DLSCALE_CHECK(o.node_rank >= 0 && o.node_rank < o.nnodes,
+                "--node-rank must be in [0, {}) (got {})", o.nnodes, o.node_rank);
+  DLSCALE_CHECK(o.master_port >= 1 && o.master_port <= 65535,
+                "--master-port must be in [1, 65535] (got {})", o.master_port);
+  DLSCALE_CHECK(o.backend.empty() || o.backend == "gloo" || o.backend == "mpi",
+                "unknown --backend '{}'; allowed: gloo, mpi", o.backend);
+  DLSCALE_CHECK(o.bucket_mb >= 0, "--bucket-mb must be >= 0 (got {}; 0 = no overlap)",
+                o.bucket_mb);
+  DLSCALE_CHECK(o.first_bucket_mb > 0, "--first-bucket-mb must be > 0 (got {})",
+                o.first_bucket_mb);
+  DLSCALE_CHECK(o.timeout_s > 0, "--timeout must be > 0 seconds (got {})", o.timeout_s);
+  r.sync_buffers = parse_sync_buffers(o.sync_buffers);
+  r.world_size = world_size > 0 ? world_size : o.nnodes * o.workers;
+  r.local_world_size = local_world_size > 0 ? local_world_size : o.workers;
+  DLSCALE_CHECK(o.global_batch >= 0, "--global-batch must be >= 0 (got {}; 0 = weak scaling)",
+                o.global_batch);
+  if (o.global_batch > 0) {
+    DLSCALE_CHECK(o.global_batch % r.world_size == 0,
+                  "--global-batch {} is not divisible by {} workers (strong scaling needs "
+                  "global batch = workers x per-worker batch)",
+                  o.global_batch, r.world_size);
+    o.batch = o.global_batch / r.world_size;
+    r.strong_scaling = true;
+  }
   DLSCALE_CHECK(o.batch >= 1, "--batch must be >= 1 (got {})", o.batch);
   DLSCALE_CHECK(o.warmup >= 0, "--warmup must be >= 0 (got {})", o.warmup);
   DLSCALE_CHECK(o.steps > o.warmup,
@@ -77,7 +122,7 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in) {
                 "at least one step must be measured",
                 o.steps, o.warmup);
   DLSCALE_CHECK(o.threads >= 0, "--threads must be >= 0 (got {}; 0 = all cores)", o.threads);
-  if (o.threads == 0) o.threads = available_cores();
+  if (o.threads == 0) o.threads = std::max(1, available_cores() / r.local_world_size);
   DLSCALE_CHECK(o.lr > 0, "--lr must be > 0 (got {})", o.lr);
   DLSCALE_CHECK(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1) (got {})",
                 o.momentum);
@@ -95,14 +140,16 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in) {
   mo.num_classes = o.num_classes;
   mo.image_size = o.image_size;
   mo.aux_logits = o.aux_logits;
+  mo.dropout = o.dropout;
   mo = models::resolve_options(spec, mo);
   o.num_classes = mo.num_classes;
   o.image_size = mo.image_size;
   r.channels = spec.channels;
   r.measured_steps = o.steps - o.warmup;
-  r.world_size = 1;
   r.global_batch = o.batch * r.world_size;
-  if (!o.json_path.empty()) check_output_path(o.json_path);
+  for (const std::string* path : {&o.json_path, &o.trace_path, &o.save_weights}) {
+    if (!path->empty()) check_output_path(*path);
+  }
   return r;
 }
 

@@ -16,19 +16,28 @@ enum class MemoryFormat { kChannelsLast, kContiguous };
 OptimizerKind parse_optimizer(const std::string& name);
 std::string to_string(OptimizerKind kind);
 
+/// When rank 0's batch-norm statistics (module buffers) are copied to the
+/// other workers: never, once at start with the weights, or before every step
+/// (PyTorch DDP's broadcast_buffers=True).
+enum class SyncBuffers { kNone, kInit, kStep };
+SyncBuffers parse_sync_buffers(const std::string& name);
+std::string to_string(SyncBuffers policy);
+
 /// "channels-last" | "contiguous"; throws dlscale::Error otherwise.
 MemoryFormat parse_memory_format(const std::string& name);
 std::string to_string(MemoryFormat format);
 
 struct TrainOptions {
   std::string model = "resnet18";
-  int64_t batch = 32;          ///< samples per step per worker
+  int64_t batch = 32;          ///< samples per step per worker (weak scaling)
+  int64_t global_batch = 0;    ///< > 0: strong scaling, per-worker batch = global / workers
   int64_t steps = 20;          ///< total steps, including the warm-up steps
   int64_t warmup = 3;          ///< first steps excluded from the measurement
-  int threads = 0;             ///< intra-op compute threads; 0 = every core this process may use
+  int threads = 0;             ///< intra-op threads per worker; 0 = cores / local workers (>= 1)
   int64_t image_size = 0;      ///< input height = width; 0 = the model's default
   int64_t num_classes = 0;     ///< 0 = the model's default
   bool aux_logits = false;     ///< train auxiliary classifiers too (googlenet, inception3)
+  double dropout = -1;         ///< override every dropout probability; < 0 = the model's own
   std::string optimizer = "sgd";
   double lr = 0.01;            ///< learning rate
   double momentum = 0.9;       ///< used by momentum and nesterov
@@ -40,6 +49,22 @@ struct TrainOptions {
   std::string memory_format = "channels-last";  ///< "channels-last" or "contiguous"
   bool keep_freed_memory = true;  ///< tune malloc to reuse freed activations (core/memory.h)
   std::string json_path;       ///< result record file; "" = none
+  std::string save_weights;    ///< rank 0 saves the final parameters here (torch::save); "" = no
+
+  // Data parallelism (docs/launch.md, docs/strategies.md).
+  int workers = 1;               ///< worker processes on this node
+  int nnodes = 1;                ///< nodes, each running `workers` processes
+  int node_rank = 0;             ///< this node's index in [0, nnodes)
+  std::string master_addr = "127.0.0.1";  ///< host of the rendezvous store (node 0)
+  int master_port = 29500;       ///< its port (multi-node; a local job picks a free one)
+  std::string backend;           ///< "gloo" | "mpi"; "" = mpi under mpirun, gloo otherwise
+  double bucket_mb = 25.0;       ///< gradient bucket size in MiB; 0 = one allreduce after backward
+  double first_bucket_mb = 1.0;  ///< size of the first bucket in MiB
+  std::string sync_buffers = "init";  ///< none | init | step
+  double timeout_s = 60.0;       ///< a worker silent or a collective stuck this long fails the job
+  std::string trace_path;        ///< Chrome-trace JSON of every rank's phases and buckets
+  bool bind_cores = false;       ///< pin each local worker to its own cores
+  bool verbose_ranks = false;    ///< let every rank print to stdout, not only rank 0
 };
 
 /// Options after validation, with defaults filled in.
@@ -47,16 +72,22 @@ struct ResolvedTrainOptions {
   TrainOptions options;        ///< every 0/"" default replaced by its value
   OptimizerKind optimizer = OptimizerKind::kSgd;
   MemoryFormat memory_format = MemoryFormat::kChannelsLast;
+  SyncBuffers sync_buffers = SyncBuffers::kInit;
   int64_t channels = 0;
   int64_t measured_steps = 0;
-  int64_t global_batch = 0;
+  int64_t global_batch = 0;  ///< samples per step over all workers
   int world_size = 1;
+  int local_world_size = 1;  ///< workers on this node
+  bool strong_scaling = false;
 };
 
-/// Validates every field and fills defaults. Throws dlscale::Error with a
-/// one-line message naming the bad value and what is allowed. Also checks that
-/// json_path can be written, so a long run never ends with a lost result.
-ResolvedTrainOptions resolve_train_options(const TrainOptions& options);
+/// Validates every field and fills defaults for a job of `world_size`
+/// workers, `local_world_size` of them on this node. Throws dlscale::Error
+/// with a one-line message naming the bad value and what is allowed. Also
+/// checks that output paths can be written, so a long run never ends with a
+/// lost result. With world_size = 0 the size is nnodes × workers.
+ResolvedTrainOptions resolve_train_options(const TrainOptions& options, int world_size = 0,
+                                           int local_world_size = 0);
 
 /// Number of CPUs this process may run on.
 int available_cores();

@@ -12,29 +12,48 @@ double phase_seconds(const StepTimes& t, size_t phase) {
     case 0: return t.data;
     case 1: return t.forward;
     case 2: return t.backward;
-    case 3: return t.optimizer;
+    case 3: return t.comm;
+    case 4: return t.optimizer;
     default: return t.total;
   }
+}
+
+StepTimes median_phase_times(const std::vector<StepRecord>& steps) {
+  std::vector<double> phases[kNumPhases];
+  for (const auto& r : steps) {
+    if (!r.measured) continue;
+    for (size_t p = 0; p < kNumPhases; ++p) phases[p].push_back(phase_seconds(r.times, p));
+  }
+  return {median(phases[0]), median(phases[1]), median(phases[2]),
+          median(phases[3]), median(phases[4]), median(phases[5])};
+}
+
+void summarize_comm(const std::vector<StepRecord>& steps, int world_size, CommSummary& comm) {
+  std::vector<double> busy;
+  for (const auto& r : steps) {
+    if (r.measured) busy.push_back(r.comm_busy);
+  }
+  const double busy_s = median(busy);
+  comm.busy_ms_p50 = busy_s * 1e3;
+  comm.algbw_gbps = busy_s > 0 ? static_cast<double>(comm.bytes_per_step) / busy_s / 1e9 : 0.0;
+  comm.busbw_gbps = comm.algbw_gbps * 2.0 * (world_size - 1) / world_size;
 }
 
 TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t global_batch,
                              double wall_seconds) {
   TrainSummary s;
   std::vector<double> rates, totals;
-  std::vector<double> phases[std::size(kPhaseNames)];
   for (const auto& r : steps) {
     if (!r.measured) continue;
     totals.push_back(r.times.total);
     rates.push_back(r.times.total > 0 ? static_cast<double>(global_batch) / r.times.total : 0.0);
-    for (size_t p = 0; p < std::size(kPhaseNames); ++p) phases[p].push_back(phase_seconds(r.times, p));
   }
   s.measured_steps = static_cast<int64_t>(totals.size());
   s.wall_seconds = wall_seconds;
   s.samples_per_sec = wall_seconds > 0 ? static_cast<double>(s.measured_steps * global_batch) / wall_seconds : 0.0;
   s.step_rate = summarize(rates);
   s.step_time = summarize(totals);
-  s.median_times = {median(phases[0]), median(phases[1]), median(phases[2]), median(phases[3]),
-                    median(phases[4])};
+  s.median_times = median_phase_times(steps);
   if (!steps.empty()) {
     s.first_loss = steps.front().loss;
     s.last_loss = steps.back().loss;
@@ -50,6 +69,19 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"batch", o.batch},
           {"global_batch", c.global_batch},
           {"world_size", c.world_size},
+          {"local_world_size", c.local_world_size},
+          {"scaling", c.strong_scaling ? "strong" : "weak"},
+          {"workers", o.workers},
+          {"nnodes", o.nnodes},
+          {"backend", o.backend},
+          {"bucket_mb", o.bucket_mb},
+          {"first_bucket_mb", o.first_bucket_mb},
+          {"sync_buffers", to_string(c.sync_buffers)},
+          {"timeout_s", o.timeout_s},
+          {"bind_cores", o.bind_cores},
+          {"dropout", o.dropout},
+          {"trace", o.trace_path},
+          {"save_weights", o.save_weights},
           {"steps", o.steps},
           {"warmup", o.warmup},
           {"measured_steps", c.measured_steps},
@@ -85,16 +117,31 @@ nlohmann::json to_json(const TrainResult& r) {
   env["device"] = r.runtime.device;
   env["data_source"] = r.runtime.data_source;
 
-  nlohmann::json breakdown = nlohmann::json::object();
-  for (size_t p = 0; p < std::size(kPhaseNames); ++p) {
-    breakdown[kPhaseNames[p]] = ms(phase_seconds(s.median_times, p));
+  auto breakdown_json = [](const StepTimes& t) {
+    nlohmann::json b = nlohmann::json::object();
+    for (size_t p = 0; p < kNumPhases; ++p) b[kPhaseNames[p]] = ms(phase_seconds(t, p));
+    return b;
+  };
+  const nlohmann::json breakdown = breakdown_json(s.median_times);
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (const auto& t : r.rank_median_times) per_rank.push_back(breakdown_json(t));
+  nlohmann::json comm = nullptr;
+  if (r.config.world_size > 1) {
+    comm = {{"backend", r.comm.backend},
+            {"strategy", r.comm.strategy},
+            {"buckets", r.comm.bucket_bytes.size()},
+            {"bucket_bytes", r.comm.bucket_bytes},
+            {"bytes_per_step", r.comm.bytes_per_step},
+            {"allreduce_busy_ms_p50", r.comm.busy_ms_p50},
+            {"algbw_gbps", r.comm.algbw_gbps},
+            {"busbw_gbps", r.comm.busbw_gbps}};
   }
   nlohmann::json per_step = {{"loss", nlohmann::json::array()}, {"measured", nlohmann::json::array()}};
   for (const char* name : kPhaseNames) per_step[std::string(name) + "_ms"] = nlohmann::json::array();
   for (const auto& step : r.steps) {
     per_step["loss"].push_back(step.loss);
     per_step["measured"].push_back(step.measured);
-    for (size_t p = 0; p < std::size(kPhaseNames); ++p) {
+    for (size_t p = 0; p < kNumPhases; ++p) {
       per_step[std::string(kPhaseNames[p]) + "_ms"].push_back(ms(phase_seconds(step.times, p)));
     }
   }
@@ -126,6 +173,8 @@ nlohmann::json to_json(const TrainResult& r) {
         {"wall_seconds", s.wall_seconds},
         {"measured_steps", s.measured_steps},
         {"breakdown_ms", breakdown},
+        {"breakdown_ms_per_rank", per_rank},
+        {"comm", comm},
         {"loss_first", s.first_loss},
         {"loss_last", s.last_loss},
         // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
@@ -139,8 +188,9 @@ void print_header(std::ostream& out, const TrainResult& r) {
   fmt::print(out, "dlscale train: {} ({} parameters, {:.3f} GFLOPs/sample forward), input {}x{}x{}, {} classes\n",
              m.name, with_thousands(m.parameters), m.flops_per_sample() / 1e9, m.channels, m.image_size,
              m.image_size, m.num_classes);
-  fmt::print(out, "  batch {} per worker x {} worker(s) = {} global | steps {} ({} warm-up) | optimizer {} lr {}\n",
-             o.batch, r.config.world_size, r.config.global_batch, o.steps, o.warmup,
+  fmt::print(out, "  batch {} per worker x {} worker(s) = {} global ({} scaling) | steps {} ({} warm-up) | optimizer {} lr {}\n",
+             o.batch, r.config.world_size, r.config.global_batch,
+             r.config.strong_scaling ? "strong" : "weak", o.steps, o.warmup,
              to_string(r.config.optimizer), o.lr);
   fmt::print(out, "  device {} | {} | threads {} (BLAS {}) | LibTorch {} | BLAS {} | data {}\n",
              r.runtime.device, to_string(r.config.memory_format), r.runtime.compute_threads,
@@ -169,11 +219,20 @@ void print_summary(std::ostream& out, const TrainResult& r) {
              s.step_rate.uncertainty, s.step_rate.jitter);
   fmt::print(out, "step time: p50 {:.2f} ms  p95 {:.2f} ms\n", ms(s.step_time.p50),
              ms(s.step_time.p95));
-  fmt::print(out, "breakdown (median ms):");
-  for (size_t p = 0; p < std::size(kPhaseNames); ++p) {
+  fmt::print(out, "breakdown (median ms{}):", r.config.world_size > 1 ? ", max over ranks" : "");
+  for (size_t p = 0; p < kNumPhases; ++p) {
     fmt::print(out, "  {} {:.2f}", kPhaseNames[p], ms(phase_seconds(s.median_times, p)));
   }
-  fmt::print(out, "\nloss: {:.4f} -> {:.4f}\n", s.first_loss, s.last_loss);
+  fmt::print(out, "\n");
+  if (r.config.world_size > 1) {
+    fmt::print(out,
+               "communication: {} {} over {} workers, {} bucket(s), {:.2f} MB/step, allreduce "
+               "{:.2f} ms/step (algbw {:.3f} GB/s, busbw {:.3f} GB/s)\n",
+               r.comm.backend, r.comm.strategy, r.config.world_size, r.comm.bucket_bytes.size(),
+               r.comm.bytes_per_step / 1e6, r.comm.busy_ms_p50, r.comm.algbw_gbps,
+               r.comm.busbw_gbps);
+  }
+  fmt::print(out, "loss: {:.4f} -> {:.4f}\n", s.first_loss, s.last_loss);
   out.flush();
 }
 

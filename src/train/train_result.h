@@ -3,6 +3,7 @@
 // and its two renderings: console text and the self-describing JSON record.
 #include <nlohmann/json.hpp>
 
+#include <iterator>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,20 +19,35 @@ namespace dlscale::train {
 struct StepTimes {
   double data = 0;       ///< fetching the batch
   double forward = 0;    ///< forward pass and loss
-  double backward = 0;   ///< backward pass
+  double backward = 0;   ///< backward pass (bucket allreduces overlap it)
+  double comm = 0;       ///< exposed communication: waiting for gradients after backward
   double optimizer = 0;  ///< optimizer update
   double total = 0;      ///< whole step, start to end
 };
 
 /// Names of the StepTimes phases, in record order (for tables and JSON keys).
-inline constexpr const char* kPhaseNames[] = {"data", "forward", "backward", "optimizer", "total"};
+inline constexpr const char* kPhaseNames[] = {"data",     "forward",   "backward",
+                                              "comm",     "optimizer", "total"};
+inline constexpr size_t kNumPhases = std::size(kPhaseNames);
 double phase_seconds(const StepTimes& t, size_t phase);
 
 struct StepRecord {
   int64_t step = 0;  ///< 0-based
-  StepTimes times;
-  double loss = 0;
+  StepTimes times;   ///< this rank's; after the run, rank 0 holds the max over ranks per phase
+  double loss = 0;   ///< rank 0's loss on its shard
   bool measured = false;  ///< false during warm-up
+  double comm_busy = 0;   ///< seconds the communication thread spent in allreduce
+};
+
+/// How gradients were exchanged (world size > 1).
+struct CommSummary {
+  std::string backend;                ///< gloo | mpi | inproc
+  std::string strategy;               ///< allreduce-bucketed | allreduce-flat
+  std::vector<int64_t> bucket_bytes;  ///< in launch order
+  int64_t bytes_per_step = 0;         ///< gradient bytes allreduced per step
+  double busy_ms_p50 = 0;             ///< median time in allreduce per step (rank 0)
+  double algbw_gbps = 0;              ///< bytes_per_step / busy time, GB/s
+  double busbw_gbps = 0;              ///< algbw × 2(p−1)/p (ring allreduce traffic per link)
 };
 
 /// Software facts of the run (besides SystemInfo).
@@ -45,12 +61,13 @@ struct RuntimeInfo {
 };
 
 struct TrainSummary {
+  int world_size = 1;
   int64_t measured_steps = 0;
   double wall_seconds = 0;        ///< wall time of the measured steps
   double samples_per_sec = 0;     ///< measured steps × global batch / wall time
   Summary step_rate;              ///< per-step samples/s: mean, uncertainty, jitter
   Summary step_time;              ///< per-step seconds: p50, p95
-  StepTimes median_times;         ///< median per phase over measured steps
+  StepTimes median_times;         ///< median per phase over measured steps (max over ranks)
   double first_loss = 0;
   double last_loss = 0;
 };
@@ -65,11 +82,19 @@ struct TrainResult {
   std::string finished_at;  ///< UTC ISO-8601
   std::vector<StepRecord> steps;
   TrainSummary summary;
+  CommSummary comm;                       ///< empty when world size is 1
+  std::vector<StepTimes> rank_median_times;  ///< per rank: median per phase
 };
 
 /// Computes the summary from `steps` (measured steps only) and the wall time.
 TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t global_batch,
                              double wall_seconds);
+
+/// Median of each phase over the measured steps of `steps`.
+StepTimes median_phase_times(const std::vector<StepRecord>& steps);
+
+/// Fills busy time and bandwidths of `comm` from rank 0's measured steps.
+void summarize_comm(const std::vector<StepRecord>& steps, int world_size, CommSummary& comm);
 
 /// The self-describing record (schema "dlscale.train/1"): inputs, model,
 /// environment, summary and every step's times.

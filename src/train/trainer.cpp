@@ -1,12 +1,18 @@
 #include "train/trainer.h"
 
+#include <sstream>
+
+#include "comm/agreement.h"
 #include "core/clock.h"
+#include "core/error.h"
 #include "core/files.h"
 #include "core/memory.h"
 #include "core/threads.h"
 #include "core/torch_compat.h"
 #include "data/synthetic.h"
+#include "dp/bucket_reducer.h"
 #include "train/optimizer.h"
+#include "train/trace.h"
 
 namespace dlscale::train {
 
@@ -24,13 +30,35 @@ void ConsoleObserver::on_step(const StepRecord& step, const TrainResult& result)
 
 void ConsoleObserver::on_finish(const TrainResult& result) { print_summary(out_, result); }
 
-Trainer::Trainer(const TrainOptions& options, std::vector<std::string> argv)
-    : device_(torch::kCPU) {
-  result_.config = resolve_train_options(options);
+namespace {
+
+/// The fields every worker must agree on (checked at start).
+nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
+  const TrainOptions& o = c.options;
+  return {{"model", o.model},           {"batch", o.batch},
+          {"global_batch", c.global_batch}, {"world_size", c.world_size},
+          {"steps", o.steps},           {"warmup", o.warmup},
+          {"image_size", o.image_size}, {"classes", o.num_classes},
+          {"aux_logits", o.aux_logits}, {"dropout", o.dropout},
+          {"optimizer", o.optimizer},   {"lr", o.lr},
+          {"momentum", o.momentum},     {"weight_decay", o.weight_decay},
+          {"seed", o.seed},             {"memory_format", o.memory_format},
+          {"bucket_mb", o.bucket_mb},   {"first_bucket_mb", o.first_bucket_mb},
+          {"sync_buffers", o.sync_buffers}};
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
+                 std::vector<std::string> argv)
+    : worker_(worker), device_(torch::kCPU) {
+  result_.config = resolve_train_options(options, worker.world_size, worker.local_world_size);
   result_.argv = std::move(argv);
-  const TrainOptions& o = result_.config.options;
+  const ResolvedTrainOptions& c = result_.config;
+  const TrainOptions& o = c.options;
+  DLSCALE_ASSERT(worker.world_size == 1 || worker.comm != nullptr);
   device_ = torch::Device(o.device);
-  set_compute_threads(o.threads);
+  set_compute_threads(o.threads);  // process-wide (see core/threads.h)
   if (o.keep_freed_memory) keep_freed_memory();
 
   const models::ModelSpec& spec = models::find_model(o.model);
@@ -38,7 +66,8 @@ Trainer::Trainer(const TrainOptions& options, std::vector<std::string> argv)
   mo.num_classes = o.num_classes;
   mo.image_size = o.image_size;
   mo.aux_logits = o.aux_logits;
-  torch::manual_seed(o.seed);
+  mo.dropout = o.dropout;
+  torch::manual_seed(o.seed + static_cast<uint64_t>(worker.rank));  // dropout masks differ per rank
   model_ = models::make_model(spec, mo);
   aux_loss_weight_ = spec.aux_loss_weight;
 
@@ -51,27 +80,51 @@ Trainer::Trainer(const TrainOptions& options, std::vector<std::string> argv)
   facts.macs_per_sample = models::count_macs_per_sample(*model_, spec.channels, o.image_size);
 
   model_->to(device_);
-  if (result_.config.memory_format == MemoryFormat::kChannelsLast) {
+  const bool channels_last = c.memory_format == MemoryFormat::kChannelsLast;
+  {
     torch::NoGradGuard no_grad;
     for (auto& p : model_->parameters()) {
-      if (p.dim() == 4) p.set_data(compat::with_memory_format(p, /*channels_last=*/true));
+      if (p.dim() == 4) p.set_data(compat::with_memory_format(p, channels_last));
     }
   }
   model_->train();
-  optimizer_ = make_optimizer(result_.config.optimizer, model_->parameters(), o);
+
+  if (worker.world_size > 1) {
+    comm::Communicator& comm = *worker.comm;
+    comm::check_same_config(comm, agreed_fields(c));
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) {
+      // Broadcast moves bytes: a contiguous staging copy keeps any layout right.
+      torch::Tensor staging = p.contiguous();
+      comm.broadcast(staging, 0);
+      p.copy_(staging);
+    }
+    if (c.sync_buffers != SyncBuffers::kNone) broadcast_buffers();
+    dp::ReducerOptions ro;
+    ro.bucket_mb = o.bucket_mb;
+    ro.first_bucket_mb = o.first_bucket_mb;
+    reducer_ = std::make_unique<dp::BucketReducer>(model_->parameters(), comm, ro);
+    result_.comm.backend = comm.backend();
+    result_.comm.strategy = reducer_->overlaps() ? "allreduce-bucketed" : "allreduce-flat";
+    result_.comm.bucket_bytes = reducer_->bucket_bytes();
+    for (int64_t b : result_.comm.bucket_bytes) result_.comm.bytes_per_step += b;
+  }
+  optimizer_ = make_optimizer(c.optimizer, model_->parameters(), o);
 
   data::SyntheticOptions so;
-  so.global_batch = result_.config.global_batch;
-  so.rank = 0;
-  so.world_size = result_.config.world_size;
+  so.global_batch = c.global_batch;
+  so.rank = worker.rank;
+  so.world_size = c.world_size;
   so.channels = spec.channels;
   so.image_size = o.image_size;
   so.num_classes = o.num_classes;
   so.pool_batches = o.synthetic_batches;
   so.seed = o.seed + 1;  // data stream independent of the initialization stream
   so.device = device_;
-  so.channels_last = result_.config.memory_format == MemoryFormat::kChannelsLast;
+  so.channels_last = channels_last;
   data_ = std::make_unique<data::SyntheticData>(so);
+
+  if (!o.trace_path.empty()) tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
 
   result_.system = collect_system_info();  // after LibTorch loaded its BLAS
   result_.runtime.torch_version = compat::torch_version();
@@ -84,7 +137,16 @@ Trainer::Trainer(const TrainOptions& options, std::vector<std::string> argv)
 
 Trainer::~Trainer() = default;
 
-StepRecord Trainer::run_step(int64_t step) {
+void Trainer::broadcast_buffers() {
+  torch::NoGradGuard no_grad;
+  for (auto& b : model_->buffers()) {
+    torch::Tensor staging = b.contiguous();
+    worker_.comm->broadcast(staging, 0);
+    b.copy_(staging);
+  }
+}
+
+StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   StepRecord rec;
   rec.step = step;
   rec.measured = step >= result_.config.options.warmup;
@@ -93,39 +155,120 @@ StepRecord Trainer::run_step(int64_t step) {
     return now_seconds();
   };
   const double t0 = stamp();
+  observer.on_phase(step, "data");
   const data::Batch batch = data_->batch(step);
   const double t1 = stamp();
+  observer.on_phase(step, "forward");
+  if (reducer_ && result_.config.sync_buffers == SyncBuffers::kStep) broadcast_buffers();
   const models::Logits logits = model_->forward(batch.inputs);
   torch::Tensor loss = torch::nn::functional::cross_entropy(logits.main, batch.labels);
   for (const auto& aux : logits.aux) {
     loss = loss + aux_loss_weight_ * torch::nn::functional::cross_entropy(aux, batch.labels);
   }
   const double t2 = stamp();
+  observer.on_phase(step, "backward");
   compat::zero_grad_to_none(*optimizer_);
+  if (reducer_) reducer_->begin_step();
   loss.backward();
   const double t3 = stamp();
+  observer.on_phase(step, "comm");
+  dp::ReducerStepStats comm;
+  double t4 = t3;  // one worker: no communication phase at all
+  if (reducer_) {
+    comm = reducer_->finish_step();
+    t4 = stamp();
+  }
+  observer.on_phase(step, "optimizer");
   optimizer_->step();
-  const double t4 = stamp();
+  const double t5 = stamp();
   rec.loss = loss.item<double>();
-  rec.times = {t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0};
+  rec.times = {t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0};
+  rec.comm_busy = comm.busy_seconds;
+  if (tracer_) {
+    const nlohmann::json args = {{"step", step}};
+    tracer_->add("forward", "compute", t1, t2, args);
+    tracer_->add("backward", "compute", t2, t3, args);
+    if (reducer_) tracer_->add("wait for gradients", "compute", t3, t4, args);
+    tracer_->add("optimizer", "compute", t4, t5, args);
+    for (const auto& b : comm.buckets) {
+      tracer_->add(fmt::format("allreduce bucket {}", b.bucket), "comm", b.start, b.end,
+                   {{"step", step}, {"bytes", result_.comm.bucket_bytes[b.bucket]}});
+    }
+  }
   return rec;
+}
+
+void Trainer::gather_rank_times() {
+  // Every rank's phase times, [world, steps, phases]; each step is then as
+  // slow as its slowest rank, phase by phase.
+  const auto steps = static_cast<int64_t>(result_.steps.size());
+  torch::Tensor mine = torch::empty({steps, static_cast<int64_t>(kNumPhases)}, torch::kFloat64);
+  auto acc = mine.accessor<double, 2>();
+  for (int64_t s = 0; s < steps; ++s) {
+    for (size_t p = 0; p < kNumPhases; ++p) acc[s][p] = phase_seconds(result_.steps[s].times, p);
+  }
+  const torch::Tensor all = worker_.comm->allgather(mine);
+  result_.rank_median_times.clear();
+  for (int r = 0; r < worker_.world_size; ++r) {
+    std::vector<StepRecord> rank_steps = result_.steps;
+    const torch::Tensor rank_times = all[r];
+    auto ra = rank_times.accessor<double, 2>();
+    for (int64_t s = 0; s < steps; ++s) {
+      StepTimes& t = rank_steps[s].times;
+      t = {ra[s][0], ra[s][1], ra[s][2], ra[s][3], ra[s][4], ra[s][5]};
+    }
+    result_.rank_median_times.push_back(median_phase_times(rank_steps));
+  }
+  const torch::Tensor worst = std::get<0>(all.max(0));
+  auto wa = worst.accessor<double, 2>();
+  for (int64_t s = 0; s < steps; ++s) {
+    result_.steps[s].times = {wa[s][0], wa[s][1], wa[s][2], wa[s][3], wa[s][4], wa[s][5]};
+  }
+}
+
+void Trainer::write_outputs() {
+  const TrainOptions& o = result_.config.options;
+  std::vector<nlohmann::json> traces;
+  if (tracer_) {
+    if (worker_.world_size > 1) {
+      for (const auto& s : comm::allgather_strings(*worker_.comm, tracer_->events().dump())) {
+        traces.push_back(nlohmann::json::parse(s));
+      }
+    } else {
+      traces.push_back(tracer_->events());
+    }
+  }
+  if (worker_.rank != 0) return;
+  if (tracer_) write_file_atomic(o.trace_path, make_trace(traces).dump() + "\n");
+  if (!o.save_weights.empty()) {
+    std::ostringstream out;
+    torch::save(model_->parameters(), out);
+    write_file_atomic(o.save_weights, out.str());
+  }
+  if (!o.json_path.empty()) write_file_atomic(o.json_path, to_json(result_).dump(2) + "\n");
 }
 
 TrainResult Trainer::run(TrainObserver& observer) {
   const TrainOptions& o = result_.config.options;
   result_.steps.clear();
+  if (worker_.world_size > 1) worker_.comm->barrier();  // start the clocks together
   result_.started_at = utc_timestamp();
   observer.on_start(result_);
   double measure_start = 0;
   for (int64_t step = 0; step < o.steps; ++step) {
     if (step == o.warmup) measure_start = now_seconds();
-    result_.steps.push_back(run_step(step));
+    result_.steps.push_back(run_step(step, observer));
     observer.on_step(result_.steps.back(), result_);
   }
   const double wall = now_seconds() - measure_start;
   result_.finished_at = utc_timestamp();
+  if (worker_.world_size > 1) {
+    summarize_comm(result_.steps, worker_.world_size, result_.comm);
+    gather_rank_times();
+  }
   result_.summary = summarize_steps(result_.steps, result_.config.global_batch, wall);
-  if (!o.json_path.empty()) write_file_atomic(o.json_path, to_json(result_).dump(2) + "\n");
+  result_.summary.world_size = worker_.world_size;
+  write_outputs();
   observer.on_finish(result_);
   return result_;
 }

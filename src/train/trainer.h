@@ -1,22 +1,33 @@
 #pragma once
-// Single-worker training benchmark: builds the model, optimizer and data from
-// validated options, runs the steps and measures each phase of every step.
+// The training benchmark on one worker of a job of any size: builds the model,
+// optimizer and data from validated options, runs the steps and measures each
+// phase of every step. With several workers, gradients are combined by
+// bucketed allreduce (dp/bucket_reducer.h) and rank 0 reports for the job.
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "data/data_source.h"
 #include "models/model.h"
 #include "train/train_result.h"
 
+namespace dlscale::dp {
+class BucketReducer;
+}
+
 namespace dlscale::train {
+
+class Tracer;
 
 /// Receives progress from Trainer::run (on the calling thread).
 class TrainObserver {
  public:
   virtual ~TrainObserver() = default;
   virtual void on_start(const TrainResult& result) {}
+  /// A phase ("data", "forward", "backward", "comm", "optimizer") of `step` begins.
+  virtual void on_phase(int64_t step, const char* phase) {}
   virtual void on_step(const StepRecord& step, const TrainResult& result) {}
   virtual void on_finish(const TrainResult& result) {}
 };
@@ -34,31 +45,49 @@ class ConsoleObserver : public TrainObserver {
   std::ostream& out_;
 };
 
+/// Where this worker sits in the job.
+struct WorkerContext {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  comm::Communicator* comm = nullptr;  ///< required when world_size > 1; not owned
+};
+
 class Trainer {
  public:
-  /// Validates `options` (throws dlscale::Error on bad input) and builds the
-  /// model, optimizer and data. `argv` is recorded in the result as given.
-  explicit Trainer(const TrainOptions& options, std::vector<std::string> argv = {});
+  /// Validates `options` (throws dlscale::Error on bad input), builds the
+  /// model, optimizer and data, and with several workers checks that every
+  /// worker got the same configuration and copies rank 0's weights to all.
+  /// `argv` is recorded in the result as given.
+  explicit Trainer(const TrainOptions& options, const WorkerContext& worker = {},
+                   std::vector<std::string> argv = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  /// Runs every step, reporting to `observer`; returns the full result.
-  /// Writes the JSON record atomically when options.json_path is set.
+  /// Runs every step, reporting to `observer`; returns the full result. On
+  /// rank 0, writes the JSON record, trace and weights when asked.
   TrainResult run(TrainObserver& observer);
 
   models::Model& model() { return *model_; }
   const ResolvedTrainOptions& config() const { return result_.config; }
 
  private:
-  StepRecord run_step(int64_t step);
+  StepRecord run_step(int64_t step, TrainObserver& observer);
+  void broadcast_buffers();
+  void gather_rank_times();
+  void write_outputs();
 
   TrainResult result_;
+  WorkerContext worker_;
   torch::Device device_;
   double aux_loss_weight_ = 0;
   std::shared_ptr<models::Model> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<data::DataSource> data_;
+  std::unique_ptr<dp::BucketReducer> reducer_;
+  std::unique_ptr<Tracer> tracer_;
 };
 
 }  // namespace dlscale::train

@@ -10,31 +10,13 @@
 #include <string>
 
 #include "core/files.h"
+#include "process_util.h"
 
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using dlscale::testing::Outcome;
 
-Outcome run(const std::string& args) {
-  const std::string err_path = std::filesystem::temp_directory_path().string() + "/dlscale_cli_" +
-                               std::to_string(::getpid()) + ".err";
-  const std::string cmd = std::string(DLSCALE_BINARY) + " " + args + " 2>" + err_path;
-  Outcome o;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return o;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) o.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.err = dlscale::read_file(err_path);
-  std::filesystem::remove(err_path);
-  return o;
-}
+Outcome run(const std::string& args) { return dlscale::testing::run_dlscale(args); }
 
 void expect_usage_error(const std::string& args, const std::string& fragment) {
   SCOPED_TRACE(args);

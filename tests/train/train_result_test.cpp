@@ -12,7 +12,7 @@ StepRecord step(int64_t i, double total, bool measured, double loss) {
   r.step = i;
   r.measured = measured;
   r.loss = loss;
-  r.times = {0.0, total * 0.25, total * 0.5, total * 0.25, total};
+  r.times = {0.0, total * 0.25, total * 0.5, 0.0, total * 0.25, total};
   return r;
 }
 
@@ -57,8 +57,8 @@ TEST(TrainSummary, SummaryGolden) {
                 "total samples/s: 120.00  (3 measured steps x 32 samples in 0.800 s)\n"
                 "per-step samples/s: 186.67 +/- 70.55 (jitter = 118.61)\n"
                 "step time: p50 200.00 ms  p95 380.00 ms\n"
-                "breakdown (median ms):  data 0.00  forward 50.00  backward 100.00  optimizer "
-                "50.00  total 200.00\n"
+                "breakdown (median ms):  data 0.00  forward 50.00  backward 100.00  comm 0.00  "
+                "optimizer 50.00  total 200.00\n"
                 "loss: 3.0000 -> 1.0000\n");
 }
 

@@ -119,8 +119,10 @@ TEST(Trainer, ReportsEveryStepAndSummary) {
   EXPECT_EQ(r.summary.measured_steps, 5);
   EXPECT_GT(r.summary.samples_per_sec, 0);
   for (const auto& s : r.steps) {
-    EXPECT_NEAR(s.times.total, s.times.data + s.times.forward + s.times.backward + s.times.optimizer,
+    EXPECT_NEAR(s.times.total,
+                s.times.data + s.times.forward + s.times.backward + s.times.comm + s.times.optimizer,
                 1e-9);
+    EXPECT_EQ(s.times.comm, 0.0);  // one worker: nothing to wait for
   }
 }
 
@@ -129,7 +131,7 @@ TEST(Trainer, WritesSelfDescribingJsonRecord) {
                            std::to_string(::getpid()) + ".json";
   TrainOptions o = quick("lenet", 28, 8, 4);
   o.json_path = path;
-  Trainer t(o, {"dlscale", "train"});
+  Trainer t(o, {}, {"dlscale", "train"});
   CountingObserver obs;
   t.run(obs);
   const auto j = nlohmann::json::parse(read_file(path));
@@ -155,7 +157,10 @@ TEST(Trainer, WritesSelfDescribingJsonRecord) {
                           "samples_per_sec_jitter", "step_time_p50_ms", "step_time_p95_ms"}) {
     EXPECT_TRUE(j["results"].contains(key)) << key;
   }
-  EXPECT_EQ(j["results"]["breakdown_ms"].size(), 5u);
+  EXPECT_EQ(j["results"]["breakdown_ms"].size(), 6u);
+  EXPECT_TRUE(j["results"]["comm"].is_null());
+  EXPECT_EQ(j["inputs"]["world_size"], 1);
+  EXPECT_EQ(j["inputs"]["scaling"], "weak");
   EXPECT_EQ(j["steps"]["loss"].size(), 4u);
   EXPECT_EQ(j["steps"]["backward_ms"].size(), 4u);
 }

@@ -1,0 +1,154 @@
+#include "comm/inproc/inproc_communicator.h"
+
+#include <cstring>
+
+#include "comm/reduce_kernels.h"
+#include "core/error.h"
+
+namespace dlscale::comm {
+
+InProcGroup::InProcGroup(int size) : size_(size), present_(size, false), slots_(size, nullptr) {
+  DLSCALE_CHECK(size >= 1, "in-process group size must be >= 1 (got {})", size);
+}
+
+void InProcGroup::arrive_and_wait(int rank, const char* op, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  DLSCALE_CHECK(broken_.empty(), "rank {}: {} failed: {}", rank, op, broken_);
+  const int64_t gen = generation_;
+  present_[rank] = true;
+  if (++arrived_ == size_) {
+    arrived_ = 0;
+    ++generation_;
+    present_.assign(size_, false);
+    cv_.notify_all();
+    return;
+  }
+  const bool done = cv_.wait_for(lock, timeout, [&] { return generation_ != gen || !broken_.empty(); });
+  if (generation_ != gen) return;
+  if (!done) {
+    std::string missing;
+    for (int r = 0; r < size_; ++r) {
+      if (!present_[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    broken_ = fmt::format("rank {} timed out after {} ms in {} waiting for rank(s) {}", rank,
+                          timeout.count(), op, missing);
+    cv_.notify_all();
+    throw Error(broken_);
+  }
+  throw Error(fmt::format("rank {}: {} failed: {}", rank, op, broken_));
+}
+
+void InProcGroup::exchange(int rank, const void* mine,
+                           const std::function<void(const std::vector<const void*>&)>& consume,
+                           const char* op, std::chrono::milliseconds timeout) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_[rank] = mine;
+  }
+  arrive_and_wait(rank, op, timeout);
+  std::vector<const void*> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all = slots_;
+  }
+  consume(all);
+  arrive_and_wait(rank, op, timeout);
+}
+
+void InProcGroup::post(int src, int dst, uint32_t tag, std::vector<char> bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  mailboxes_[{src, dst, tag}].push_back(std::move(bytes));
+  cv_.notify_all();
+}
+
+std::vector<char> InProcGroup::take(int src, int dst, uint32_t tag,
+                                    std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto& box = mailboxes_[{src, dst, tag}];
+  if (!cv_.wait_for(lock, timeout, [&] { return !box.empty(); })) {
+    throw Error(fmt::format("rank {} timed out after {} ms in recv from rank {} (tag {})", dst,
+                            timeout.count(), src, tag));
+  }
+  std::vector<char> bytes = std::move(box.front());
+  box.erase(box.begin());
+  return bytes;
+}
+
+InProcCommunicator::InProcCommunicator(std::shared_ptr<InProcGroup> group, int rank,
+                                       std::chrono::milliseconds timeout)
+    : group_(std::move(group)), rank_(rank), timeout_(timeout) {
+  DLSCALE_CHECK(rank >= 0 && rank < group_->size(), "rank {} is outside world size {}", rank,
+                group_->size());
+}
+
+void InProcCommunicator::allreduce(torch::Tensor& tensor, ReduceOp op) {
+  check_comm_tensor(tensor, "allreduce", /*reducible=*/true);
+  // Sum every rank's contribution in rank order into a private buffer; only
+  // after all ranks have read (second barrier) is the result written back.
+  torch::Tensor result = torch::empty_like(tensor);
+  const size_t n = static_cast<size_t>(tensor.numel());
+  const size_t bytes = n * tensor.element_size();
+  const auto dtype = tensor.scalar_type();
+  group_->exchange(
+      rank_, tensor.data_ptr(),
+      [&](const std::vector<const void*>& all) {
+        std::memcpy(result.data_ptr(), all[0], bytes);
+        for (size_t r = 1; r < all.size(); ++r) {
+          sum_into(dtype, result.data_ptr(), result.data_ptr(), all[r], n);
+        }
+      },
+      "allreduce", timeout_);
+  tensor.copy_(result);
+  if (op == ReduceOp::kAverage) tensor.div_(size());
+}
+
+void InProcCommunicator::broadcast(torch::Tensor& tensor, int root) {
+  check_comm_tensor(tensor, "broadcast", /*reducible=*/false);
+  DLSCALE_CHECK(root >= 0 && root < size(), "broadcast root {} is outside world size {}", root,
+                size());
+  const size_t bytes = static_cast<size_t>(tensor.numel()) * tensor.element_size();
+  group_->exchange(
+      rank_, tensor.data_ptr(),
+      [&](const std::vector<const void*>& all) {
+        if (rank_ != root) std::memcpy(tensor.data_ptr(), all[root], bytes);
+      },
+      "broadcast", timeout_);
+}
+
+torch::Tensor InProcCommunicator::allgather(const torch::Tensor& input) {
+  check_comm_tensor(input, "allgather", /*reducible=*/false);
+  std::vector<int64_t> shape{size()};
+  for (int64_t d : input.sizes()) shape.push_back(d);
+  torch::Tensor out = torch::empty(shape, input.options());
+  const size_t bytes = static_cast<size_t>(input.numel()) * input.element_size();
+  group_->exchange(
+      rank_, input.data_ptr(),
+      [&](const std::vector<const void*>& all) {
+        auto* dst = static_cast<char*>(out.data_ptr());
+        for (size_t r = 0; r < all.size(); ++r) std::memcpy(dst + r * bytes, all[r], bytes);
+      },
+      "allgather", timeout_);
+  return out;
+}
+
+void InProcCommunicator::barrier() {
+  group_->exchange(rank_, nullptr, [](const std::vector<const void*>&) {}, "barrier", timeout_);
+}
+
+void InProcCommunicator::send(const torch::Tensor& tensor, int dst, uint32_t tag) {
+  check_comm_tensor(tensor, "send", /*reducible=*/false);
+  const auto* p = static_cast<const char*>(tensor.data_ptr());
+  group_->post(rank_, dst, tag,
+               std::vector<char>(p, p + tensor.numel() * tensor.element_size()));
+}
+
+void InProcCommunicator::recv(torch::Tensor& tensor, int src, uint32_t tag) {
+  check_comm_tensor(tensor, "recv", /*reducible=*/false);
+  const std::vector<char> bytes = group_->take(src, rank_, tag, timeout_);
+  const size_t want = static_cast<size_t>(tensor.numel()) * tensor.element_size();
+  DLSCALE_CHECK(bytes.size() == want, "rank {}: recv from rank {} got {} bytes, expected {}",
+                rank_, src, bytes.size(), want);
+  std::memcpy(tensor.data_ptr(), bytes.data(), want);
+}
+
+}  // namespace dlscale::comm

@@ -1,0 +1,167 @@
+#include "comm/mpi/mpi_communicator.h"
+
+// Only the C API: Open MPI's deprecated C++ bindings need a library we do not link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <climits>
+#include <exception>
+#include <thread>
+
+#include "comm/reduce_kernels.h"
+#include "core/error.h"
+
+namespace dlscale::comm {
+namespace {
+
+void check_mpi(int rc, int rank, const char* op) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw Error(fmt::format("rank {}: mpi {} failed: {}", rank, op, msg));
+}
+
+// MPI user reductions for the 16-bit float types (MPI has no bfloat16).
+void sum_half(void* in, void* inout, int* len, MPI_Datatype*) {
+  sum_into(torch::kFloat16, inout, inout, in, static_cast<size_t>(*len));
+}
+void sum_bfloat16(void* in, void* inout, int* len, MPI_Datatype*) {
+  sum_into(torch::kBFloat16, inout, inout, in, static_cast<size_t>(*len));
+}
+
+int checked_count(int64_t n, int rank, const char* op) {
+  DLSCALE_CHECK(n <= INT_MAX, "rank {}: mpi {}: {} elements exceed MPI's int count", rank, op, n);
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+MpiRuntime::MpiRuntime() : uncaught_at_start_(std::uncaught_exceptions()) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  DLSCALE_ASSERT(!initialized);
+  int provided = 0;
+  // Collectives run on the communication thread while the main thread may
+  // have issued earlier ones: calls never overlap, they do change threads.
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  DLSCALE_CHECK(provided >= MPI_THREAD_SERIALIZED,
+                "this MPI library does not support MPI_THREAD_SERIALIZED (got level {})", provided);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+MpiRuntime::~MpiRuntime() {
+  if (abandoned_ || std::uncaught_exceptions() > uncaught_at_start_) return;
+  MPI_Finalize();
+}
+
+struct MpiCommunicator::Impl {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Op op_half = MPI_OP_NULL;
+  MPI_Op op_bfloat16 = MPI_OP_NULL;
+
+  /// Polls `req` until done or the deadline; spins briefly, then backs off so
+  /// a waiting communication thread does not take a core from compute.
+  void wait(MPI_Request& req, int rank, const char* op, std::chrono::milliseconds timeout) {
+    const auto start = std::chrono::steady_clock::now();
+    int done = 0;
+    for (int spin = 0;; ++spin) {
+      check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), rank, op);
+      if (done) return;
+      if (std::chrono::steady_clock::now() - start > timeout) {
+        throw Error(fmt::format("rank {}: mpi {} timed out after {} ms (a peer died or stalled)",
+                                rank, op, timeout.count()));
+      }
+      if (spin > 200) std::this_thread::sleep_for(std::chrono::microseconds(spin > 2000 ? 500 : 50));
+    }
+  }
+};
+
+MpiCommunicator::MpiCommunicator(MpiRuntime& runtime, std::chrono::milliseconds timeout)
+    : rank_(runtime.rank()), size_(runtime.size()), timeout_(timeout), impl_(std::make_unique<Impl>()) {
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm), rank_, "comm_dup");
+  MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN);
+  MPI_Op_create(&sum_half, /*commute=*/1, &impl_->op_half);
+  MPI_Op_create(&sum_bfloat16, /*commute=*/1, &impl_->op_bfloat16);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  if (std::uncaught_exceptions() > 0) return;  // peers may be gone: do not block
+  MPI_Op_free(&impl_->op_half);
+  MPI_Op_free(&impl_->op_bfloat16);
+  MPI_Comm_free(&impl_->comm);
+}
+
+void MpiCommunicator::allreduce(torch::Tensor& tensor, ReduceOp op) {
+  check_comm_tensor(tensor, "allreduce", /*reducible=*/true);
+  if (size_ > 1) {
+    const int n = checked_count(tensor.numel(), rank_, "allreduce");
+    MPI_Datatype type = MPI_FLOAT;
+    MPI_Op mpi_op = MPI_SUM;
+    if (tensor.scalar_type() == torch::kFloat16) {
+      type = MPI_UINT16_T;
+      mpi_op = impl_->op_half;
+    } else if (tensor.scalar_type() == torch::kBFloat16) {
+      type = MPI_UINT16_T;
+      mpi_op = impl_->op_bfloat16;
+    }
+    MPI_Request req;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, tensor.data_ptr(), n, type, mpi_op, impl_->comm, &req),
+              rank_, "allreduce");
+    impl_->wait(req, rank_, "allreduce", timeout_);
+  }
+  if (op == ReduceOp::kAverage) tensor.div_(size_);
+}
+
+void MpiCommunicator::broadcast(torch::Tensor& tensor, int root) {
+  check_comm_tensor(tensor, "broadcast", /*reducible=*/false);
+  DLSCALE_CHECK(root >= 0 && root < size_, "broadcast root {} is outside world size {}", root,
+                size_);
+  const int n = checked_count(tensor.numel() * tensor.element_size(), rank_, "broadcast");
+  MPI_Request req;
+  check_mpi(MPI_Ibcast(tensor.data_ptr(), n, MPI_BYTE, root, impl_->comm, &req), rank_, "broadcast");
+  impl_->wait(req, rank_, "broadcast", timeout_);
+}
+
+torch::Tensor MpiCommunicator::allgather(const torch::Tensor& input) {
+  check_comm_tensor(input, "allgather", /*reducible=*/false);
+  std::vector<int64_t> shape{size_};
+  for (int64_t d : input.sizes()) shape.push_back(d);
+  torch::Tensor out = torch::empty(shape, input.options());
+  const int n = checked_count(input.numel() * input.element_size(), rank_, "allgather");
+  MPI_Request req;
+  check_mpi(MPI_Iallgather(input.data_ptr(), n, MPI_BYTE, out.data_ptr(), n, MPI_BYTE, impl_->comm,
+                           &req),
+            rank_, "allgather");
+  impl_->wait(req, rank_, "allgather", timeout_);
+  return out;
+}
+
+void MpiCommunicator::barrier() {
+  MPI_Request req;
+  check_mpi(MPI_Ibarrier(impl_->comm, &req), rank_, "barrier");
+  impl_->wait(req, rank_, "barrier", timeout_);
+}
+
+void MpiCommunicator::send(const torch::Tensor& tensor, int dst, uint32_t tag) {
+  check_comm_tensor(tensor, "send", /*reducible=*/false);
+  const int n = checked_count(tensor.numel() * tensor.element_size(), rank_, "send");
+  MPI_Request req;
+  check_mpi(MPI_Isend(tensor.data_ptr(), n, MPI_BYTE, dst, static_cast<int>(tag), impl_->comm, &req),
+            rank_, "send");
+  impl_->wait(req, rank_, "send", timeout_);
+}
+
+void MpiCommunicator::recv(torch::Tensor& tensor, int src, uint32_t tag) {
+  check_comm_tensor(tensor, "recv", /*reducible=*/false);
+  const int n = checked_count(tensor.numel() * tensor.element_size(), rank_, "recv");
+  MPI_Request req;
+  check_mpi(MPI_Irecv(tensor.data_ptr(), n, MPI_BYTE, src, static_cast<int>(tag), impl_->comm, &req),
+            rank_, "recv");
+  impl_->wait(req, rank_, "recv", timeout_);
+}
+
+}  // namespace dlscale::comm

@@ -1,0 +1,58 @@
+#pragma once
+// MPI (Open MPI): used when the job runs under mpirun/srun --mpi, or when
+// asked with --backend mpi. MPI has no timeouts, so every call is issued
+// non-blocking and polled against a deadline.
+#include <memory>
+
+#include "comm/communicator.h"
+
+namespace dlscale::comm {
+
+/// Owns MPI_Init_thread/MPI_Finalize for the process. After a failure the
+/// destructor skips MPI_Finalize (which could wait forever on dead peers);
+/// the launcher (mpirun) then stops the other ranks.
+class MpiRuntime {
+ public:
+  MpiRuntime();
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// Marks the run as failed: MPI_Finalize will be skipped.
+  void abandon() { abandoned_ = true; }
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  int uncaught_at_start_ = 0;
+  bool abandoned_ = false;
+};
+
+class MpiCommunicator : public Communicator {
+ public:
+  /// A private duplicate of MPI_COMM_WORLD. `runtime` must outlive this.
+  MpiCommunicator(MpiRuntime& runtime, std::chrono::milliseconds timeout);
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "mpi"; }
+  std::chrono::milliseconds timeout() const override { return timeout_; }
+  void allreduce(torch::Tensor& tensor, ReduceOp op) override;
+  void broadcast(torch::Tensor& tensor, int root) override;
+  torch::Tensor allgather(const torch::Tensor& input) override;
+  void barrier() override;
+  void send(const torch::Tensor& tensor, int dst, uint32_t tag) override;
+  void recv(torch::Tensor& tensor, int src, uint32_t tag) override;
+
+ private:
+  struct Impl;
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dlscale::comm

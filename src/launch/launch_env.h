@@ -1,0 +1,46 @@
+#pragma once
+// How this process was started: by hand (one worker, or a launcher about to
+// spawn workers), by dlscale's own launcher, by mpirun or by srun. Read once,
+// at the CLI edge, from an injected environment lookup.
+#include <functional>
+#include <string>
+
+namespace dlscale::launch {
+
+enum class LaunchKind {
+  kStandalone,  ///< started by hand
+  kSpawned,     ///< a worker started by `dlscale train --workers N`
+  kMpirun,      ///< under Open MPI's mpirun (OMPI_COMM_WORLD_*)
+  kSrun,        ///< a task of a Slurm job step (SLURM_PROCID, SLURM_STEP_NUM_TASKS)
+};
+std::string to_string(LaunchKind kind);
+
+struct LaunchEnv {
+  LaunchKind kind = LaunchKind::kStandalone;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr;  ///< rendezvous host ("" = not given)
+  int master_port = 0;      ///< rendezvous port (0 = not given)
+  int status_fd = -1;       ///< progress pipe to dlscale's launcher, or -1
+  bool is_worker() const { return kind != LaunchKind::kStandalone; }
+};
+
+/// Returns the value of an environment variable or nullptr.
+using EnvLookup = std::function<const char*(const char*)>;
+
+/// Reads the launch environment. Throws dlscale::Error naming the variable
+/// when one is malformed (not an integer, rank outside the world).
+LaunchEnv detect_launch_env(const EnvLookup& env);
+
+/// Environment variable names set by dlscale's launcher for its workers.
+inline constexpr const char* kEnvRank = "DLSCALE_RANK";
+inline constexpr const char* kEnvWorldSize = "DLSCALE_WORLD_SIZE";
+inline constexpr const char* kEnvLocalRank = "DLSCALE_LOCAL_RANK";
+inline constexpr const char* kEnvLocalWorldSize = "DLSCALE_LOCAL_WORLD_SIZE";
+inline constexpr const char* kEnvMasterAddr = "DLSCALE_MASTER_ADDR";
+inline constexpr const char* kEnvMasterPort = "DLSCALE_MASTER_PORT";
+inline constexpr const char* kEnvStatusFd = "DLSCALE_STATUS_FD";
+
+}  // namespace dlscale::launch

@@ -1,0 +1,278 @@
+#include "launch/local_launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <memory>
+
+#include "comm/tcp_store.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "launch/launch_env.h"
+
+extern char** environ;
+
+namespace dlscale::launch {
+namespace {
+
+constexpr int kStatusFd = 3;  // workers find their progress pipe here
+
+// Set by SIGINT/SIGTERM while the launcher supervises; signal handlers can
+// only communicate through such a flag.
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_signal(int sig) { g_interrupted = sig; }
+
+struct Child {
+  int rank = 0;        // global rank
+  pid_t pid = -1;
+  int status_fd = -1;  // read end of the progress pipe
+  std::string partial;
+  std::string last_status = "starting";
+  double last_progress = 0;
+  bool running = true;
+  int exit_code = 0;
+  int signal = 0;
+};
+
+std::string describe_exit(const Child& c) {
+  if (c.signal != 0) {
+    const char* name = ::sigabbrev_np(c.signal);
+    return fmt::format("was killed by signal {} (SIG{})", c.signal, name ? name : "?");
+  }
+  return fmt::format("exited with code {}", c.exit_code);
+}
+
+void read_status(Child& c, double now) {
+  char buf[4096];
+  while (true) {
+    const ssize_t n = ::read(c.status_fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    c.partial.append(buf, static_cast<size_t>(n));
+  }
+  size_t nl;
+  while ((nl = c.partial.find('\n')) != std::string::npos) {
+    c.last_status = c.partial.substr(0, nl);
+    c.partial.erase(0, nl + 1);
+    c.last_progress = now;
+  }
+}
+
+void stop_all(std::vector<Child>& children) {
+  for (auto& c : children) {
+    if (c.running) ::kill(c.pid, SIGTERM);
+  }
+  const double deadline = now_seconds() + 5.0;
+  while (now_seconds() < deadline) {
+    bool any = false;
+    for (auto& c : children) {
+      if (!c.running) continue;
+      int st = 0;
+      if (::waitpid(c.pid, &st, WNOHANG) == c.pid) {
+        c.running = false;
+      } else {
+        any = true;
+      }
+    }
+    if (!any) return;
+    ::usleep(20000);
+  }
+  for (auto& c : children) {
+    if (!c.running) {
+      continue;
+    }
+    ::kill(c.pid, SIGKILL);
+    ::waitpid(c.pid, nullptr, 0);
+    c.running = false;
+  }
+}
+
+/// Everything execve needs, prepared before fork (the child may only make
+/// async-signal-safe calls).
+struct Exec {
+  std::vector<std::string> strings;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+};
+
+Exec prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int world, int port) {
+  Exec e;
+  std::vector<std::string> env;
+  const std::vector<std::string> ours = {
+      kEnvRank, kEnvWorldSize, kEnvLocalRank, kEnvLocalWorldSize, kEnvMasterAddr,
+      kEnvMasterPort, kEnvStatusFd, "OMP_NUM_THREADS"};
+  for (char** p = environ; *p != nullptr; ++p) {
+    const std::string kv = *p;
+    const std::string key = kv.substr(0, kv.find('='));
+    bool replaced = false;
+    for (const auto& o : ours) replaced = replaced || key == o;
+    if (!replaced) env.push_back(kv);
+  }
+  env.push_back(std::string(kEnvRank) + "=" + std::to_string(rank));
+  env.push_back(std::string(kEnvWorldSize) + "=" + std::to_string(world));
+  env.push_back(std::string(kEnvLocalRank) + "=" + std::to_string(local_rank));
+  env.push_back(std::string(kEnvLocalWorldSize) + "=" + std::to_string(plan.workers));
+  env.push_back(std::string(kEnvMasterAddr) + "=" + plan.master_addr);
+  env.push_back(std::string(kEnvMasterPort) + "=" + std::to_string(port));
+  env.push_back(std::string(kEnvStatusFd) + "=" + std::to_string(kStatusFd));
+  env.push_back("OMP_NUM_THREADS=" + std::to_string(plan.threads_per_worker));
+  e.strings = plan.argv;
+  const size_t nargs = e.strings.size();
+  for (auto& s : env) e.strings.push_back(std::move(s));
+  for (size_t i = 0; i < e.strings.size(); ++i) {
+    (i < nargs ? e.argv : e.envp).push_back(e.strings[i].data());
+  }
+  e.argv.push_back(nullptr);
+  e.envp.push_back(nullptr);
+  return e;
+}
+
+}  // namespace
+
+void StatusWriter::write(const std::string& status) const {
+  if (fd_ < 0) return;
+  const std::string line = status + "\n";
+  // O_NONBLOCK is set on the write end by the launcher; a full pipe drops the line.
+  [[maybe_unused]] const ssize_t n = ::write(fd_, line.data(), line.size());
+}
+
+void run_local_workers(const LaunchPlan& plan) {
+  const int world = plan.workers * plan.nnodes;
+  std::unique_ptr<comm::TcpStoreServer> store;
+  int port = plan.master_port;
+  if (plan.node_rank == 0) {
+    store = std::make_unique<comm::TcpStoreServer>(plan.nnodes > 1 ? "0.0.0.0" : plan.master_addr,
+                                                   static_cast<uint16_t>(port));
+    port = store->port();
+  }
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ::sched_getaffinity(0, sizeof(allowed), &allowed);
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  struct sigaction old_int {}, old_term {};
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  g_interrupted = 0;
+
+  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const pid_t parent = ::getpid();
+  std::vector<Child> children;
+  const double start = now_seconds();
+  for (int local = 0; local < plan.workers; ++local) {
+    Child c;
+    c.rank = plan.node_rank * plan.workers + local;
+    c.last_progress = start;
+    int fds[2];
+    DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
+    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
+    Exec exec = prepare_exec(plan, c.rank, local, world, port);
+    cpu_set_t pin;
+    CPU_ZERO(&pin);
+    for (int t = 0; t < plan.threads_per_worker && !cores.empty(); ++t) {
+      CPU_SET(cores[(local * plan.threads_per_worker + t) % cores.size()], &pin);
+    }
+    const bool quiet = c.rank != 0 && !plan.verbose_ranks;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGTERM, SIG_DFL);
+      ::dup2(fds[1], kStatusFd);
+      if (quiet) ::dup2(devnull, STDOUT_FILENO);
+      if (plan.bind_cores) ::sched_setaffinity(0, sizeof(pin), &pin);
+      ::execve(plan.binary.c_str(), exec.argv.data(), exec.envp.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    if (pid < 0) {
+      ::close(fds[0]);
+      stop_all(children);
+      throw Error(fmt::format("cannot start worker {}: {}", c.rank, std::strerror(errno)));
+    }
+    c.pid = pid;
+    c.status_fd = fds[0];
+    children.push_back(std::move(c));
+  }
+  ::close(devnull);
+  DLSCALE_LOG_INFO("started {} worker(s) on this node (ranks {}-{} of {}), rendezvous {}:{}",
+                   plan.workers, children.front().rank, children.back().rank, world,
+                   plan.master_addr, port);
+
+  std::string failure;
+  int exit_code = 0;
+  while (true) {
+    std::vector<pollfd> fds;
+    for (const auto& c : children) fds.push_back({c.status_fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 200);
+    const double now = now_seconds();
+    for (auto& c : children) read_status(c, now);
+    int st = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
+      for (auto& c : children) {
+        if (c.pid != pid) continue;
+        read_status(c, now);
+        c.running = false;
+        if (WIFEXITED(st)) c.exit_code = WEXITSTATUS(st);
+        if (WIFSIGNALED(st)) c.signal = WTERMSIG(st);
+      }
+    }
+    if (failure.empty()) {
+      // Name every worker that failed by now; deaths by signal first (the
+      // cause), then errors (often a peer noticing the death).
+      for (const bool by_signal : {true, false}) {
+        for (const auto& c : children) {
+          if (c.running || (c.signal != 0) != by_signal || (c.exit_code == 0 && c.signal == 0)) {
+            continue;
+          }
+          failure += fmt::format("{}rank {} {} while at '{}'", failure.empty() ? "" : "; ", c.rank,
+                                 describe_exit(c), c.last_status);
+          if (exit_code == 0) exit_code = c.exit_code != 0 ? c.exit_code : kExitInternal;
+        }
+      }
+    }
+    if (failure.empty() && g_interrupted != 0) {
+      failure = fmt::format("interrupted by signal {}", static_cast<int>(g_interrupted));
+      exit_code = 128 + g_interrupted;
+    }
+    if (failure.empty()) {
+      for (const auto& c : children) {
+        const double silent = now - c.last_progress;
+        if (c.running && silent * 1000 > static_cast<double>(plan.timeout.count())) {
+          failure = fmt::format(
+              "rank {} stalled: no progress for {:.0f} s while at '{}' (raise --timeout if a "
+              "step phase legitimately takes longer)",
+              c.rank, silent, c.last_status);
+          exit_code = kExitInternal;
+          break;
+        }
+      }
+    }
+    bool any_running = false;
+    for (const auto& c : children) any_running = any_running || c.running;
+    if (!failure.empty() || !any_running) break;
+  }
+  stop_all(children);
+  for (auto& c : children) ::close(c.status_fd);
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  if (!failure.empty()) {
+    throw JobFailed(fmt::format("{}; stopped all {} worker(s)", failure, children.size()), exit_code);
+  }
+}
+
+}  // namespace dlscale::launch

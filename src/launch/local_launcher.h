@@ -1,0 +1,56 @@
+#pragma once
+// `dlscale train --workers N`: spawns N worker processes on this node, each
+// told its rank through the environment, hosts the rendezvous store (node 0),
+// and supervises them. If any worker exits with an error, dies, or makes no
+// progress for the timeout, every worker is stopped and the job fails with an
+// error naming the rank(s) and what they were doing. Never leaves orphans:
+// workers die with the launcher (PR_SET_PDEATHSIG).
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace dlscale::launch {
+
+struct LaunchPlan {
+  std::string binary;             ///< executable to run (usually /proc/self/exe)
+  std::vector<std::string> argv;  ///< its arguments, argv[0] included
+  int workers = 1;                ///< local workers
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;            ///< 0 with one node: pick a free port
+  int threads_per_worker = 1;     ///< sets OMP_NUM_THREADS and, with bind_cores, the pinning
+  bool bind_cores = false;
+  bool verbose_ranks = false;     ///< all ranks' stdout (default: rank 0 only)
+  std::chrono::milliseconds timeout{60000};  ///< no progress this long = stalled
+};
+
+/// A job whose workers failed; carries the exit code the launcher returns.
+class JobFailed : public Error {
+ public:
+  JobFailed(const std::string& message, int exit_code) : Error(message), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+/// Runs the job to completion. Returns normally when every worker exited 0;
+/// throws JobFailed otherwise (after every worker has been stopped and reaped).
+void run_local_workers(const LaunchPlan& plan);
+
+/// Writes one progress line ("step 12 backward") to dlscale's launcher; a
+/// no-op without a status pipe. Never blocks: if the pipe is full the line is
+/// dropped.
+class StatusWriter {
+ public:
+  explicit StatusWriter(int fd) : fd_(fd) {}
+  void write(const std::string& status) const;
+
+ private:
+  int fd_;
+};
+
+}  // namespace dlscale::launch

@@ -1,0 +1,203 @@
+// Every backend that runs in one process (inproc, gloo over loopback), with
+// 1-4 ranks as threads: exact results for known inputs.
+#include <gtest/gtest.h>
+
+#include "comm/agreement.h"
+#include "comm/tcp_store.h"
+#include "comm_test_util.h"
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace dlscale::comm {
+namespace {
+
+using testing::run_ranks;
+
+struct Case {
+  std::string backend;
+  int size;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.backend << " x" << c.size; }
+
+class CommTest : public ::testing::TestWithParam<Case> {};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& p) {
+  return p.param.backend + std::to_string(p.param.size);
+}
+
+// Rank r contributes (r + 1) * (i + 1) at index i: the sum is a known
+// integer, exact in float32, float16 and bfloat16 for these sizes.
+torch::Tensor contribution(int rank, int64_t n, torch::ScalarType dtype) {
+  return (torch::arange(1, n + 1, torch::kFloat32) * (rank + 1)).to(dtype);
+}
+
+TEST_P(CommTest, AllreduceSumsExactlyForEveryDtypeAndSize) {
+  const int size = GetParam().size;
+  run_ranks(GetParam().backend, size, [&](Communicator& comm) {
+    for (const auto dtype : {torch::kFloat32, torch::kFloat16, torch::kBFloat16}) {
+      for (const int64_t n : {1, 7, 100, 1001}) {
+        const int64_t m = dtype == torch::kFloat32 ? n : std::min<int64_t>(n, 20);
+        torch::Tensor t = contribution(comm.rank(), m, dtype);
+        comm.allreduce(t, ReduceOp::kSum);
+        const double ranks_sum = size * (size + 1) / 2.0;
+        const torch::Tensor expected = torch::arange(1, m + 1, torch::kFloat32) * ranks_sum;
+        ASSERT_TRUE(torch::equal(t.to(torch::kFloat32), expected))
+            << c10::toString(dtype) << " n=" << m << " rank " << comm.rank();
+      }
+    }
+  });
+}
+
+TEST_P(CommTest, AllreduceAverage) {
+  const int size = GetParam().size;
+  run_ranks(GetParam().backend, size, [&](Communicator& comm) {
+    torch::Tensor t = torch::full({5}, static_cast<float>(comm.rank() * 2));
+    comm.allreduce(t, ReduceOp::kAverage);
+    EXPECT_TRUE(torch::equal(t, torch::full({5}, static_cast<float>(size - 1))));
+  });
+}
+
+TEST_P(CommTest, BroadcastAllgatherBarrier) {
+  const int size = GetParam().size;
+  run_ranks(GetParam().backend, size, [&](Communicator& comm) {
+    const int root = size - 1;
+    torch::Tensor t = torch::full({3, 4}, static_cast<float>(comm.rank()));
+    comm.broadcast(t, root);
+    EXPECT_TRUE(torch::equal(t, torch::full({3, 4}, static_cast<float>(root))));
+    torch::Tensor ints = torch::tensor({comm.rank(), 10 * comm.rank()}, torch::kInt64);
+    const torch::Tensor all = comm.allgather(ints);
+    ASSERT_EQ(all.sizes(), (std::vector<int64_t>{size, 2}));
+    for (int r = 0; r < size; ++r) {
+      EXPECT_EQ(all[r][0].item<int64_t>(), r);
+      EXPECT_EQ(all[r][1].item<int64_t>(), 10 * r);
+    }
+    comm.barrier();
+  });
+}
+
+// Tests that need at least two ranks.
+class CommMultiRankTest : public CommTest {};
+
+TEST_P(CommMultiRankTest, SendRecvRing) {
+  const int size = GetParam().size;
+  run_ranks(GetParam().backend, size, [&](Communicator& comm) {
+    const int next = (comm.rank() + 1) % size;
+    const int prev = (comm.rank() + size - 1) % size;
+    torch::Tensor out = torch::full({6}, static_cast<float>(comm.rank()));
+    torch::Tensor in = torch::empty({6});
+    if (comm.rank() % 2 == 0) {
+      comm.send(out, next, 7);
+      comm.recv(in, prev, 7);
+    } else {
+      comm.recv(in, prev, 7);
+      comm.send(out, next, 7);
+    }
+    EXPECT_TRUE(torch::equal(in, torch::full({6}, static_cast<float>(prev))));
+  });
+}
+
+TEST_P(CommTest, StringsAndConfigAgreement) {
+  const int size = GetParam().size;
+  run_ranks(GetParam().backend, size, [&](Communicator& comm) {
+    const auto all = allgather_strings(comm, std::string(comm.rank() * 3, 'x'));
+    ASSERT_EQ(static_cast<int>(all.size()), size);
+    for (int r = 0; r < size; ++r) EXPECT_EQ(all[r], std::string(r * 3, 'x'));
+    check_same_config(comm, {{"model", "lenet"}, {"batch", 32}});
+  });
+}
+
+TEST_P(CommMultiRankTest, DisagreementNamesRankAndField) {
+  const int size = GetParam().size;
+  std::vector<std::string> messages(size);
+  run_ranks(GetParam().backend, size, [&](Communicator& comm) {
+    try {
+      check_same_config(comm, {{"model", "lenet"}, {"batch", comm.rank() == size - 1 ? 64 : 32}});
+    } catch (const Error& e) {
+      messages[comm.rank()] = e.what();
+    }
+  });
+  for (const auto& m : messages) {
+    EXPECT_EQ(m, fmt::format("workers disagree on the run config: rank {} has batch=64, rank 0 "
+                             "has batch=32",
+                             size - 1));
+  }
+}
+
+TEST_P(CommTest, RejectsUnsupportedTensors) {
+  run_ranks(GetParam().backend, GetParam().size, [&](Communicator& comm) {
+    torch::Tensor ints = torch::ones({3}, torch::kInt32);
+    EXPECT_THROW(comm.allreduce(ints, ReduceOp::kSum), Error);
+    torch::Tensor strided = torch::ones({4, 4}).t();
+    EXPECT_THROW(comm.allreduce(strided, ReduceOp::kSum), Error);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CommTest,
+                         ::testing::Values(Case{"inproc", 1}, Case{"inproc", 2}, Case{"inproc", 3},
+                                           Case{"inproc", 4}, Case{"gloo", 1}, Case{"gloo", 2},
+                                           Case{"gloo", 3}, Case{"gloo", 4}),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Backends, CommMultiRankTest,
+                         ::testing::Values(Case{"inproc", 2}, Case{"inproc", 4}, Case{"gloo", 2},
+                                           Case{"gloo", 3}),
+                         case_name);
+
+// A rank that never joins makes the others fail within the timeout, with an
+// error naming the operation.
+TEST(CommTimeout, FiresForEveryBackend) {
+  for (const std::string backend : {"inproc", "gloo"}) {
+    SCOPED_TRACE(backend);
+    std::vector<std::string> errors(2);
+    const double start = now_seconds();
+    run_ranks(
+        backend, 2,
+        [&](Communicator& comm) {
+          comm.barrier();  // both connected
+          if (comm.rank() == 1) return;  // rank 1 "stalls" (never calls allreduce)
+          torch::Tensor t = torch::ones({4});
+          try {
+            comm.allreduce(t, ReduceOp::kSum);
+          } catch (const Error& e) {
+            errors[0] = e.what();
+          }
+        },
+        std::chrono::milliseconds(800));
+    EXPECT_LT(now_seconds() - start, 15.0);
+    EXPECT_NE(errors[0].find("rank 0"), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find("allreduce"), std::string::npos) << errors[0];
+  }
+}
+
+TEST(TcpStore, SetGetAddAndTimeout) {
+  TcpStoreServer server("127.0.0.1", 0);
+  TcpStore a("127.0.0.1", server.port(), std::chrono::milliseconds(500));
+  TcpStore b("127.0.0.1", server.port(), std::chrono::milliseconds(500));
+  a.set("k", std::string("v\0w", 3));
+  EXPECT_EQ(b.get("k"), std::string("v\0w", 3));
+  EXPECT_EQ(a.add("n", 2), 2);
+  EXPECT_EQ(b.add("n", 3), 5);
+  try {
+    b.get("missing");
+    FAIL() << "expected a timeout";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'missing'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TcpStore, UnreachableMasterIsNamed) {
+  uint16_t port = 0;
+  {
+    TcpStoreServer probe("127.0.0.1", 0);  // a port that was free and is now closed
+    port = probe.port();
+  }
+  try {
+    TcpStore s("127.0.0.1", port, std::chrono::milliseconds(300));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot reach the rendezvous store"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace dlscale::comm

@@ -1,0 +1,246 @@
+// End to end through the real binary: local worker processes over Gloo,
+// mpirun with MPI, equivalence with one worker, and failing workers.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/files.h"
+#include "process_util.h"
+
+namespace dlscale {
+namespace {
+
+using testing::run_dlscale;
+using testing::run_shell;
+using testing::temp_path;
+
+const std::string kCommon =
+    "train --model lenet --dropout 0 --threads 1 --steps 4 --warmup 1 --optimizer momentum "
+    "--lr 0.05 --synthetic-batches 2 --display-every 0";
+
+std::vector<torch::Tensor> load_weights(const std::string& path) {
+  std::vector<torch::Tensor> w;
+  torch::load(w, path);
+  std::filesystem::remove(path);
+  return w;
+}
+
+void expect_same_weights(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a[i], b[i], /*rtol=*/1e-5, /*atol=*/1e-7))
+        << "parameter " << i << " max diff " << (a[i] - b[i]).abs().max().item<double>();
+  }
+}
+
+class Processes : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    reference_ = new std::vector<torch::Tensor>();
+    const std::string w = temp_path("w1.pt");
+    const auto o = run_dlscale(kCommon + " --batch 16 --save-weights " + w);
+    ASSERT_EQ(o.code, 0) << o.err;
+    *reference_ = load_weights(w);
+  }
+  static void TearDownTestSuite() { delete reference_; }
+  static std::vector<torch::Tensor>* reference_;  // one worker, batch 16
+};
+std::vector<torch::Tensor>* Processes::reference_ = nullptr;
+
+// N worker processes on shards of the global batch reach the weights of one
+// worker on the whole batch: SGD with momentum, bucketed (several buckets,
+// overlapping backward) and flat.
+TEST_F(Processes, GlooWorkersMatchOneWorkerAndReport) {
+  for (const std::string workers : {"2", "4"}) {
+    for (const char* bucket : {"0.2", "0"}) {
+      SCOPED_TRACE(workers + " workers, --bucket-mb " + bucket);
+      const std::string w = temp_path("w.pt");
+      const std::string j = temp_path("r.json");
+      const auto o = run_dlscale(kCommon + " --workers " + workers +
+                                 " --global-batch 16 --first-bucket-mb 0.01 --bucket-mb " + bucket +
+                                 " --save-weights " + w + " --json " + j);
+      ASSERT_EQ(o.code, 0) << o.err;
+      expect_same_weights(load_weights(w), *reference_);
+      const auto r = nlohmann::json::parse(read_file(j));
+      std::filesystem::remove(j);
+      const int n = std::stoi(workers);
+      EXPECT_EQ(r["inputs"]["world_size"], n);
+      EXPECT_EQ(r["inputs"]["batch"], 16 / n);
+      EXPECT_EQ(r["inputs"]["scaling"], "strong");
+      EXPECT_EQ(r["results"]["comm"]["backend"], "gloo");
+      EXPECT_EQ(r["results"]["comm"]["strategy"],
+                std::string(bucket) == "0" ? "allreduce-flat" : "allreduce-bucketed");
+      EXPECT_EQ(r["results"]["comm"]["buckets"].get<int>() > 1, std::string(bucket) != "0");
+      EXPECT_EQ(r["results"]["comm"]["bytes_per_step"], 3274634 * 4);
+      EXPECT_EQ(r["results"]["breakdown_ms_per_rank"].size(), static_cast<size_t>(n));
+      EXPECT_GT(r["results"]["samples_per_sec"].get<double>(), 0);
+      // Only rank 0 reports.
+      EXPECT_EQ(o.out.find("dlscale train:"), o.out.rfind("dlscale train:"));
+    }
+  }
+}
+
+TEST_F(Processes, MpirunWorkersMatchOneWorker) {
+  for (const std::string np : {"2", "4"}) {
+    for (const char* bucket : {"0.2", "0"}) {
+      SCOPED_TRACE("mpirun -np " + np + ", --bucket-mb " + bucket);
+      const std::string w = temp_path("wm.pt");
+      const auto o = run_shell("mpirun --oversubscribe --allow-run-as-root -np " + np + " " +
+                               std::string(DLSCALE_BINARY) + " " + kCommon +
+                               " --global-batch 16 --first-bucket-mb 0.01 --bucket-mb " + bucket +
+                               " --save-weights " + w);
+      ASSERT_EQ(o.code, 0) << o.err;
+      EXPECT_NE(o.out.find("communication: mpi"), std::string::npos) << o.out;
+      expect_same_weights(load_weights(w), *reference_);
+    }
+  }
+}
+
+TEST(LaunchErrors, IndivisibleGlobalBatchIsRefusedOnce) {
+  const auto o = run_dlscale("train --model lenet --workers 3 --global-batch 16");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err,
+            "dlscale: error: --global-batch 16 is not divisible by 3 workers (strong scaling needs "
+            "global batch = workers x per-worker batch)\n");
+}
+
+/// The pids of the processes whose parent is `parent`.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && state != "Z") out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+struct Launched {
+  pid_t pid = -1;
+  std::string err_path;
+};
+
+Launched launch_long_job(const std::string& extra) {
+  Launched l;
+  l.err_path = temp_path("launcher.err");
+  const std::string cmd = std::string(DLSCALE_BINARY) +
+                          " train --model lenet --batch 8 --steps 1000000 --warmup 1 --threads 1 "
+                          "--workers 2 --display-every 0 " + extra + " >/dev/null 2>" + l.err_path;
+  l.pid = ::fork();
+  if (l.pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return l;
+}
+
+/// Waits for `pid` up to `seconds`; returns its exit code, or -1 on timeout.
+int wait_exit(pid_t pid, double seconds) {
+  const double deadline = now_seconds() + seconds;
+  while (now_seconds() < deadline) {
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+/// Waits until the launcher has two workers that are past start-up.
+std::vector<pid_t> wait_for_workers(pid_t launcher) {
+  const double deadline = now_seconds() + 30;
+  std::vector<pid_t> workers;
+  while (now_seconds() < deadline) {
+    workers = children_of(launcher);
+    if (workers.size() == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // let them reach the training steps
+  return workers;
+}
+
+TEST(LaunchErrors, KilledWorkerFailsTheJobNamingTheRankAndLeavesNoProcess) {
+  const Launched l = launch_long_job("--timeout 10");
+  const std::vector<pid_t> workers = wait_for_workers(l.pid);
+  ASSERT_EQ(workers.size(), 2u);
+  const double start = now_seconds();
+  ::kill(workers[1], SIGKILL);  // workers are spawned in rank order
+  const int code = wait_exit(l.pid, 20);
+  const double took = now_seconds() - start;
+  const std::string err = read_file(l.err_path);
+  std::filesystem::remove(l.err_path);
+  EXPECT_NE(code, -1) << "the launcher did not stop within 20 s";
+  EXPECT_NE(code, 0);
+  EXPECT_LT(took, 12.0);
+  EXPECT_NE(err.find("rank 1 was killed by signal 9 (SIGKILL) while at 'step"), std::string::npos)
+      << err;
+  for (pid_t w : workers) EXPECT_NE(::kill(w, 0), 0) << "worker " << w << " still exists";
+}
+
+TEST(LaunchErrors, StalledWorkerFailsTheJobWithinTheTimeout) {
+  const Launched l = launch_long_job("--timeout 3");
+  const std::vector<pid_t> workers = wait_for_workers(l.pid);
+  ASSERT_EQ(workers.size(), 2u);
+  const double start = now_seconds();
+  ::kill(workers[1], SIGSTOP);  // alive but making no progress
+  const int code = wait_exit(l.pid, 30);
+  const double took = now_seconds() - start;
+  const std::string err = read_file(l.err_path);
+  std::filesystem::remove(l.err_path);
+  EXPECT_NE(code, -1) << "the launcher did not stop within 30 s";
+  EXPECT_NE(code, 0);
+  EXPECT_LT(took, 15.0);
+  EXPECT_NE(err.find("rank "), std::string::npos) << err;
+  for (pid_t w : workers) EXPECT_NE(::kill(w, 0), 0) << "worker " << w << " still exists";
+}
+
+}  // namespace
+}  // namespace dlscale
+
+namespace dlscale {
+namespace {
+
+// The Chrome trace has one process per rank with compute phases and bucket
+// allreduces; batch-norm statistics can be synchronized every step.
+TEST(Trace, HasEveryRanksPhasesAndBuckets) {
+  const std::string t = testing::temp_path("trace.json");
+  const auto o = testing::run_dlscale(
+      "train --model resnet18 --image-size 16 --batch 4 --steps 3 --warmup 1 --threads 1 "
+      "--workers 2 --bucket-mb 5 --sync-buffers step --display-every 0 --trace " + t);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto trace = nlohmann::json::parse(read_file(t));
+  std::filesystem::remove(t);
+  std::set<int> ranks;
+  int forwards = 0, buckets = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    ranks.insert(e["pid"].get<int>());
+    if (e["name"] == "forward") ++forwards;
+    if (e["name"].get<std::string>().rfind("allreduce bucket", 0) == 0) ++buckets;
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1}));
+  EXPECT_EQ(forwards, 2 * 3);
+  EXPECT_GE(buckets, 2 * 3 * 2);  // resnet18's 44.7 MB in 5 MiB buckets: several per step
+}
+
+}  // namespace
+}  // namespace dlscale

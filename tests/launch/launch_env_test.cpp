@@ -1,0 +1,90 @@
+#include "launch/launch_env.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.h"
+
+namespace dlscale::launch {
+namespace {
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [shared](const char* name) -> const char* {
+    const auto it = shared->find(name);
+    return it == shared->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(LaunchEnv, StandaloneByDefault) {
+  const LaunchEnv e = detect_launch_env(env_of({}));
+  EXPECT_EQ(e.kind, LaunchKind::kStandalone);
+  EXPECT_FALSE(e.is_worker());
+  EXPECT_EQ(e.world_size, 1);
+}
+
+TEST(LaunchEnv, SpawnedByDlscale) {
+  const LaunchEnv e = detect_launch_env(env_of({{"DLSCALE_RANK", "3"},
+                                                {"DLSCALE_WORLD_SIZE", "4"},
+                                                {"DLSCALE_LOCAL_RANK", "1"},
+                                                {"DLSCALE_LOCAL_WORLD_SIZE", "2"},
+                                                {"DLSCALE_MASTER_ADDR", "10.0.0.1"},
+                                                {"DLSCALE_MASTER_PORT", "29500"},
+                                                {"DLSCALE_STATUS_FD", "3"}}));
+  EXPECT_EQ(e.kind, LaunchKind::kSpawned);
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.master_addr, "10.0.0.1");
+  EXPECT_EQ(e.master_port, 29500);
+  EXPECT_EQ(e.status_fd, 3);
+}
+
+TEST(LaunchEnv, Mpirun) {
+  const LaunchEnv e = detect_launch_env(env_of({{"OMPI_COMM_WORLD_RANK", "1"},
+                                                {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                                {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}));
+  EXPECT_EQ(e.kind, LaunchKind::kMpirun);
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 2);
+  EXPECT_EQ(e.local_world_size, 2);
+}
+
+TEST(LaunchEnv, SrunReadsSlurmCounts) {
+  const LaunchEnv e = detect_launch_env(env_of({{"SLURM_PROCID", "5"},
+                                                {"SLURM_STEP_NUM_TASKS", "8"},
+                                                {"SLURM_LOCALID", "1"},
+                                                {"SLURM_STEP_TASKS_PER_NODE", "2(x4)"},
+                                                {"MASTER_ADDR", "node01"},
+                                                {"MASTER_PORT", "29400"}}));
+  EXPECT_EQ(e.kind, LaunchKind::kSrun);
+  EXPECT_EQ(e.rank, 5);
+  EXPECT_EQ(e.world_size, 8);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.master_addr, "node01");
+  EXPECT_EQ(e.master_port, 29400);
+}
+
+TEST(LaunchEnv, SbatchWithoutStepIsStandalone) {
+  // A batch script has SLURM_PROCID but is not a task of a job step.
+  EXPECT_EQ(detect_launch_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}})).kind,
+            LaunchKind::kStandalone);
+}
+
+TEST(LaunchEnv, MalformedValuesAreNamed) {
+  try {
+    detect_launch_env(env_of({{"DLSCALE_RANK", "x"}}));
+    FAIL() << "expected dlscale::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "environment variable DLSCALE_RANK='x' is not a count");
+  }
+  EXPECT_THROW(detect_launch_env(env_of({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "2"}})),
+               Error);
+}
+
+}  // namespace
+}  // namespace dlscale::launch
