@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Runs `dlscale train` and its PyTorch eager peer (bench/peer_train.py)
-alternately on the same machine, same model, synthetic batch, optimizer, steps
-and threads, and prints the median samples/s of each and the ratio
-dlscale / peer. Run order alternates (A B B A ...) so slow drifts of a shared
-machine hit both sides alike.
+"""Runs `dlscale train` and its PyTorch peer alternately on the same machine,
+same model, synthetic batch, optimizer, steps and threads, and prints the
+median samples/s of each and the ratio dlscale / peer. With --workers 1 the
+peer is PyTorch eager (bench/peer_train.py); with --workers N > 1 it is
+PyTorch DDP over gloo (bench/peer_ddp.py) against `dlscale train --workers N`
+(weak scaling: the batch is per worker). Run order alternates (A B B A ...)
+so slow drifts of a shared machine hit both sides alike.
 
     /usr/bin/python3 bench/run_peer_bench.py --dlscale build/dlscale
     /usr/bin/python3 bench/run_peer_bench.py --case resnet50:16:64 --runs 5
+    /usr/bin/python3 bench/run_peer_bench.py --workers 2 --threads 1 \
+        --case lenet:64:28 --case resnet18:32:32
 """
 import argparse
 import json
@@ -27,7 +31,8 @@ def run_dlscale(binary, model, batch, size, args, env):
         cmd = [binary, "train", "--model", model, "--batch", str(batch), "--image-size", str(size),
                "--steps", str(args.steps), "--warmup", str(args.warmup), "--threads",
                str(args.threads), "--optimizer", args.optimizer, "--display-every", "0",
-               "--memory-format", args.memory_format, "--json", path]
+               "--memory-format", args.memory_format, "--workers", str(args.workers),
+               "--json", path]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
         with open(path) as f:
             return json.load(f)["results"]["samples_per_sec"]
@@ -37,9 +42,12 @@ def run_dlscale(binary, model, batch, size, args, env):
 
 
 def run_peer(model, batch, size, args, env):
-    cmd = ["/usr/bin/python3", os.path.join(HERE, "peer_train.py"), "--model", model, "--batch",
+    script = "peer_train.py" if args.workers == 1 else "peer_ddp.py"
+    cmd = ["/usr/bin/python3", os.path.join(HERE, script), "--model", model, "--batch",
            str(batch), "--image-size", str(size), "--steps", str(args.steps), "--warmup",
            str(args.warmup), "--threads", str(args.threads), "--optimizer", args.optimizer]
+    if args.workers > 1:
+        cmd += ["--workers", str(args.workers)]
     if args.peer_channels_last:
         cmd.append("--channels-last")
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
@@ -52,7 +60,9 @@ def main():
     ap.add_argument("--case", action="append", default=None,
                     help="model:batch:image_size (repeatable); default: %s" % " ".join(DEFAULT_CASES))
     ap.add_argument("--runs", type=int, default=3, help="runs of each side per case (>= 3)")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="intra-op threads per worker")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="workers per side; > 1 compares with PyTorch DDP (gloo)")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--optimizer", default="sgd")
@@ -90,14 +100,17 @@ def main():
                   f"  peer {peer[-1]:.1f} samples/s", file=sys.stderr, flush=True)
         m_ours, m_peer = statistics.median(ours), statistics.median(peer)
         results.append({"model": model, "batch": batch, "image_size": size, "threads": args.threads,
+                        "workers": args.workers,
                         "dlscale_runs": ours, "peer_runs": peer, "dlscale_median": m_ours,
                         "peer_median": m_peer, "ratio": m_ours / m_peer})
-    print(f"{'model':<10} {'batch':>5} {'size':>5} {'threads':>7} {'dlscale samples/s':>18} "
-          f"{'peer samples/s':>15} {'ratio':>6}")
+    print(f"{'model':<10} {'batch':>5} {'size':>5} {'workers':>7} {'threads':>7} "
+          f"{'dlscale samples/s':>18} {'peer samples/s':>15} {'ratio':>6}")
     for r in results:
-        print(f"{r['model']:<10} {r['batch']:>5} {r['image_size']:>5} {r['threads']:>7} "
-              f"{r['dlscale_median']:>18.1f} {r['peer_median']:>15.1f} {r['ratio']:>6.3f}")
-    print(f"medians of {args.runs} alternated runs each; peer = PyTorch eager "
+        print(f"{r['model']:<10} {r['batch']:>5} {r['image_size']:>5} {r['workers']:>7} "
+              f"{r['threads']:>7} {r['dlscale_median']:>18.1f} {r['peer_median']:>15.1f} "
+              f"{r['ratio']:>6.3f}")
+    peer = "PyTorch eager" if args.workers == 1 else "PyTorch DDP (gloo)"
+    print(f"medians of {args.runs} alternated runs each; peer = {peer} "
           f"(python3-torch), same LibTorch build; dlscale {args.memory_format}, peer "
           f"{'channels-last' if args.peer_channels_last else 'contiguous'}"
           f"{', peer malloc tuned like dlscale' if args.peer_malloc_tuning else ''}")

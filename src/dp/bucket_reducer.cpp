@@ -10,7 +10,10 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 BucketReducer::BucketReducer(std::vector<torch::Tensor> params, comm::Communicator& comm,
                              const ReducerOptions& options)
-    : params_(std::move(params)), comm_(comm), overlap_(options.bucket_mb > 0) {
+    : params_(std::move(params)),
+      comm_(comm),
+      overlap_(options.bucket_mb > 0),
+      inv_world_(torch::scalar_tensor(1.0 / comm.size(), torch::kFloat32)) {
   DLSCALE_CHECK(options.bucket_mb >= 0, "--bucket-mb must be >= 0 (got {})", options.bucket_mb);
   DLSCALE_CHECK(options.first_bucket_mb > 0, "--first-bucket-mb must be > 0 (got {})",
                 options.first_bucket_mb);
@@ -19,21 +22,23 @@ BucketReducer::BucketReducer(std::vector<torch::Tensor> params, comm::Communicat
                   "bucketed allreduce supports float32 CPU parameters (got {} on {})",
                   c10::toString(p.scalar_type()), p.device().str());
   }
-  // Reverse registration order approximates the order in which backward
-  // produces gradients (the last layers first).
-  std::vector<std::vector<size_t>> groups;
-  std::vector<int64_t> group_bytes;
+  // DDP's rule: walk the parameters in reverse registration order (about the
+  // order backward produces their gradients) and close a bucket as soon as it
+  // reaches its cap, the parameter that crosses the cap included. A large
+  // gradient thus starts its allreduce right after it is produced instead of
+  // waiting for the small ones produced after it.
+  std::vector<std::vector<size_t>> groups(1);
+  std::vector<int64_t> group_bytes(1, 0);
   for (size_t k = params_.size(); k-- > 0;) {
-    const int64_t bytes = params_[k].numel() * 4;
-    const double cap_mb = !overlap_ ? 0 : (groups.size() <= 1 ? options.first_bucket_mb : options.bucket_mb);
-    const bool fits = !groups.empty() &&
-                      (!overlap_ || static_cast<double>(group_bytes.back() + bytes) <= cap_mb * kMiB);
-    if (!fits) {
-      groups.emplace_back();
-      group_bytes.push_back(0);
+    if (overlap_ && !groups.back().empty()) {
+      const double cap_mb = groups.size() == 1 ? options.first_bucket_mb : options.bucket_mb;
+      if (static_cast<double>(group_bytes.back()) >= cap_mb * kMiB) {
+        groups.emplace_back();
+        group_bytes.push_back(0);
+      }
     }
     groups.back().push_back(k);
-    group_bytes.back() += bytes;
+    group_bytes.back() += params_[k].numel() * 4;
   }
   bucket_of_.resize(params_.size());
   views_.resize(params_.size());
@@ -98,7 +103,7 @@ void BucketReducer::on_grad(size_t k, const torch::Tensor& grad) {
   // may be reducing other buckets.
   {
     torch::NoGradGuard no_grad;
-    views_[k].copy_(grad);
+    at::mul_out(views_[k], grad, inv_world_);  // copy and average in one pass
   }
   std::lock_guard<std::mutex> lock(mu_);
   DLSCALE_ASSERT(!seen_[k]);  // a parameter used twice per step is not supported
@@ -161,7 +166,7 @@ ReducerStepStats BucketReducer::finish_step() {
         if (seen_[k]) continue;
         const torch::Tensor& g = params_[k].grad();
         if (g.defined()) {
-          views_[k].copy_(g);
+          at::mul_out(views_[k], g, inv_world_);
         } else {
           views_[k].zero_();
         }
@@ -180,10 +185,7 @@ ReducerStepStats BucketReducer::finish_step() {
   }
   ReducerStepStats stats;
   stats.exposed_seconds = now_seconds() - start;
-  const double inv = 1.0 / comm_.size();
-  torch::NoGradGuard no_grad;
   for (auto& bucket : buckets_) {
-    bucket.buffer.mul_(inv);  // the average, applied once
     stats.bytes += bucket.buffer.numel() * 4;
     stats.busy_seconds += bucket.timing.end - bucket.timing.start;
     stats.buckets.push_back(bucket.timing);

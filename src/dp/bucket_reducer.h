@@ -1,16 +1,20 @@
 #pragma once
 // Synchronous data-parallel gradient aggregation by bucketed allreduce with
 // overlap (PyTorch DDP's scheme, docs/strategies.md):
-//  - gradients are packed into flat buckets in reverse parameter order, the
-//    first bucket capped at first_bucket_mb, the others at bucket_mb;
+//  - gradients are packed into flat buckets in reverse parameter order; a
+//    bucket is closed once it reaches its cap (first_bucket_mb for the first,
+//    bucket_mb for the others), the parameter that crosses it included;
 //  - an autograd hook copies each gradient into its bucket as soon as it is
 //    produced; when a bucket is complete its allreduce starts on a background
 //    communication thread, overlapping the rest of the backward pass;
 //  - buckets are launched strictly in bucket order, so every rank issues the
 //    same sequence of collectives;
+//  - each gradient is divided by the world size as it is copied into its
+//    bucket (the average applied once, fused with the copy), so the summed
+//    bucket is the mean gradient;
 //  - after backward, the step waits for the remaining buckets (the exposed
-//    communication time), divides by the world size once and makes each
-//    parameter's .grad a view of its bucket slot (same strides as the param).
+//    communication time) and makes each parameter's .grad a view of its
+//    bucket slot (same strides as the param).
 // bucket_mb = 0 selects the baseline: one allreduce of all gradients after
 // backward, no overlap.
 #include <torch/torch.h>
@@ -60,8 +64,8 @@ class BucketReducer {
   /// Call before backward.
   void begin_step();
   /// Call after backward: launches buckets not yet launched (zero gradients
-  /// for parameters that received none), waits for every bucket, averages and
-  /// sets each .grad. Rethrows a communication error as dlscale::Error.
+  /// for parameters that received none), waits for every bucket and sets each
+  /// .grad to the average. Rethrows a communication error as dlscale::Error.
   ReducerStepStats finish_step();
 
   bool overlaps() const { return overlap_; }
@@ -86,6 +90,7 @@ class BucketReducer {
   std::vector<torch::Tensor> params_;
   comm::Communicator& comm_;
   const bool overlap_;
+  const torch::Tensor inv_world_;       // 1 / world size: gradients are scaled as they are packed
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;       // param index -> bucket index
   std::vector<torch::Tensor> views_;    // param index -> view of its bucket slot

@@ -17,15 +17,24 @@ std::vector<torch::Tensor> params_mib() {
   return ps;
 }
 
-TEST(BucketReducer, BucketsInReverseOrderWithFirstBucketCap) {
+// DDP's rule: reverse order, a bucket closes once it reaches its cap, the
+// crossing parameter included.
+TEST(BucketReducer, BucketsInReverseOrderClosedAtTheCap) {
   comm::testing::run_ranks("inproc", 1, [](comm::Communicator& comm) {
-    ReducerOptions o;
-    o.first_bucket_mb = 4;  // the 4 MiB parameter alone
-    o.bucket_mb = 5;        // then 3 + 2, then 1
-    BucketReducer r(params_mib(), comm, o);
-    EXPECT_TRUE(r.overlaps());
     const int64_t mib = 1 << 20;
-    EXPECT_EQ(r.bucket_bytes(), (std::vector<int64_t>{4 * mib, 5 * mib, 1 * mib}));
+    ReducerOptions o;
+    o.first_bucket_mb = 4;  // 4 MiB reaches it: alone
+    o.bucket_mb = 5;        // 3 (< 5) + 2 = 5 reaches it; then 1
+    EXPECT_EQ(BucketReducer(params_mib(), comm, o).bucket_bytes(),
+              (std::vector<int64_t>{4 * mib, 5 * mib, 1 * mib}));
+    o.first_bucket_mb = 1;  // 4 crosses it: alone
+    o.bucket_mb = 4;        // 3 + 2 crosses 4; then 1
+    EXPECT_EQ(BucketReducer(params_mib(), comm, o).bucket_bytes(),
+              (std::vector<int64_t>{4 * mib, 5 * mib, 1 * mib}));
+    o.first_bucket_mb = 6;  // 4 + 3 crosses 6
+    o.bucket_mb = 25;       // 2 + 1
+    EXPECT_EQ(BucketReducer(params_mib(), comm, o).bucket_bytes(),
+              (std::vector<int64_t>{7 * mib, 3 * mib}));
   });
 }
 

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""PyTorch DDP (gloo, CPU) peer of `dlscale train --workers N`: N local worker
+processes, each training the same model on its own synthetic batch (random
+tensors made once) with DistributedDataParallel's bucketed allreduce (25 MB
+buckets, 1 MB first bucket), the same optimizer, steps and threads per worker.
+Throughput is measured like dlscale's: measured steps x global batch / wall
+time of the measured steps on rank 0, after a barrier at start.
+
+Prints one JSON line. Run with Debian's interpreter:
+    /usr/bin/python3 bench/peer_ddp.py --model lenet --batch 64 --workers 2 --threads 1
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+from peer_models import build_model  # noqa: E402
+from peer_train import CHANNELS, DEFAULT_SIZE, make_optimizer  # noqa: E402
+
+
+def worker(rank, args, port, queue):
+    torch.set_num_threads(args.threads)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=args.workers)
+    torch.manual_seed(args.seed)
+    size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
+    channels = CHANNELS.get(args.model, 3)
+    classes = args.classes or (10 if args.model == "lenet" else 1000)
+    model = build_model(args.model, size, num_classes=classes)
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    model.train()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
+    opt = make_optimizer(args.optimizer, ddp.parameters(), args.lr, args.momentum)
+    gen = torch.Generator().manual_seed(args.seed + rank)
+    inputs = torch.randn(args.batch, channels, size, size, generator=gen)
+    if args.channels_last:
+        inputs = inputs.contiguous(memory_format=torch.channels_last)
+    labels = torch.randint(classes, (args.batch,), generator=gen)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    dist.barrier()
+    times = []
+    start = None
+    for step in range(args.steps):
+        if step == args.warmup:
+            start = time.perf_counter()
+        t0 = time.perf_counter()
+        loss = loss_fn(ddp(inputs), labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss.item()
+        times.append(time.perf_counter() - t0)
+    wall = time.perf_counter() - start
+    if rank == 0:
+        measured = times[args.warmup:]
+        queue.put({"peer": "pytorch-ddp-gloo", "torch_version": torch.__version__,
+                   "workers": args.workers, "threads": torch.get_num_threads(),
+                   "model": args.model, "batch_per_worker": args.batch,
+                   "measured_steps": len(measured),
+                   "samples_per_sec": len(measured) * args.batch * args.workers / wall,
+                   "step_time_p50_ms": statistics.median(measured) * 1e3})
+    dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser(description="PyTorch DDP (gloo) peer of dlscale train --workers N")
+    ap.add_argument("--model", default="resnet18")
+    ap.add_argument("--batch", type=int, default=32, help="samples per step per worker")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=20, help="total steps including warm-up")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
+    ap.add_argument("--image-size", type=int, default=0)
+    ap.add_argument("--classes", type=int, default=0)
+    ap.add_argument("--optimizer", default="sgd")
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--bucket-mb", type=float, default=25.0)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--channels-last", action="store_true")
+    args = ap.parse_args()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    mp.start_processes(worker, args=(args, port, queue), nprocs=args.workers, join=True,
+                       start_method="spawn")
+    print(json.dumps(queue.get()))
+
+
+if __name__ == "__main__":
+    main()
