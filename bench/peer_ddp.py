@@ -15,7 +15,6 @@ import os
 import socket
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,7 +23,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from peer_models import build_model  # noqa: E402
-from peer_train import CHANNELS, DEFAULT_SIZE, make_optimizer  # noqa: E402
+from peer_train import CHANNELS, DEFAULT_SIZE, make_optimizer, timed_steps  # noqa: E402
 
 
 def worker(rank, args, port, queue):
@@ -46,21 +45,8 @@ def worker(rank, args, port, queue):
     if args.channels_last:
         inputs = inputs.contiguous(memory_format=torch.channels_last)
     labels = torch.randint(classes, (args.batch,), generator=gen)
-    loss_fn = torch.nn.CrossEntropyLoss()
     dist.barrier()
-    times = []
-    start = None
-    for step in range(args.steps):
-        if step == args.warmup:
-            start = time.perf_counter()
-        t0 = time.perf_counter()
-        loss = loss_fn(ddp(inputs), labels)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        loss.item()
-        times.append(time.perf_counter() - t0)
-    wall = time.perf_counter() - start
+    times, wall = timed_steps(ddp, opt, inputs, labels, args.steps, args.warmup)
     if rank == 0:
         measured = times[args.warmup:]
         queue.put({"peer": "pytorch-ddp-gloo", "torch_version": torch.__version__,

@@ -10,7 +10,6 @@ import argparse
 import json
 
 import torch
-import torchvision.models as tv
 
 from peer_models import build_model
 

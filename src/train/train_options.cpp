@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <torch/torch.h>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/torch_compat.h"
@@ -12,50 +13,29 @@
 
 namespace dlscale::train {
 
-OptimizerKind parse_optimizer(const std::string& name) {
-  if (name == "sgd") return OptimizerKind::kSgd;
-  if (name == "momentum") return OptimizerKind::kMomentum;
-  if (name == "nesterov") return OptimizerKind::kNesterov;
-  if (name == "adam") return OptimizerKind::kAdam;
-  throw Error(fmt::format("unknown optimizer '{}'; allowed: sgd, momentum, nesterov, adam", name));
-}
+namespace {
 
-std::string to_string(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::kSgd: return "sgd";
-    case OptimizerKind::kMomentum: return "momentum";
-    case OptimizerKind::kNesterov: return "nesterov";
-    case OptimizerKind::kAdam: return "adam";
-  }
-  return "?";
-}
+constexpr EnumNames<OptimizerKind, 4> kOptimizers{
+    "optimizer",
+    {{{OptimizerKind::kSgd, "sgd"},
+      {OptimizerKind::kMomentum, "momentum"},
+      {OptimizerKind::kNesterov, "nesterov"},
+      {OptimizerKind::kAdam, "adam"}}}};
+constexpr EnumNames<MemoryFormat, 2> kMemoryFormats{
+    "memory format",
+    {{{MemoryFormat::kChannelsLast, "channels-last"}, {MemoryFormat::kContiguous, "contiguous"}}}};
+constexpr EnumNames<SyncBuffers, 3> kSyncBuffers{
+    "--sync-buffers",
+    {{{SyncBuffers::kNone, "none"}, {SyncBuffers::kInit, "init"}, {SyncBuffers::kStep, "step"}}}};
 
-MemoryFormat parse_memory_format(const std::string& name) {
-  if (name == "channels-last") return MemoryFormat::kChannelsLast;
-  if (name == "contiguous") return MemoryFormat::kContiguous;
-  throw Error(
-      fmt::format("unknown memory format '{}'; allowed: channels-last, contiguous", name));
-}
+}  // namespace
 
-std::string to_string(MemoryFormat format) {
-  return format == MemoryFormat::kChannelsLast ? "channels-last" : "contiguous";
-}
-
-SyncBuffers parse_sync_buffers(const std::string& name) {
-  if (name == "none") return SyncBuffers::kNone;
-  if (name == "init") return SyncBuffers::kInit;
-  if (name == "step") return SyncBuffers::kStep;
-  throw Error(fmt::format("unknown --sync-buffers '{}'; allowed: none, init, step", name));
-}
-
-std::string to_string(SyncBuffers policy) {
-  switch (policy) {
-    case SyncBuffers::kNone: return "none";
-    case SyncBuffers::kInit: return "init";
-    case SyncBuffers::kStep: return "step";
-  }
-  return "?";
-}
+OptimizerKind parse_optimizer(const std::string& name) { return kOptimizers.parse(name); }
+std::string to_string(OptimizerKind kind) { return kOptimizers.name(kind); }
+MemoryFormat parse_memory_format(const std::string& name) { return kMemoryFormats.parse(name); }
+std::string to_string(MemoryFormat format) { return kMemoryFormats.name(format); }
+SyncBuffers parse_sync_buffers(const std::string& name) { return kSyncBuffers.parse(name); }
+std::string to_string(SyncBuffers policy) { return kSyncBuffers.name(policy); }
 
 int available_cores() {
   cpu_set_t set;
