@@ -17,13 +17,16 @@ configure: setup
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# The main job: a ResNet-18 training benchmark on CIFAR-size synthetic data,
-# writing its JSON result record next to the build.
+# The main job: ResNet-18 on CIFAR-size synthetic data, on one worker and on
+# two local workers (Gloo over loopback, weak scaling), each writing its JSON
+# result record next to the build.
 run: build
 	$(DLSCALE) models
 	$(DLSCALE) train --model resnet18 --image-size 32 --batch 32 --steps 20 --warmup 3 \
-	    --json $(BUILD_DIR)/resnet18.json
-	@echo "result record: $(BUILD_DIR)/resnet18.json"
+	    --json $(BUILD_DIR)/resnet18-1w.json
+	$(DLSCALE) train --model resnet18 --image-size 32 --batch 32 --steps 20 --warmup 3 \
+	    --workers 2 --json $(BUILD_DIR)/resnet18-2w.json
+	@echo "result records: $(BUILD_DIR)/resnet18-1w.json $(BUILD_DIR)/resnet18-2w.json"
 
 test: build
 	cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure
