@@ -119,6 +119,10 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "Address of node 0, which hosts the rendezvous store")
       ->capture_default_str()
       ->group(dp);
+  cmd->add_option("--host-addr", opts->host_addr,
+                  "Address at which the other nodes reach this node's workers (multi-node Gloo); "
+                  "default: the address of this host's name")
+      ->group(dp);
   cmd->add_option("--master-port", opts->master_port,
                   "Port of the rendezvous store (multi-node, mpirun/srun with gloo)")
       ->capture_default_str()

@@ -74,9 +74,13 @@ void run_worker(const train::TrainOptions& options, const LaunchEnv& env,
     // Across nodes, peers must reach this rank at the address they used for
     // the master's store; on one node loopback is enough.
     if (env.world_size > env.local_world_size) {
-      char host[256] = {};
-      ::gethostname(host, sizeof(host) - 1);
-      go.hostname = host;
+      if (!options.host_addr.empty()) {
+        go.hostname = options.host_addr;
+      } else {
+        char host[256] = {};
+        ::gethostname(host, sizeof(host) - 1);
+        go.hostname = host;
+      }
     }
     comm = std::make_unique<comm::GlooCommunicator>(*store, env.rank, env.world_size, go);
   }

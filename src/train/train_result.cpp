@@ -73,6 +73,7 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"scaling", c.strong_scaling ? "strong" : "weak"},
           {"workers", o.workers},
           {"nnodes", o.nnodes},
+          {"host_addr", o.host_addr},
           {"backend", o.backend},
           {"bucket_mb", o.bucket_mb},
           {"first_bucket_mb", o.first_bucket_mb},
