@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -46,6 +47,12 @@ std::string classify_blas(const std::string& path) {
 
 }  // namespace
 
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof(set), &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
+}
+
 std::string loaded_blas_library() {
   std::ifstream in("/proc/self/maps");
   std::string line;
@@ -70,10 +77,7 @@ SystemInfo collect_system_info() {
                 ? std::string(u.sysname) + " " + u.release + " " + u.machine
                 : "unknown";
   info.cpu_model = read_cpu_model();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  info.logical_cores =
-      ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+  info.logical_cores = available_cores();
   info.online_cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   info.blas = loaded_blas_library();
   const BuildInfo& b = build_info();

@@ -20,6 +20,9 @@ struct SystemInfo {
   std::string compiler;
 };
 
+/// CPUs this process may run on (its affinity mask); at least 1.
+int available_cores();
+
 /// Reads the facts above from the running system. Never throws: a fact that
 /// cannot be read is "unknown".
 SystemInfo collect_system_info();

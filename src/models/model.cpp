@@ -82,17 +82,20 @@ int64_t count_macs_per_sample(Model& model, int64_t channels, int64_t image_size
   return macs;
 }
 
-ModelFacts describe_model(const ModelSpec& spec, const ModelOptions& options) {
-  const ModelOptions o = resolve_options(spec, options);
-  auto model = spec.make(o);
+ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& model) {
   ModelFacts f;
   f.name = spec.name;
   f.channels = spec.channels;
   f.image_size = o.image_size;
   f.num_classes = o.num_classes;
-  f.parameters = count_parameters(*model);
-  f.macs_per_sample = count_macs_per_sample(*model, spec.channels, o.image_size);
+  f.parameters = count_parameters(model);
+  f.macs_per_sample = count_macs_per_sample(model, spec.channels, o.image_size);
   return f;
+}
+
+ModelFacts describe_model(const ModelSpec& spec, const ModelOptions& options) {
+  const ModelOptions o = resolve_options(spec, options);
+  return measure_model(spec, o, *spec.make(o));
 }
 
 }  // namespace dlscale::models

@@ -88,6 +88,9 @@ struct ModelFacts {
   double flops_per_sample() const { return 2.0 * static_cast<double>(macs_per_sample); }
 };
 
+/// Measures the facts of `model`, built from `spec` with resolved `options`.
+ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& options, Model& model);
+
 /// Builds the model (with resolved options) and measures its facts.
 ModelFacts describe_model(const ModelSpec& spec, const ModelOptions& options);
 

@@ -1,13 +1,12 @@
 #include "train/train_options.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <torch/torch.h>
 
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/sysinfo.h"
 #include "core/torch_compat.h"
 #include "models/model.h"
 
@@ -37,13 +36,6 @@ std::string to_string(MemoryFormat format) { return kMemoryFormats.name(format);
 SyncBuffers parse_sync_buffers(const std::string& name) { return kSyncBuffers.parse(name); }
 std::string to_string(SyncBuffers policy) { return kSyncBuffers.name(policy); }
 
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
-  return 1;
-}
-
 namespace {
 
 void check_device(const std::string& device) {
@@ -62,6 +54,15 @@ void check_device(const std::string& device) {
 }
 
 }  // namespace
+
+models::ModelOptions model_options(const TrainOptions& o) {
+  models::ModelOptions mo;
+  mo.num_classes = o.num_classes;
+  mo.image_size = o.image_size;
+  mo.aux_logits = o.aux_logits;
+  mo.dropout = o.dropout;
+  return mo;
+}
 
 ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_size,
                                            int local_world_size) {
@@ -116,12 +117,7 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   check_device(o.device);
   r.memory_format = parse_memory_format(o.memory_format);
 
-  models::ModelOptions mo;
-  mo.num_classes = o.num_classes;
-  mo.image_size = o.image_size;
-  mo.aux_logits = o.aux_logits;
-  mo.dropout = o.dropout;
-  mo = models::resolve_options(spec, mo);
+  const models::ModelOptions mo = models::resolve_options(spec, model_options(o));
   o.num_classes = mo.num_classes;
   o.image_size = mo.image_size;
   r.channels = spec.channels;

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "models/model.h"
+
 namespace dlscale::train {
 
 enum class OptimizerKind { kSgd, kMomentum, kNesterov, kAdam };
@@ -82,6 +84,9 @@ struct ResolvedTrainOptions {
   bool strong_scaling = false;
 };
 
+/// The model-building part of `options` (not yet resolved against the spec).
+models::ModelOptions model_options(const TrainOptions& options);
+
 /// Validates every field and fills defaults for a job of `world_size`
 /// workers, `local_world_size` of them on this node. Throws dlscale::Error
 /// with a one-line message naming the bad value and what is allowed. Also
@@ -89,8 +94,5 @@ struct ResolvedTrainOptions {
 /// lost result. With world_size = 0 the size is nnodes × workers.
 ResolvedTrainOptions resolve_train_options(const TrainOptions& options, int world_size = 0,
                                            int local_world_size = 0);
-
-/// Number of CPUs this process may run on.
-int available_cores();
 
 }  // namespace dlscale::train

@@ -62,22 +62,11 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
   if (o.keep_freed_memory) keep_freed_memory();
 
   const models::ModelSpec& spec = models::find_model(o.model);
-  models::ModelOptions mo;
-  mo.num_classes = o.num_classes;
-  mo.image_size = o.image_size;
-  mo.aux_logits = o.aux_logits;
-  mo.dropout = o.dropout;
   torch::manual_seed(o.seed + static_cast<uint64_t>(worker.rank));  // dropout masks differ per rank
-  model_ = models::make_model(spec, mo);
+  const models::ModelOptions mo = models::resolve_options(spec, model_options(o));
+  model_ = spec.make(mo);
   aux_loss_weight_ = spec.aux_loss_weight;
-
-  models::ModelFacts& facts = result_.model;
-  facts.name = spec.name;
-  facts.channels = spec.channels;
-  facts.image_size = o.image_size;
-  facts.num_classes = o.num_classes;
-  facts.parameters = models::count_parameters(*model_);
-  facts.macs_per_sample = models::count_macs_per_sample(*model_, spec.channels, o.image_size);
+  result_.model = models::measure_model(spec, mo, *model_);
 
   model_->to(device_);
   const bool channels_last = c.memory_format == MemoryFormat::kChannelsLast;
