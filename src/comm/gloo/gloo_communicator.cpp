@@ -75,6 +75,10 @@ GlooCommunicator::GlooCommunicator(TcpStore& store, int rank, int size,
     context->connectFullMesh(prefixed, device);
     context_ = std::move(context);
   });
+  // connectFullMesh returns on a rank once its own pairs are up, while peers
+  // may still be handshaking; a rank that then closed its context would
+  // break theirs. The barrier makes the mesh complete everywhere first.
+  barrier();
 }
 
 GlooCommunicator::~GlooCommunicator() = default;
