@@ -157,15 +157,18 @@ std::vector<pid_t> children_of(pid_t parent) {
 
 struct Launched {
   pid_t pid = -1;
+  std::string out_path;
   std::string err_path;
 };
 
 Launched launch_long_job(const std::string& extra) {
   Launched l;
+  l.out_path = temp_path("launcher.out");
   l.err_path = temp_path("launcher.err");
   const std::string cmd = std::string(DLSCALE_BINARY) +
                           " train --model lenet --batch 8 --steps 1000000 --warmup 1 --threads 1 "
-                          "--workers 2 --display-every 0 " + extra + " >/dev/null 2>" + l.err_path;
+                          "--workers 2 --display-every 1 " + extra + " >" + l.out_path + " 2>" +
+                          l.err_path;
   l.pid = ::fork();
   if (l.pid == 0) {
     ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
@@ -187,29 +190,35 @@ int wait_exit(pid_t pid, double seconds) {
   return -1;
 }
 
-/// Waits until the launcher has two workers that are past start-up.
-std::vector<pid_t> wait_for_workers(pid_t launcher) {
-  const double deadline = now_seconds() + 30;
-  std::vector<pid_t> workers;
+/// Waits until the launcher's two workers are training: rank 0 printed its
+/// first step line, so both ranks are in the steps (they are synchronous).
+std::vector<pid_t> wait_for_workers(const Launched& l) {
+  const double deadline = now_seconds() + 60;
   while (now_seconds() < deadline) {
-    workers = children_of(launcher);
-    if (workers.size() == 2) break;
+    const std::vector<pid_t> workers = children_of(l.pid);
+    std::ifstream out(l.out_path);
+    const std::string text((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
+    if (workers.size() == 2 && text.find("step     1/") != std::string::npos) return workers;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // let them reach the training steps
-  return workers;
+  return {};
 }
 
 TEST(LaunchErrors, KilledWorkerFailsTheJobNamingTheRankAndLeavesNoProcess) {
   const Launched l = launch_long_job("--timeout 10");
-  const std::vector<pid_t> workers = wait_for_workers(l.pid);
-  ASSERT_EQ(workers.size(), 2u);
+  const std::vector<pid_t> workers = wait_for_workers(l);
+  if (workers.size() != 2) {  // never leave a job behind (its workers die with it)
+    ::kill(l.pid, SIGKILL);
+    ::waitpid(l.pid, nullptr, 0);
+  }
+  ASSERT_EQ(workers.size(), 2u) << read_file(l.err_path);
   const double start = now_seconds();
   ::kill(workers[1], SIGKILL);  // workers are spawned in rank order
   const int code = wait_exit(l.pid, 20);
   const double took = now_seconds() - start;
   const std::string err = read_file(l.err_path);
   std::filesystem::remove(l.err_path);
+  std::filesystem::remove(l.out_path);
   EXPECT_NE(code, -1) << "the launcher did not stop within 20 s";
   EXPECT_NE(code, 0);
   EXPECT_LT(took, 12.0);
@@ -220,14 +229,19 @@ TEST(LaunchErrors, KilledWorkerFailsTheJobNamingTheRankAndLeavesNoProcess) {
 
 TEST(LaunchErrors, StalledWorkerFailsTheJobWithinTheTimeout) {
   const Launched l = launch_long_job("--timeout 3");
-  const std::vector<pid_t> workers = wait_for_workers(l.pid);
-  ASSERT_EQ(workers.size(), 2u);
+  const std::vector<pid_t> workers = wait_for_workers(l);
+  if (workers.size() != 2) {  // never leave a job behind (its workers die with it)
+    ::kill(l.pid, SIGKILL);
+    ::waitpid(l.pid, nullptr, 0);
+  }
+  ASSERT_EQ(workers.size(), 2u) << read_file(l.err_path);
   const double start = now_seconds();
   ::kill(workers[1], SIGSTOP);  // alive but making no progress
   const int code = wait_exit(l.pid, 30);
   const double took = now_seconds() - start;
   const std::string err = read_file(l.err_path);
   std::filesystem::remove(l.err_path);
+  std::filesystem::remove(l.out_path);
   EXPECT_NE(code, -1) << "the launcher did not stop within 30 s";
   EXPECT_NE(code, 0);
   EXPECT_LT(took, 15.0);
