@@ -61,8 +61,6 @@ TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t globa
   return s;
 }
 
-namespace {
-
 nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
   const TrainOptions& o = c.options;
   return {{"model", o.model},
@@ -103,6 +101,8 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"keep_freed_memory", o.keep_freed_memory},
           {"json", o.json_path}};
 }
+
+namespace {
 
 double ms(double seconds) { return seconds * 1e3; }
 

@@ -32,19 +32,17 @@ void ConsoleObserver::on_finish(const TrainResult& result) { print_summary(out_,
 
 namespace {
 
-/// The fields every worker must agree on (checked at start).
+/// The recorded inputs every worker must agree on (checked at start).
 nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
-  const TrainOptions& o = c.options;
-  return {{"model", o.model},           {"batch", o.batch},
-          {"global_batch", c.global_batch}, {"world_size", c.world_size},
-          {"steps", o.steps},           {"warmup", o.warmup},
-          {"image_size", o.image_size}, {"classes", o.num_classes},
-          {"aux_logits", o.aux_logits}, {"dropout", o.dropout},
-          {"optimizer", o.optimizer},   {"lr", o.lr},
-          {"momentum", o.momentum},     {"weight_decay", o.weight_decay},
-          {"seed", o.seed},             {"memory_format", o.memory_format},
-          {"bucket_mb", o.bucket_mb},   {"first_bucket_mb", o.first_bucket_mb},
-          {"sync_buffers", o.sync_buffers}};
+  static const char* const kAgreed[] = {
+      "model",     "batch",        "global_batch",  "world_size", "steps",
+      "warmup",    "image_size",   "num_classes",   "aux_logits", "dropout",
+      "optimizer", "lr",           "momentum",      "weight_decay", "seed",
+      "memory_format", "bucket_mb", "first_bucket_mb", "sync_buffers"};
+  const nlohmann::json inputs = inputs_json(c);
+  nlohmann::json agreed = nlohmann::json::object();
+  for (const char* key : kAgreed) agreed[key] = inputs.at(key);
+  return agreed;
 }
 
 }  // namespace
