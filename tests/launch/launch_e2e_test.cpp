@@ -204,49 +204,60 @@ std::vector<pid_t> wait_for_workers(const Launched& l) {
   return {};
 }
 
-TEST(LaunchErrors, KilledWorkerFailsTheJobNamingTheRankAndLeavesNoProcess) {
-  const Launched l = launch_long_job("--timeout 10");
-  const std::vector<pid_t> workers = wait_for_workers(l);
-  if (workers.size() != 2) {  // never leave a job behind (its workers die with it)
+/// What became of a training job after one of its workers got a signal.
+struct Aftermath {
+  std::vector<pid_t> workers;
+  int code = -1;      // launcher's exit code; -1 if it did not stop in time
+  double took = 0;    // seconds from the signal to the launcher's exit
+  std::string err;    // launcher's stderr
+};
+
+/// Starts a long 2-worker job, waits until it trains, sends `sig` to rank 1
+/// and waits up to `limit` seconds for the launcher. Never leaves a job
+/// behind: if the workers never start training, the launcher is killed (its
+/// workers die with it).
+Aftermath signal_rank1(const std::string& timeout_flag, int sig, double limit) {
+  const Launched l = launch_long_job(timeout_flag);
+  Aftermath a;
+  a.workers = wait_for_workers(l);
+  if (a.workers.size() != 2) {
     ::kill(l.pid, SIGKILL);
     ::waitpid(l.pid, nullptr, 0);
+  } else {
+    const double start = now_seconds();
+    ::kill(a.workers[1], sig);  // workers are spawned in rank order
+    a.code = wait_exit(l.pid, limit);
+    a.took = now_seconds() - start;
   }
-  ASSERT_EQ(workers.size(), 2u) << read_file(l.err_path);
-  const double start = now_seconds();
-  ::kill(workers[1], SIGKILL);  // workers are spawned in rank order
-  const int code = wait_exit(l.pid, 20);
-  const double took = now_seconds() - start;
-  const std::string err = read_file(l.err_path);
+  a.err = read_file(l.err_path);
   std::filesystem::remove(l.err_path);
   std::filesystem::remove(l.out_path);
-  EXPECT_NE(code, -1) << "the launcher did not stop within 20 s";
-  EXPECT_NE(code, 0);
-  EXPECT_LT(took, 12.0);
-  EXPECT_NE(err.find("rank 1 was killed by signal 9 (SIGKILL) while at 'step"), std::string::npos)
-      << err;
-  for (pid_t w : workers) EXPECT_NE(::kill(w, 0), 0) << "worker " << w << " still exists";
+  return a;
+}
+
+void expect_no_worker_left(const Aftermath& a) {
+  for (pid_t w : a.workers) EXPECT_NE(::kill(w, 0), 0) << "worker " << w << " still exists";
+}
+
+TEST(LaunchErrors, KilledWorkerFailsTheJobNamingTheRankAndLeavesNoProcess) {
+  const Aftermath a = signal_rank1("--timeout 10", SIGKILL, 20);
+  ASSERT_EQ(a.workers.size(), 2u) << a.err;
+  EXPECT_NE(a.code, -1) << "the launcher did not stop within 20 s";
+  EXPECT_NE(a.code, 0);
+  EXPECT_LT(a.took, 12.0);
+  EXPECT_NE(a.err.find("rank 1 was killed by signal 9 (SIGKILL) while at 'step"), std::string::npos)
+      << a.err;
+  expect_no_worker_left(a);
 }
 
 TEST(LaunchErrors, StalledWorkerFailsTheJobWithinTheTimeout) {
-  const Launched l = launch_long_job("--timeout 3");
-  const std::vector<pid_t> workers = wait_for_workers(l);
-  if (workers.size() != 2) {  // never leave a job behind (its workers die with it)
-    ::kill(l.pid, SIGKILL);
-    ::waitpid(l.pid, nullptr, 0);
-  }
-  ASSERT_EQ(workers.size(), 2u) << read_file(l.err_path);
-  const double start = now_seconds();
-  ::kill(workers[1], SIGSTOP);  // alive but making no progress
-  const int code = wait_exit(l.pid, 30);
-  const double took = now_seconds() - start;
-  const std::string err = read_file(l.err_path);
-  std::filesystem::remove(l.err_path);
-  std::filesystem::remove(l.out_path);
-  EXPECT_NE(code, -1) << "the launcher did not stop within 30 s";
-  EXPECT_NE(code, 0);
-  EXPECT_LT(took, 15.0);
-  EXPECT_NE(err.find("rank "), std::string::npos) << err;
-  for (pid_t w : workers) EXPECT_NE(::kill(w, 0), 0) << "worker " << w << " still exists";
+  const Aftermath a = signal_rank1("--timeout 3", SIGSTOP, 30);  // alive, no progress
+  ASSERT_EQ(a.workers.size(), 2u) << a.err;
+  EXPECT_NE(a.code, -1) << "the launcher did not stop within 30 s";
+  EXPECT_NE(a.code, 0);
+  EXPECT_LT(a.took, 15.0);
+  EXPECT_NE(a.err.find("rank "), std::string::npos) << a.err;
+  expect_no_worker_left(a);
 }
 
 }  // namespace
