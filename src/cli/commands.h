@@ -8,7 +8,18 @@
 
 namespace dlscale::cli {
 
+/// Thrown by a command that finished its work but must exit non-zero
+/// without an error line (a sweep with failed runs, an interrupted sweep).
+struct ExitWith {
+  int code;
+};
+
 void add_models_command(CLI::App& app);
 void add_train_command(CLI::App& app, const std::vector<std::string>& argv);
+/// Needs the train command registered first (it checks sweep parameters
+/// against the train options).
+void add_sweep_command(CLI::App& app);
+void add_results_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 
 }  // namespace dlscale::cli

@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   app.footer("Run 'dlscale <command> --help' for the flags of one command.");
   dlscale::cli::add_models_command(app);
   dlscale::cli::add_train_command(app, args);
+  dlscale::cli::add_sweep_command(app);
+  dlscale::cli::add_results_command(app);
+  dlscale::cli::add_report_command(app);
 
   if (argc == 1) {
     std::fputs(app.help().c_str(), stdout);
@@ -60,6 +63,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return fail(dlscale::kExitUsage, std::string(e.what()) + " (see 'dlscale --help')");
+  } catch (const dlscale::cli::ExitWith& e) {
+    return e.code;
   } catch (const dlscale::launch::JobFailed& e) {
     return fail(e.exit_code(), e.what());
   } catch (const dlscale::Error& e) {

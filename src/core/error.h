@@ -27,6 +27,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitOutOfMemory = 3;
+inline constexpr int kExitRunsFailed = 4;  ///< a sweep finished, but some runs failed
 
 }  // namespace dlscale
 

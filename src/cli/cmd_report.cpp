@@ -1,0 +1,80 @@
+// dlscale report: scaling tables and the HTML page from the results store.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/files.h"
+#include "report/html.h"
+#include "report/results_view.h"
+
+namespace dlscale::cli {
+namespace {
+
+struct ReportFlags {
+  std::string db = "dlscale-results.db";
+  std::string sweep;
+  std::string where;
+  std::string type = "weak";
+  std::string format = "text";
+  std::string compare_by;
+  std::string baseline;
+  std::string html;
+  std::string output;
+};
+
+void run(const ReportFlags& f, bool type_given) {
+  if (!f.html.empty()) check_output_path(f.html);
+  if (!f.output.empty()) check_output_path(f.output);
+  const auto runs = report::load_runs(f.db, f.sweep, f.where);
+  const report::ReportOptions o{report::parse_report_type(f.type), f.compare_by, f.baseline};
+  const report::Format format = report::parse_format(f.format);
+  if (!f.html.empty()) {
+    report::HtmlOptions h;
+    h.title = f.sweep.empty() ? "dlscale scaling report" : "dlscale report: " + f.sweep;
+    h.source = f.db;
+    h.compare_by = f.compare_by;
+    h.baseline = f.baseline;
+    write_file_atomic(f.html, report::render_html(runs, h));
+    std::cerr << "HTML report: " << f.html << "\n";
+    if (!type_given) return;
+  }
+  const std::string text = report::render(report::build_report(runs, o), format);
+  if (f.output.empty()) {
+    std::cout << text;
+  } else {
+    write_file_atomic(f.output, text);
+  }
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto f = std::make_shared<ReportFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "report",
+      "Scaling tables from the results store: step time, throughput, speedup and efficiency per worker count "
+      "(weak, strong), the step-time breakdown, or a side-by-side comparison; and a self-contained HTML page with "
+      "charts (docs/reports.md).");
+  cmd->add_option("--db", f->db, "Results store (SQLite file)")->capture_default_str();
+  cmd->add_option("--sweep", f->sweep, "Only runs of this sweep");
+  cmd->add_option("--where", f->where,
+                  "Only runs for which this expression is true, e.g. \"${model} == 'lenet'\"");
+  CLI::Option* type = cmd->add_option("--type", f->type, "weak | strong | breakdown | compare")
+                          ->check(CLI::IsMember({"weak", "strong", "breakdown", "compare"}))
+                          ->capture_default_str();
+  cmd->add_option("--format", f->format, "text | markdown | csv | json")
+      ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--compare-by", f->compare_by,
+                  "compare: the parameter whose values go side by side (default: the first of kind, backend, "
+                  "strategy, launcher or a _name parameter that varies)");
+  cmd->add_option("--baseline", f->baseline,
+                  "compare: the value the others are divided by (default: the first one run)");
+  cmd->add_option("--html", f->html,
+                  "Write the HTML report (charts, every table, each run's parameters) here; with no --type, only "
+                  "that");
+  cmd->add_option("--output,-o", f->output, "Write the table here (atomically) instead of standard output");
+  cmd->callback([f, type] { run(*f, type->count() > 0); });
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,119 @@
+// dlscale sweep: plan a study from a YAML file and run it into the results store.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/build_info.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "report/html.h"
+#include "sweep/runner.h"
+
+namespace dlscale::cli {
+namespace {
+
+struct SweepFlags {
+  std::string file;
+  std::string db = "dlscale-results.db";
+  std::string output_dir = "dlscale-runs";
+  std::string rerun = "none";
+  std::string progress = "auto";
+  std::string html;
+  bool dry_run = false;
+};
+
+std::atomic<int> g_sweep_signal{0};  // set by SIGINT/SIGTERM: finish the current run's bookkeeping and stop
+
+void on_signal(int sig) { g_sweep_signal = sig; }
+
+std::set<std::string> train_option_names(CLI::App& app) {
+  std::set<std::string> names;
+  for (const CLI::Option* opt : app.get_subcommand("train")->get_options()) {
+    for (const std::string& n : opt->get_lnames()) names.insert(n);
+  }
+  names.erase("help");
+  return names;
+}
+
+int run(CLI::App& app, const SweepFlags& f) {
+  const sweep::SweepSpec spec = sweep::load_sweep_file(f.file);
+  const std::vector<sweep::PlannedRun> plan = sweep::plan_sweep(spec, {train_option_names(app)});
+  if (f.dry_run) {
+    std::cout << "sweep '" << spec.name << "' from " << f.file << "\n";
+    sweep::print_plan(std::cout, plan);
+    return kExitOk;
+  }
+  const sweep::Rerun rerun = f.rerun == "all" ? sweep::Rerun::kAll
+                             : f.rerun == "failed" ? sweep::Rerun::kFailed
+                                                   : sweep::Rerun::kNone;
+  if (!f.html.empty()) check_output_path(f.html);
+  sweep::ResultsStore store(f.db);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  sweep::SweepRunOptions o;
+  o.sweep_name = spec.name;
+  o.dlscale_binary = std::filesystem::read_symlink("/proc/self/exe").string();
+  o.output_dir = f.output_dir;
+  o.rerun = rerun;
+  o.live_progress = f.progress == "live" || (f.progress == "auto" && isatty(STDOUT_FILENO));
+  o.out = &std::cout;
+  o.keep_going = [] { return g_sweep_signal == 0; };
+  o.host = host;
+  o.pid = getpid();
+  o.versions = {{"dlscale", build_info().version}, {"git_revision", build_info().git_revision}};
+  const sweep::SweepOutcome outcome = sweep::run_sweep(plan, store, o);
+
+  if (!f.html.empty()) {
+    const auto runs = store.runs(spec.name);
+    report::HtmlOptions h;
+    h.title = "dlscale report: " + spec.name;
+    h.source = f.db;
+    write_file_atomic(f.html, report::render_html(runs, h));
+    std::cout << "HTML report: " << f.html << "\n";
+  }
+  if (outcome.interrupted) return 128 + (g_sweep_signal ? g_sweep_signal.load() : SIGINT);
+  return outcome.failed > 0 ? kExitRunsFailed : kExitOk;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto f = std::make_shared<SweepFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep",
+      "Plan and run a scaling study from a YAML sweep file (docs/sweep-files.md). Every run is stored in the "
+      "results store as it finishes; running the same file again skips runs already done.");
+  cmd->add_option("file", f->file, "The sweep file (YAML)")->required();
+  cmd->add_option("--db", f->db, "Results store (SQLite file; created if missing)")->capture_default_str();
+  cmd->add_flag("--dry-run", f->dry_run, "Print the plan as a table and run nothing");
+  cmd->add_option("--rerun", f->rerun,
+                  "none: skip runs already in the store; failed: run again those that did not complete; all: run "
+                  "everything again")
+      ->check(CLI::IsMember({"none", "failed", "all"}))
+      ->capture_default_str();
+  cmd->add_option("--output-dir", f->output_dir,
+                  "Each repeat's log and JSON record go to DIR/<sweep name>/")
+      ->capture_default_str();
+  cmd->add_option("--progress", f->progress,
+                  "auto: one live status line on a terminal, plain lines otherwise; live; plain")
+      ->check(CLI::IsMember({"auto", "live", "plain"}))
+      ->capture_default_str();
+  cmd->add_option("--html", f->html, "After the sweep, write the HTML report of its runs here");
+  cmd->callback([&app, f] {
+    const int code = run(app, *f);
+    if (code != kExitOk) throw ExitWith{code};
+  });
+}
+
+}  // namespace dlscale::cli

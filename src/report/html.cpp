@@ -1,0 +1,311 @@
+#include "report/html.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/stats.h"
+#include "report/report.h"
+
+namespace dlscale::report {
+namespace {
+
+const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+constexpr int kColorCount = 8;
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+/// The smallest 1, 2 or 5 × 10^k that is >= v.
+double nice_step(double v) {
+  if (v <= 0) return 1;
+  const double p = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * p >= v * (1 - 1e-9)) return m * p;
+  }
+  return 10 * p;
+}
+
+std::string tick_label(double v) {
+  if (std::fabs(v) >= 1000) return fmt::format("{:.0f}", v);
+  return fmt::format("{:g}", v);
+}
+
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  ///< (x category value, y)
+  int color = 0;
+  bool dashed = false;
+};
+
+/// A line chart over categorical x values (the worker counts).
+std::string line_chart(const std::string& title, const std::string& y_label, const std::vector<double>& xs,
+                       const std::vector<Series>& series, double y_min_top) {
+  const int w = 610, h = 340, left = 64, right = 230, top = 36, bottom = 56;
+  const int pw = w - left - right, ph = h - top - bottom;
+  double ymax = y_min_top;
+  for (const Series& s : series) {
+    for (const auto& [x, y] : s.points) ymax = std::max(ymax, y);
+  }
+  const double step = nice_step(ymax / 5);
+  const double ytop = std::ceil(ymax / step - 1e-9) * step;
+  auto px = [&](double x) {
+    const auto it = std::find(xs.begin(), xs.end(), x);
+    const double i = static_cast<double>(it - xs.begin());
+    return xs.size() == 1 ? left + pw / 2.0 : left + 20 + i * (pw - 40) / (xs.size() - 1.0);
+  };
+  auto py = [&](double y) { return top + ph - y / ytop * ph; };
+  std::ostringstream o;
+  o << fmt::format(R"svg(<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)svg",
+                   w, h, w, h, esc(title))
+    << "\n";
+  o << fmt::format(R"svg(<text x="{}" y="20" class="ct">{}</text>)svg", left, esc(title)) << "\n";
+  for (double y = 0; y <= ytop + step / 2; y += step) {
+    o << fmt::format(R"svg(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" class="grid"/><text x="{}" y="{:.1f}" class="yt">{}</text>)svg",
+                     left, left + pw, py(y), py(y), left - 6, py(y) + 4, tick_label(y))
+      << "\n";
+  }
+  for (double x : xs) {
+    o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xt">{}</text>)svg", px(x), top + ph + 18, tick_label(x)) << "\n";
+  }
+  o << fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/><line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg",
+                   left, left + pw, top + ph, top + ph, left, left, top, top + ph)
+    << "\n";
+  o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xl">workers</text>)svg", left + pw / 2.0, h - 10) << "\n";
+  o << fmt::format(R"svg(<text transform="translate(16 {:.1f}) rotate(-90)" class="xl">{}</text>)svg", top + ph / 2.0,
+                   esc(y_label))
+    << "\n";
+  int legend_y = top + 6;
+  for (const Series& s : series) {
+    const char* color = kColors[s.color % kColorCount];
+    std::string pts;
+    for (const auto& [x, y] : s.points) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
+    o << fmt::format(R"svg(<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>)svg", pts, color,
+                     s.dashed ? 1.5 : 2.5, s.dashed ? R"svg( stroke-dasharray="6 4")svg" : "")
+      << "\n";
+    if (!s.dashed) {
+      for (const auto& [x, y] : s.points) {
+        o << fmt::format(R"svg(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}: {} workers, {}</title></circle>)svg",
+                         px(x), py(y), color, esc(s.name), tick_label(x), fmt::format("{:.1f}", y))
+          << "\n";
+      }
+    }
+    o << fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2.5"{}/>)svg", left + pw + 14,
+                     left + pw + 38, legend_y, legend_y, color, s.dashed ? R"svg( stroke-dasharray="6 4")svg" : "")
+      << fmt::format(R"svg(<text x="{}" y="{}" class="lg">{}</text>)svg", left + pw + 44, legend_y + 4, esc(s.name)) << "\n";
+    legend_y += 18;
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+/// A short legend name: "resnet18 b32 ddp image-size=32". `kind` is left
+/// out when a '_' parameter (the user's own name for the tool) is shown.
+std::string row_name(const ScalingRow& r) {
+  bool has_own = false;
+  for (const auto& [k, v] : r.labels) has_own = has_own || k[0] == '_';
+  std::string s;
+  for (const auto& [k, v] : r.labels) {
+    if (k == "kind" && has_own) continue;
+    if (!s.empty()) s += " ";
+    if (k == "model" || k[0] == '_') {
+      s += v;
+    } else if (k == "batch/worker" || k == "global batch") {
+      s += "b" + v;
+    } else {
+      s += k + "=" + v;
+    }
+  }
+  return s;
+}
+
+std::string scaling_charts(const std::vector<ScalingRow>& rows) {
+  std::set<double> xs_set;
+  for (const ScalingRow& r : rows) {
+    for (const auto& [w, unused] : r.points) xs_set.insert(w);
+  }
+  const std::vector<double> xs(xs_set.begin(), xs_set.end());
+  std::vector<Series> tput, eff;
+  int color = 0;
+  for (const ScalingRow& r : rows) {
+    Series s{row_name(r), {}, color, false};
+    Series ideal{row_name(r) + " ideal", {}, color, true};
+    Series e{row_name(r), {}, color, false};
+    for (const auto& [w, p] : r.points) {
+      if (!p.has_speedup) continue;
+      s.points.emplace_back(w, p.samples_per_sec);
+      e.points.emplace_back(w, p.efficiency_pct);
+      ideal.points.emplace_back(w, p.samples_per_sec / p.speedup * w / p.base_workers);
+    }
+    ++color;
+    if (s.points.empty()) continue;
+    tput.push_back(s);
+    tput.push_back(ideal);
+    eff.push_back(e);
+  }
+  std::ostringstream o;
+  o << "<div class=\"charts\">\n";
+  o << line_chart("Throughput vs workers (dashed: ideal scaling)", "samples/s", xs, tput, 0);
+  o << line_chart("Scaling efficiency vs workers", "efficiency (%)", xs, eff, 100);
+  o << "</div>\n";
+  return o.str();
+}
+
+std::string breakdown_chart(const Report& rep) {
+  const Table& t = rep.tables.front();
+  const std::size_t first_phase = t.headers.size() - 6;  // data .. optimizer, total
+  const int bar_h = 22, gap = 8, left = 260, right = 30, top = 50, w = 900;
+  const int h = top + static_cast<int>(t.rows.size()) * (bar_h + gap) + 40;
+  double max_total = 0;
+  for (const auto& row : t.rows) max_total = std::max(max_total, row.back().value.value_or(0));
+  const double step = nice_step(max_total / 6);
+  const double xmax = std::max(step, std::ceil(max_total / step - 1e-9) * step);
+  const double pw = w - left - right;
+  std::ostringstream o;
+  o << fmt::format(R"svg(<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="step-time breakdown">)svg",
+                   w, h, w, h)
+    << "\n";
+  o << R"svg(<text x="10" y="20" class="ct">Step-time breakdown (median ms per step)</text>)svg" << "\n";
+  for (std::size_t i = 0; i < 5; ++i) {
+    const int lx = left + static_cast<int>(i) * 110;
+    o << fmt::format(R"svg(<rect x="{}" y="30" width="12" height="12" fill="{}"/><text x="{}" y="41" class="lg">{}</text>)svg",
+                     lx, kColors[i], lx + 16, esc(t.headers[first_phase + i]))
+      << "\n";
+  }
+  for (double x = 0; x <= xmax + step / 2; x += step) {
+    const double gx = left + x / xmax * pw;
+    o << fmt::format(R"svg(<line x1="{:.1f}" x2="{:.1f}" y1="{}" y2="{}" class="grid"/><text x="{:.1f}" y="{}" class="xt">{}</text>)svg",
+                     gx, gx, top, h - 30, gx, h - 14, tick_label(x))
+      << "\n";
+  }
+  int y = top + 4;
+  for (const auto& row : t.rows) {
+    std::string label;
+    for (std::size_t c = 0; c < first_phase; ++c) label += (c ? " " : "") + row[c].text;
+    o << fmt::format(R"svg(<text x="{}" y="{}" class="yt">{}</text>)svg", left - 8, y + 15, esc(label)) << "\n";
+    double x = 0;
+    for (std::size_t i = 0; i < 5; ++i) {
+      const double ms = row[first_phase + i].value.value_or(0);
+      o << fmt::format(R"svg(<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="{}"><title>{}: {:.2f} ms</title></rect>)svg",
+                       left + x / xmax * pw, y, ms / xmax * pw, bar_h, kColors[i], esc(t.headers[first_phase + i]), ms)
+        << "\n";
+      x += ms;
+    }
+    y += bar_h + gap;
+  }
+  o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xl">ms per step</text>)svg", left + pw / 2, h - 1) << "</svg>\n";
+  return o.str();
+}
+
+std::string html_table(const Table& t) {
+  std::ostringstream o;
+  o << "<h3>" << esc(t.title) << "</h3>\n<table>\n<tr>";
+  for (std::size_t i = 0; i < t.headers.size(); ++i) {
+    o << "<th" << (t.numeric[i] ? " class=\"n\"" : "") << ">" << esc(t.headers[i]) << "</th>";
+  }
+  o << "</tr>\n";
+  for (const auto& row : t.rows) {
+    o << "<tr>";
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      o << "<td" << (t.numeric[i] ? " class=\"n\"" : "") << ">" << esc(row[i].text) << "</td>";
+    }
+    o << "</tr>\n";
+  }
+  o << "</table>\n";
+  return o.str();
+}
+
+std::string report_section(const Report& rep) {
+  std::ostringstream o;
+  for (const Table& t : rep.tables) o << html_table(t);
+  for (const std::string& n : rep.notes) o << "<p class=\"note\">" << esc(n) << "</p>\n";
+  return o.str();
+}
+
+std::string runs_section(const std::vector<sweep::RunRecord>& runs) {
+  std::ostringstream o;
+  o << "<h2 id=\"runs\">Runs and their parameters</h2>\n<table class=\"runs\">\n"
+    << "<tr><th class=\"n\">id</th><th>sweep</th><th>status</th><th class=\"n\">repeats</th><th>started</th>"
+       "<th>host</th><th>parameters</th></tr>\n";
+  for (const sweep::RunRecord& r : runs) {
+    int ok = 0;
+    for (const auto& rep : r.repeats) ok += rep.status == sweep::kStatusCompleted ? 1 : 0;
+    o << "<tr><td class=\"n\">" << r.id << "</td><td>" << esc(r.sweep) << "</td><td class=\"s-" << esc(r.status)
+      << "\">" << esc(r.status) << (r.reason.empty() ? "" : ": " + esc(r.reason)) << "</td><td class=\"n\">" << ok
+      << "/" << r.repeats.size() << "</td><td>" << esc(r.started_at) << "</td><td>" << esc(r.host)
+      << "</td><td><code>" << esc(sweep::to_json(r.params).dump()) << "</code></td></tr>\n";
+  }
+  o << "</table>\n";
+  return o.str();
+}
+
+constexpr const char* kStyle = R"css(
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px; color: #222; max-width: 1400px; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1em; margin: 1.2em 0 0.4em; }
+table { border-collapse: collapse; font-size: 0.9em; margin-bottom: 0.6em; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } .n { text-align: right; font-variant-numeric: tabular-nums; }
+.note, .meta { color: #555; font-size: 0.9em; } code { font-size: 0.85em; word-break: break-all; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; }
+svg.chart { border: 1px solid #e5e5e5; background: #fff; }
+svg .grid { stroke: #e8e8e8; } svg .axis { stroke: #444; }
+svg .ct { font-size: 14px; font-weight: bold; } svg .yt { font-size: 11px; text-anchor: end; }
+svg .xt { font-size: 11px; text-anchor: middle; } svg .xl { font-size: 12px; text-anchor: middle; }
+svg .lg { font-size: 11px; }
+td.s-failed, td.s-timeout, td.s-oom, td.s-interrupted { color: #b00; } td.s-skipped { color: #777; }
+)css";
+
+}  // namespace
+
+std::string render_html(const std::vector<sweep::RunRecord>& runs, const HtmlOptions& opt) {
+  DLSCALE_CHECK(!runs.empty(), "no runs in the selection");
+  std::set<std::string> sweeps;
+  for (const auto& r : runs) sweeps.insert(r.sweep);
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << esc(opt.title)
+    << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
+  o << "<h1>" << esc(opt.title) << "</h1>\n<p class=\"meta\">" << runs.size() << " run(s) from sweep(s) "
+    << esc(fmt::format("{}", fmt::join(sweeps, ", "))) << (opt.source.empty() ? "" : " in " + esc(opt.source))
+    << "</p>\n";
+  bool any = false;
+  for (const std::string scaling : {"weak", "strong"}) {
+    const std::vector<ScalingRow> rows = scaling_rows(runs, scaling);
+    if (rows.empty()) continue;
+    any = true;
+    const Report rep = build_report(runs, {scaling == "weak" ? ReportType::kWeak : ReportType::kStrong, "", ""});
+    o << "<h2 id=\"" << scaling << "\">" << esc(rep.title) << "</h2>\n" << scaling_charts(rows) << report_section(rep);
+  }
+  try {
+    const Report rep = build_report(runs, {ReportType::kBreakdown, "", ""});
+    o << "<h2 id=\"breakdown\">Where the time goes</h2>\n" << breakdown_chart(rep) << report_section(rep);
+    any = true;
+  } catch (const Error&) {
+    // No dlscale run with a breakdown in the selection: no section.
+  }
+  if (!opt.compare_by.empty() || !detect_compare_by(runs).empty()) {
+    const Report rep = build_report(runs, {ReportType::kCompare, opt.compare_by, opt.baseline});
+    o << "<h2 id=\"compare\">Comparison</h2>\n" << report_section(rep);
+  }
+  if (!any) o << "<p>No completed run has a throughput yet; see the runs below.</p>\n";
+  o << runs_section(runs);
+  o << "<p class=\"meta\">Written by dlscale report. Metrics are defined in docs/metrics.md.</p>\n</body>\n</html>\n";
+  return o.str();
+}
+
+}  // namespace dlscale::report

@@ -1,0 +1,75 @@
+#include "sweep/params.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace dlscale::sweep {
+
+nlohmann::json to_json(const Value& v) {
+  if (v.is_bool()) return v.boolean();
+  if (v.is_string()) return v.string();
+  if (v.is_list()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const Value& item : v.list()) a.push_back(to_json(item));
+    return a;
+  }
+  const double d = v.number();
+  if (std::floor(d) == d && std::fabs(d) < 9e15) return static_cast<long long>(d);
+  return d;
+}
+
+nlohmann::json to_json(const Params& p) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : p) j[name] = to_json(value);
+  return j;
+}
+
+namespace {
+Value value_from_json(const nlohmann::json& j) {
+  if (j.is_boolean()) return Value(j.get<bool>());
+  if (j.is_number()) return Value(j.get<double>());
+  if (j.is_string()) return Value(j.get<std::string>());
+  if (j.is_array()) {
+    Value::List items;
+    for (const auto& item : j) items.push_back(value_from_json(item));
+    return Value(items);
+  }
+  throw Error("stored run parameters hold a value that is not a number, text, boolean or list");
+}
+}  // namespace
+
+Params params_from_json(const nlohmann::json& j) {
+  DLSCALE_CHECK(j.is_object(), "stored run parameters are not a JSON object");
+  Params p;
+  for (const auto& [name, value] : j.items()) p[name] = value_from_json(value);
+  return p;
+}
+
+std::string run_key(const Params& p) {
+  Params identity = p;
+  identity.erase("repeats");
+  identity.erase("timeout");
+  return to_json(identity).dump();
+}
+
+Value param_or(const Params& p, const std::string& name, const Value& fallback) {
+  const auto it = p.find(name);
+  return it == p.end() ? fallback : it->second;
+}
+
+long long param_int(const Params& p, const std::string& name) {
+  const auto it = p.find(name);
+  DLSCALE_CHECK(it != p.end(), "parameter '{}' is not set", name);
+  const Value& v = it->second;
+  DLSCALE_CHECK(v.is_number() && std::floor(v.number()) == v.number(),
+                "parameter '{}' must be a whole number (got '{}')", name, v.to_string());
+  return static_cast<long long>(v.number());
+}
+
+std::string param_text(const Params& p, const std::string& name, const std::string& fallback) {
+  const auto it = p.find(name);
+  return it == p.end() ? fallback : it->second.to_string();
+}
+
+}  // namespace dlscale::sweep

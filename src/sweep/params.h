@@ -1,0 +1,36 @@
+#pragma once
+// The resolved parameters of one run: what the planner produces, the runner
+// executes, the store keeps (as JSON) and reports group by.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sweep/expression.h"
+
+namespace dlscale::sweep {
+
+/// Sorted by name, so that the JSON form (and the run key) is canonical.
+using Params = std::map<std::string, Value>;
+
+/// Parameters that steer the sweep itself rather than the program it runs.
+/// `repeats` and `timeout` do not change what is measured, so they are not
+/// part of a run's identity (run_key).
+inline constexpr const char* kSweepOnlyParams[] = {"kind",    "launcher", "launcher-args", "repeats",
+                                                   "timeout", "scaling",  "command",       "throughput-pattern"};
+
+nlohmann::json to_json(const Value& v);
+nlohmann::json to_json(const Params& p);
+Params params_from_json(const nlohmann::json& j);
+
+/// The identity of a run: canonical JSON of its parameters without
+/// `repeats` and `timeout`. Resume looks runs up by this key.
+std::string run_key(const Params& p);
+
+/// The parameter's value, or `fallback` when absent.
+Value param_or(const Params& p, const std::string& name, const Value& fallback);
+/// The parameter as a whole number; throws dlscale::Error naming it otherwise.
+long long param_int(const Params& p, const std::string& name);
+/// The parameter as text (numbers and booleans in their text form).
+std::string param_text(const Params& p, const std::string& name, const std::string& fallback = "");
+
+}  // namespace dlscale::sweep

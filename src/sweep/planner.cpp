@@ -1,0 +1,302 @@
+#include "sweep/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "core/text_table.h"
+
+namespace dlscale::sweep {
+namespace {
+
+/// Finds the ')' closing the '(' at `open`, skipping quoted text.
+std::size_t closing_paren(const std::string& s, std::size_t open) {
+  int depth = 0;
+  char quote = 0;
+  for (std::size_t i = open; i < s.size(); ++i) {
+    const char c = s[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')' && --depth == 0) {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
+struct Piece {
+  std::string literal;
+  std::string reference;   // ${name}
+  std::string expression;  // $( expr )
+};
+
+std::vector<Piece> split_template(const std::string& text) {
+  std::vector<Piece> pieces;
+  std::string literal;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.compare(i, 2, "${") == 0) {
+      const std::size_t end = text.find('}', i);
+      DLSCALE_CHECK(end != std::string::npos, "'{}': '${{' at position {} has no closing '}}'", text, i + 1);
+      if (!literal.empty()) pieces.push_back({literal, "", ""});
+      literal.clear();
+      pieces.push_back({"", text.substr(i + 2, end - i - 2), ""});
+      i = end + 1;
+    } else if (text.compare(i, 2, "$(") == 0) {
+      const std::size_t end = closing_paren(text, i + 1);
+      DLSCALE_CHECK(end != std::string::npos, "'{}': '$(' at position {} has no closing ')'", text, i + 1);
+      if (!literal.empty()) pieces.push_back({literal, "", ""});
+      literal.clear();
+      pieces.push_back({"", "", text.substr(i + 2, end - i - 2)});
+      i = end + 1;
+    } else {
+      literal += text[i++];
+    }
+  }
+  if (!literal.empty()) pieces.push_back({literal, "", ""});
+  return pieces;
+}
+
+bool is_whole(const Value& v) { return v.is_number() && std::floor(v.number()) == v.number(); }
+
+/// Resolves every raw parameter of one run in dependency order.
+class Resolver {
+ public:
+  explicit Resolver(const std::map<std::string, RawValue>& raw) : raw_(raw) {}
+
+  Params resolve_all() {
+    for (const auto& [name, unused] : raw_) {
+      if (name != "command") get(name);  // the command is expanded by the runner
+    }
+    if (const auto it = raw_.find("command"); it != raw_.end()) {
+      done_["command"] = it->second.is_template ? Value(it->second.text) : it->second.literal;
+    }
+    return done_;
+  }
+
+  Value evaluate(const RawValue& v, const std::string& owner) {
+    if (!v.is_template) return v.literal;
+    try {
+      return expand_template(v.text, [&](const std::string& ref) { return get(ref); });
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      if (msg.rfind("parameter '", 0) == 0) throw;  // already names the parameter
+      throw Error(fmt::format("parameter '{}': {}", owner, msg));
+    }
+  }
+
+ private:
+  Value get(const std::string& name) {
+    if (const auto it = done_.find(name); it != done_.end()) return it->second;
+    const auto raw = raw_.find(name);
+    if (raw == raw_.end()) {
+      std::string known;
+      for (const auto& [n, unused] : raw_) known += (known.empty() ? "" : ", ") + n;
+      const std::string owner = stack_.empty() ? name : stack_.back();
+      throw Error(fmt::format("parameter '{}': unknown name '{}' in ${{{}}} (parameters: {})", owner, name, name, known));
+    }
+    if (const auto in = std::find(stack_.begin(), stack_.end(), name); in != stack_.end()) {
+      std::string chain;
+      for (auto it = in; it != stack_.end(); ++it) chain += *it + " -> ";
+      throw Error(fmt::format("parameter '{}' depends on itself: {}{}", name, chain, name));
+    }
+    stack_.push_back(name);
+    Value v = evaluate(raw->second, name);
+    stack_.pop_back();
+    done_[name] = v;
+    return v;
+  }
+
+  const std::map<std::string, RawValue>& raw_;
+  Params done_;
+  std::vector<std::string> stack_;
+};
+
+bool matches(const Extension& e, const Params& params, Resolver& resolver) {
+  if (e.has_when_expression) {
+    return resolver.evaluate(e.when_expression, fmt::format("extension {} 'when'", e.index)).truthy();
+  }
+  for (const auto& [name, allowed] : e.when) {
+    const auto it = params.find(name);
+    DLSCALE_CHECK(it != params.end(), "extension {}: 'when' names '{}', which is not a parameter of the sweep",
+                  e.index, name);
+    if (std::find(allowed.begin(), allowed.end(), it->second) == allowed.end()) return false;
+  }
+  return true;
+}
+
+Value require_choice(const Params& p, const std::string& name, const std::vector<std::string>& allowed,
+                     const std::string& fallback) {
+  const Value v = param_or(p, name, Value(fallback));
+  const std::string s = v.to_string();
+  if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    throw Error(fmt::format("parameter '{}' is '{}'; allowed: {}", name, s, list));
+  }
+  return Value(s);
+}
+
+long long require_positive(const Params& p, const std::string& name, long long fallback) {
+  const Value v = param_or(p, name, Value(fallback));
+  DLSCALE_CHECK(is_whole(v) && v.number() >= 1, "parameter '{}' must be a whole number >= 1 (got '{}')", name,
+                v.to_string());
+  return static_cast<long long>(v.number());
+}
+
+bool is_sweep_only(const std::string& name) {
+  return std::find(std::begin(kSweepOnlyParams), std::end(kSweepOnlyParams), name) != std::end(kSweepOnlyParams);
+}
+
+/// Checks and completes the sweep's own parameters, derives the batches.
+/// Returns a skip reason, or "".
+std::string finish_run(Params& p, const PlanOptions& options) {
+  const std::string kind = require_choice(p, "kind", {"dlscale", "external"}, "dlscale").string();
+  p["kind"] = kind;
+  p["launcher"] = require_choice(p, "launcher", {"local", "mpirun", "srun"}, "local");
+  p["scaling"] = require_choice(p, "scaling", {"weak", "strong"}, "weak");
+  p["repeats"] = Value(require_positive(p, "repeats", 1));
+  const Value timeout = param_or(p, "timeout", Value(600));
+  DLSCALE_CHECK(timeout.is_number() && timeout.number() > 0, "parameter 'timeout' must be seconds > 0 (got '{}')",
+                timeout.to_string());
+  p["timeout"] = timeout;
+  const long long workers = require_positive(p, "workers", 1);
+  p["workers"] = Value(workers);
+  DLSCALE_CHECK(p.count("batch"), "parameter 'batch' is not set (per-worker batch for weak scaling, global batch "
+                                  "for strong scaling)");
+  const long long batch = require_positive(p, "batch", 1);
+  if (p["scaling"].string() == "weak") {
+    DLSCALE_CHECK(!p.count("global-batch"),
+                  "parameter 'global-batch' is set but scaling is weak (set scaling: strong, or drop it)");
+    p["global-batch"] = Value(batch * workers);
+  } else {
+    const long long global = p.count("global-batch") ? require_positive(p, "global-batch", 1) : batch;
+    p["global-batch"] = Value(global);
+    p["batch"] = Value(global / workers);
+    if (global % workers != 0) {
+      p["batch"] = Value(global / static_cast<double>(workers));
+      return fmt::format("strong scaling: global batch {} is not divisible by {} workers", global, workers);
+    }
+  }
+  if (kind == "external") {
+    DLSCALE_CHECK(p.count("command") && p["command"].is_string() && !p["command"].string().empty(),
+                  "parameter 'command' (the program to run) is required when kind is external");
+    return "";
+  }
+  for (const auto& [name, value] : p) {
+    if (is_sweep_only(name) || name[0] == '_' || name == "workers" || name == "batch" || name == "global-batch") {
+      continue;
+    }
+    DLSCALE_CHECK(name != "json", "parameter 'json' cannot be set: the sweep keeps each run's record itself");
+    DLSCALE_CHECK(options.train_options.empty() || options.train_options.count(name),
+                  "parameter '{}' is not a 'dlscale train' option (see 'dlscale train --help'; names starting "
+                  "with '_' are free for your own values)",
+                  name);
+    DLSCALE_CHECK(!value.is_list(), "parameter '{}' is a list; lists belong under 'variables'", name);
+  }
+  return "";
+}
+
+}  // namespace
+
+Value expand_template(const std::string& text, const Lookup& lookup) {
+  const std::vector<Piece> pieces = split_template(text);
+  auto value_of = [&](const Piece& piece) -> Value {
+    if (!piece.reference.empty()) return lookup(piece.reference);
+    if (!piece.expression.empty()) return Expression::parse(piece.expression).evaluate(lookup);
+    return Value(piece.literal);
+  };
+  if (pieces.size() == 1) return value_of(pieces[0]);
+  std::string out;
+  for (const Piece& piece : pieces) out += value_of(piece).to_string();
+  return Value(out);
+}
+
+std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const PlanOptions& options) {
+  std::map<std::string, RawValue> base;
+  for (const auto& [name, value] : spec.parameters) base[name] = value;
+
+  // Odometer over the variables: the first one varies slowest.
+  std::vector<std::size_t> at(spec.variables.size(), 0);
+  std::size_t total = 1;
+  for (const auto& [name, values] : spec.variables) total *= values.size();
+  DLSCALE_CHECK(total <= 100000, "{}: the variables give {} runs; at most 100000", spec.path, total);
+
+  std::vector<PlannedRun> plan;
+  for (std::size_t n = 0; n < total; ++n) {
+    std::map<std::string, RawValue> raw = base;
+    for (std::size_t v = 0; v < spec.variables.size(); ++v) {
+      raw[spec.variables[v].first] = spec.variables[v].second[at[v]];
+    }
+    PlannedRun run;
+    run.index = static_cast<int>(n) + 1;
+    Params params = Resolver(raw).resolve_all();
+    for (const Extension& e : spec.extensions) {
+      Resolver resolver(raw);
+      if (!matches(e, params, resolver)) continue;
+      if (e.skip) {
+        run.skip_reason = fmt::format("extension {} ({})", e.index, e.description);
+        break;
+      }
+      for (const auto& [name, value] : e.set) raw[name] = value;
+      params = Resolver(raw).resolve_all();
+    }
+    const std::string reason = finish_run(params, options);
+    if (run.skip_reason.empty()) run.skip_reason = reason;
+    run.params = std::move(params);
+    run.key = run_key(run.params);
+    plan.push_back(std::move(run));
+    for (std::size_t v = spec.variables.size(); v-- > 0;) {
+      if (++at[v] < spec.variables[v].second.size()) break;
+      at[v] = 0;
+    }
+  }
+  return plan;
+}
+
+void print_plan(std::ostream& out, const std::vector<PlannedRun>& plan) {
+  // Always-shown columns first, then whatever else varies between runs.
+  std::vector<std::string> columns = {"kind", "model", "scaling", "workers", "batch", "global-batch"};
+  std::set<std::string> names;
+  for (const PlannedRun& r : plan) {
+    for (const auto& [name, unused] : r.params) names.insert(name);
+  }
+  for (const std::string& name : names) {
+    if (std::find(columns.begin(), columns.end(), name) != columns.end() || name == "command") continue;
+    const std::string first = plan.empty() ? "" : param_text(plan[0].params, name, "-");
+    for (const PlannedRun& r : plan) {
+      if (param_text(r.params, name, "-") != first) {
+        columns.push_back(name);
+        break;
+      }
+    }
+  }
+  std::vector<std::string> headers = {"#"};
+  std::vector<Align> align = {Align::kRight};
+  for (const std::string& c : columns) {
+    headers.push_back(c);
+    align.push_back(Align::kLeft);
+  }
+  headers.push_back("repeats");
+  align.push_back(Align::kRight);
+  headers.push_back("note");
+  align.push_back(Align::kLeft);
+  TextTable table(headers, align);
+  int to_run = 0;
+  for (const PlannedRun& r : plan) {
+    std::vector<std::string> row = {std::to_string(r.index)};
+    for (const std::string& c : columns) row.push_back(param_text(r.params, c, "-"));
+    row.push_back(param_text(r.params, "repeats", "1"));
+    row.push_back(r.skipped() ? "skip: " + r.skip_reason : "");
+    table.add_row(row);
+    to_run += r.skipped() ? 0 : 1;
+  }
+  table.print(out);
+  out << fmt::format("{} run(s) planned, {} to run, {} skipped\n", plan.size(), to_run, plan.size() - to_run);
+}
+
+}  // namespace dlscale::sweep

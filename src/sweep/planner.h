@@ -1,0 +1,45 @@
+#pragma once
+// Turns a sweep file into the list of runs: the cartesian product of the
+// variables over the parameters, computed values resolved, extensions
+// applied in order, and the per-worker / global batch derived from the
+// scaling mode (docs/sweep-files.md).
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sweep/params.h"
+#include "sweep/sweep_file.h"
+
+namespace dlscale::sweep {
+
+struct PlanOptions {
+  /// Options `dlscale train` accepts (long names without "--"); a run of kind
+  /// dlscale naming anything else is an error. Empty = not checked.
+  std::set<std::string> train_options;
+};
+
+/// One planned run. After planning, `params` always holds kind, launcher,
+/// scaling, workers, batch (per worker), global-batch, repeats and timeout.
+struct PlannedRun {
+  int index = 0;            ///< 1-based position in the plan
+  Params params;
+  std::string key;          ///< run_key(params)
+  std::string skip_reason;  ///< non-empty: not run, and why
+  bool skipped() const { return !skip_reason.empty(); }
+};
+
+/// Plans every run; throws dlscale::Error naming the parameter for unknown
+/// names, cycles, bad values and bad expressions.
+std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const PlanOptions& options);
+
+/// Expands `${name}` and `$( expr )` in `text` against `lookup`. Text that is
+/// one reference or one expression keeps the value's type; otherwise the
+/// pieces are joined as text.
+Value expand_template(const std::string& text, const Lookup& lookup);
+
+/// The plan as a table (`--dry-run`): the columns that vary between runs,
+/// repeats, and why a run is skipped.
+void print_plan(std::ostream& out, const std::vector<PlannedRun>& plan);
+
+}  // namespace dlscale::sweep

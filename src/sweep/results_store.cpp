@@ -1,0 +1,281 @@
+#include "sweep/results_store.h"
+
+#include "core/error.h"
+
+namespace dlscale::sweep {
+namespace {
+
+constexpr const char* kSchemaSql = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs(
+  id INTEGER PRIMARY KEY,
+  sweep TEXT NOT NULL,
+  run_key TEXT NOT NULL,
+  kind TEXT, model TEXT, scaling TEXT, workers INTEGER, batch INTEGER, global_batch INTEGER,
+  params TEXT NOT NULL,
+  status TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  started_at TEXT, ended_at TEXT, host TEXT, pid INTEGER, versions TEXT,
+  UNIQUE(sweep, run_key));
+CREATE TABLE IF NOT EXISTS repeats(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  repeat INTEGER NOT NULL,
+  status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+  started_at TEXT, ended_at TEXT, wall_s REAL, log_path TEXT, record TEXT,
+  PRIMARY KEY(run_id, repeat));
+CREATE TABLE IF NOT EXISTS metrics(
+  run_id INTEGER NOT NULL, repeat INTEGER NOT NULL, name TEXT NOT NULL, value REAL NOT NULL,
+  PRIMARY KEY(run_id, repeat, name),
+  FOREIGN KEY(run_id, repeat) REFERENCES repeats(run_id, repeat) ON DELETE CASCADE);
+)sql";
+
+/// A prepared statement, finalized on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
+      throw Error(fmt::format("results store: {}", sqlite3_errmsg(db)));
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.c_str(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& bind(int i, std::int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  /// Steps once; true while a row is available.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw Error(fmt::format("results store: {}", sqlite3_errmsg(db_)));
+  }
+  std::string text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+/// BEGIN IMMEDIATE … COMMIT; rolls back when an exception leaves the scope.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) {
+    run("BEGIN IMMEDIATE");
+  }
+  ~Transaction() {
+    if (!committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void commit() {
+    run("COMMIT");
+    committed_ = true;
+  }
+
+ private:
+  void run(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string msg = err ? err : "unknown error";
+      sqlite3_free(err);
+      throw Error(fmt::format("results store: {}: {}", sql, msg));
+    }
+  }
+  sqlite3* db_;
+  bool committed_ = false;
+};
+
+std::string text_or(const Params& p, const char* name) { return param_text(p, name, ""); }
+std::int64_t int_or(const Params& p, const char* name) {
+  const Value v = param_or(p, name, Value(0));
+  return v.is_number() ? static_cast<std::int64_t>(v.number()) : 0;
+}
+
+}  // namespace
+
+ResultsStore::ResultsStore(const std::string& path) : path_(path) {
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : "cannot allocate";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw Error(fmt::format("cannot open results store '{}': {}", path, msg));
+  }
+  sqlite3_busy_timeout(db_, 60000);
+  try {
+    exec("PRAGMA foreign_keys = ON");
+    {
+      Statement wal(db_, "PRAGMA journal_mode = WAL");
+      wal.step();
+    }
+    exec("PRAGMA synchronous = NORMAL");
+    Transaction tx(db_);
+    exec(kSchemaSql);
+    Statement get(db_, "SELECT value FROM meta WHERE key = 'schema'");
+    if (get.step()) {
+      DLSCALE_CHECK(get.text(0) == kSchema, "'{}' holds results of schema '{}'; this dlscale reads '{}'", path,
+                    get.text(0), kSchema);
+    } else {
+      Statement(db_, "INSERT INTO meta(key, value) VALUES('schema', ?)").bind(1, std::string(kSchema)).step();
+    }
+    tx.commit();
+  } catch (const Error& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    const std::string msg = e.what();
+    if (msg.find("file is not a database") != std::string::npos) {
+      throw Error(fmt::format("'{}' is not a dlscale results store (not an SQLite database)", path));
+    }
+    throw Error(msg.find(path) != std::string::npos ? msg : fmt::format("results store '{}': {}", path, msg));
+  }
+}
+
+ResultsStore::~ResultsStore() { sqlite3_close(db_); }
+
+void ResultsStore::exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    throw Error(fmt::format("results store: {}", msg));
+  }
+}
+
+std::optional<RunRecord> ResultsStore::find_run(const std::string& sweep, const std::string& key) {
+  Statement q(db_, "SELECT id FROM runs WHERE sweep = ? AND run_key = ?");
+  q.bind(1, sweep).bind(2, key);
+  if (!q.step()) return std::nullopt;
+  const std::int64_t id = q.int64(0);
+  for (RunRecord& r : runs(sweep, false)) {
+    if (r.id == id) return r;
+  }
+  return std::nullopt;
+}
+
+std::int64_t ResultsStore::upsert_run(const RunStart& s, const std::string& status, const std::string& reason) {
+  const std::string key = run_key(s.params);
+  Transaction tx(db_);
+  Statement del(db_, "DELETE FROM repeats WHERE run_id = (SELECT id FROM runs WHERE sweep = ? AND run_key = ?)");
+  del.bind(1, s.sweep).bind(2, key).step();
+  Statement up(db_,
+               "INSERT INTO runs(sweep, run_key, kind, model, scaling, workers, batch, global_batch, params, status, "
+               "reason, started_at, ended_at, host, pid, versions) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,'',?,?,?) "
+               "ON CONFLICT(sweep, run_key) DO UPDATE SET params = excluded.params, status = excluded.status, "
+               "reason = excluded.reason, started_at = excluded.started_at, ended_at = '', host = excluded.host, "
+               "pid = excluded.pid, versions = excluded.versions");
+  up.bind(1, s.sweep).bind(2, key).bind(3, text_or(s.params, "kind")).bind(4, text_or(s.params, "model"));
+  up.bind(5, text_or(s.params, "scaling")).bind(6, int_or(s.params, "workers")).bind(7, int_or(s.params, "batch"));
+  up.bind(8, int_or(s.params, "global-batch")).bind(9, to_json(s.params).dump()).bind(10, status).bind(11, reason);
+  up.bind(12, s.started_at).bind(13, s.host).bind(14, static_cast<std::int64_t>(s.pid)).bind(15, s.versions.dump());
+  up.step();
+  Statement id(db_, "SELECT id FROM runs WHERE sweep = ? AND run_key = ?");
+  id.bind(1, s.sweep).bind(2, key);
+  DLSCALE_ASSERT(id.step());
+  const std::int64_t run_id = id.int64(0);
+  tx.commit();
+  return run_id;
+}
+
+std::int64_t ResultsStore::start_run(const RunStart& start) { return upsert_run(start, kStatusRunning, ""); }
+
+void ResultsStore::record_skipped(const RunStart& start, const std::string& reason) {
+  const std::int64_t id = upsert_run(start, kStatusSkipped, reason);
+  finish_run(id, kStatusSkipped, reason, start.started_at);
+}
+
+void ResultsStore::add_repeat(std::int64_t run_id, const RepeatRecord& r) {
+  Transaction tx(db_);
+  Statement ins(db_,
+                "INSERT OR REPLACE INTO repeats(run_id, repeat, status, reason, started_at, ended_at, wall_s, "
+                "log_path, record) VALUES(?,?,?,?,?,?,?,?,?)");
+  ins.bind(1, run_id).bind(2, static_cast<std::int64_t>(r.repeat)).bind(3, r.status).bind(4, r.reason);
+  ins.bind(5, r.started_at).bind(6, r.ended_at).bind(7, r.wall_s).bind(8, r.log_path).bind(9, r.record);
+  ins.step();
+  for (const auto& [name, value] : r.metrics) {
+    Statement m(db_, "INSERT OR REPLACE INTO metrics(run_id, repeat, name, value) VALUES(?,?,?,?)");
+    m.bind(1, run_id).bind(2, static_cast<std::int64_t>(r.repeat)).bind(3, name).bind(4, value);
+    m.step();
+  }
+  tx.commit();
+}
+
+void ResultsStore::finish_run(std::int64_t run_id, const std::string& status, const std::string& reason,
+                              const std::string& ended_at) {
+  Transaction tx(db_);
+  Statement up(db_, "UPDATE runs SET status = ?, reason = ?, ended_at = ? WHERE id = ?");
+  up.bind(1, status).bind(2, reason).bind(3, ended_at).bind(4, run_id);
+  up.step();
+  tx.commit();
+}
+
+std::vector<RunRecord> ResultsStore::runs(const std::string& sweep, bool with_repeats) {
+  std::vector<RunRecord> out;
+  std::map<std::int64_t, std::size_t> by_id;
+  {
+    Statement q(db_,
+                "SELECT id, sweep, run_key, params, status, reason, started_at, ended_at, host, pid, versions "
+                "FROM runs WHERE (? = '' OR sweep = ?) ORDER BY id");
+    q.bind(1, sweep).bind(2, sweep);
+    while (q.step()) {
+      RunRecord r;
+      r.id = q.int64(0);
+      r.sweep = q.text(1);
+      r.key = q.text(2);
+      r.params = params_from_json(nlohmann::json::parse(q.text(3)));
+      r.status = q.text(4);
+      r.reason = q.text(5);
+      r.started_at = q.text(6);
+      r.ended_at = q.text(7);
+      r.host = q.text(8);
+      r.pid = q.int64(9);
+      r.versions = nlohmann::json::parse(q.text(10), nullptr, false);
+      if (r.versions.is_discarded()) r.versions = nlohmann::json::object();
+      by_id[r.id] = out.size();
+      out.push_back(std::move(r));
+    }
+  }
+  if (!with_repeats) return out;
+  Statement reps(db_,
+                 "SELECT run_id, repeat, status, reason, started_at, ended_at, wall_s, log_path, record FROM repeats "
+                 "ORDER BY run_id, repeat");
+  while (reps.step()) {
+    const auto it = by_id.find(reps.int64(0));
+    if (it == by_id.end()) continue;
+    RepeatRecord r;
+    r.repeat = static_cast<int>(reps.int64(1));
+    r.status = reps.text(2);
+    r.reason = reps.text(3);
+    r.started_at = reps.text(4);
+    r.ended_at = reps.text(5);
+    r.wall_s = reps.real(6);
+    r.log_path = reps.text(7);
+    r.record = reps.text(8);
+    out[it->second].repeats.push_back(std::move(r));
+  }
+  Statement met(db_, "SELECT run_id, repeat, name, value FROM metrics ORDER BY run_id, repeat, name");
+  while (met.step()) {
+    const auto it = by_id.find(met.int64(0));
+    if (it == by_id.end()) continue;
+    for (RepeatRecord& r : out[it->second].repeats) {
+      if (r.repeat == met.int64(1)) r.metrics[met.text(2)] = met.real(3);
+    }
+  }
+  return out;
+}
+
+}  // namespace dlscale::sweep

@@ -1,0 +1,186 @@
+#include "sweep/sweep_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "core/files.h"
+
+namespace dlscale::sweep {
+namespace {
+
+std::string where(const std::string& path, const YAML::Node& node) {
+  const YAML::Mark m = node.Mark();
+  return m.line >= 0 ? fmt::format("{}:{}", path, m.line + 1) : path;
+}
+
+/// A YAML scalar as a Value: unquoted numbers and true/false keep their type;
+/// quoted scalars are always text.
+Value scalar_value(const YAML::Node& node) {
+  const std::string s = node.Scalar();
+  if (node.Tag() == "!") return Value(s);
+  if (s == "true" || s == "True") return Value(true);
+  if (s == "false" || s == "False") return Value(false);
+  if (!s.empty()) {
+    try {
+      std::size_t used = 0;
+      const double d = std::stod(s, &used);
+      if (used == s.size()) return Value(d);
+    } catch (const std::exception&) {
+    }
+  }
+  return Value(s);
+}
+
+bool has_template(const std::string& s) {
+  return s.find("${") != std::string::npos || s.find("$(") != std::string::npos;
+}
+
+RawValue raw_value(const YAML::Node& node, const std::string& path, const std::string& what) {
+  RawValue r;
+  if (node.IsScalar()) {
+    r.literal = scalar_value(node);
+    if (r.literal.is_string() && has_template(r.literal.string())) {
+      r.is_template = true;
+      r.text = r.literal.string();
+    }
+    return r;
+  }
+  if (node.IsSequence()) {
+    Value::List items;
+    for (const YAML::Node& item : node) {
+      DLSCALE_CHECK(item.IsScalar(), "{}: {} must be a value or a list of values", where(path, item), what);
+      items.push_back(scalar_value(item));
+    }
+    r.literal = Value(items);
+    return r;
+  }
+  DLSCALE_CHECK(!node.IsNull(), "{}: {} has no value", where(path, node), what);
+  throw Error(fmt::format("{}: {} must be a value or a list of values, not a mapping", where(path, node), what));
+}
+
+void check_name(const std::string& name, const YAML::Node& node, const std::string& path) {
+  DLSCALE_CHECK(!name.empty() && name.find_first_of(" ${}()\"'") == std::string::npos,
+                "{}: '{}' is not a valid parameter name (letters, digits, '-' and '_')",
+                where(path, node), name);
+}
+
+RawParams param_map(const YAML::Node& node, const std::string& path, const std::string& section) {
+  RawParams out;
+  if (!node || node.IsNull()) return out;
+  DLSCALE_CHECK(node.IsMap(), "{}: '{}' must be a mapping of name: value", where(path, node), section);
+  std::set<std::string> seen;
+  for (const auto& kv : node) {
+    const std::string name = kv.first.Scalar();
+    check_name(name, kv.first, path);
+    DLSCALE_CHECK(seen.insert(name).second, "{}: '{}' appears twice in '{}'", where(path, kv.first), name, section);
+    out.emplace_back(name, raw_value(kv.second, path, fmt::format("{} '{}'", section, name)));
+  }
+  return out;
+}
+
+Extension parse_extension(const YAML::Node& node, int index, const std::string& path) {
+  Extension e;
+  e.index = index;
+  const std::string what = fmt::format("extension {}", index);
+  DLSCALE_CHECK(node.IsMap(), "{}: {} must be a mapping with 'when' and 'set' or 'skip'", where(path, node), what);
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    DLSCALE_CHECK(key == "when" || key == "set" || key == "skip",
+                  "{}: {} has unknown key '{}' (allowed: when, set, skip)", where(path, kv.first), what, key);
+  }
+  const YAML::Node when = node["when"];
+  DLSCALE_CHECK(when && !when.IsNull(), "{}: {} has no 'when'", where(path, node), what);
+  if (when.IsScalar()) {
+    e.when_expression = raw_value(when, path, what + " 'when'");
+    e.has_when_expression = true;
+    e.description = "when " + when.Scalar();
+  } else {
+    DLSCALE_CHECK(when.IsMap(), "{}: {} 'when' must map parameters to a value or a list", where(path, when), what);
+    for (const auto& kv : when) {
+      const std::string name = kv.first.Scalar();
+      check_name(name, kv.first, path);
+      const RawValue v = raw_value(kv.second, path, fmt::format("{} 'when' {}", what, name));
+      DLSCALE_CHECK(!v.is_template, "{}: {} 'when' {}: use a list of values or a 'when' expression, not a template",
+                    where(path, kv.second), what, name);
+      std::vector<Value> allowed = v.literal.is_list() ? v.literal.list() : std::vector<Value>{v.literal};
+      e.description += fmt::format("{}{}={}", e.description.empty() ? "when " : ", ", name, v.literal.to_string());
+      e.when.emplace_back(name, std::move(allowed));
+    }
+  }
+  if (const YAML::Node skip = node["skip"]) {
+    DLSCALE_CHECK(skip.IsScalar() && scalar_value(skip).is_bool(), "{}: {} 'skip' must be true or false",
+                  where(path, skip), what);
+    e.skip = scalar_value(skip).boolean();
+  }
+  e.set = param_map(node["set"], path, what + " 'set'");
+  DLSCALE_CHECK(e.skip || !e.set.empty(), "{}: {} needs 'set' or 'skip: true'", where(path, node), what);
+  DLSCALE_CHECK(!(e.skip && !e.set.empty()), "{}: {} has both 'set' and 'skip'", where(path, node), what);
+  return e;
+}
+
+}  // namespace
+
+SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.msg));
+  }
+  DLSCALE_CHECK(root.IsMap(), "{}: a sweep file is a mapping with 'parameters', 'variables' and 'extensions'", path);
+  SweepSpec spec;
+  spec.path = path;
+  spec.name = std::filesystem::path(path).stem().string();
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    if (key == "name") {
+      DLSCALE_CHECK(kv.second.IsScalar() && !kv.second.Scalar().empty(), "{}: 'name' must be text", where(path, kv.second));
+      spec.name = kv.second.Scalar();
+    } else if (key == "parameters") {
+      spec.parameters = param_map(kv.second, path, "parameters");
+    } else if (key == "scaling") {
+      spec.parameters.emplace_back("scaling", raw_value(kv.second, path, "scaling"));
+    } else if (key == "variables") {
+      const YAML::Node& vars = kv.second;
+      if (vars.IsNull()) continue;
+      DLSCALE_CHECK(vars.IsMap(), "{}: 'variables' must map names to lists of values", where(path, vars));
+      for (const auto& v : vars) {
+        const std::string name = v.first.Scalar();
+        check_name(name, v.first, path);
+        std::vector<RawValue> values;
+        if (v.second.IsSequence()) {
+          for (const YAML::Node& item : v.second) {
+            values.push_back(raw_value(item, path, fmt::format("variable '{}'", name)));
+          }
+        } else {
+          values.push_back(raw_value(v.second, path, fmt::format("variable '{}'", name)));
+        }
+        DLSCALE_CHECK(!values.empty(), "{}: variable '{}' has an empty list", where(path, v.second), name);
+        for (const auto& [other, unused] : spec.variables) {
+          DLSCALE_CHECK(other != name, "{}: variable '{}' appears twice", where(path, v.first), name);
+        }
+        spec.variables.emplace_back(name, std::move(values));
+      }
+    } else if (key == "extensions") {
+      const YAML::Node& exts = kv.second;
+      if (exts.IsNull()) continue;
+      DLSCALE_CHECK(exts.IsSequence(), "{}: 'extensions' must be a list of {{when, set|skip}} rules", where(path, exts));
+      int index = 0;
+      for (const YAML::Node& e : exts) spec.extensions.push_back(parse_extension(e, ++index, path));
+    } else {
+      throw Error(fmt::format("{}: unknown key '{}' (allowed: name, parameters, variables, extensions, scaling)",
+                              where(path, kv.first), key));
+    }
+  }
+  return spec;
+}
+
+SweepSpec load_sweep_file(const std::string& path) {
+  DLSCALE_CHECK(std::filesystem::is_regular_file(path), "sweep file '{}' does not exist", path);
+  return parse_sweep(read_file(path), path);
+}
+
+}  // namespace dlscale::sweep

@@ -1,0 +1,163 @@
+// End-to-end: the sweep, results and report commands of the real binary.
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/files.h"
+#include "process_util.h"
+
+namespace dlscale::testing {
+namespace {
+
+struct Dir {
+  std::string path = temp_path("sweepcli");
+  Dir() { std::filesystem::create_directories(path); }
+  ~Dir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name, const std::string& content) const {
+    write_file_atomic(path + "/" + name, content);
+    return path + "/" + name;
+  }
+};
+
+std::string echo_sweep(const std::string& name, int runs, const std::string& counter) {
+  return fmt::format(R"Y(
+name: {}
+parameters:
+  kind: external
+  model: echo
+  batch: 4
+  command: "sh -c 'echo ${{_i}} >> {}; echo $( 100 + ${{_i}} ) samples/s'"
+variables:
+  _i: [{}]
+)Y",
+                     name, counter, [&] {
+                       std::string s;
+                       for (int i = 1; i <= runs; ++i) s += (i > 1 ? ", " : "") + std::to_string(i);
+                       return s;
+                     }());
+}
+
+TEST(SweepCli, DryRunOfTheQuickstart) {
+  const Outcome o = run_dlscale(std::string("sweep --dry-run ") + DLSCALE_SOURCE_DIR + "/examples/quickstart.yaml");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("8 run(s) planned, 8 to run, 0 skipped"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("resnet18  strong   2        16     32"), std::string::npos) << o.out;
+}
+
+TEST(SweepCli, BadFilesFailWithOneLine) {
+  Dir d;
+  const std::string bad = d.file("bad.yaml", "parameters: {batch: 8, model: lenet, optimiser: sgd}\n");
+  Outcome o = run_dlscale("sweep " + bad + " --db " + d.path + "/r.db");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err,
+            "dlscale: error: parameter 'optimiser' is not a 'dlscale train' option (see 'dlscale train --help'; names "
+            "starting with '_' are free for your own values)\n");
+  EXPECT_FALSE(std::filesystem::exists(d.path + "/r.db"));  // nothing written for a plan that cannot run
+  o = run_dlscale("sweep " + d.path + "/missing.yaml");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, "dlscale: error: sweep file '" + d.path + "/missing.yaml' does not exist\n");
+  o = run_dlscale("report --db " + d.path + "/none.db");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("results store '" + d.path + "/none.db' does not exist"), std::string::npos);
+}
+
+TEST(SweepCli, TwoSweepsWriteOneStoreAtOnce) {
+  Dir d;
+  const std::string a = d.file("a.yaml", echo_sweep("a", 25, d.path + "/a.txt"));
+  const std::string b = d.file("b.yaml", echo_sweep("b", 25, d.path + "/b.txt"));
+  const std::string args = " --db " + d.path + "/r.db --output-dir " + d.path + "/runs";
+  Outcome oa, ob;
+  std::thread ta([&] { oa = run_dlscale("sweep " + a + args); });
+  std::thread tb([&] { ob = run_dlscale("sweep " + b + args); });
+  ta.join();
+  tb.join();
+  ASSERT_EQ(oa.code, 0) << oa.err << oa.out;
+  ASSERT_EQ(ob.code, 0) << ob.err << ob.out;
+  const Outcome e = run_dlscale("results export --format json --db " + d.path + "/r.db");
+  ASSERT_EQ(e.code, 0) << e.err;
+  const auto j = nlohmann::json::parse(e.out);
+  ASSERT_EQ(j["runs"].size(), 50u);
+  std::map<std::string, int> per_sweep;
+  for (const auto& r : j["runs"]) {
+    EXPECT_EQ(r["status"], "completed");
+    ASSERT_EQ(r["repeats"].size(), 1u);
+    EXPECT_EQ(r["repeats"][0]["metrics"]["samples_per_sec"].get<double>(), 100 + r["params"]["_i"].get<int>());
+    ++per_sweep[r["sweep"]];
+  }
+  EXPECT_EQ(per_sweep["a"], 25);
+  EXPECT_EQ(per_sweep["b"], 25);
+}
+
+TEST(SweepCli, InterruptedSweepKeepsFinishedRunsAndResumes) {
+  Dir d;
+  const std::string counter = d.path + "/ran.txt";
+  std::string yaml = echo_sweep("s", 3, counter) + R"Y(
+extensions:
+  - when: {_i: 2}
+    set: {command: "sh -c 'echo slow >> )Y" + counter + R"Y(; exec sleep 60'"}
+)Y";
+  const std::string file = d.file("s.yaml", yaml);
+  const std::string args = " --db " + d.path + "/r.db --output-dir " + d.path + "/runs --progress plain";
+  Outcome o;
+  std::thread t([&] { o = run_shell("exec " + std::string(DLSCALE_BINARY) + " sweep " + file + args +
+                                    " & echo $! > " + d.path + "/pid; wait"); });
+  for (int i = 0; i < 400; ++i) {  // until the slow run has started
+    if (std::filesystem::exists(counter) && read_file(counter).find("slow") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(read_file(counter).find("slow"), std::string::npos);
+  const int pid = std::stoi(read_file(d.path + "/pid"));
+  ::kill(pid, SIGTERM);
+  t.join();
+  EXPECT_NE(o.out.find("[2/3] echo weak w1 b4 2: interrupted"), std::string::npos) << o.out;
+  Outcome list = run_dlscale("results list --db " + d.path + "/r.db");
+  EXPECT_NE(list.out.find("completed"), std::string::npos);
+  EXPECT_NE(list.out.find("interrupted"), std::string::npos) << list.out;
+  EXPECT_EQ(read_file(counter), "1\nslow\n");
+
+  // Resume with the slow run fixed: run 1 is kept, 2 and 3 run.
+  std::filesystem::remove(counter);
+  d.file("s.yaml", echo_sweep("s", 3, counter));
+  o = run_dlscale("sweep " + file + args);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(read_file(counter), "2\n3\n");
+  EXPECT_NE(o.out.find("[1/3] echo weak w1 b4 1: already completed"), std::string::npos) << o.out;
+}
+
+TEST(SweepCli, RealTrainingSweepReportsAndHtml) {
+  Dir d;
+  const std::string file = d.file("tiny.yaml", R"Y(
+name: tiny
+parameters: {model: lenet, batch: 16, steps: 4, warmup: 1, threads: 1, display-every: 0}
+variables: {workers: [1, 2]}
+)Y");
+  const std::string db = " --db " + d.path + "/r.db";
+  const Outcome o = run_dlscale("sweep " + file + db + " --output-dir " + d.path + "/runs --html " + d.path +
+                                "/r.html");
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  Outcome r = run_dlscale("report --type weak --format csv" + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            "model,batch/worker,workers,global_batch,step_time_ms,step_time_min_ms,step_time_max_ms,samples_per_sec,"
+            "samples_per_sec_min,samples_per_sec_max,speedup,efficiency_pct,repeats,status");
+  EXPECT_NE(r.out.find("\nlenet,16,2,32,"), std::string::npos) << r.out;
+  r = run_dlscale("report --type breakdown --format json" + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_GT(j["rows"][1]["forward_ms"].get<double>(), 0);
+  EXPECT_GT(j["rows"][1]["backward_ms"].get<double>(), 0);
+  const std::string html = read_file(d.path + "/r.html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("Throughput vs workers"), std::string::npos);
+  EXPECT_NE(html.find("Step-time breakdown"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("http://www.w3.org/2000/svg\" width"), html.find("http://"));  // no link but the SVG namespace
+}
+
+}  // namespace
+}  // namespace dlscale::testing

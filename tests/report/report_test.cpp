@@ -1,0 +1,194 @@
+// Golden tests: every report type in every format, and the HTML page, from a
+// fixed set of runs. Regenerate after an intended change with
+//   DLSCALE_UPDATE_GOLDEN=1 build/tests/dlscale_tests --gtest_filter='Report*'
+// and review the diff of tests/report/golden/.
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "report/html.h"
+#include "report/results_view.h"
+
+namespace dlscale::report {
+namespace {
+
+using sweep::Params;
+using sweep::RunRecord;
+using sweep::Value;
+
+/// A completed run whose repeats ran at `rates` samples/s, with a breakdown
+/// that scales with the step time.
+RunRecord run(std::int64_t id, const std::string& model, const std::string& scaling, int workers, int batch,
+              std::vector<double> rates, const std::string& tool = "dlscale", const std::string& status = "completed") {
+  RunRecord r;
+  r.id = id;
+  r.sweep = "golden";
+  const int global = scaling == "weak" ? batch * workers : batch;
+  r.params = {{"model", Value(model)},       {"scaling", Value(scaling)},     {"workers", Value(workers)},
+              {"batch", Value(global / workers)}, {"global-batch", Value(global)}, {"repeats", Value(3)},
+              {"_tool", Value(tool)},        {"kind", Value(tool == "dlscale" ? "dlscale" : "external")}};
+  r.status = status;
+  r.reason = status == "oom" ? "repeat 1: exited with code 3: out of memory" : "";
+  r.started_at = "2026-11-22T10:00:00.000Z";
+  r.host = "node1";
+  int i = 0;
+  for (double sps : rates) {
+    sweep::RepeatRecord rep;
+    rep.repeat = ++i;
+    rep.status = "completed";
+    const double step = 1000.0 * global / sps;
+    rep.metrics = {{"samples_per_sec", sps}, {"step_time_ms", step}};
+    if (tool == "dlscale") {
+      rep.metrics["breakdown_data_ms"] = 0.05 * step;
+      rep.metrics["breakdown_forward_ms"] = 0.3 * step;
+      rep.metrics["breakdown_backward_ms"] = 0.45 * step;
+      rep.metrics["breakdown_comm_ms"] = workers > 1 ? 0.15 * step : 0;
+      rep.metrics["breakdown_optimizer_ms"] = 0.05 * step;
+      rep.metrics["breakdown_total_ms"] = step * (workers > 1 ? 1.0 : 0.85);
+    }
+    r.repeats.push_back(rep);
+  }
+  if (status == "oom") {
+    sweep::RepeatRecord rep;
+    rep.repeat = 1;
+    rep.status = "oom";
+    rep.reason = "exited with code 3: out of memory";
+    r.repeats = {rep};
+  }
+  return r;
+}
+
+std::vector<RunRecord> golden_runs() {
+  return {
+      run(1, "lenet", "weak", 1, 64, {1000, 1040, 980}),
+      run(2, "lenet", "weak", 2, 64, {1700, 1800, 1750}),
+      run(3, "lenet", "weak", 4, 64, {3000, 3100, 2900}),
+      run(4, "resnet18", "weak", 1, 32, {200, 210, 205}),
+      run(5, "resnet18", "weak", 2, 32, {350, 340, 360}),
+      run(6, "resnet18", "weak", 4, 32, {}, "dlscale", "oom"),
+      run(7, "lenet", "strong", 1, 64, {1000, 1010, 990}),
+      run(8, "lenet", "strong", 2, 64, {1500, 1520, 1480}),
+      run(9, "lenet", "strong", 4, 64, {2100, 2000, 2200}),
+      run(10, "lenet", "weak", 1, 64, {900, 905, 910}, "ddp"),
+      run(11, "lenet", "weak", 2, 64, {1500, 1490, 1510}, "ddp"),
+  };
+}
+
+std::vector<RunRecord> dlscale_only() {
+  auto runs = golden_runs();
+  runs.resize(9);
+  return runs;
+}
+
+void expect_golden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(DLSCALE_SOURCE_DIR) + "/tests/report/golden/" + name;
+  if (std::getenv("DLSCALE_UPDATE_GOLDEN") != nullptr) {
+    write_file_atomic(path, actual);
+    return;
+  }
+  ASSERT_TRUE(std::filesystem::exists(path)) << "missing golden file " << path;
+  EXPECT_EQ(read_file(path), actual) << "golden " << name << " differs";
+}
+
+TEST(ReportGolden, WeakInEveryFormat) {
+  const Report r = build_report(dlscale_only(), {ReportType::kWeak, "", ""});
+  expect_golden("weak.txt", render(r, Format::kText));
+  expect_golden("weak.md", render(r, Format::kMarkdown));
+  expect_golden("weak.csv", render(r, Format::kCsv));
+  expect_golden("weak.json", render(r, Format::kJson));
+}
+
+TEST(ReportGolden, StrongInEveryFormat) {
+  const Report r = build_report(dlscale_only(), {ReportType::kStrong, "", ""});
+  expect_golden("strong.txt", render(r, Format::kText));
+  expect_golden("strong.md", render(r, Format::kMarkdown));
+  expect_golden("strong.csv", render(r, Format::kCsv));
+  expect_golden("strong.json", render(r, Format::kJson));
+}
+
+TEST(ReportGolden, BreakdownInEveryFormat) {
+  const Report r = build_report(dlscale_only(), {ReportType::kBreakdown, "", ""});
+  expect_golden("breakdown.txt", render(r, Format::kText));
+  expect_golden("breakdown.md", render(r, Format::kMarkdown));
+  expect_golden("breakdown.csv", render(r, Format::kCsv));
+  expect_golden("breakdown.json", render(r, Format::kJson));
+}
+
+TEST(ReportGolden, CompareInEveryFormat) {
+  const auto runs = filter_runs(golden_runs(), "${scaling} == 'weak' and ${model} == 'lenet'");
+  EXPECT_EQ(detect_compare_by(runs), "_tool");
+  const Report r = build_report(runs, {ReportType::kCompare, "", "ddp"});
+  expect_golden("compare.txt", render(r, Format::kText));
+  expect_golden("compare.md", render(r, Format::kMarkdown));
+  expect_golden("compare.csv", render(r, Format::kCsv));
+  expect_golden("compare.json", render(r, Format::kJson));
+}
+
+TEST(ReportGolden, HtmlPage) {
+  HtmlOptions o;
+  o.source = "golden.db";
+  o.baseline = "ddp";
+  const std::string html = render_html(golden_runs(), o);
+  expect_golden("report.html", html);
+  // Self-contained: no scripts, and no URL but the SVG namespace.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  std::size_t urls = 0, namespaces = 0;
+  for (std::size_t at = html.find("http"); at != std::string::npos; at = html.find("http", at + 1)) ++urls;
+  for (std::size_t at = html.find("xmlns=\"http://www.w3.org/2000/svg\""); at != std::string::npos;
+       at = html.find("xmlns=\"http://www.w3.org/2000/svg\"", at + 1)) {
+    ++namespaces;
+  }
+  EXPECT_EQ(urls, namespaces);
+  EXPECT_EQ(namespaces, 5u);  // weak: 2 charts, strong: 2 charts, breakdown: 1
+}
+
+TEST(ReportGolden, ResultsExport) {
+  const auto runs = golden_runs();
+  expect_golden("export.csv", export_runs({runs[0], runs[5]}, Format::kCsv));
+  expect_golden("list.txt", list_runs({runs[0], runs[5]}));
+}
+
+TEST(Report, EfficiencyFollowsTheDefinitions) {
+  const auto runs = dlscale_only();
+  const auto weak = scaling_rows(runs, "weak");
+  ASSERT_EQ(weak.size(), 2u);
+  // lenet weak: medians 1000 (1 worker) and 1750 (2 workers) samples/s.
+  const Point& w2 = weak[0].points[1].second;
+  EXPECT_DOUBLE_EQ(w2.speedup, 1.75);
+  const double t1 = 1000.0 * 64 / 1000, t2 = 1000.0 * 128 / 1750;  // ms per step
+  EXPECT_NEAR(w2.efficiency_pct, 100 * t1 / t2, 1e-9);              // weak: t1 / tN
+  const auto strong = scaling_rows(runs, "strong");
+  const Point& s4 = strong[0].points[2].second;
+  const double st1 = 1000.0 * 64 / 1000, st4 = 1000.0 * 64 / 2100;
+  EXPECT_NEAR(s4.efficiency_pct, 100 * st1 / (4 * st4), 1e-9);      // strong: t1 / (N tN)
+  EXPECT_EQ(weak[1].points[2].second.status, "oom");
+  EXPECT_FALSE(weak[1].points[2].second.has_speedup);
+}
+
+TEST(Report, ErrorsNameWhatIsMissing) {
+  const auto runs = filter_runs(dlscale_only(), "${scaling} == 'weak'");
+  try {
+    build_report(runs, {ReportType::kStrong, "", ""});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "no strong-scaling runs in the selection (the report needs runs with scaling: strong)");
+  }
+  try {
+    build_report(runs, {ReportType::kCompare, "", ""});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "nothing to compare: no parameter among kind, backend, strategy, launcher or _name takes two values "
+              "(name one with --compare-by)");
+  }
+  EXPECT_THROW(filter_runs(runs, "${nope} > 1"), Error);
+  EXPECT_THROW(parse_format("yaml"), Error);
+}
+
+}  // namespace
+}  // namespace dlscale::report

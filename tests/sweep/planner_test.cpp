@@ -1,0 +1,217 @@
+#include "sweep/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "core/error.h"
+#include "sweep/runner.h"
+
+namespace dlscale::sweep {
+namespace {
+
+std::vector<PlannedRun> plan(const std::string& yaml, std::set<std::string> train = {}) {
+  return plan_sweep(parse_sweep(yaml, "test.yaml"), {std::move(train)});
+}
+
+std::string plan_error(const std::string& yaml, std::set<std::string> train = {}) {
+  try {
+    plan(yaml, std::move(train));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string text(const PlannedRun& r, const std::string& name) { return param_text(r.params, name, "<unset>"); }
+
+TEST(Planner, CartesianProductFirstVariableSlowest) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 8}
+variables:
+  workers: [1, 2, 4]
+  backend: [gloo, mpi]
+)Y");
+  ASSERT_EQ(runs.size(), 6u);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"1", "gloo"}, {"1", "mpi"}, {"2", "gloo"}, {"2", "mpi"}, {"4", "gloo"}, {"4", "mpi"}};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].index, static_cast<int>(i) + 1);
+    EXPECT_EQ(text(runs[i], "workers"), expected[i].first);
+    EXPECT_EQ(text(runs[i], "backend"), expected[i].second);
+    EXPECT_FALSE(runs[i].skipped());
+  }
+  // Defaults every run gets.
+  EXPECT_EQ(text(runs[0], "kind"), "dlscale");
+  EXPECT_EQ(text(runs[0], "launcher"), "local");
+  EXPECT_EQ(text(runs[0], "scaling"), "weak");
+  EXPECT_EQ(text(runs[0], "repeats"), "1");
+}
+
+TEST(Planner, WeakAndStrongBatchDerivation) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 96}
+variables:
+  scaling: [weak, strong]
+  workers: [1, 2, 5]
+)Y");
+  ASSERT_EQ(runs.size(), 6u);
+  // weak: batch per worker fixed, global grows.
+  EXPECT_EQ(text(runs[1], "batch"), "96");
+  EXPECT_EQ(text(runs[1], "global-batch"), "192");
+  EXPECT_EQ(text(runs[2], "global-batch"), "480");
+  // strong: global fixed, batch per worker = global / workers.
+  EXPECT_EQ(text(runs[4], "batch"), "48");
+  EXPECT_EQ(text(runs[4], "global-batch"), "96");
+  EXPECT_TRUE(runs[5].skipped());
+  EXPECT_EQ(runs[5].skip_reason, "strong scaling: global batch 96 is not divisible by 5 workers");
+  EXPECT_FALSE(runs[3].skipped());
+}
+
+TEST(Planner, ExtensionsSetAndSkipInOrder) {
+  const auto runs = plan(R"Y(
+parameters: {batch: 32, lr: 0.1}
+variables:
+  model: [lenet, resnet18, vgg11]
+  workers: [1, 2]
+extensions:
+  - when: {model: lenet}
+    set: {image-size: 28, batch: 64}
+  - when: {model: [resnet18, vgg11], workers: 2}
+    set: {lr: 0.2}
+  - when: {model: vgg11}
+    skip: true
+  - when: "$( ${workers} > 1 and ${model} == 'lenet' )"
+    set: {backend: mpi}
+)Y");
+  ASSERT_EQ(runs.size(), 6u);
+  EXPECT_EQ(text(runs[0], "image-size"), "28");
+  EXPECT_EQ(text(runs[0], "batch"), "64");
+  EXPECT_EQ(text(runs[0], "backend"), "<unset>");
+  EXPECT_EQ(text(runs[1], "backend"), "mpi");
+  EXPECT_EQ(text(runs[2], "image-size"), "<unset>");
+  EXPECT_EQ(text(runs[2], "lr"), "0.1");
+  EXPECT_EQ(text(runs[3], "lr"), "0.2");
+  EXPECT_TRUE(runs[4].skipped());
+  EXPECT_EQ(runs[4].skip_reason, "extension 3 (when model=vgg11)");
+  EXPECT_TRUE(runs[5].skipped());
+}
+
+TEST(Planner, ComputedValuesInDependencyOrder) {
+  const auto runs = plan(R"Y(
+parameters:
+  model: resnet18
+  lr: "$( 0.1 * ${batch} * ${workers} / 256 )"
+  batch: "$( ${_base} * 2 )"
+  _base: 16
+  trace: "trace-${model}-w${workers}.json"
+  backend: "$( 'mpi' if ${workers} > 2 else 'gloo' )"
+variables:
+  workers: [2, 4]
+)Y");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].params.at("batch"), Value(32));
+  EXPECT_EQ(runs[0].params.at("lr"), Value(0.025));
+  EXPECT_EQ(text(runs[0], "trace"), "trace-resnet18-w2.json");
+  EXPECT_EQ(text(runs[0], "backend"), "gloo");
+  EXPECT_EQ(text(runs[1], "backend"), "mpi");
+  EXPECT_EQ(runs[1].params.at("lr"), Value(0.05));
+}
+
+TEST(Planner, ErrorsNameTheParameter) {
+  EXPECT_EQ(plan_error("parameters: {batch: 8, a: '${b}', b: '$( ${a} + 1 )'}"),
+            "parameter 'a' depends on itself: a -> b -> a");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, lr: '$( ${nope} * 2 )'}"),
+            "parameter 'lr': unknown name 'nope' in ${nope} (parameters: batch, lr)");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, lr: '$( 1 + )'}"),
+            "parameter 'lr': expression ' 1 + ' at position 6: unexpected end of expression");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, bacth: 9}", {"batch", "model"}),
+            "parameter 'bacth' is not a 'dlscale train' option (see 'dlscale train --help'; names starting with '_' "
+            "are free for your own values)");
+  EXPECT_EQ(plan_error("parameters: {model: lenet}"),
+            "parameter 'batch' is not set (per-worker batch for weak scaling, global batch for strong scaling)");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, scaling: linear}"), "parameter 'scaling' is 'linear'; allowed: weak, strong");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, workers: 0}"), "parameter 'workers' must be a whole number >= 1 (got '0')");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, kind: external}"),
+            "parameter 'command' (the program to run) is required when kind is external");
+  EXPECT_EQ(plan_error("parameters: {batch: 8}\nextensions: [{when: {modle: x}, skip: true}]"),
+            "extension 1: 'when' names 'modle', which is not a parameter of the sweep");
+}
+
+TEST(Planner, MalformedFilesGiveOneLineErrors) {
+  EXPECT_EQ(plan_error("parameters: [1, 2]"), "test.yaml:1: 'parameters' must be a mapping of name: value");
+  EXPECT_EQ(plan_error("parameters: {batch: 8}\nvaribles: {workers: [1]}"),
+            "test.yaml:2: unknown key 'varibles' (allowed: name, parameters, variables, extensions, scaling)");
+  EXPECT_EQ(plan_error("parameters: {batch: 8}\nvariables: {workers: []}"),
+            "test.yaml:2: variable 'workers' has an empty list");
+  EXPECT_EQ(plan_error("parameters: {batch: 8\n"), "test.yaml:2: not valid YAML: end of map flow not found");
+  EXPECT_EQ(plan_error("extensions: [{when: {model: a}}]"), "test.yaml:1: extension 1 needs 'set' or 'skip: true'");
+  EXPECT_EQ(plan_error("- 1\n- 2"), "test.yaml: a sweep file is a mapping with 'parameters', 'variables' and 'extensions'");
+}
+
+TEST(Planner, RunKeyIgnoresRepeatsAndTimeout) {
+  const auto a = plan("parameters: {batch: 8, repeats: 3, timeout: 60}");
+  const auto b = plan("parameters: {batch: 8, repeats: 5, timeout: 10}");
+  const auto c = plan("parameters: {batch: 16, repeats: 3, timeout: 60}");
+  EXPECT_EQ(a[0].key, b[0].key);
+  EXPECT_NE(a[0].key, c[0].key);
+  // YAML's '8' and '8.0' are the same number; quoted '8' is text.
+  EXPECT_EQ(plan("parameters: {batch: 8.0}")[0].key, plan("parameters: {batch: 8}")[0].key);
+}
+
+TEST(Planner, BuildsTrainAndExternalCommands) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 64, aux-logits: true, bind-cores: false, _note: x, repeats: 2}
+variables: {scaling: [weak, strong], workers: [2]}
+)Y");
+  EXPECT_EQ(build_command(runs[0].params, "/bin/dlscale", "r.json"),
+            (std::vector<std::string>{"/bin/dlscale", "train", "--aux-logits", "--model", "lenet", "--batch", "64",
+                                      "--workers", "2", "--json", "r.json"}));
+  EXPECT_EQ(build_command(runs[1].params, "/bin/dlscale", "r.json"),
+            (std::vector<std::string>{"/bin/dlscale", "train", "--aux-logits", "--model", "lenet", "--global-batch",
+                                      "64", "--workers", "2", "--json", "r.json"}));
+  const auto mpi = plan("parameters: {model: lenet, batch: 8, workers: 4, launcher: mpirun, launcher-args: "
+                        "'--oversubscribe --bind-to none'}");
+  EXPECT_EQ(build_command(mpi[0].params, "dl", "r.json"),
+            (std::vector<std::string>{"mpirun", "-np", "4", "--oversubscribe", "--bind-to", "none", "dl", "train",
+                                      "--model", "lenet", "--batch", "8", "--json", "r.json"}));
+  const auto ext = plan(R"Y(
+parameters:
+  kind: external
+  batch: 32
+  model: resnet18
+  command: "python3 peer.py --model ${model} --batch ${batch} --note 'a b' --steps $( ${batch} * 2 )"
+variables: {scaling: [strong], workers: [2]}
+)Y");
+  EXPECT_EQ(build_command(ext[0].params, "dl", "r.json"),
+            (std::vector<std::string>{"python3", "peer.py", "--model", "resnet18", "--batch", "16", "--note", "a b",
+                                      "--steps", "32"}));
+}
+
+TEST(Planner, SplitCommandQuotes) {
+  EXPECT_EQ(split_command(R"(a "b c" 'd "e"' f\ g "h\"i")"),
+            (std::vector<std::string>{"a", "b c", "d \"e\"", "f g", "h\"i"}));
+  EXPECT_THROW(split_command("a 'b"), Error);
+}
+
+TEST(Planner, DryRunTableShowsVaryingColumnsAndSkips) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 6}
+variables: {scaling: [strong], workers: [1, 4]}
+)Y");
+  std::ostringstream out;
+  print_plan(out, runs);
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << out.str();
+  EXPECT_EQ(lines[0], "#  kind     model  scaling  workers  batch  global-batch  repeats  note");
+  EXPECT_EQ(lines[1], std::string(lines[3].size(), '-'));
+  EXPECT_EQ(lines[2], "1  dlscale  lenet  strong   1        6      6                   1");
+  EXPECT_EQ(lines[3], "2  dlscale  lenet  strong   4        1.5    6                   1  skip: strong scaling: global "
+                      "batch 6 is not divisible by 4 workers");
+  EXPECT_EQ(lines[4], "2 run(s) planned, 1 to run, 1 skipped");
+}
+
+}  // namespace
+}  // namespace dlscale::sweep

@@ -1,0 +1,157 @@
+#include "sweep/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "process_util.h"
+
+namespace dlscale::sweep {
+namespace {
+
+using dlscale::testing::temp_path;
+
+/// A sweep of `sh -c` commands: each run appends its name to a counter file
+/// (so the test sees what ran) and prints a throughput, fails, times out or
+/// runs out of memory as the extensions say.
+struct Fixture {
+  std::string dir = temp_path("runner");
+  std::string db = dir + "/results.db";
+  std::string counter = dir + "/ran.txt";
+  Fixture() { std::filesystem::create_directories(dir); }
+  ~Fixture() { std::filesystem::remove_all(dir); }
+
+  std::string yaml(const std::string& extra = "") const {
+    return R"Y(
+name: t
+parameters:
+  kind: external
+  model: m
+  timeout: 2
+  repeats: 2
+  command: "sh -c 'echo ${_id} >> )Y" + counter + R"Y(; echo $( 10 * ${workers} ) samples/s'"
+  _id: "w${workers}b${batch}"
+variables:
+  workers: [1, 2]
+  batch: [8, 16, 32]
+)Y" + extra;
+  }
+
+  SweepOutcome run(const std::string& text, Rerun rerun = Rerun::kNone, std::string* out_text = nullptr) const {
+    const auto plan = plan_sweep(parse_sweep(text, "t.yaml"), {});
+    ResultsStore store(db);
+    std::ostringstream out;
+    SweepRunOptions o;
+    o.sweep_name = "t";
+    o.output_dir = dir + "/runs";
+    o.rerun = rerun;
+    o.out = &out;
+    o.host = "h";
+    o.pid = 1;
+    const SweepOutcome outcome = run_sweep(plan, store, o);
+    if (out_text) *out_text = out.str();
+    return outcome;
+  }
+
+  std::string ran() const {
+    const std::string s = std::filesystem::exists(counter) ? read_file(counter) : "";
+    std::filesystem::remove(counter);
+    return s;
+  }
+
+  std::map<std::string, std::string> statuses() const {
+    ResultsStore store(db);
+    std::map<std::string, std::string> out;
+    for (const RunRecord& r : store.runs()) out[param_text(r.params, "_id")] = r.status + (r.reason.empty() ? "" : ": " + r.reason);
+    return out;
+  }
+};
+
+TEST(Runner, StoresEveryRepeatAndResumes) {
+  Fixture f;
+  SweepOutcome o = f.run(f.yaml());
+  EXPECT_EQ(o.executed, 6);
+  EXPECT_EQ(o.completed, 6);
+  EXPECT_EQ(f.ran(), "w1b8\nw1b8\nw1b16\nw1b16\nw1b32\nw1b32\nw2b8\nw2b8\nw2b16\nw2b16\nw2b32\nw2b32\n");
+  {
+    ResultsStore store(f.db);
+    const auto runs = store.runs();
+    ASSERT_EQ(runs.size(), 6u);
+    EXPECT_EQ(runs[3].repeats.size(), 2u);
+    EXPECT_EQ(runs[3].repeats[0].metrics.at("samples_per_sec"), 20);
+    EXPECT_EQ(runs[3].repeats[0].metrics.at("step_time_ms"), 1000.0 * 16 / 20);  // global batch 2 x 8
+    EXPECT_TRUE(std::filesystem::exists(runs[3].repeats[0].log_path));
+  }
+  // The same file again: nothing runs. More repeats do not change a run's identity.
+  std::string text = f.yaml();
+  text.replace(text.find("repeats: 2"), 10, "repeats: 3");
+  o = f.run(text);
+  EXPECT_EQ(o.executed, 0);
+  EXPECT_EQ(o.already_done, 6);
+  EXPECT_EQ(f.ran(), "");
+  // A new value of a variable runs only the new runs.
+  text.replace(text.find("batch: [8, 16, 32]"), 18, "batch: [8, 16, 32, 64]");
+  o = f.run(text);
+  EXPECT_EQ(o.executed, 2);
+  EXPECT_EQ(f.ran(), "w1b64\nw1b64\nw1b64\nw2b64\nw2b64\nw2b64\n");
+  o = f.run(text, Rerun::kAll);
+  EXPECT_EQ(o.executed, 8);
+  f.ran();
+}
+
+TEST(Runner, FailuresAreIsolatedAndLargerBatchesSkippedAfterOom) {
+  Fixture f;
+  const std::string extensions = R"Y(
+extensions:
+  - when: {workers: 1, batch: 8}
+    set: {command: "sh -c 'echo w1b8 >> )Y" + f.counter + R"Y(; echo broken >&2; exit 5'"}
+  - when: {workers: 1, batch: 16}
+    set: {command: "sh -c 'echo w1b16 >> )Y" + f.counter + R"Y(; exec sleep 30'"}
+  - when: {workers: 2, batch: 16}
+    set: {command: "sh -c 'echo w2b16 >> )Y" + f.counter + R"Y(; echo RuntimeError: CUDA out of memory; exit 1'"}
+)Y";
+  std::string out;
+  SweepOutcome o = f.run(f.yaml(extensions), Rerun::kNone, &out);
+  EXPECT_EQ(o.completed, 2);
+  EXPECT_EQ(o.failed, 3);
+  EXPECT_EQ(o.skipped, 1);
+  // A failing repeat ends its run; the sweep goes on.
+  EXPECT_EQ(f.ran(), "w1b8\nw1b16\nw1b32\nw1b32\nw2b8\nw2b8\nw2b16\n");
+  const auto s = f.statuses();
+  EXPECT_EQ(s.at("w1b8"), "failed: repeat 1: exited with code 5: broken");
+  EXPECT_EQ(s.at("w1b16"), "timeout: repeat 1: timed out after 2 s");
+  EXPECT_EQ(s.at("w1b32"), "completed");
+  EXPECT_EQ(s.at("w2b16"), "oom: repeat 1: exited with code 1: RuntimeError: CUDA out of memory");
+  EXPECT_EQ(s.at("w2b32"),
+            "skipped: out of memory at batch 16 for m on 2 worker(s); larger batches skipped");
+  EXPECT_NE(out.find("[6/6] m weak w2 b32 w2b32: skipped: out of memory at batch 16"), std::string::npos) << out;
+
+  // Resume keeps finished failures; --rerun failed runs them (and only them) again.
+  o = f.run(f.yaml(extensions));
+  EXPECT_EQ(o.executed, 0);
+  EXPECT_EQ(f.ran(), "");
+  o = f.run(f.yaml(extensions), Rerun::kFailed);
+  EXPECT_EQ(o.executed, 3);  // w1b8, w1b16, w2b16 again; w2b32 stays skipped by the OOM rule
+  EXPECT_EQ(f.ran(), "w1b8\nw1b16\nw2b16\n");
+}
+
+TEST(Runner, ExternalThroughputPattern) {
+  const Params p = {{"kind", Value("external")}, {"global-batch", Value(64)},
+                    {"throughput-pattern", Value(R"re("samples_per_sec": ([0-9.]+))re")}};
+  const auto m = extract_metrics(p, "", "{\"samples_per_sec\": 12.5}\n{\"samples_per_sec\": 25.0}\n");
+  EXPECT_EQ(m.at("samples_per_sec"), 25.0);  // the last match
+  EXPECT_EQ(m.at("step_time_ms"), 1000.0 * 64 / 25.0);
+  try {
+    extract_metrics(p, "", "nothing here\n");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              R"re(no line of the output matches the throughput pattern '"samples_per_sec": ([0-9.]+)')re");
+  }
+}
+
+}  // namespace
+}  // namespace dlscale::sweep
