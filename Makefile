@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DLSCALE = $(BUILD_DIR)/dlscale
 
-.PHONY: setup configure build run test bench clean
+.PHONY: setup configure build run check-html test bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -17,16 +17,25 @@ configure: setup
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# The main job: ResNet-18 on CIFAR-size synthetic data, on one worker and on
-# two local workers (Gloo over loopback, weak scaling), each writing its JSON
-# result record next to the build.
+# The main job: examples/quickstart.yaml, a weak- and strong-scaling study of
+# lenet and resnet18 (32x32) on 1 and 2 local workers (Gloo over loopback),
+# 3 repeats each, stored in dlscale-results.db, then the HTML report. Running
+# it again resumes: runs already stored are skipped.
+DB ?= dlscale-results.db
+REPORT ?= dlscale-report.html
+
 run: build
 	$(DLSCALE) models
-	$(DLSCALE) train --model resnet18 --image-size 32 --batch 32 --steps 20 --warmup 3 \
-	    --json $(BUILD_DIR)/resnet18-1w.json
-	$(DLSCALE) train --model resnet18 --image-size 32 --batch 32 --steps 20 --warmup 3 \
-	    --workers 2 --json $(BUILD_DIR)/resnet18-2w.json
-	@echo "result records: $(BUILD_DIR)/resnet18-1w.json $(BUILD_DIR)/resnet18-2w.json"
+	$(DLSCALE) sweep examples/quickstart.yaml --db $(DB) --html $(REPORT)
+	$(DLSCALE) report --db $(DB) --sweep quickstart --type weak
+	$(DLSCALE) report --db $(DB) --sweep quickstart --type strong
+	@echo "results: $(DB) (dlscale results list --db $(DB)); report: $(REPORT)"
+
+# Renders the HTML report in headless Chromium (installed on demand) and
+# writes a screenshot next to it.
+check-html: build
+	bash scripts/setup.sh --with-chromium
+	scripts/check_html.sh $(REPORT) $(REPORT:.html=.png) 4
 
 test: build
 	cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure

@@ -13,6 +13,15 @@ packages=(
   python3-torch python3-torchvision
 )
 
+# `--with-chromium` adds Debian's chromium for scripts/check_html.sh (the
+# HTML report render check); the build and the tests do not need it.
+if [ "${1:-}" = "--with-chromium" ]; then
+  packages+=(chromium)
+elif [ -n "${1:-}" ]; then
+  echo "setup: unknown option '$1' (allowed: --with-chromium)" >&2
+  exit 2
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then

@@ -74,7 +74,9 @@ int run(CLI::App& app, const SweepFlags& f) {
   o.versions = {{"dlscale", build_info().version}, {"git_revision", build_info().git_revision}};
   const sweep::SweepOutcome outcome = sweep::run_sweep(plan, store, o);
 
-  if (!f.html.empty()) {
+  if (!f.html.empty() && store.runs(spec.name, false).empty()) {
+    std::cout << "HTML report: not written, the store holds no run of sweep '" << spec.name << "'\n";
+  } else if (!f.html.empty()) {
     const auto runs = store.runs(spec.name);
     report::HtmlOptions h;
     h.title = "dlscale report: " + spec.name;

@@ -72,16 +72,6 @@ std::string render_markdown(const Report& r) {
   return out.str();
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"') o += '"';
-    o += c;
-  }
-  return o + "\"";
-}
-
 std::string render_csv(const Report& r) {
   std::ostringstream out;
   const Table& t = r.data;
@@ -134,6 +124,16 @@ std::string render_json(const Report& r) {
 }
 
 }  // namespace
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"') o += '"';
+    o += c;
+  }
+  return o + "\"";
+}
 
 std::string render(const Report& report, Format format) {
   switch (format) {

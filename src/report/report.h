@@ -74,6 +74,9 @@ std::string detect_compare_by(const std::vector<sweep::RunRecord>& runs);
 /// (naming what is missing).
 Report build_report(const std::vector<sweep::RunRecord>& runs, const ReportOptions& options);
 
+/// A CSV field, quoted when it holds a comma, quote or newline (RFC 4180).
+std::string csv_field(const std::string& s);
+
 /// Renders for a terminal (aligned columns), Markdown, CSV or JSON.
 std::string render(const Report& report, Format format);
 

@@ -11,16 +11,6 @@
 namespace dlscale::report {
 namespace {
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"') o += '"';
-    o += c;
-  }
-  return o + "\"";
-}
-
 std::string metric_text(double v) { return fmt::format("{:.6g}", v); }
 
 }  // namespace

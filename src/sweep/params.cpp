@@ -1,10 +1,16 @@
 #include "sweep/params.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
 
 namespace dlscale::sweep {
+
+bool is_train_option(const std::string& name) {
+  if (name.empty() || name[0] == '_' || name == "workers" || name == "batch" || name == "global-batch") return false;
+  return std::find(std::begin(kSweepOnlyParams), std::end(kSweepOnlyParams), name) == std::end(kSweepOnlyParams);
+}
 
 nlohmann::json to_json(const Value& v) {
   if (v.is_bool()) return v.boolean();

@@ -18,6 +18,11 @@ using Params = std::map<std::string, Value>;
 inline constexpr const char* kSweepOnlyParams[] = {"kind",    "launcher", "launcher-args", "repeats",
                                                    "timeout", "scaling",  "command",       "throughput-pattern"};
 
+/// True for parameters a dlscale run passes to `dlscale train` as `--name`:
+/// not the sweep's own, not a `_name` of the user's, and not workers/batch/
+/// global-batch, which the runner passes in the launcher's and scaling's form.
+bool is_train_option(const std::string& name);
+
 nlohmann::json to_json(const Value& v);
 nlohmann::json to_json(const Params& p);
 Params params_from_json(const nlohmann::json& j);

@@ -148,10 +148,6 @@ long long require_positive(const Params& p, const std::string& name, long long f
   return static_cast<long long>(v.number());
 }
 
-bool is_sweep_only(const std::string& name) {
-  return std::find(std::begin(kSweepOnlyParams), std::end(kSweepOnlyParams), name) != std::end(kSweepOnlyParams);
-}
-
 /// Checks and completes the sweep's own parameters, derives the batches.
 /// Returns a skip reason, or "".
 std::string finish_run(Params& p, const PlanOptions& options) {
@@ -188,9 +184,7 @@ std::string finish_run(Params& p, const PlanOptions& options) {
     return "";
   }
   for (const auto& [name, value] : p) {
-    if (is_sweep_only(name) || name[0] == '_' || name == "workers" || name == "batch" || name == "global-batch") {
-      continue;
-    }
+    if (!is_train_option(name)) continue;
     DLSCALE_CHECK(name != "json", "parameter 'json' cannot be set: the sweep keeps each run's record itself");
     DLSCALE_CHECK(options.train_options.empty() || options.train_options.count(name),
                   "parameter '{}' is not a 'dlscale train' option (see 'dlscale train --help'; names starting "
@@ -266,7 +260,10 @@ void print_plan(std::ostream& out, const std::vector<PlannedRun>& plan) {
     for (const auto& [name, unused] : r.params) names.insert(name);
   }
   for (const std::string& name : names) {
-    if (std::find(columns.begin(), columns.end(), name) != columns.end() || name == "command") continue;
+    if (std::find(columns.begin(), columns.end(), name) != columns.end() || name == "command" ||
+        name == "throughput-pattern" || name == "launcher-args") {
+      continue;
+    }
     const std::string first = plan.empty() ? "" : param_text(plan[0].params, name, "-");
     for (const PlannedRun& r : plan) {
       if (param_text(r.params, name, "-") != first) {

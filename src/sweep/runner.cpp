@@ -220,9 +220,7 @@ std::vector<std::string> build_command(const Params& p, const std::string& dlsca
   argv.push_back(dlscale_binary);
   argv.push_back("train");
   for (const auto& [name, value] : p) {
-    const bool sweep_only =
-        std::find(std::begin(kSweepOnlyParams), std::end(kSweepOnlyParams), name) != std::end(kSweepOnlyParams);
-    if (sweep_only || name[0] == '_' || name == "workers" || name == "batch" || name == "global-batch") continue;
+    if (!is_train_option(name)) continue;
     if (value.is_bool()) {
       if (value.boolean()) argv.push_back("--" + name);
       continue;
