@@ -196,7 +196,18 @@ std::string breakdown_chart(const Report& rep) {
   int y = top + 4;
   for (const auto& row : t.rows) {
     std::string label;
-    for (std::size_t c = 0; c < first_phase; ++c) label += (c ? " " : "") + row[c].text;
+    for (std::size_t c = 0; c < first_phase; ++c) {
+      const std::string& header = t.headers[c];
+      const std::string& v = row[c].text;
+      label += c ? " " : "";
+      if (header == "workers") {
+        label += "w" + v;
+      } else if (header == "batch/worker") {
+        label += "b" + v;
+      } else {
+        label += header == "model" || header == "scaling" || header[0] == '_' ? v : header + "=" + v;
+      }
+    }
     o << fmt::format(R"svg(<text x="{}" y="{}" class="yt">{}</text>)svg", left - 8, y + 15, esc(label)) << "\n";
     double x = 0;
     for (std::size_t i = 0; i < 5; ++i) {

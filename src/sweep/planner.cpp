@@ -243,6 +243,14 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const PlanOptions& opt
     if (run.skip_reason.empty()) run.skip_reason = reason;
     run.params = std::move(params);
     run.key = run_key(run.params);
+    // Extensions can make two combinations identical; the second would only
+    // overwrite the first one's results.
+    for (const PlannedRun& earlier : plan) {
+      if (earlier.key == run.key && !earlier.skipped() && run.skip_reason.empty()) {
+        run.skip_reason = fmt::format("same parameters as run {}", earlier.index);
+        break;
+      }
+    }
     plan.push_back(std::move(run));
     for (std::size_t v = spec.variables.size(); v-- > 0;) {
       if (++at[v] < spec.variables[v].second.size()) break;

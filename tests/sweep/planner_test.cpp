@@ -97,6 +97,21 @@ extensions:
   EXPECT_TRUE(runs[5].skipped());
 }
 
+TEST(Planner, RunsMadeIdenticalByExtensionsRunOnce) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 8}
+variables: {bucket-mb: [0, 25], workers: [1, 2]}
+extensions:
+  - when: {workers: 1}
+    set: {bucket-mb: 25}    # one worker exchanges nothing: the bucket size does not matter
+)Y");
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_FALSE(runs[0].skipped());
+  EXPECT_FALSE(runs[1].skipped());
+  EXPECT_EQ(runs[2].skip_reason, "same parameters as run 1");
+  EXPECT_FALSE(runs[3].skipped());
+}
+
 TEST(Planner, ComputedValuesInDependencyOrder) {
   const auto runs = plan(R"Y(
 parameters:

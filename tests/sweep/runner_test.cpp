@@ -1,6 +1,8 @@
 #include "sweep/runner.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <sstream>
@@ -136,6 +138,27 @@ extensions:
   o = f.run(f.yaml(extensions), Rerun::kFailed);
   EXPECT_EQ(o.executed, 3);  // w1b8, w1b16, w2b16 again; w2b32 stays skipped by the OOM rule
   EXPECT_EQ(f.ran(), "w1b8\nw1b16\nw2b16\n");
+}
+
+TEST(Runner, RunLeftRunningByAKilledSweepRunsAgain) {
+  Fixture f;
+  const auto plan = plan_sweep(parse_sweep(f.yaml(), "t.yaml"), {});
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  {
+    ResultsStore store(f.db);
+    // Run 1 as a sweep killed with SIGKILL leaves it: running, owner gone.
+    store.start_run({"t", plan[0].params, "t0", "h", dead, {}});
+    // Run 2 claimed by a sweep that is alive on this host (this process).
+    store.start_run({"t", plan[1].params, "t0", "h", ::getpid(), {}});
+  }
+  std::string out;
+  const SweepOutcome o = f.run(f.yaml(), Rerun::kNone, &out);
+  EXPECT_EQ(o.executed, 5);
+  EXPECT_EQ(f.ran().find("w1b16"), std::string::npos);
+  EXPECT_NE(out.find(fmt::format("w1b16: running in another sweep (pid {})", ::getpid())), std::string::npos) << out;
+  EXPECT_EQ(f.statuses().at("w1b8"), "completed");
 }
 
 TEST(Runner, ExternalThroughputPattern) {
