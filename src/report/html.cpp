@@ -56,8 +56,13 @@ struct Series {
 /// A line chart over categorical x values (the worker counts).
 std::string line_chart(const std::string& title, const std::string& y_label, const std::vector<double>& xs,
                        const std::vector<Series>& series, double y_min_top) {
-  const int w = 610, h = 340, left = 64, right = 230, top = 36, bottom = 56;
-  const int pw = w - left - right, ph = h - top - bottom;
+  // The legend goes under the plot, one line per series (dashed ideal lines
+  // share their series' colour and are explained in the title).
+  int legend_rows = 0;
+  for (const Series& s : series) legend_rows += s.dashed ? 0 : 1;
+  const int w = 610, plot_h = 300, left = 64, right = 24, top = 36, bottom = 56;
+  const int h = plot_h + 8 + 18 * legend_rows;
+  const int pw = w - left - right, ph = plot_h - top - bottom;
   double ymax = y_min_top;
   for (const Series& s : series) {
     for (const auto& [x, y] : s.points) ymax = std::max(ymax, y);
@@ -86,11 +91,11 @@ std::string line_chart(const std::string& title, const std::string& y_label, con
   o << fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/><line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg",
                    left, left + pw, top + ph, top + ph, left, left, top, top + ph)
     << "\n";
-  o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xl">workers</text>)svg", left + pw / 2.0, h - 10) << "\n";
+  o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xl">workers</text>)svg", left + pw / 2.0, plot_h - 14) << "\n";
   o << fmt::format(R"svg(<text transform="translate(16 {:.1f}) rotate(-90)" class="xl">{}</text>)svg", top + ph / 2.0,
                    esc(y_label))
     << "\n";
-  int legend_y = top + 6;
+  int legend_y = plot_h + 8;
   for (const Series& s : series) {
     const char* color = kColors[s.color % kColorCount];
     std::string pts;
@@ -105,9 +110,10 @@ std::string line_chart(const std::string& title, const std::string& y_label, con
           << "\n";
       }
     }
-    o << fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2.5"{}/>)svg", left + pw + 14,
-                     left + pw + 38, legend_y, legend_y, color, s.dashed ? R"svg( stroke-dasharray="6 4")svg" : "")
-      << fmt::format(R"svg(<text x="{}" y="{}" class="lg">{}</text>)svg", left + pw + 44, legend_y + 4, esc(s.name)) << "\n";
+    if (s.dashed) continue;
+    o << fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2.5"/>)svg", left,
+                     left + 24, legend_y, legend_y, color)
+      << fmt::format(R"svg(<text x="{}" y="{}" class="lg">{}</text>)svg", left + 30, legend_y + 4, esc(s.name)) << "\n";
     legend_y += 18;
   }
   o << "</svg>\n";

@@ -215,11 +215,16 @@ void ResultsStore::add_repeat(std::int64_t run_id, const RepeatRecord& r) {
 }
 
 void ResultsStore::finish_run(std::int64_t run_id, const std::string& status, const std::string& reason,
-                              const std::string& ended_at) {
+                              const std::string& ended_at, const nlohmann::json& versions) {
   Transaction tx(db_);
   Statement up(db_, "UPDATE runs SET status = ?, reason = ?, ended_at = ? WHERE id = ?");
   up.bind(1, status).bind(2, reason).bind(3, ended_at).bind(4, run_id);
   up.step();
+  if (!versions.is_null()) {
+    Statement v(db_, "UPDATE runs SET versions = ? WHERE id = ?");
+    v.bind(1, versions.dump()).bind(2, run_id);
+    v.step();
+  }
   tx.commit();
 }
 

@@ -83,8 +83,10 @@ class ResultsStore {
   void record_skipped(const RunStart& start, const std::string& reason);
   /// Adds one repeat and its metrics (one transaction).
   void add_repeat(std::int64_t run_id, const RepeatRecord& repeat);
+  /// Records how the run ended; `versions`, when not null, replaces the
+  /// run's versions (the runner adds what the program reported about itself).
   void finish_run(std::int64_t run_id, const std::string& status, const std::string& reason,
-                  const std::string& ended_at);
+                  const std::string& ended_at, const nlohmann::json& versions = nullptr);
   /// Every stored run, oldest first, optionally of one sweep only.
   std::vector<RunRecord> runs(const std::string& sweep = "", bool with_repeats = true);
 

@@ -104,7 +104,7 @@ class Progress {
   void live(const std::string& what, double run_elapsed) {
     if (!o_.out || !o_.live_progress) return;
     *o_.out << "\r\033[K" << what << " | " << format_duration(run_elapsed) << " | elapsed "
-            << format_duration(now_seconds() - start_) << " | ETA " << eta() << std::flush;
+            << format_duration(now_seconds() - start_) << " | ETA " << eta(run_elapsed) << std::flush;
     shown_ = true;
   }
   void repeat_done(double wall_s) {
@@ -112,9 +112,11 @@ class Progress {
     ++done_;
     --repeats_left_;
   }
-  std::string eta() const {
+  /// The average repeat so far times the repeats left, less the time the
+  /// current one has already run.
+  std::string eta(double current_elapsed) const {
     if (done_ == 0) return "?";
-    return format_duration(done_s_ / done_ * std::max(repeats_left_, 0));
+    return format_duration(std::max(0.0, done_s_ / done_ * std::max(repeats_left_, 0) - current_elapsed));
   }
   double elapsed() const { return now_seconds() - start_; }
 
@@ -130,6 +132,15 @@ class Progress {
   int repeats_left_;
   bool shown_ = false;
 };
+
+/// What a dlscale record says about the software and machine it ran on.
+void add_program_versions(const std::string& record, nlohmann::json& versions) {
+  const nlohmann::json j = nlohmann::json::parse(record, nullptr, false);
+  if (j.is_discarded() || !j.contains("environment") || !j["environment"].is_object()) return;
+  for (const char* k : {"torch_version", "blas", "compiler", "cpu_model", "os", "git_revision"}) {
+    if (j["environment"].contains(k)) versions[k] = j["environment"][k];
+  }
+}
 
 std::string short_hash(const std::string& s) {
   std::uint64_t h = 1469598103934665603ULL;
@@ -367,6 +378,7 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
     std::string status = kStatusCompleted;
     std::string reason;
     std::vector<double> rates;
+    nlohmann::json versions = o.versions;
     for (int rep = 1; rep <= repeats && status == kStatusCompleted; ++rep) {
       const std::string stem = fmt::format("{:04}-{}-r{}", run.index, short_hash(run.key), rep);
       RepeatRecord rec;
@@ -402,6 +414,7 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
           rec.metrics = extract_metrics(run.params, rec.record, log);
           rec.status = kStatusCompleted;
           rates.push_back(rec.metrics["samples_per_sec"]);
+          add_program_versions(rec.record, versions);
         } catch (const Error& e) {
           rec.status = kStatusFailed;
           rec.reason = e.what();
@@ -428,7 +441,7 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
         reason = fmt::format("repeat {}: {}", rep, rec.reason);
       }
     }
-    store.finish_run(run_id, status, reason, utc_timestamp());
+    store.finish_run(run_id, status, reason, utc_timestamp(), versions);
     if (status == kStatusCompleted) {
       ++outcome.completed;
       progress.line(fmt::format("{}: completed, {:.1f} samples/s (median of {})", tag, median(rates), rates.size()));

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "core/files.h"
@@ -128,6 +129,26 @@ extensions:
   EXPECT_NE(o.out.find("[1/3] echo weak w1 b4 1: already completed"), std::string::npos) << o.out;
 }
 
+TEST(SweepCli, LiveProgressLine) {
+  Dir d;
+  const std::string file = d.file("p.yaml", R"Y(
+name: p
+parameters: {kind: external, batch: 1, command: "sh -c 'sleep 1.2; echo 5 samples/s'"}
+variables: {_i: [1, 2]}
+)Y");
+  const Outcome o = run_dlscale("sweep " + file + " --progress live --db " + d.path + "/r.db --output-dir " + d.path);
+  ASSERT_EQ(o.code, 0) << o.err;
+  // The line is rewritten in place while a run goes: run i/n, configuration, time in the run, elapsed, ETA.
+  EXPECT_TRUE(std::regex_search(
+      o.out, std::regex(R"re(\r\x1b\[K\[1/2\] external weak w1 b1 1 repeat 1/1 \| \d+s \| elapsed \d+s \| ETA \?)re")))
+      << o.out;
+  // Once a repeat has finished, the ETA is the average repeat times the repeats left.
+  EXPECT_TRUE(std::regex_search(
+      o.out, std::regex(R"re(\r\x1b\[K\[2/2\] external weak w1 b1 2 repeat 1/1 \| \d+s \| elapsed \d+s \| ETA \d+s)re")))
+      << o.out;
+  EXPECT_NE(o.out.find("[2/2] external weak w1 b1 2: completed, 5.0 samples/s (median of 1)\n"), std::string::npos);
+}
+
 TEST(SweepCli, RealTrainingSweepReportsAndHtml) {
   Dir d;
   const std::string file = d.file("tiny.yaml", R"Y(
@@ -145,6 +166,11 @@ variables: {workers: [1, 2]}
             "model,batch/worker,workers,global_batch,step_time_ms,step_time_min_ms,step_time_max_ms,samples_per_sec,"
             "samples_per_sec_min,samples_per_sec_max,speedup,efficiency_pct,repeats,status");
   EXPECT_NE(r.out.find("\nlenet,16,2,32,"), std::string::npos) << r.out;
+  Outcome show = run_dlscale("results show 2" + db);
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("run 2 of sweep 'tiny': completed"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("\"torch_version\":"), std::string::npos) << show.out;  // the program's own versions
+  EXPECT_NE(show.out.find("breakdown_backward_ms: "), std::string::npos) << show.out;
   r = run_dlscale("report --type breakdown --format json" + db);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
