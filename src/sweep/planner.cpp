@@ -150,7 +150,7 @@ long long require_positive(const Params& p, const std::string& name, long long f
 
 /// Checks and completes the sweep's own parameters, derives the batches.
 /// Returns a skip reason, or "".
-std::string finish_run(Params& p, const PlanOptions& options) {
+std::string complete_params(Params& p, const PlanOptions& options) {
   const std::string kind = require_choice(p, "kind", {"dlscale", "external"}, "dlscale").string();
   p["kind"] = kind;
   p["launcher"] = require_choice(p, "launcher", {"local", "mpirun", "srun"}, "local");
@@ -239,7 +239,7 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const PlanOptions& opt
       for (const auto& [name, value] : e.set) raw[name] = value;
       params = Resolver(raw).resolve_all();
     }
-    const std::string reason = finish_run(params, options);
+    const std::string reason = complete_params(params, options);
     if (run.skip_reason.empty()) run.skip_reason = reason;
     run.params = std::move(params);
     run.key = run_key(run.params);
