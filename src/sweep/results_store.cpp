@@ -156,20 +156,54 @@ void ResultsStore::exec(const std::string& sql) {
   }
 }
 
+namespace {
+
+constexpr const char* kRunColumns =
+    "SELECT id, sweep, run_key, params, status, reason, started_at, ended_at, host, pid, versions FROM runs ";
+
+RunRecord read_run(const Statement& q) {
+  RunRecord r;
+  r.id = q.int64(0);
+  r.sweep = q.text(1);
+  r.key = q.text(2);
+  r.params = params_from_json(nlohmann::json::parse(q.text(3)));
+  r.status = q.text(4);
+  r.reason = q.text(5);
+  r.started_at = q.text(6);
+  r.ended_at = q.text(7);
+  r.host = q.text(8);
+  r.pid = q.int64(9);
+  r.versions = nlohmann::json::parse(q.text(10), nullptr, false);
+  if (r.versions.is_discarded()) r.versions = nlohmann::json::object();
+  return r;
+}
+
+}  // namespace
+
 std::optional<RunRecord> ResultsStore::find_run(const std::string& sweep, const std::string& key) {
-  Statement q(db_, "SELECT id FROM runs WHERE sweep = ? AND run_key = ?");
+  Statement q(db_, std::string(kRunColumns) + "WHERE sweep = ? AND run_key = ?");
   q.bind(1, sweep).bind(2, key);
   if (!q.step()) return std::nullopt;
-  const std::int64_t id = q.int64(0);
-  for (RunRecord& r : runs(sweep, false)) {
-    if (r.id == id) return r;
-  }
-  return std::nullopt;
+  return read_run(q);
+}
+
+std::optional<std::int64_t> ResultsStore::claim_run(const RunStart& start, const ClaimPolicy& may_start) {
+  Transaction tx(db_);
+  if (!may_start(find_run(start.sweep, run_key(start.params)))) return std::nullopt;
+  const std::int64_t id = upsert_run_locked(start, kStatusRunning, "");
+  tx.commit();
+  return id;
 }
 
 std::int64_t ResultsStore::upsert_run(const RunStart& s, const std::string& status, const std::string& reason) {
-  const std::string key = run_key(s.params);
   Transaction tx(db_);
+  const std::int64_t id = upsert_run_locked(s, status, reason);
+  tx.commit();
+  return id;
+}
+
+std::int64_t ResultsStore::upsert_run_locked(const RunStart& s, const std::string& status, const std::string& reason) {
+  const std::string key = run_key(s.params);
   Statement del(db_, "DELETE FROM repeats WHERE run_id = (SELECT id FROM runs WHERE sweep = ? AND run_key = ?)");
   del.bind(1, s.sweep).bind(2, key).step();
   Statement up(db_,
@@ -186,17 +220,10 @@ std::int64_t ResultsStore::upsert_run(const RunStart& s, const std::string& stat
   Statement id(db_, "SELECT id FROM runs WHERE sweep = ? AND run_key = ?");
   id.bind(1, s.sweep).bind(2, key);
   DLSCALE_ASSERT(id.step());
-  const std::int64_t run_id = id.int64(0);
-  tx.commit();
-  return run_id;
+  return id.int64(0);
 }
 
 std::int64_t ResultsStore::start_run(const RunStart& start) { return upsert_run(start, kStatusRunning, ""); }
-
-void ResultsStore::record_skipped(const RunStart& start, const std::string& reason) {
-  const std::int64_t id = upsert_run(start, kStatusSkipped, reason);
-  finish_run(id, kStatusSkipped, reason, start.started_at);
-}
 
 void ResultsStore::add_repeat(std::int64_t run_id, const RepeatRecord& r) {
   Transaction tx(db_);
@@ -232,24 +259,10 @@ std::vector<RunRecord> ResultsStore::runs(const std::string& sweep, bool with_re
   std::vector<RunRecord> out;
   std::map<std::int64_t, std::size_t> by_id;
   {
-    Statement q(db_,
-                "SELECT id, sweep, run_key, params, status, reason, started_at, ended_at, host, pid, versions "
-                "FROM runs WHERE (? = '' OR sweep = ?) ORDER BY id");
+    Statement q(db_, std::string(kRunColumns) + "WHERE (? = '' OR sweep = ?) ORDER BY id");
     q.bind(1, sweep).bind(2, sweep);
     while (q.step()) {
-      RunRecord r;
-      r.id = q.int64(0);
-      r.sweep = q.text(1);
-      r.key = q.text(2);
-      r.params = params_from_json(nlohmann::json::parse(q.text(3)));
-      r.status = q.text(4);
-      r.reason = q.text(5);
-      r.started_at = q.text(6);
-      r.ended_at = q.text(7);
-      r.host = q.text(8);
-      r.pid = q.int64(9);
-      r.versions = nlohmann::json::parse(q.text(10), nullptr, false);
-      if (r.versions.is_discarded()) r.versions = nlohmann::json::object();
+      RunRecord r = read_run(q);
       by_id[r.id] = out.size();
       out.push_back(std::move(r));
     }

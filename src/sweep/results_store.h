@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -79,8 +80,13 @@ class ResultsStore {
   /// Records a run as running (replacing an earlier attempt and its
   /// repeats); returns its id.
   std::int64_t start_run(const RunStart& start);
-  /// Records a run that was not run, with the reason.
-  void record_skipped(const RunStart& start, const std::string& reason);
+  /// Decides from what the store holds for a run (nothing: nullopt) whether
+  /// it may start.
+  using ClaimPolicy = std::function<bool(const std::optional<RunRecord>& stored)>;
+  /// start_run, if `may_start` agrees, in one transaction with the check:
+  /// two sweeps of the same file never both start the same run. Returns the
+  /// run's id, or nullopt when it was not started.
+  std::optional<std::int64_t> claim_run(const RunStart& start, const ClaimPolicy& may_start);
   /// Adds one repeat and its metrics (one transaction).
   void add_repeat(std::int64_t run_id, const RepeatRecord& repeat);
   /// Records how the run ended; `versions`, when not null, replaces the
@@ -94,6 +100,8 @@ class ResultsStore {
 
  private:
   void exec(const std::string& sql);
+  /// Inserts or resets the run; the caller holds a transaction.
+  std::int64_t upsert_run_locked(const RunStart& start, const std::string& status, const std::string& reason);
   std::int64_t upsert_run(const RunStart& start, const std::string& status, const std::string& reason);
 
   std::string path_;

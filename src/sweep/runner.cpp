@@ -314,15 +314,14 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
   // What the store already holds decides what runs; earlier out-of-memory
   // failures of this sweep count for the DLBS rule.
   OomRule oom;
-  std::map<std::string, RunRecord> stored;
+  std::map<std::string, RunRecord> stored;  // at the start, for the count of runs to run
   for (RunRecord& r : store.runs(o.sweep_name, false)) {
     if (r.status == kStatusOom) oom.record(r.params);
     stored.emplace(r.key, std::move(r));
   }
-  auto needs_run = [&](const PlannedRun& run, std::string* why_not) {
-    const auto it = stored.find(run.key);
-    if (it == stored.end() || o.rerun == Rerun::kAll) return true;
-    const RunRecord& r = it->second;
+  auto needs_run = [&](const std::optional<RunRecord>& stored_run, std::string* why_not) {
+    if (!stored_run || o.rerun == Rerun::kAll) return true;
+    const RunRecord& r = *stored_run;
     if (r.status == kStatusRunning && r.pid != o.pid && r.host == o.host && process_alive(r.pid)) {
       *why_not = fmt::format("running in another sweep (pid {})", r.pid);
       return false;
@@ -337,7 +336,8 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
   int to_run = 0;
   for (const PlannedRun& run : plan) {
     std::string unused;
-    if (!run.skipped() && needs_run(run, &unused)) {
+    const auto it = stored.find(run.key);
+    if (!run.skipped() && needs_run(it == stored.end() ? std::nullopt : std::optional<RunRecord>(it->second), &unused)) {
       repeats_to_run += static_cast<int>(param_int(run.params, "repeats"));
       ++to_run;
     }
@@ -358,20 +358,24 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
       progress.line(fmt::format("{}: skipped: {}", tag, run.skip_reason));
       continue;
     }
+    // Checked against the store as it is now, in the transaction that starts
+    // the run: another sweep of the same file may have run it meanwhile.
     std::string why_not;
-    if (!needs_run(run, &why_not)) {
+    const RunStart start{o.sweep_name, run.params, utc_timestamp(), o.host, o.pid, o.versions};
+    const std::optional<std::int64_t> claimed =
+        store.claim_run(start, [&](const std::optional<RunRecord>& r) { return needs_run(r, &why_not); });
+    if (!claimed) {
       ++outcome.already_done;
       progress.line(fmt::format("{}: {}", tag, why_not));
       continue;
     }
-    RunStart start{o.sweep_name, run.params, utc_timestamp(), o.host, o.pid, o.versions};
+    const std::int64_t run_id = *claimed;
     if (const std::string reason = oom.skip_reason(run.params); !reason.empty()) {
-      store.record_skipped(start, reason);
+      store.finish_run(run_id, kStatusSkipped, reason, start.started_at);
       ++outcome.skipped;
       progress.line(fmt::format("{}: skipped: {}", tag, reason));
       continue;
     }
-    const std::int64_t run_id = store.start_run(start);
     ++outcome.executed;
     const int repeats = static_cast<int>(param_int(run.params, "repeats"));
     const double timeout = param_or(run.params, "timeout", Value(600)).number();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "core/files.h"
@@ -91,6 +92,31 @@ TEST(SweepCli, TwoSweepsWriteOneStoreAtOnce) {
   }
   EXPECT_EQ(per_sweep["a"], 25);
   EXPECT_EQ(per_sweep["b"], 25);
+}
+
+TEST(SweepCli, TwoSweepsOfTheSameFileShareTheWork) {
+  Dir d;
+  const std::string counter = d.path + "/ran.txt";
+  std::string yaml = echo_sweep("same", 30, counter);
+  yaml.replace(yaml.find("sh -c '"), 7, "sh -c 'sleep 0.1; ");  // long enough for the two to overlap
+  const std::string file = d.file("same.yaml", yaml);
+  const std::string cmd = "sweep " + file + " --db " + d.path + "/r.db --output-dir " + d.path + "/runs";
+  Outcome oa, ob;
+  std::thread ta([&] { oa = run_dlscale(cmd); });
+  std::thread tb([&] { ob = run_dlscale(cmd); });
+  ta.join();
+  tb.join();
+  ASSERT_EQ(oa.code, 0) << oa.err;
+  ASSERT_EQ(ob.code, 0) << ob.err;
+  // Every run ran exactly once, by one sweep or the other.
+  std::map<std::string, int> times;
+  std::istringstream in(read_file(counter));
+  for (std::string line; std::getline(in, line);) ++times[line];
+  ASSERT_EQ(times.size(), 30u);
+  for (const auto& [run, n] : times) EXPECT_EQ(n, 1) << "run " << run;
+  // Both did some of it.
+  EXPECT_NE(oa.out.find(": completed, "), std::string::npos) << oa.out;
+  EXPECT_NE(ob.out.find(": completed, "), std::string::npos) << ob.out;
 }
 
 TEST(SweepCli, InterruptedSweepKeepsFinishedRunsAndResumes) {
