@@ -190,6 +190,10 @@ variables: {scaling: [weak, strong], workers: [2]}
   EXPECT_EQ(build_command(mpi[0].params, "dl", "r.json"),
             (std::vector<std::string>{"mpirun", "-np", "4", "--oversubscribe", "--bind-to", "none", "dl", "train",
                                       "--model", "lenet", "--batch", "8", "--json", "r.json"}));
+  const auto srun = plan("parameters: {model: lenet, batch: 8, workers: 8, launcher: srun, launcher-args: '-N 2'}");
+  EXPECT_EQ(build_command(srun[0].params, "dl", "r.json"),
+            (std::vector<std::string>{"srun", "-n", "8", "-N", "2", "dl", "train", "--model", "lenet", "--batch", "8",
+                                      "--json", "r.json"}));
   const auto ext = plan(R"Y(
 parameters:
   kind: external
