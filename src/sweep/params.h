@@ -15,8 +15,11 @@ using Params = std::map<std::string, Value>;
 /// Parameters that steer the sweep itself rather than the program it runs.
 /// `repeats` and `timeout` do not change what is measured, so they are not
 /// part of a run's identity (run_key).
-inline constexpr const char* kSweepOnlyParams[] = {"kind",    "launcher", "launcher-args", "repeats",
-                                                   "timeout", "scaling",  "command",       "throughput-pattern"};
+/// (`train-timeout` is passed to `dlscale train` as its `--timeout`, the
+/// collective timeout, since a sweep's `timeout` is the per-repeat limit.)
+inline constexpr const char* kSweepOnlyParams[] = {"kind",    "launcher", "launcher-args",      "repeats",
+                                                   "timeout", "scaling",  "command",            "throughput-pattern",
+                                                   "train-timeout"};
 
 /// True for parameters a dlscale run passes to `dlscale train` as `--name`:
 /// not the sweep's own, not a `_name` of the user's, and not workers/batch/

@@ -244,6 +244,9 @@ std::vector<std::string> build_command(const Params& p, const std::string& dlsca
   } else {
     argv.insert(argv.end(), {"--batch", param_text(p, "batch")});
   }
+  if (const auto it = p.find("train-timeout"); it != p.end()) {
+    argv.insert(argv.end(), {"--timeout", it->second.to_string()});
+  }
   if (launcher == "local") argv.insert(argv.end(), {"--workers", std::to_string(workers)});
   argv.insert(argv.end(), {"--json", record_path});
   return argv;

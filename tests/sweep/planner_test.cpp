@@ -185,6 +185,10 @@ variables: {scaling: [weak, strong], workers: [2]}
   EXPECT_EQ(build_command(runs[1].params, "/bin/dlscale", "r.json"),
             (std::vector<std::string>{"/bin/dlscale", "train", "--aux-logits", "--model", "lenet", "--global-batch",
                                       "64", "--workers", "2", "--json", "r.json"}));
+  const auto timed = plan("parameters: {model: lenet, batch: 8, timeout: 100, train-timeout: 30}");
+  EXPECT_EQ(build_command(timed[0].params, "dl", "r.json"),
+            (std::vector<std::string>{"dl", "train", "--model", "lenet", "--batch", "8", "--timeout", "30", "--workers",
+                                      "1", "--json", "r.json"}));
   const auto mpi = plan("parameters: {model: lenet, batch: 8, workers: 4, launcher: mpirun, launcher-args: "
                         "'--oversubscribe --bind-to none'}");
   EXPECT_EQ(build_command(mpi[0].params, "dl", "r.json"),
