@@ -30,22 +30,11 @@ const std::set<std::string> kNotLabels = {"workers", "batch",   "global-batch", 
 std::string text_of(const Params& p, const std::string& name) { return sweep::param_text(p, name, "-"); }
 
 /// Parameters (other than the axes and `exclude`) whose values differ among `runs`.
-std::vector<std::string> varying(const std::vector<const RunRecord*>& runs, const std::set<std::string>& exclude) {
-  std::set<std::string> names;
-  for (const RunRecord* r : runs) {
-    for (const auto& [name, unused] : r->params) names.insert(name);
-  }
-  std::vector<std::string> out;
-  for (const std::string& name : names) {
-    if (kNotLabels.count(name) || exclude.count(name)) continue;
-    for (const RunRecord* r : runs) {
-      if (text_of(r->params, name) != text_of(runs.front()->params, name)) {
-        out.push_back(name);
-        break;
-      }
-    }
-  }
-  return out;
+std::vector<std::string> varying(const std::vector<const RunRecord*>& runs, std::set<std::string> exclude) {
+  exclude.insert(kNotLabels.begin(), kNotLabels.end());
+  std::vector<const Params*> params;
+  for (const RunRecord* r : runs) params.push_back(&r->params);
+  return sweep::varying_params(params, exclude);
 }
 
 Point summarize_run(const RunRecord& run) {
@@ -75,9 +64,16 @@ Point summarize_run(const RunRecord& run) {
 
 bool measured(const Point& p) { return p.status == sweep::kStatusCompleted && p.repeats > 0; }
 
-std::string spread_text(double median_value, double lo, double hi, int repeats) {
-  if (repeats < 2 || median_value <= 0) return "";
-  return fmt::format(" ±{:.1f}%", 100.0 * (hi - lo) / 2.0 / median_value);
+/// "123.4 ±2.1%": the repeats' median and half their range relative to it
+/// (the spread only with two or more repeats).
+Cell median_cell(double median_value, double lo, double hi, int repeats) {
+  std::string text = fmt::format("{:.1f}", median_value);
+  if (repeats >= 2 && median_value > 0) text += fmt::format(" ±{:.1f}%", 100.0 * (hi - lo) / 2.0 / median_value);
+  return {text, median_value};
+}
+
+Cell throughput_cell(const Point& p) {
+  return median_cell(p.samples_per_sec, p.samples_per_sec_min, p.samples_per_sec_max, p.repeats);
 }
 
 Cell number(double v, const char* spec, const std::string& suffix = "") {
@@ -127,17 +123,8 @@ Report scaling_report(const std::vector<RunRecord>& runs, const std::string& sca
   };
   const std::vector<Metric> metrics = {
       {"Step time (ms)",
-       [](const Point& p) {
-         return Cell{fmt::format("{:.1f}", p.step_time_ms) +
-                         spread_text(p.step_time_ms, p.step_time_min_ms, p.step_time_max_ms, p.repeats),
-                     p.step_time_ms};
-       }},
-      {"Throughput (samples/s)",
-       [](const Point& p) {
-         return Cell{fmt::format("{:.1f}", p.samples_per_sec) +
-                         spread_text(p.samples_per_sec, p.samples_per_sec_min, p.samples_per_sec_max, p.repeats),
-                     p.samples_per_sec};
-       }},
+       [](const Point& p) { return median_cell(p.step_time_ms, p.step_time_min_ms, p.step_time_max_ms, p.repeats); }},
+      {"Throughput (samples/s)", throughput_cell},
       {"Speedup", [](const Point& p) { return p.has_speedup ? number(p.speedup, "{:.2f}") : Cell{"-", {}}; }},
       {"Efficiency (%)",
        [](const Point& p) { return p.has_speedup ? number(p.efficiency_pct, "{:.1f}") : Cell{"-", {}}; }},
@@ -347,10 +334,7 @@ Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o
       } else if (!measured(it->second)) {
         cells.push_back({it->second.status, {}});
       } else {
-        const Point& p = it->second;
-        cells.push_back({fmt::format("{:.1f}", p.samples_per_sec) +
-                             spread_text(p.samples_per_sec, p.samples_per_sec_min, p.samples_per_sec_max, p.repeats),
-                         p.samples_per_sec});
+        cells.push_back(throughput_cell(it->second));
       }
       if (it != by_value.end()) {
         std::vector<Cell> row;

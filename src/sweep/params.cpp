@@ -59,6 +59,24 @@ std::string run_key(const Params& p) {
   return to_json(identity).dump();
 }
 
+std::vector<std::string> varying_params(const std::vector<const Params*>& runs, const std::set<std::string>& exclude) {
+  std::set<std::string> names;
+  for (const Params* p : runs) {
+    for (const auto& [name, unused] : *p) names.insert(name);
+  }
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    if (exclude.count(name)) continue;
+    for (const Params* p : runs) {
+      if (param_text(*p, name, "-") != param_text(*runs.front(), name, "-")) {
+        out.push_back(name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 Value param_or(const Params& p, const std::string& name, const Value& fallback) {
   const auto it = p.find(name);
   return it == p.end() ? fallback : it->second;

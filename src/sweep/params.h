@@ -3,7 +3,9 @@
 // executes, the store keeps (as JSON) and reports group by.
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "sweep/expression.h"
 
@@ -33,6 +35,11 @@ Params params_from_json(const nlohmann::json& j);
 /// The identity of a run: canonical JSON of its parameters without
 /// `repeats` and `timeout`. Resume looks runs up by this key.
 std::string run_key(const Params& p);
+
+/// The names, sorted, of the parameters whose text differs among `runs`
+/// (an absent one reads "-"), other than those in `exclude`: the columns a
+/// plan or a report must show to tell runs apart.
+std::vector<std::string> varying_params(const std::vector<const Params*>& runs, const std::set<std::string>& exclude);
 
 /// The parameter's value, or `fallback` when absent.
 Value param_or(const Params& p, const std::string& name, const Value& fallback);

@@ -10,25 +10,6 @@
 namespace dlscale::sweep {
 namespace {
 
-/// Finds the ')' closing the '(' at `open`, skipping quoted text.
-std::size_t closing_paren(const std::string& s, std::size_t open) {
-  int depth = 0;
-  char quote = 0;
-  for (std::size_t i = open; i < s.size(); ++i) {
-    const char c = s[i];
-    if (quote) {
-      if (c == quote) quote = 0;
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-    } else if (c == '(') {
-      ++depth;
-    } else if (c == ')' && --depth == 0) {
-      return i;
-    }
-  }
-  return std::string::npos;
-}
-
 struct Piece {
   std::string literal;
   std::string reference;   // ${name}
@@ -197,6 +178,24 @@ std::string complete_params(Params& p, const PlanOptions& options) {
 
 }  // namespace
 
+std::size_t closing_paren(const std::string& text, std::size_t open) {
+  int depth = 0;
+  char quote = 0;
+  for (std::size_t i = open; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')' && --depth == 0) {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
 Value expand_template(const std::string& text, const Lookup& lookup) {
   const std::vector<Piece> pieces = split_template(text);
   auto value_of = [&](const Piece& piece) -> Value {
@@ -263,23 +262,11 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const PlanOptions& opt
 void print_plan(std::ostream& out, const std::vector<PlannedRun>& plan) {
   // Always-shown columns first, then whatever else varies between runs.
   std::vector<std::string> columns = {"kind", "model", "scaling", "workers", "batch", "global-batch"};
-  std::set<std::string> names;
-  for (const PlannedRun& r : plan) {
-    for (const auto& [name, unused] : r.params) names.insert(name);
-  }
-  for (const std::string& name : names) {
-    if (std::find(columns.begin(), columns.end(), name) != columns.end() || name == "command" ||
-        name == "throughput-pattern" || name == "launcher-args") {
-      continue;
-    }
-    const std::string first = plan.empty() ? "" : param_text(plan[0].params, name, "-");
-    for (const PlannedRun& r : plan) {
-      if (param_text(r.params, name, "-") != first) {
-        columns.push_back(name);
-        break;
-      }
-    }
-  }
+  std::set<std::string> exclude(columns.begin(), columns.end());
+  exclude.insert({"command", "throughput-pattern", "launcher-args"});
+  std::vector<const Params*> params;
+  for (const PlannedRun& r : plan) params.push_back(&r.params);
+  for (const std::string& name : varying_params(params, exclude)) columns.push_back(name);
   std::vector<std::string> headers = {"#"};
   std::vector<Align> align = {Align::kRight};
   for (const std::string& c : columns) {

@@ -33,6 +33,10 @@ struct PlannedRun {
 /// names, cycles, bad values and bad expressions.
 std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const PlanOptions& options);
 
+/// The position of the ')' closing the '(' at `open`, skipping quoted text
+/// ('…' and "…"); npos when there is none. Finds the end of `$( expr )`.
+std::size_t closing_paren(const std::string& text, std::size_t open);
+
 /// Expands `${name}` and `$( expr )` in `text` against `lookup`. Text that is
 /// one reference or one expression keeps the value's type; otherwise the
 /// pieces are joined as text.

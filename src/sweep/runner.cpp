@@ -167,22 +167,8 @@ std::vector<std::string> split_command(const std::string& text) {
       }
     } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '(') {
       // A $( expression ) stays one piece of the word, spaces and all.
-      int depth = 0;
-      char q = 0;
-      std::size_t j = i + 1;
-      for (; j < text.size(); ++j) {
-        const char d = text[j];
-        if (q) {
-          if (d == q) q = 0;
-        } else if (d == '\'' || d == '"') {
-          q = d;
-        } else if (d == '(') {
-          ++depth;
-        } else if (d == ')' && --depth == 0) {
-          break;
-        }
-      }
-      DLSCALE_CHECK(j < text.size(), "command '{}': '$(' at position {} has no closing ')'", text, i + 1);
+      const std::size_t j = closing_paren(text, i + 1);
+      DLSCALE_CHECK(j != std::string::npos, "command '{}': '$(' at position {} has no closing ')'", text, i + 1);
       word += text.substr(i, j - i + 1);
       i = j;
       in_word = true;
