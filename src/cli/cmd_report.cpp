@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/run_selection.h"
 #include "core/files.h"
 #include "report/html.h"
 #include "report/results_view.h"
@@ -11,9 +12,7 @@ namespace dlscale::cli {
 namespace {
 
 struct ReportFlags {
-  std::string db = "dlscale-results.db";
-  std::string sweep;
-  std::string where;
+  RunSelection selection;
   std::string type = "weak";
   std::string format = "text";
   std::string compare_by;
@@ -25,25 +24,20 @@ struct ReportFlags {
 void run(const ReportFlags& f, bool type_given) {
   if (!f.html.empty()) check_output_path(f.html);
   if (!f.output.empty()) check_output_path(f.output);
-  const auto runs = report::load_runs(f.db, f.sweep, f.where);
+  const auto runs = load_selected_runs(f.selection);
   const report::ReportOptions o{report::parse_report_type(f.type), f.compare_by, f.baseline};
   const report::Format format = report::parse_format(f.format);
   if (!f.html.empty()) {
     report::HtmlOptions h;
-    h.title = f.sweep.empty() ? "dlscale scaling report" : "dlscale report: " + f.sweep;
-    h.source = f.db;
+    h.title = f.selection.sweep.empty() ? "dlscale scaling report" : "dlscale report: " + f.selection.sweep;
+    h.source = f.selection.db;
     h.compare_by = f.compare_by;
     h.baseline = f.baseline;
     write_file_atomic(f.html, report::render_html(runs, h));
     std::cerr << "HTML report: " << f.html << "\n";
     if (!type_given) return;
   }
-  const std::string text = report::render(report::build_report(runs, o), format);
-  if (f.output.empty()) {
-    std::cout << text;
-  } else {
-    write_file_atomic(f.output, text);
-  }
+  write_output(report::render(report::build_report(runs, o), format), f.output);
 }
 
 }  // namespace
@@ -55,10 +49,7 @@ void add_report_command(CLI::App& app) {
       "Scaling tables from the results store: step time, throughput, speedup and efficiency per worker count "
       "(weak, strong), the step-time breakdown, or a side-by-side comparison; and a self-contained HTML page with "
       "charts (docs/reports.md).");
-  cmd->add_option("--db", f->db, "Results store (SQLite file)")->capture_default_str();
-  cmd->add_option("--sweep", f->sweep, "Only runs of this sweep");
-  cmd->add_option("--where", f->where,
-                  "Only runs for which this expression is true, e.g. \"${model} == 'lenet'\"");
+  add_run_selection(cmd, f->selection);
   CLI::Option* type = cmd->add_option("--type", f->type, "weak | strong | breakdown | compare")
                           ->check(CLI::IsMember({"weak", "strong", "breakdown", "compare"}))
                           ->capture_default_str();
