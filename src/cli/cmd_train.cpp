@@ -81,9 +81,26 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--backend", opts->backend,
                   "gloo | mpi; default: mpi under mpirun, gloo otherwise")
       ->group(dp);
+  cmd->add_option("--strategy", opts->strategy,
+                  "How gradients are combined (docs/strategies.md): allreduce (backend-native, "
+                  "bucketed) | tree (binary tree to rank 0 and back over send/recv) | hierarchical "
+                  "(reduce in each node, allreduce among node leaders, broadcast in the node) | "
+                  "independent (no exchange: each worker trains its own replica)")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--compress", opts->compress,
+                  "none | fp16 | bf16: gradients travel and are summed in this type, then are "
+                  "cast back to float32 (allreduce, tree, hierarchical)")
+      ->capture_default_str()
+      ->group(dp);
+  cmd->add_option("--ranks-per-node", opts->ranks_per_node,
+                  "hierarchical: form node groups of this many consecutive ranks; 0 = group by "
+                  "host (by launcher node for --workers/--nnodes jobs)")
+      ->capture_default_str()
+      ->group(dp);
   cmd->add_option("--bucket-mb", opts->bucket_mb,
-                  "Gradient bucket size in MiB; each bucket's allreduce overlaps backward. 0 = "
-                  "one allreduce of all gradients after backward (no overlap)")
+                  "Gradient bucket size in MiB; each bucket's collective overlaps backward. 0 = "
+                  "one bucket of all gradients reduced after backward (no overlap)")
       ->capture_default_str()
       ->group(dp);
   cmd->add_option("--first-bucket-mb", opts->first_bucket_mb,
@@ -101,7 +118,7 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->group(dp);
   cmd->add_option("--trace", opts->trace_path,
                   "Write a Chrome-trace JSON (chrome://tracing, Perfetto) of every rank's "
-                  "phases and bucket allreduces")
+                  "phases and bucket collectives")
       ->group(dp);
   cmd->add_flag("--bind-cores", opts->bind_cores,
                 "Pin each local worker to its own --threads cores")

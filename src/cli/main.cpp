@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
     return e.code;
   } catch (const dlscale::launch::JobFailed& e) {
     return fail(e.exit_code(), e.what());
+  } catch (const dlscale::PeerFailure& e) {
+    return fail(dlscale::kExitPeerFailure, e.what());
   } catch (const dlscale::Error& e) {
     return fail(dlscale::kExitUsage, e.what());
   } catch (const std::bad_alloc&) {

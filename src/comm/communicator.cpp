@@ -1,5 +1,9 @@
 #include "comm/communicator.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "core/error.h"
 
 namespace dlscale::comm {
@@ -15,6 +19,32 @@ void check_comm_tensor(const torch::Tensor& t, const char* op, bool reducible) {
                   "{}: dtype {} cannot be reduced; allowed: float32, float16, bfloat16", op,
                   c10::toString(d));
   }
+}
+
+void check_tag(uint32_t tag, const char* op) {
+  DLSCALE_CHECK(tag < (1u << 24), "{}: tag {} is too large; allowed: < 2^24", op, tag);
+}
+
+SplitPlan Communicator::plan_split(int color, int key) {
+  const torch::Tensor mine = torch::tensor({static_cast<int64_t>(color), static_cast<int64_t>(key)},
+                                           torch::kInt64);
+  const torch::Tensor all = allgather(mine);
+  auto a = all.accessor<int64_t, 2>();
+  SplitPlan plan;
+  plan.split_index = splits_++;
+  plan.color = color;
+  if (color < 0) return plan;
+  std::vector<std::pair<int64_t, int>> members;  // (key, rank) of my colour
+  for (int r = 0; r < size(); ++r) {
+    if (a[r][0] == color) members.emplace_back(a[r][1], r);
+  }
+  std::sort(members.begin(), members.end());
+  plan.group_size = static_cast<int>(members.size());
+  for (int i = 0; i < plan.group_size; ++i) {
+    if (members[static_cast<size_t>(i)].second == rank()) plan.group_rank = i;
+  }
+  DLSCALE_ASSERT(plan.group_rank >= 0);
+  return plan;
 }
 
 }  // namespace dlscale::comm

@@ -5,9 +5,10 @@
 // Tensors are contiguous CPU tensors of float32, float16 or bfloat16 (for the
 // reductions) or any dtype (broadcast, allgather, send/recv move bytes).
 // Every blocking call gives up after the communicator's timeout and throws
-// dlscale::Error naming the operation, this rank and the peer(s) waited on.
-// A Communicator is used by one thread at a time; calls are collective in the
-// same order on every rank.
+// dlscale::PeerFailure naming the operation, this rank and the peer(s) waited
+// on; a dead peer or closed connection is a PeerFailure too. Bad arguments
+// throw dlscale::Error. A Communicator is used by one thread at a time;
+// collective calls are made in the same order on every rank.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -18,6 +19,25 @@
 namespace dlscale::comm {
 
 enum class ReduceOp { kSum, kAverage };
+
+/// A pending non-blocking point-to-point operation. Its tensor must stay
+/// alive and untouched until wait() returns.
+class Request {
+ public:
+  virtual ~Request() = default;
+  /// Blocks until the operation is done or the communicator's timeout has
+  /// passed (then throws dlscale::PeerFailure).
+  virtual void wait() = 0;
+};
+
+/// Where each rank of a communicator goes in split(): ranks with the same
+/// colour form one group, ordered by key (then by rank).
+struct SplitPlan {
+  int group_rank = -1;  ///< this rank's rank in its group; -1 when colour < 0
+  int group_size = 0;
+  int split_index = 0;  ///< how many splits this communicator made before
+  int color = -1;
+};
 
 class Communicator {
  public:
@@ -38,10 +58,31 @@ class Communicator {
   /// Returns [size, ...input shape]: row r is rank r's `input`.
   virtual torch::Tensor allgather(const torch::Tensor& input) = 0;
   virtual void barrier() = 0;
-  /// Point to point; `tag` must match between sender and receiver.
-  virtual void send(const torch::Tensor& tensor, int dst, uint32_t tag) = 0;
-  virtual void recv(torch::Tensor& tensor, int src, uint32_t tag) = 0;
+  /// Non-blocking point to point; `tag` (< 2^24) must match between sender
+  /// and receiver; messages with the same peer and tag arrive in order.
+  virtual std::unique_ptr<Request> isend(const torch::Tensor& tensor, int dst, uint32_t tag) = 0;
+  virtual std::unique_ptr<Request> irecv(torch::Tensor& tensor, int src, uint32_t tag) = 0;
+  /// Blocking point to point.
+  void send(const torch::Tensor& tensor, int dst, uint32_t tag) { isend(tensor, dst, tag)->wait(); }
+  void recv(torch::Tensor& tensor, int src, uint32_t tag) { irecv(tensor, src, tag)->wait(); }
+
+  /// Collective: a new communicator of the ranks that passed the same
+  /// `color`, ranked by `key` (ties by rank), sharing this one's backend and
+  /// timeout; nullptr on ranks that passed a negative colour (MPI_Comm_split's
+  /// MPI_UNDEFINED). How strategies form node-local and node-leader groups.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+
+ protected:
+  /// The collective part of split() every backend shares: exchanges colours
+  /// and keys (with this communicator's timeout) and computes the plan.
+  SplitPlan plan_split(int color, int key);
+
+ private:
+  int splits_ = 0;
 };
+
+/// Throws dlscale::Error unless `tag` fits the 24 bits every backend allows.
+void check_tag(uint32_t tag, const char* op);
 
 /// Throws dlscale::Error unless `t` is a contiguous CPU tensor; and, when
 /// `reducible`, of dtype float32, float16 or bfloat16.

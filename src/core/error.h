@@ -2,6 +2,7 @@
 // Two kinds of failure (docs/errors.md):
 //  - dlscale::Error: the user asked for something impossible or gave bad input.
 //    The message names the bad value and what is allowed; main() exits with 2.
+//  - dlscale::PeerFailure (an Error): a worker or the network failed; exit 5.
 //  - dlscale::InternalError: a broken invariant inside dlscale (a bug); exit 1.
 #include <fmt/format.h>
 
@@ -16,6 +17,13 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A peer or network failure: a rank died, a connection closed, or a
+/// collective timed out. Exit code 5 (docs/errors.md): not the user's input.
+class PeerFailure : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A violated internal invariant (a dlscale bug). Exit code 1.
 class InternalError : public std::logic_error {
  public:
@@ -28,6 +36,7 @@ inline constexpr int kExitInternal = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitOutOfMemory = 3;
 inline constexpr int kExitRunsFailed = 4;  ///< a sweep finished, but some runs failed
+inline constexpr int kExitPeerFailure = 5; ///< a worker died or stalled, or a collective failed
 
 }  // namespace dlscale
 

@@ -4,12 +4,9 @@
 
 #include <memory>
 
-#include "comm/gloo/gloo_communicator.h"
-#include "comm/mpi/mpi_communicator.h"
-#include "comm/tcp_store.h"
+#include "comm/session.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "launch/local_launcher.h"
 #include "train/trainer.h"
 
 namespace dlscale::launch {
@@ -40,76 +37,58 @@ class WorkerObserver : public train::TrainObserver {
   StatusWriter status_;
 };
 
-void run_worker(const train::TrainOptions& options, const LaunchEnv& env,
-                const std::vector<std::string>& argv, std::ostream& out) {
-  log_set_rank(env.rank, env.world_size);
-  const StatusWriter status(env.status_fd);
-  const std::string backend =
-      !options.backend.empty() ? options.backend : (env.kind == LaunchKind::kMpirun ? "mpi" : "gloo");
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000));
+std::string this_host_name() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return host;
+}
 
-  std::unique_ptr<comm::MpiRuntime> mpi;
-  std::unique_ptr<comm::TcpStoreServer> store_server;
-  std::unique_ptr<comm::TcpStore> store;
-  std::unique_ptr<comm::Communicator> comm;
-  status.write("rendezvous");
-  if (backend == "mpi") {
-    mpi = std::make_unique<comm::MpiRuntime>();
-    DLSCALE_CHECK(mpi->size() == env.world_size,
-                  "MPI reports {} ranks but the launch environment ({}) says {}; run the mpi "
-                  "backend under mpirun or srun --mpi",
-                  mpi->size(), to_string(env.kind), env.world_size);
-    comm = std::make_unique<comm::MpiCommunicator>(*mpi, timeout);
-  } else {
-    std::string addr = env.master_addr.empty() ? options.master_addr : env.master_addr;
-    int port = env.master_port > 0 ? env.master_port : options.master_port;
-    if (env.kind != LaunchKind::kSpawned && env.rank == 0) {
-      // Under mpirun/srun nobody else hosts the rendezvous store.
-      store_server = std::make_unique<comm::TcpStoreServer>(
-          env.world_size > env.local_world_size ? "0.0.0.0" : addr, static_cast<uint16_t>(port));
-    }
-    store = std::make_unique<comm::TcpStore>(addr, static_cast<uint16_t>(port), timeout);
-    comm::GlooOptions go;
-    go.timeout = timeout;
-    // Across nodes, peers must reach this rank at the address they used for
-    // the master's store; on one node loopback is enough.
-    if (env.world_size > env.local_world_size) {
-      if (!options.host_addr.empty()) {
-        go.hostname = options.host_addr;
-      } else {
-        char host[256] = {};
-        ::gethostname(host, sizeof(host) - 1);
-        go.hostname = host;
-      }
-    }
-    comm = std::make_unique<comm::GlooCommunicator>(*store, env.rank, env.world_size, go);
-  }
+comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv& env) {
+  comm::SessionOptions so;
+  so.backend = !options.backend.empty() ? options.backend
+                                        : (env.kind == LaunchKind::kMpirun ? "mpi" : "gloo");
+  so.rank = env.rank;
+  so.size = env.world_size;
+  so.timeout = options.timeout;
+  so.store_addr = env.master_addr.empty() ? options.master_addr : env.master_addr;
+  so.store_port = env.master_port > 0 ? env.master_port : options.master_port;
+  // Under mpirun/srun nobody else hosts the rendezvous store.
+  so.host_store = env.kind != LaunchKind::kSpawned && env.rank == 0;
+  const bool multi_node = env.world_size > env.local_world_size;
+  so.store_bind_addr = multi_node ? "0.0.0.0" : so.store_addr;
+  // Across nodes, peers must reach this rank at the address they used for
+  // the master's store; on one node loopback is enough.
+  if (multi_node) so.gloo_hostname = !options.host_addr.empty() ? options.host_addr : this_host_name();
+  return so;
+}
+
+void run_worker(const JobOptions& options, const LaunchEnv& env, const WorkerBody& body) {
+  log_set_rank(env.rank, env.world_size);
+  WorkerSlot slot;
+  slot.env = &env;
+  slot.status = StatusWriter(env.status_fd);
+  slot.prints = env.rank == 0 || options.verbose_ranks;
+  // Spawned workers of one launcher form a node even when several launchers
+  // share a host (a multi-node job tried on one machine).
+  slot.node_name = env.kind == LaunchKind::kSpawned
+                       ? fmt::format("node{}", env.rank / env.local_world_size)
+                       : this_host_name();
+  slot.status.write("rendezvous");
+  comm::CommSession session(session_options(options, env));
+  slot.comm = &session.world();
   if (env.rank == 0) {
-    DLSCALE_LOG_INFO("{} workers connected via {} ({})", env.world_size, comm->backend(),
+    DLSCALE_LOG_INFO("{} workers connected via {} ({})", env.world_size, slot.comm->backend(),
                      to_string(env.kind));
   }
-  train::WorkerContext ctx;
-  ctx.rank = env.rank;
-  ctx.world_size = env.world_size;
-  ctx.local_rank = env.local_rank;
-  ctx.local_world_size = env.local_world_size;
-  ctx.comm = comm.get();
-  status.write("building model");
   try {
-    train::Trainer trainer(options, ctx, argv);
-    train::ConsoleObserver console(out);
-    const bool prints = env.rank == 0 || options.verbose_ranks;
-    WorkerObserver observer(prints ? &console : nullptr, status);
-    trainer.run(observer);
+    body(slot);
   } catch (...) {
-    if (mpi) mpi->abandon();
+    session.abandon();
     throw;
   }
 }
 
-void run_launcher(const train::TrainOptions& options, const std::vector<std::string>& argv) {
-  // Validate once here, so bad input is one error, not one per worker.
-  const train::ResolvedTrainOptions resolved = train::resolve_train_options(options);
+void run_launcher(const JobOptions& options, const std::vector<std::string>& argv) {
   DLSCALE_CHECK(options.nnodes == 1 || options.master_port > 0,
                 "multi-node jobs need --master-port");
   LaunchPlan plan;
@@ -120,26 +99,63 @@ void run_launcher(const train::TrainOptions& options, const std::vector<std::str
   plan.node_rank = options.node_rank;
   plan.master_addr = options.master_addr;
   plan.master_port = options.nnodes > 1 ? options.master_port : 0;
-  plan.threads_per_worker = resolved.options.threads;
+  plan.threads_per_worker = options.threads_per_worker;
   plan.bind_cores = options.bind_cores;
   plan.verbose_ranks = options.verbose_ranks;
-  plan.timeout = std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000));
+  plan.timeout = options.timeout;
   run_local_workers(plan);
 }
 
 }  // namespace
 
-void run_train(const train::TrainOptions& options, const LaunchEnv& env,
-               const std::vector<std::string>& argv, std::ostream& out) {
+JobOptions job_options(const train::TrainOptions& o) {
+  JobOptions j;
+  j.workers = o.workers;
+  j.nnodes = o.nnodes;
+  j.node_rank = o.node_rank;
+  j.master_addr = o.master_addr;
+  j.master_port = o.master_port;
+  j.host_addr = o.host_addr;
+  j.backend = o.backend;
+  j.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  j.threads_per_worker = o.threads;
+  j.bind_cores = o.bind_cores;
+  j.verbose_ranks = o.verbose_ranks;
+  return j;
+}
+
+void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<std::string>& argv,
+             const WorkerBody& body) {
   if (env.is_worker() && env.world_size > 1) {
-    run_worker(options, env, argv, out);
+    run_worker(options, env, body);
   } else if (!env.is_worker() && (options.workers > 1 || options.nnodes > 1)) {
     run_launcher(options, argv);
   } else {
-    train::Trainer trainer(options, {}, argv);
-    train::ConsoleObserver console(out);
-    trainer.run(console);
+    WorkerSlot slot;
+    slot.env = &env;
+    slot.node_name = this_host_name();
+    body(slot);
   }
+}
+
+void run_train(const train::TrainOptions& options, const LaunchEnv& env,
+               const std::vector<std::string>& argv, std::ostream& out) {
+  // Validate once here, so bad input is one error, not one per worker.
+  const train::ResolvedTrainOptions resolved = train::resolve_train_options(options);
+  run_job(job_options(resolved.options), env, argv, [&](WorkerSlot& slot) {
+    train::WorkerContext ctx;
+    ctx.rank = slot.env->rank;
+    ctx.world_size = slot.comm != nullptr ? slot.env->world_size : 1;
+    ctx.local_rank = slot.env->local_rank;
+    ctx.local_world_size = slot.comm != nullptr ? slot.env->local_world_size : 1;
+    ctx.comm = slot.comm;
+    ctx.node_name = slot.node_name;
+    slot.status.write("building model");
+    train::Trainer trainer(options, ctx, argv);
+    train::ConsoleObserver console(out);
+    WorkerObserver observer(slot.prints ? &console : nullptr, slot.status);
+    trainer.run(observer);
+  });
 }
 
 }  // namespace dlscale::launch

@@ -1,17 +1,60 @@
 #pragma once
-// `dlscale train` end to end, whatever the launch: one process, a launcher
-// spawning local workers, or one worker of a job (spawned, mpirun, srun).
+// A job end to end, whatever the launch: one process, a launcher spawning
+// local workers, or one worker of a job (spawned, mpirun, srun). `dlscale
+// train` and `dlscale commbench` are both jobs; they differ in the body each
+// worker runs.
+#include <chrono>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "launch/launch_env.h"
+#include "launch/local_launcher.h"
 #include "train/train_options.h"
 
 namespace dlscale::launch {
 
-/// Runs the job this process is part of. `out` receives rank 0's report.
-/// Throws dlscale::Error on bad input and JobFailed when workers fail.
+/// How a job's processes start and find each other.
+struct JobOptions {
+  int workers = 1;            ///< worker processes on this node
+  int nnodes = 1;             ///< nodes, each running `workers` processes
+  int node_rank = 0;          ///< this node's index
+  std::string master_addr = "127.0.0.1";  ///< host of the rendezvous store (node 0)
+  int master_port = 29500;    ///< its port (multi-node; a local job picks a free one)
+  std::string host_addr;      ///< address other nodes reach this node's workers at
+  std::string backend;        ///< gloo | mpi; "" = mpi under mpirun, gloo otherwise
+  std::chrono::milliseconds timeout{60000};  ///< collectives, rendezvous, stalled workers
+  int threads_per_worker = 1; ///< OMP_NUM_THREADS of spawned workers and core pinning
+  bool bind_cores = false;
+  bool verbose_ranks = false;
+};
+
+/// The launch part of train's options (threads must be resolved).
+JobOptions job_options(const train::TrainOptions& options);
+
+/// What a worker's body is handed.
+struct WorkerSlot {
+  const LaunchEnv* env = nullptr;
+  comm::Communicator* comm = nullptr;  ///< null when the job is one process
+  /// Ranks with the same name share a node: the launcher's node index for
+  /// spawned workers, else the host name.
+  std::string node_name;
+  StatusWriter status{-1};
+  bool prints = true;  ///< rank 0, or every rank with --verbose-ranks
+};
+using WorkerBody = std::function<void(WorkerSlot&)>;
+
+/// Runs the job this process is part of: a worker joins the communicator
+/// and runs `body`; a launcher (workers > 1 or nnodes > 1) spawns workers
+/// that re-run `argv`; a lone process runs `body` without a communicator.
+/// Throws dlscale::Error on bad input, JobFailed when workers fail and
+/// dlscale::PeerFailure when a peer or the network fails.
+void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<std::string>& argv,
+             const WorkerBody& body);
+
+/// `dlscale train`: runs the training job. `out` receives rank 0's report.
 void run_train(const train::TrainOptions& options, const LaunchEnv& env,
                const std::vector<std::string>& argv, std::ostream& out);
 

@@ -284,9 +284,22 @@ std::map<std::string, double> extract_metrics(const Params& p, const std::string
   if (r.contains("breakdown_ms")) {
     for (const auto& [phase, v] : r["breakdown_ms"].items()) take("breakdown_" + phase + "_ms", v);
   }
-  if (r.contains("comm")) {
-    for (const char* k : {"bytes_per_step", "allreduce_busy_ms_p50", "algbw_gbps", "busbw_gbps"}) {
-      if (r["comm"].contains(k)) take(std::string("comm_") + k, r["comm"][k]);
+  if (r.contains("comm") && r["comm"].is_object()) {
+    const nlohmann::json& c = r["comm"];
+    for (const char* k : {"bytes_per_step", "busy_ms_p50", "algbw_gbps", "busbw_gbps"}) {
+      if (c.contains(k)) take(std::string("comm_") + k, c[k]);
+    }
+    // Max over ranks of the bytes each sent per step (formula, TCP counters).
+    for (const char* k : {"bytes_sent_per_step_formula", "bytes_sent_per_step_tcp"}) {
+      if (!c.contains(k) || !c[k].is_array()) continue;
+      for (const auto& v : c[k]) {
+        if (v.is_number() && (!m.count(std::string("comm_") + k) || v.get<double>() > m[std::string("comm_") + k])) {
+          m[std::string("comm_") + k] = v.get<double>();
+        }
+      }
+    }
+    if (c.contains("replicas_identical") && c["replicas_identical"].is_boolean()) {
+      m["comm_replicas_identical"] = c["replicas_identical"].get<bool>() ? 1.0 : 0.0;
     }
   }
   return m;

@@ -78,10 +78,12 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
                 "--master-port must be in [1, 65535] (got {})", o.master_port);
   DLSCALE_CHECK(o.backend.empty() || o.backend == "gloo" || o.backend == "mpi",
                 "unknown --backend '{}'; allowed: gloo, mpi", o.backend);
-  DLSCALE_CHECK(o.bucket_mb >= 0, "--bucket-mb must be >= 0 (got {}; 0 = no overlap)",
-                o.bucket_mb);
-  DLSCALE_CHECK(o.first_bucket_mb > 0, "--first-bucket-mb must be > 0 (got {})",
-                o.first_bucket_mb);
+  r.sync.strategy = dp::parse_strategy(o.strategy);
+  r.sync.compress = dp::parse_compression(o.compress);
+  r.sync.bucket_mb = o.bucket_mb;
+  r.sync.first_bucket_mb = o.first_bucket_mb;
+  r.sync.ranks_per_node = o.ranks_per_node;
+  dp::check_sync_options(r.sync);
   DLSCALE_CHECK(o.timeout_s > 0, "--timeout must be > 0 seconds (got {})", o.timeout_s);
   r.sync_buffers = parse_sync_buffers(o.sync_buffers);
   r.world_size = world_size > 0 ? world_size : o.nnodes * o.workers;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "dp/sync_options.h"
 #include "models/model.h"
 
 namespace dlscale::train {
@@ -61,7 +62,10 @@ struct TrainOptions {
   int master_port = 29500;       ///< its port (multi-node; a local job picks a free one)
   std::string host_addr;         ///< address other nodes reach this node's workers at; "" = host name
   std::string backend;           ///< "gloo" | "mpi"; "" = mpi under mpirun, gloo otherwise
-  double bucket_mb = 25.0;       ///< gradient bucket size in MiB; 0 = one allreduce after backward
+  std::string strategy = "allreduce";  ///< allreduce | tree | hierarchical | independent
+  std::string compress = "none";  ///< none | fp16 | bf16: the type gradients travel in
+  int ranks_per_node = 0;        ///< hierarchical: ranks per node group; 0 = by host
+  double bucket_mb = 25.0;       ///< gradient bucket size in MiB; 0 = one bucket after backward
   double first_bucket_mb = 1.0;  ///< size of the first bucket in MiB
   std::string sync_buffers = "init";  ///< none | init | step
   double timeout_s = 60.0;       ///< a worker silent or a collective stuck this long fails the job
@@ -76,6 +80,7 @@ struct ResolvedTrainOptions {
   OptimizerKind optimizer = OptimizerKind::kSgd;
   MemoryFormat memory_format = MemoryFormat::kChannelsLast;
   SyncBuffers sync_buffers = SyncBuffers::kInit;
+  dp::SyncOptions sync;        ///< strategy, buckets, compression (node_name left to the job)
   int64_t channels = 0;
   int64_t measured_steps = 0;
   int64_t global_batch = 0;  ///< samples per step over all workers

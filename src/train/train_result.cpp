@@ -1,5 +1,7 @@
 #include "train/train_result.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -73,6 +75,9 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"nnodes", o.nnodes},
           {"host_addr", o.host_addr},
           {"backend", o.backend},
+          {"strategy", o.strategy},
+          {"compress", o.compress},
+          {"ranks_per_node", o.ranks_per_node},
           {"bucket_mb", o.bucket_mb},
           {"first_bucket_mb", o.first_bucket_mb},
           {"sync_buffers", to_string(c.sync_buffers)},
@@ -106,6 +111,19 @@ namespace {
 
 double ms(double seconds) { return seconds * 1e3; }
 
+/// Per-rank TCP byte counts; null where the kernel did not report them.
+nlohmann::json tcp_json(const std::vector<double>& bytes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double b : bytes) out.push_back(b >= 0 ? nlohmann::json(b) : nlohmann::json());
+  return out;
+}
+
+double max_of(const std::vector<double>& v) {
+  double m = -1;
+  for (double x : v) m = std::max(m, x);
+  return m;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const TrainResult& r) {
@@ -130,12 +148,20 @@ nlohmann::json to_json(const TrainResult& r) {
   if (r.config.world_size > 1) {
     comm = {{"backend", r.comm.backend},
             {"strategy", r.comm.strategy},
+            {"layout", r.comm.layout},
+            {"wire_dtype", r.comm.wire_dtype},
+            {"nodes", r.comm.nodes},
             {"buckets", r.comm.bucket_bytes.size()},
             {"bucket_bytes", r.comm.bucket_bytes},
             {"bytes_per_step", r.comm.bytes_per_step},
-            {"allreduce_busy_ms_p50", r.comm.busy_ms_p50},
+            {"busy_ms_p50", r.comm.busy_ms_p50},
             {"algbw_gbps", r.comm.algbw_gbps},
-            {"busbw_gbps", r.comm.busbw_gbps}};
+            {"busbw_gbps", r.comm.busbw_gbps},
+            {"bytes_sent_formula", r.comm.formula},
+            {"bytes_sent_per_step_formula", r.comm.formula_bytes_sent},
+            {"bytes_sent_per_step_tcp", tcp_json(r.comm.tcp_bytes_sent)},
+            {"replicas_should_match", r.comm.replicas_should_match},
+            {"replicas_identical", r.comm.replicas_identical}};
   }
   nlohmann::json per_step = {{"loss", nlohmann::json::array()}, {"measured", nlohmann::json::array()}};
   for (const char* name : kPhaseNames) per_step[std::string(name) + "_ms"] = nlohmann::json::array();
@@ -211,6 +237,35 @@ void print_step_line(std::ostream& out, const StepRecord& step, int64_t total_st
   out.flush();
 }
 
+namespace {
+
+void print_comm_summary(std::ostream& out, const TrainResult& r) {
+  const CommSummary& c = r.comm;
+  fmt::print(out, "communication: {} {} ({}{}) over {} workers", c.backend, c.strategy, c.layout,
+             c.wire_dtype == "float32" ? "" : ", " + c.wire_dtype + " on the wire",
+             r.config.world_size);
+  if (c.nodes > 0) fmt::print(out, " in {} node(s)", c.nodes);
+  if (c.strategy != "independent") {
+    fmt::print(out,
+               ", {} bucket(s), {:.2f} MB/step, collectives {:.2f} ms/step (algbw {:.3f} GB/s, "
+               "busbw {:.3f} GB/s)",
+               c.bucket_bytes.size(), c.bytes_per_step / 1e6, c.busy_ms_p50, c.algbw_gbps,
+               c.busbw_gbps);
+  }
+  fmt::print(out, "\n");
+  const double tcp = max_of(c.tcp_bytes_sent);
+  fmt::print(out, "bytes sent per rank per step (max over ranks): formula {:.2f} MB [{}], TCP {}\n",
+             max_of(c.formula_bytes_sent) / 1e6, c.formula,
+             tcp >= 0 ? fmt::format("{:.2f} MB", tcp / 1e6) : std::string("unknown"));
+  fmt::print(out, "replicas: {}{}\n", c.replicas_identical ? "identical" : "differ",
+             c.replicas_identical == c.replicas_should_match
+                 ? ""
+                 : (c.replicas_should_match ? " (WRONG: this strategy should keep them identical)"
+                                            : " (unexpected for this strategy)"));
+}
+
+}  // namespace
+
 void print_summary(std::ostream& out, const TrainResult& r) {
   const TrainSummary& s = r.summary;
   fmt::print(out, "{}\n", std::string(78, '-'));
@@ -225,14 +280,7 @@ void print_summary(std::ostream& out, const TrainResult& r) {
     fmt::print(out, "  {} {:.2f}", kPhaseNames[p], ms(phase_seconds(s.median_times, p)));
   }
   fmt::print(out, "\n");
-  if (r.config.world_size > 1) {
-    fmt::print(out,
-               "communication: {} {} over {} workers, {} bucket(s), {:.2f} MB/step, allreduce "
-               "{:.2f} ms/step (algbw {:.3f} GB/s, busbw {:.3f} GB/s)\n",
-               r.comm.backend, r.comm.strategy, r.config.world_size, r.comm.bucket_bytes.size(),
-               r.comm.bytes_per_step / 1e6, r.comm.busy_ms_p50, r.comm.algbw_gbps,
-               r.comm.busbw_gbps);
-  }
+  if (r.config.world_size > 1) print_comm_summary(out, r);
   fmt::print(out, "loss: {:.4f} -> {:.4f}\n", s.first_loss, s.last_loss);
   out.flush();
 }

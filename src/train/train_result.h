@@ -36,18 +36,26 @@ struct StepRecord {
   StepTimes times;   ///< this rank's; after the run, rank 0 holds the max over ranks per phase
   double loss = 0;   ///< rank 0's loss on its shard
   bool measured = false;  ///< false during warm-up
-  double comm_busy = 0;   ///< seconds the communication thread spent in allreduce
+  double comm_busy = 0;   ///< seconds the communication thread spent in collectives
 };
 
 /// How gradients were exchanged (world size > 1).
 struct CommSummary {
   std::string backend;                ///< gloo | mpi | inproc
-  std::string strategy;               ///< allreduce-bucketed | allreduce-flat
-  std::vector<int64_t> bucket_bytes;  ///< in launch order
-  int64_t bytes_per_step = 0;         ///< gradient bytes allreduced per step
-  double busy_ms_p50 = 0;             ///< median time in allreduce per step (rank 0)
+  std::string strategy;               ///< allreduce | tree | hierarchical | independent
+  std::string layout;                 ///< bucketed | flat | none
+  std::string wire_dtype;             ///< float32 | float16 | bfloat16 (--compress)
+  int nodes = 0;                      ///< hierarchical: node groups
+  std::vector<int64_t> bucket_bytes;  ///< wire bytes, in launch order
+  int64_t bytes_per_step = 0;         ///< gradient bytes handed to collectives per step
+  double busy_ms_p50 = 0;             ///< median time in collectives per step (rank 0)
   double algbw_gbps = 0;              ///< bytes_per_step / busy time, GB/s
   double busbw_gbps = 0;              ///< algbw × 2(p−1)/p (ring allreduce traffic per link)
+  std::string formula;                ///< bytes each rank sends per step, as a formula
+  std::vector<double> formula_bytes_sent;  ///< per rank, bytes per step by the formula
+  std::vector<double> tcp_bytes_sent;      ///< per rank, bytes per step on TCP sockets; -1 = unknown
+  bool replicas_should_match = true;  ///< the strategy keeps replicas identical
+  bool replicas_identical = true;     ///< the ranks' parameters were bit-identical after the run
 };
 
 /// Software facts of the run (besides SystemInfo).

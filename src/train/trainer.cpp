@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <optional>
 #include <sstream>
 
 #include "comm/agreement.h"
@@ -10,7 +11,8 @@
 #include "core/threads.h"
 #include "core/torch_compat.h"
 #include "data/synthetic.h"
-#include "dp/bucket_reducer.h"
+#include "core/tcp_counters.h"
+#include "dp/gradient_sync.h"
 #include "train/optimizer.h"
 #include "train/trace.h"
 
@@ -38,7 +40,8 @@ nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
       "model",     "batch",        "global_batch",  "world_size", "steps",
       "warmup",    "image_size",   "num_classes",   "aux_logits", "dropout",
       "optimizer", "lr",           "momentum",      "weight_decay", "seed",
-      "memory_format", "bucket_mb", "first_bucket_mb", "sync_buffers"};
+      "memory_format", "bucket_mb", "first_bucket_mb", "sync_buffers",
+      "strategy", "compress", "ranks_per_node"};
   const nlohmann::json inputs = inputs_json(c);
   nlohmann::json agreed = nlohmann::json::object();
   for (const char* key : kAgreed) agreed[key] = inputs.at(key);
@@ -87,13 +90,20 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
       p.copy_(staging);
     }
     if (c.sync_buffers != SyncBuffers::kNone) broadcast_buffers();
-    dp::ReducerOptions ro;
-    ro.bucket_mb = o.bucket_mb;
-    ro.first_bucket_mb = o.first_bucket_mb;
-    reducer_ = std::make_unique<dp::BucketReducer>(model_->parameters(), comm, ro);
-    result_.comm.backend = comm.backend();
-    result_.comm.strategy = reducer_->overlaps() ? "allreduce-bucketed" : "allreduce-flat";
-    result_.comm.bucket_bytes = reducer_->bucket_bytes();
+  }
+  dp::SyncOptions sync_options = c.sync;
+  sync_options.node_name = worker.node_name;
+  sync_ = dp::make_gradient_sync(sync_options, model_->parameters(), worker.comm);
+  if (worker.world_size > 1) {
+    const dp::SyncInfo& info = sync_->info();
+    result_.comm.backend = worker.comm->backend();
+    result_.comm.strategy = info.strategy;
+    result_.comm.layout = info.layout;
+    result_.comm.wire_dtype = info.wire_dtype;
+    result_.comm.formula = info.formula;
+    result_.comm.nodes = info.nodes;
+    result_.comm.replicas_should_match = info.keeps_replicas_identical;
+    result_.comm.bucket_bytes = info.bucket_bytes;
     for (int64_t b : result_.comm.bucket_bytes) result_.comm.bytes_per_step += b;
   }
   optimizer_ = make_optimizer(c.optimizer, model_->parameters(), o);
@@ -146,7 +156,9 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   const data::Batch batch = data_->batch(step);
   const double t1 = stamp();
   observer.on_phase(step, "forward");
-  if (reducer_ && result_.config.sync_buffers == SyncBuffers::kStep) broadcast_buffers();
+  if (worker_.world_size > 1 && result_.config.sync_buffers == SyncBuffers::kStep) {
+    broadcast_buffers();
+  }
   const models::Logits logits = model_->forward(batch.inputs);
   torch::Tensor loss = torch::nn::functional::cross_entropy(logits.main, batch.labels);
   for (const auto& aux : logits.aux) {
@@ -155,18 +167,14 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   const double t2 = stamp();
   observer.on_phase(step, "backward");
   compat::zero_grad_to_none(*optimizer_);
-  if (reducer_) reducer_->begin_step();
+  sync_->begin_backward();
   loss.backward();
   const double t3 = stamp();
   observer.on_phase(step, "comm");
-  dp::ReducerStepStats comm;
-  double t4 = t3;  // one worker: no communication phase at all
-  if (reducer_) {
-    comm = reducer_->finish_step();
-    t4 = stamp();
-  }
+  const dp::SyncStepStats comm = sync_->end_backward();
+  const double t4 = worker_.world_size > 1 ? stamp() : t3;  // one worker: no comm phase
   observer.on_phase(step, "optimizer");
-  optimizer_->step();
+  sync_->apply_update(*optimizer_);
   const double t5 = stamp();
   rec.loss = loss.item<double>();
   rec.times = {t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0};
@@ -175,11 +183,11 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
     const nlohmann::json args = {{"step", step}};
     tracer_->add("forward", "compute", t1, t2, args);
     tracer_->add("backward", "compute", t2, t3, args);
-    if (reducer_) tracer_->add("wait for gradients", "compute", t3, t4, args);
+    if (worker_.world_size > 1) tracer_->add("wait for gradients", "compute", t3, t4, args);
     tracer_->add("optimizer", "compute", t4, t5, args);
     for (const auto& b : comm.buckets) {
-      tracer_->add(fmt::format("allreduce bucket {}", b.bucket), "comm", b.start, b.end,
-                   {{"step", step}, {"bytes", result_.comm.bucket_bytes[b.bucket]}});
+      tracer_->add(fmt::format("{} bucket {}", result_.comm.strategy, b.bucket), "comm", b.start,
+                   b.end, {{"step", step}, {"bytes", result_.comm.bucket_bytes[b.bucket]}});
     }
   }
   return rec;
@@ -213,6 +221,44 @@ void Trainer::gather_rank_times() {
   }
 }
 
+namespace {
+
+/// FNV-1a over every parameter's bytes: equal on two ranks iff (barring a
+/// 2^-64 collision) their replicas are bit-identical.
+int64_t parameter_checksum(const std::vector<torch::Tensor>& params) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& p : params) {
+    const torch::Tensor c = p.detach().contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+    const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
+    for (size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  }
+  return static_cast<int64_t>(h);
+}
+
+}  // namespace
+
+void Trainer::gather_comm_facts(double tcp_bytes, int64_t tcp_steps) {
+  // Per rank: bytes sent per step by the formula and by the kernel's TCP
+  // counters (-1 when unknown), and the parameter checksum (nccl-tests'
+  // #wrong idea: do the replicas still agree after the run?).
+  torch::Tensor mine = torch::tensor(
+      {sync_->info().formula_bytes_sent, tcp_bytes >= 0 ? tcp_bytes / tcp_steps : -1.0},
+      torch::kFloat64);
+  const torch::Tensor all = worker_.comm->allgather(mine);
+  torch::Tensor sum = torch::tensor({parameter_checksum(model_->parameters())}, torch::kInt64);
+  const torch::Tensor sums = worker_.comm->allgather(sum);
+  CommSummary& c = result_.comm;
+  c.formula_bytes_sent.clear();
+  c.tcp_bytes_sent.clear();
+  c.replicas_identical = true;
+  for (int r = 0; r < worker_.world_size; ++r) {
+    c.formula_bytes_sent.push_back(all[r][0].item<double>());
+    c.tcp_bytes_sent.push_back(all[r][1].item<double>());
+    c.replicas_identical = c.replicas_identical && sums[r][0].item<int64_t>() == sums[0][0].item<int64_t>();
+  }
+}
+
 void Trainer::write_outputs() {
   const TrainOptions& o = result_.config.options;
   std::vector<nlohmann::json> traces;
@@ -242,16 +288,23 @@ TrainResult Trainer::run(TrainObserver& observer) {
   result_.started_at = utc_timestamp();
   observer.on_start(result_);
   double measure_start = 0;
+  std::optional<int64_t> tcp_start;
   for (int64_t step = 0; step < o.steps; ++step) {
-    if (step == o.warmup) measure_start = now_seconds();
+    if (step == o.warmup) {
+      measure_start = now_seconds();
+      if (worker_.world_size > 1) tcp_start = tcp_bytes_sent();
+    }
     result_.steps.push_back(run_step(step, observer));
     observer.on_step(result_.steps.back(), result_);
   }
   const double wall = now_seconds() - measure_start;
+  const std::optional<int64_t> tcp_end = tcp_start ? tcp_bytes_sent() : std::nullopt;
   result_.finished_at = utc_timestamp();
   if (worker_.world_size > 1) {
     summarize_comm(result_.steps, worker_.world_size, result_.comm);
     gather_rank_times();
+    gather_comm_facts(tcp_end ? static_cast<double>(*tcp_end - *tcp_start) : -1.0,
+                      result_.config.measured_steps);
   }
   result_.summary = summarize_steps(result_.steps, result_.config.global_batch, wall);
   result_.summary.world_size = worker_.world_size;

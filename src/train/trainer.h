@@ -1,8 +1,8 @@
 #pragma once
 // The training benchmark on one worker of a job of any size: builds the model,
 // optimizer and data from validated options, runs the steps and measures each
-// phase of every step. With several workers, gradients are combined by
-// bucketed allreduce (dp/bucket_reducer.h) and rank 0 reports for the job.
+// phase of every step. Gradients are combined by the strategy the options
+// name (dp/gradient_sync.h); with several workers rank 0 reports for the job.
 #include <memory>
 #include <ostream>
 #include <string>
@@ -14,7 +14,7 @@
 #include "train/train_result.h"
 
 namespace dlscale::dp {
-class BucketReducer;
+class GradientSync;
 }
 
 namespace dlscale::train {
@@ -52,6 +52,9 @@ struct WorkerContext {
   int local_rank = 0;
   int local_world_size = 1;
   comm::Communicator* comm = nullptr;  ///< required when world_size > 1; not owned
+  /// Ranks with the same name share a node (hierarchical strategy): the host,
+  /// or the launcher's node index when several "nodes" share one host.
+  std::string node_name;
 };
 
 class Trainer {
@@ -77,6 +80,7 @@ class Trainer {
   StepRecord run_step(int64_t step, TrainObserver& observer);
   void broadcast_buffers();
   void gather_rank_times();
+  void gather_comm_facts(double tcp_bytes, int64_t tcp_steps);
   void write_outputs();
 
   TrainResult result_;
@@ -86,7 +90,7 @@ class Trainer {
   std::shared_ptr<models::Model> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<data::DataSource> data_;
-  std::unique_ptr<dp::BucketReducer> reducer_;
+  std::unique_ptr<dp::GradientSync> sync_;
   std::unique_ptr<Tracer> tracer_;
 };
 

@@ -47,9 +47,36 @@ void guarded(int rank, const char* op, Fn&& fn) {
     if (const auto pos = msg.find("] "); msg.rfind('[', 0) == 0 && pos != std::string::npos) {
       msg = msg.substr(pos + 2);
     }
-    throw Error(fmt::format("rank {}: gloo {} failed: {}", rank, op, msg.substr(0, msg.find('\n'))));
+    throw PeerFailure(
+        fmt::format("rank {}: gloo {} failed: {}", rank, op, msg.substr(0, msg.find('\n'))));
   }
 }
+
+/// A pending Gloo send or receive of an unbound buffer.
+class GlooRequest : public Request {
+ public:
+  GlooRequest(std::unique_ptr<gloo::transport::UnboundBuffer> buffer, bool is_send, int rank,
+              int peer, std::chrono::milliseconds timeout)
+      : buffer_(std::move(buffer)), is_send_(is_send), rank_(rank), peer_(peer), timeout_(timeout) {}
+  void wait() override {
+    if (!buffer_) return;
+    bool done = false;
+    const char* op = is_send_ ? "send" : "recv";
+    guarded(rank_, op, [&] { done = is_send_ ? buffer_->waitSend(timeout_) : buffer_->waitRecv(timeout_); });
+    buffer_.reset();
+    if (!done) {
+      throw PeerFailure(fmt::format("rank {}: gloo {} {} rank {} was aborted", rank_, op,
+                                    is_send_ ? "to" : "from", peer_));
+    }
+  }
+
+ private:
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer_;
+  bool is_send_;
+  int rank_;
+  int peer_;
+  std::chrono::milliseconds timeout_;
+};
 
 /// A 2-byte element for Gloo's byte accounting of float16/bfloat16 buffers.
 struct Half16 {
@@ -60,7 +87,7 @@ struct Half16 {
 
 GlooCommunicator::GlooCommunicator(TcpStore& store, int rank, int size,
                                    const GlooOptions& options)
-    : rank_(rank), size_(size), timeout_(options.timeout) {
+    : store_(store), options_(options), rank_(rank), size_(size), timeout_(options.timeout) {
   DLSCALE_CHECK(size >= 1 && rank >= 0 && rank < size, "rank {} is outside world size {}", rank,
                 size);
   gloo::transport::tcp::attr attr;
@@ -146,24 +173,37 @@ void GlooCommunicator::barrier() {
   guarded(rank_, "barrier", [&] { gloo::barrier(opts); });
 }
 
-void GlooCommunicator::send(const torch::Tensor& tensor, int dst, uint32_t tag) {
+std::unique_ptr<Request> GlooCommunicator::isend(const torch::Tensor& tensor, int dst,
+                                                 uint32_t tag) {
   check_comm_tensor(tensor, "send", /*reducible=*/false);
+  check_tag(tag, "send");
+  DLSCALE_CHECK(dst >= 0 && dst < size_ && dst != rank_, "send: bad destination rank {}", dst);
+  std::unique_ptr<gloo::transport::UnboundBuffer> buf;
   guarded(rank_, "send", [&] {
-    auto buf = context_->createUnboundBuffer(tensor.data_ptr(),
-                                             tensor.numel() * tensor.element_size());
+    buf = context_->createUnboundBuffer(tensor.data_ptr(), tensor.numel() * tensor.element_size());
     buf->send(dst, tag);
-    buf->waitSend(timeout_);
   });
+  return std::make_unique<GlooRequest>(std::move(buf), true, rank_, dst, timeout_);
 }
 
-void GlooCommunicator::recv(torch::Tensor& tensor, int src, uint32_t tag) {
+std::unique_ptr<Request> GlooCommunicator::irecv(torch::Tensor& tensor, int src, uint32_t tag) {
   check_comm_tensor(tensor, "recv", /*reducible=*/false);
+  check_tag(tag, "recv");
+  DLSCALE_CHECK(src >= 0 && src < size_ && src != rank_, "recv: bad source rank {}", src);
+  std::unique_ptr<gloo::transport::UnboundBuffer> buf;
   guarded(rank_, "recv", [&] {
-    auto buf = context_->createUnboundBuffer(tensor.data_ptr(),
-                                             tensor.numel() * tensor.element_size());
+    buf = context_->createUnboundBuffer(tensor.data_ptr(), tensor.numel() * tensor.element_size());
     buf->recv(src, tag);
-    buf->waitRecv(timeout_);
   });
+  return std::make_unique<GlooRequest>(std::move(buf), false, rank_, src, timeout_);
+}
+
+std::unique_ptr<Communicator> GlooCommunicator::split(int color, int key) {
+  const SplitPlan plan = plan_split(color, key);
+  if (plan.group_rank < 0) return nullptr;
+  GlooOptions sub = options_;
+  sub.prefix = fmt::format("{}/split{}/color{}", options_.prefix, plan.split_index, plan.color);
+  return std::make_unique<GlooCommunicator>(store_, plan.group_rank, plan.group_size, sub);
 }
 
 }  // namespace dlscale::comm

@@ -34,12 +34,17 @@ class GlooCommunicator : public Communicator {
   void broadcast(torch::Tensor& tensor, int root) override;
   torch::Tensor allgather(const torch::Tensor& input) override;
   void barrier() override;
-  void send(const torch::Tensor& tensor, int dst, uint32_t tag) override;
-  void recv(torch::Tensor& tensor, int src, uint32_t tag) override;
+  std::unique_ptr<Request> isend(const torch::Tensor& tensor, int dst, uint32_t tag) override;
+  std::unique_ptr<Request> irecv(torch::Tensor& tensor, int src, uint32_t tag) override;
+  /// A new full mesh of the group's ranks, bootstrapped through the same
+  /// store under its own key prefix; the store must outlive it.
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
   uint32_t next_tag() { return tag_++; }
 
+  TcpStore& store_;
+  GlooOptions options_;
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;

@@ -13,7 +13,7 @@ InProcGroup::InProcGroup(int size) : size_(size), present_(size, false), slots_(
 
 void InProcGroup::arrive_and_wait(int rank, const char* op, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  DLSCALE_CHECK(broken_.empty(), "rank {}: {} failed: {}", rank, op, broken_);
+  if (!broken_.empty()) throw PeerFailure(fmt::format("rank {}: {} failed: {}", rank, op, broken_));
   const int64_t gen = generation_;
   present_[rank] = true;
   if (++arrived_ == size_) {
@@ -33,9 +33,9 @@ void InProcGroup::arrive_and_wait(int rank, const char* op, std::chrono::millise
     broken_ = fmt::format("rank {} timed out after {} ms in {} waiting for rank(s) {}", rank,
                           timeout.count(), op, missing);
     cv_.notify_all();
-    throw Error(broken_);
+    throw PeerFailure(broken_);
   }
-  throw Error(fmt::format("rank {}: {} failed: {}", rank, op, broken_));
+  throw PeerFailure(fmt::format("rank {}: {} failed: {}", rank, op, broken_));
 }
 
 void InProcGroup::exchange(int rank, const void* mine,
@@ -66,8 +66,8 @@ std::vector<char> InProcGroup::take(int src, int dst, uint32_t tag,
   std::unique_lock<std::mutex> lock(mu_);
   auto& box = mailboxes_[{src, dst, tag}];
   if (!cv_.wait_for(lock, timeout, [&] { return !box.empty(); })) {
-    throw Error(fmt::format("rank {} timed out after {} ms in recv from rank {} (tag {})", dst,
-                            timeout.count(), src, tag));
+    throw PeerFailure(fmt::format("rank {} timed out after {} ms in recv from rank {} (tag {})",
+                                  dst, timeout.count(), src, tag));
   }
   std::vector<char> bytes = std::move(box.front());
   box.erase(box.begin());
@@ -135,20 +135,63 @@ void InProcCommunicator::barrier() {
   group_->exchange(rank_, nullptr, [](const std::vector<const void*>&) {}, "barrier", timeout_);
 }
 
-void InProcCommunicator::send(const torch::Tensor& tensor, int dst, uint32_t tag) {
+namespace {
+
+/// Sends complete at once (the bytes are copied into the mailbox); a receive
+/// takes its message in wait().
+class InProcRequest : public Request {
+ public:
+  InProcRequest(InProcGroup* group, torch::Tensor tensor, int src, int dst, uint32_t tag,
+                std::chrono::milliseconds timeout)
+      : group_(group), tensor_(std::move(tensor)), src_(src), dst_(dst), tag_(tag), timeout_(timeout) {}
+  void wait() override {
+    if (group_ == nullptr) return;
+    const std::vector<char> bytes = group_->take(src_, dst_, tag_, timeout_);
+    group_ = nullptr;
+    const size_t want = static_cast<size_t>(tensor_.numel()) * tensor_.element_size();
+    DLSCALE_CHECK(bytes.size() == want, "rank {}: recv from rank {} got {} bytes, expected {}",
+                  dst_, src_, bytes.size(), want);
+    std::memcpy(tensor_.data_ptr(), bytes.data(), want);
+  }
+
+ private:
+  InProcGroup* group_;  // null once done (or for a send)
+  torch::Tensor tensor_;
+  int src_;
+  int dst_;
+  uint32_t tag_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace
+
+std::unique_ptr<Request> InProcCommunicator::isend(const torch::Tensor& tensor, int dst,
+                                                   uint32_t tag) {
   check_comm_tensor(tensor, "send", /*reducible=*/false);
+  check_tag(tag, "send");
   const auto* p = static_cast<const char*>(tensor.data_ptr());
-  group_->post(rank_, dst, tag,
-               std::vector<char>(p, p + tensor.numel() * tensor.element_size()));
+  group_->post(rank_, dst, tag, std::vector<char>(p, p + tensor.numel() * tensor.element_size()));
+  return std::make_unique<InProcRequest>(nullptr, tensor, rank_, dst, tag, timeout_);
 }
 
-void InProcCommunicator::recv(torch::Tensor& tensor, int src, uint32_t tag) {
+std::unique_ptr<Request> InProcCommunicator::irecv(torch::Tensor& tensor, int src, uint32_t tag) {
   check_comm_tensor(tensor, "recv", /*reducible=*/false);
-  const std::vector<char> bytes = group_->take(src, rank_, tag, timeout_);
-  const size_t want = static_cast<size_t>(tensor.numel()) * tensor.element_size();
-  DLSCALE_CHECK(bytes.size() == want, "rank {}: recv from rank {} got {} bytes, expected {}",
-                rank_, src, bytes.size(), want);
-  std::memcpy(tensor.data_ptr(), bytes.data(), want);
+  check_tag(tag, "recv");
+  return std::make_unique<InProcRequest>(group_.get(), tensor, src, rank_, tag, timeout_);
+}
+
+std::unique_ptr<Communicator> InProcCommunicator::split(int color, int key) {
+  const SplitPlan plan = plan_split(color, key);
+  if (plan.group_rank < 0) return nullptr;
+  return std::make_unique<InProcCommunicator>(
+      group_->child(plan.split_index, plan.color, plan.group_size), plan.group_rank, timeout_);
+}
+
+std::shared_ptr<InProcGroup> InProcGroup::child(int split_index, int color, int size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& g = children_[{split_index, color}];
+  if (!g) g = std::make_shared<InProcGroup>(size);
+  return g;
 }
 
 }  // namespace dlscale::comm

@@ -28,6 +28,10 @@ class InProcGroup {
   void post(int src, int dst, uint32_t tag, std::vector<char> bytes);
   std::vector<char> take(int src, int dst, uint32_t tag, std::chrono::milliseconds timeout);
 
+  /// The group of colour `color` made by split number `split_index`; the
+  /// first rank to ask creates it with `size` ranks.
+  std::shared_ptr<InProcGroup> child(int split_index, int color, int size);
+
  private:
   void arrive_and_wait(int rank, const char* op, std::chrono::milliseconds timeout);
 
@@ -40,6 +44,7 @@ class InProcGroup {
   std::vector<const void*> slots_;
   std::string broken_;  // set when a rank timed out: the group cannot continue
   std::map<std::tuple<int, int, uint32_t>, std::vector<std::vector<char>>> mailboxes_;
+  std::map<std::pair<int, int>, std::shared_ptr<InProcGroup>> children_;
 };
 
 class InProcCommunicator : public Communicator {
@@ -54,8 +59,9 @@ class InProcCommunicator : public Communicator {
   void broadcast(torch::Tensor& tensor, int root) override;
   torch::Tensor allgather(const torch::Tensor& input) override;
   void barrier() override;
-  void send(const torch::Tensor& tensor, int dst, uint32_t tag) override;
-  void recv(torch::Tensor& tensor, int src, uint32_t tag) override;
+  std::unique_ptr<Request> isend(const torch::Tensor& tensor, int dst, uint32_t tag) override;
+  std::unique_ptr<Request> irecv(torch::Tensor& tensor, int src, uint32_t tag) override;
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
   std::shared_ptr<InProcGroup> group_;

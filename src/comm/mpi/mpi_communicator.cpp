@@ -20,7 +20,7 @@ void check_mpi(int rc, int rank, const char* op) {
   char msg[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  throw Error(fmt::format("rank {}: mpi {} failed: {}", rank, op, msg));
+  throw PeerFailure(fmt::format("rank {}: mpi {} failed: {}", rank, op, msg));
 }
 
 // MPI user reductions for the 16-bit float types (MPI has no bfloat16).
@@ -72,8 +72,9 @@ struct MpiCommunicator::Impl {
       check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), rank, op);
       if (done) return;
       if (std::chrono::steady_clock::now() - start > timeout) {
-        throw Error(fmt::format("rank {}: mpi {} timed out after {} ms (a peer died or stalled)",
-                                rank, op, timeout.count()));
+        throw PeerFailure(fmt::format(
+            "rank {}: mpi {} timed out after {} ms (a peer died or stalled)", rank, op,
+            timeout.count()));
       }
       if (spin > 200) std::this_thread::sleep_for(std::chrono::microseconds(spin > 2000 ? 500 : 50));
     }
@@ -83,6 +84,15 @@ struct MpiCommunicator::Impl {
 MpiCommunicator::MpiCommunicator(MpiRuntime& runtime, std::chrono::milliseconds timeout)
     : rank_(runtime.rank()), size_(runtime.size()), timeout_(timeout), impl_(std::make_unique<Impl>()) {
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm), rank_, "comm_dup");
+  MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN);
+  MPI_Op_create(&sum_half, /*commute=*/1, &impl_->op_half);
+  MPI_Op_create(&sum_bfloat16, /*commute=*/1, &impl_->op_bfloat16);
+}
+
+MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl, std::chrono::milliseconds timeout)
+    : timeout_(timeout), impl_(std::move(impl)) {
+  MPI_Comm_rank(impl_->comm, &rank_);
+  MPI_Comm_size(impl_->comm, &size_);
   MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN);
   MPI_Op_create(&sum_half, /*commute=*/1, &impl_->op_half);
   MPI_Op_create(&sum_bfloat16, /*commute=*/1, &impl_->op_bfloat16);
@@ -146,22 +156,61 @@ void MpiCommunicator::barrier() {
   impl_->wait(req, rank_, "barrier", timeout_);
 }
 
-void MpiCommunicator::send(const torch::Tensor& tensor, int dst, uint32_t tag) {
+namespace {
+
+/// A pending MPI_Isend/MPI_Irecv, polled against the communicator's timeout.
+class MpiRequest : public Request {
+ public:
+  MpiRequest(MpiCommunicator::Impl& impl, MPI_Request req, int rank, const char* op,
+             std::chrono::milliseconds timeout)
+      : impl_(impl), req_(req), rank_(rank), op_(op), timeout_(timeout) {}
+  void wait() override;
+
+ private:
+  MpiCommunicator::Impl& impl_;
+  MPI_Request req_;
+  int rank_;
+  const char* op_;
+  std::chrono::milliseconds timeout_;
+};
+
+void MpiRequest::wait() {
+  if (req_ == MPI_REQUEST_NULL) return;
+  impl_.wait(req_, rank_, op_, timeout_);
+  req_ = MPI_REQUEST_NULL;
+}
+
+}  // namespace
+
+std::unique_ptr<Request> MpiCommunicator::isend(const torch::Tensor& tensor, int dst, uint32_t tag) {
   check_comm_tensor(tensor, "send", /*reducible=*/false);
+  check_tag(tag, "send");
   const int n = checked_count(tensor.numel() * tensor.element_size(), rank_, "send");
   MPI_Request req;
   check_mpi(MPI_Isend(tensor.data_ptr(), n, MPI_BYTE, dst, static_cast<int>(tag), impl_->comm, &req),
             rank_, "send");
-  impl_->wait(req, rank_, "send", timeout_);
+  return std::make_unique<MpiRequest>(*impl_, req, rank_, "send", timeout_);
 }
 
-void MpiCommunicator::recv(torch::Tensor& tensor, int src, uint32_t tag) {
+std::unique_ptr<Request> MpiCommunicator::irecv(torch::Tensor& tensor, int src, uint32_t tag) {
   check_comm_tensor(tensor, "recv", /*reducible=*/false);
+  check_tag(tag, "recv");
   const int n = checked_count(tensor.numel() * tensor.element_size(), rank_, "recv");
   MPI_Request req;
   check_mpi(MPI_Irecv(tensor.data_ptr(), n, MPI_BYTE, src, static_cast<int>(tag), impl_->comm, &req),
             rank_, "recv");
-  impl_->wait(req, rank_, "recv", timeout_);
+  return std::make_unique<MpiRequest>(*impl_, req, rank_, "recv", timeout_);
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  // plan_split's allgather has a timeout; MPI_Comm_split has none, but after
+  // it every rank is known to be alive and inside this split.
+  const SplitPlan plan = plan_split(color, key);
+  auto impl = std::make_unique<Impl>();
+  check_mpi(MPI_Comm_split(impl_->comm, color < 0 ? MPI_UNDEFINED : color, key, &impl->comm), rank_,
+            "comm_split");
+  if (plan.group_rank < 0) return nullptr;
+  return std::unique_ptr<Communicator>(new MpiCommunicator(std::move(impl), timeout_));
 }
 
 }  // namespace dlscale::comm

@@ -44,11 +44,16 @@ class MpiCommunicator : public Communicator {
   void broadcast(torch::Tensor& tensor, int root) override;
   torch::Tensor allgather(const torch::Tensor& input) override;
   void barrier() override;
-  void send(const torch::Tensor& tensor, int dst, uint32_t tag) override;
-  void recv(torch::Tensor& tensor, int src, uint32_t tag) override;
+  std::unique_ptr<Request> isend(const torch::Tensor& tensor, int dst, uint32_t tag) override;
+  std::unique_ptr<Request> irecv(torch::Tensor& tensor, int src, uint32_t tag) override;
+  /// MPI_Comm_split, after an exchange that checks every rank is alive.
+  std::unique_ptr<Communicator> split(int color, int key) override;
+
+  struct Impl;
 
  private:
-  struct Impl;
+  MpiCommunicator(std::unique_ptr<Impl> impl, std::chrono::milliseconds timeout);
+
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;

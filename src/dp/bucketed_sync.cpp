@@ -1,4 +1,4 @@
-#include "dp/bucket_reducer.h"
+#include "dp/bucketed_sync.h"
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -8,30 +8,55 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 }
 
-BucketReducer::BucketReducer(std::vector<torch::Tensor> params, comm::Communicator& comm,
-                             const ReducerOptions& options)
+BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator& comm,
+                           std::unique_ptr<BucketCollective> collective,
+                           const SyncOptions& options)
     : params_(std::move(params)),
-      comm_(comm),
+      collective_(std::move(collective)),
       overlap_(options.bucket_mb > 0),
       inv_world_(torch::scalar_tensor(1.0 / comm.size(), torch::kFloat32)) {
-  DLSCALE_CHECK(options.bucket_mb >= 0, "--bucket-mb must be >= 0 (got {})", options.bucket_mb);
-  DLSCALE_CHECK(options.first_bucket_mb > 0, "--first-bucket-mb must be > 0 (got {})",
-                options.first_bucket_mb);
+  check_sync_options(options);
   for (const auto& p : params_) {
     DLSCALE_CHECK(p.scalar_type() == torch::kFloat32 && p.device().is_cpu(),
-                  "bucketed allreduce supports float32 CPU parameters (got {} on {})",
+                  "bucketed strategies support float32 CPU parameters (got {} on {})",
                   c10::toString(p.scalar_type()), p.device().str());
   }
+  const torch::ScalarType wire = options.compress == Compression::kFp16   ? torch::kFloat16
+                                 : options.compress == Compression::kBf16 ? torch::kBFloat16
+                                                                          : torch::kFloat32;
+  make_buckets(options.first_bucket_mb, options.bucket_mb, wire);
+  info_.strategy = collective_->name();
+  info_.layout = overlap_ ? "bucketed" : "flat";
+  info_.wire_dtype = options.compress == Compression::kFp16   ? "float16"
+                     : options.compress == Compression::kBf16 ? "bfloat16"
+                                                              : "float32";
+  info_.bucket_bytes = bucket_bytes();
+  for (int64_t b : info_.bucket_bytes) info_.formula_bytes_sent += collective_->bytes_sent(b);
+  info_.formula = collective_->formula();
+  info_.nodes = collective_->nodes();
+  seen_.assign(params_.size(), false);
+  ready_.assign(buckets_.size(), false);
+  if (overlap_) {
+    for (size_t k = 0; k < params_.size(); ++k) {
+      hook_handles_.push_back(
+          params_[k].register_hook([this, k](const torch::Tensor& grad) { on_grad(k, grad); }));
+    }
+  }
+  comm_thread_ = std::thread([this] { comm_loop(); });
+}
+
+void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb,
+                                torch::ScalarType wire) {
   // DDP's rule: walk the parameters in reverse registration order (about the
   // order backward produces their gradients) and close a bucket as soon as it
   // reaches its cap, the parameter that crosses the cap included. A large
-  // gradient thus starts its allreduce right after it is produced instead of
+  // gradient thus starts its collective right after it is produced instead of
   // waiting for the small ones produced after it.
   std::vector<std::vector<size_t>> groups(1);
   std::vector<int64_t> group_bytes(1, 0);
   for (size_t k = params_.size(); k-- > 0;) {
     if (overlap_ && !groups.back().empty()) {
-      const double cap_mb = groups.size() == 1 ? options.first_bucket_mb : options.bucket_mb;
+      const double cap_mb = groups.size() == 1 ? first_bucket_mb : bucket_mb;
       if (static_cast<double>(group_bytes.back()) >= cap_mb * kMiB) {
         groups.emplace_back();
         group_bytes.push_back(0);
@@ -46,6 +71,7 @@ BucketReducer::BucketReducer(std::vector<torch::Tensor> params, comm::Communicat
     Bucket bucket;
     bucket.params = groups[b];
     bucket.buffer = torch::zeros({group_bytes[b] / 4}, torch::kFloat32);
+    if (wire != torch::kFloat32) bucket.wire = torch::zeros({group_bytes[b] / 4}, wire);
     int64_t offset = 0;
     for (size_t k : bucket.params) {
       const torch::Tensor& p = params_[k];
@@ -58,18 +84,9 @@ BucketReducer::BucketReducer(std::vector<torch::Tensor> params, comm::Communicat
     bucket.timing.bucket = static_cast<int>(b);
     buckets_.push_back(std::move(bucket));
   }
-  seen_.assign(params_.size(), false);
-  ready_.assign(buckets_.size(), false);
-  if (overlap_) {
-    for (size_t k = 0; k < params_.size(); ++k) {
-      hook_handles_.push_back(
-          params_[k].register_hook([this, k](const torch::Tensor& grad) { on_grad(k, grad); }));
-    }
-  }
-  comm_thread_ = std::thread([this] { comm_loop(); });
 }
 
-BucketReducer::~BucketReducer() {
+BucketedSync::~BucketedSync() {
   for (size_t k = 0; k < hook_handles_.size(); ++k) params_[k].remove_hook(hook_handles_[k]);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -79,13 +96,16 @@ BucketReducer::~BucketReducer() {
   comm_thread_.join();
 }
 
-std::vector<int64_t> BucketReducer::bucket_bytes() const {
+std::vector<int64_t> BucketedSync::bucket_bytes() const {
   std::vector<int64_t> out;
-  for (const auto& b : buckets_) out.push_back(b.buffer.numel() * 4);
+  for (const auto& b : buckets_) {
+    const torch::Tensor& t = b.wire.defined() ? b.wire : b.buffer;
+    out.push_back(t.numel() * t.element_size());
+  }
   return out;
 }
 
-void BucketReducer::begin_step() {
+void BucketedSync::begin_backward() {
   std::lock_guard<std::mutex> lock(mu_);
   DLSCALE_ASSERT(queue_.empty());
   seen_.assign(params_.size(), false);
@@ -98,7 +118,7 @@ void BucketReducer::begin_step() {
   }
 }
 
-void BucketReducer::on_grad(size_t k, const torch::Tensor& grad) {
+void BucketedSync::on_grad(size_t k, const torch::Tensor& grad) {
   // Runs on the thread executing backward, while the communication thread
   // may be reducing other buckets.
   {
@@ -112,19 +132,29 @@ void BucketReducer::on_grad(size_t k, const torch::Tensor& grad) {
   if (--buckets_[b].pending == 0) mark_ready(b);
 }
 
-void BucketReducer::mark_ready(size_t b) {
+void BucketedSync::mark_ready(size_t b) {
   ready_[b] = true;
   launch_in_order();
 }
 
-void BucketReducer::launch_in_order() {
+void BucketedSync::launch_in_order() {
   while (next_launch_ < buckets_.size() && ready_[next_launch_]) {
     queue_.push_back(next_launch_++);
     cv_.notify_all();
   }
 }
 
-void BucketReducer::comm_loop() {
+void BucketedSync::reduce_bucket(Bucket& bucket, uint32_t tag) {
+  if (!bucket.wire.defined()) {
+    collective_->sum(bucket.buffer, tag);
+    return;
+  }
+  bucket.wire.copy_(bucket.buffer);  // round to the wire type
+  collective_->sum(bucket.wire, tag);
+  bucket.buffer.copy_(bucket.wire);
+}
+
+void BucketedSync::comm_loop() {
   while (true) {
     size_t b = 0;
     {
@@ -137,22 +167,27 @@ void BucketReducer::comm_loop() {
     Bucket& bucket = buckets_[b];
     const double start = now_seconds();
     std::exception_ptr error;
-    try {
-      comm_.allreduce(bucket.buffer, comm::ReduceOp::kSum);
-    } catch (...) {
-      error = std::current_exception();
+    if (!failed_) {  // only this thread writes failed_
+      try {
+        reduce_bucket(bucket, static_cast<uint32_t>(b));
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
     std::lock_guard<std::mutex> lock(mu_);
     bucket.timing.start = start;
     bucket.timing.end = now_seconds();
     bucket.done = true;
     ++completed_;
-    if (error && !error_) error_ = error;
+    if (error) {
+      failed_ = true;
+      if (!error_) error_ = error;
+    }
     cv_.notify_all();
   }
 }
 
-ReducerStepStats BucketReducer::finish_step() {
+SyncStepStats BucketedSync::end_backward() {
   const double start = now_seconds();
   {
     torch::NoGradGuard no_grad;
@@ -177,16 +212,14 @@ ReducerStepStats BucketReducer::finish_step() {
     }
     launch_in_order();
     cv_.wait(lock, [&] { return completed_ == buckets_.size(); });
-    if (error_) {
-      std::exception_ptr e = error_;
-      error_ = nullptr;
-      std::rethrow_exception(e);
-    }
+    // The failure stays: a later step rethrows it without communicating.
+    if (error_) std::rethrow_exception(error_);
   }
-  ReducerStepStats stats;
+  SyncStepStats stats;
   stats.exposed_seconds = now_seconds() - start;
-  for (auto& bucket : buckets_) {
-    stats.bytes += bucket.buffer.numel() * 4;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const Bucket& bucket = buckets_[b];
+    stats.bytes += info_.bucket_bytes[b];
     stats.busy_seconds += bucket.timing.end - bucket.timing.start;
     stats.buckets.push_back(bucket.timing);
   }
