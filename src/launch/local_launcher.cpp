@@ -133,6 +133,60 @@ Exec prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int world, i
   return e;
 }
 
+/// The silent-longest running worker, named when another worker's failure
+/// is probably this one's stall (a peer's collective timed out waiting).
+std::string name_silent_worker(const std::vector<Child>& children, double now) {
+  const Child* silent = nullptr;
+  for (const auto& c : children) {
+    if (c.running && (silent == nullptr || c.last_progress < silent->last_progress)) silent = &c;
+  }
+  if (silent == nullptr || now - silent->last_progress < 1.0) return "";
+  return fmt::format("; rank {} made no progress for {:.1f} s (at '{}')", silent->rank,
+                     now - silent->last_progress, silent->last_status);
+}
+
+/// Why the job must stop now, or "" if it may go on; sets `exit_code`.
+std::string find_failure(const std::vector<Child>& children, double now,
+                         std::chrono::milliseconds timeout, int& exit_code) {
+  // Name every worker that failed by now; deaths by signal first (the
+  // cause), then errors (often a peer noticing the death).
+  std::string failure;
+  for (const bool by_signal : {true, false}) {
+    for (const auto& c : children) {
+      if (c.running || (c.signal != 0) != by_signal || (c.exit_code == 0 && c.signal == 0)) {
+        continue;
+      }
+      failure += fmt::format("{}rank {} {} while at '{}'", failure.empty() ? "" : "; ", c.rank,
+                             describe_exit(c), c.last_status);
+      // A worker killed by a signal is a peer failure for the job.
+      if (exit_code == 0) exit_code = c.exit_code != 0 ? c.exit_code : kExitPeerFailure;
+    }
+  }
+  if (!failure.empty()) return failure + name_silent_worker(children, now);
+  if (g_interrupted != 0) {
+    exit_code = 128 + g_interrupted;
+    return fmt::format("interrupted by signal {}", static_cast<int>(g_interrupted));
+  }
+  // Peers waiting on a stalled rank fall silent too, but later: name the
+  // rank silent longest.
+  const Child* stalled = nullptr;
+  for (const auto& c : children) {
+    const double silent = now - c.last_progress;
+    if (c.running && silent * 1000 > static_cast<double>(timeout.count()) &&
+        (stalled == nullptr || c.last_progress < stalled->last_progress)) {
+      stalled = &c;
+    }
+  }
+  if (stalled != nullptr) {
+    exit_code = kExitPeerFailure;
+    return fmt::format(
+        "rank {} stalled: no progress for {:.0f} s while at '{}' (raise --timeout if a step "
+        "phase legitimately takes longer)",
+        stalled->rank, now - stalled->last_progress, stalled->last_status);
+  }
+  return "";
+}
+
 }  // namespace
 
 void StatusWriter::write(const std::string& status) const {
@@ -231,37 +285,7 @@ void run_local_workers(const LaunchPlan& plan) {
         if (WIFSIGNALED(st)) c.signal = WTERMSIG(st);
       }
     }
-    if (failure.empty()) {
-      // Name every worker that failed by now; deaths by signal first (the
-      // cause), then errors (often a peer noticing the death).
-      for (const bool by_signal : {true, false}) {
-        for (const auto& c : children) {
-          if (c.running || (c.signal != 0) != by_signal || (c.exit_code == 0 && c.signal == 0)) {
-            continue;
-          }
-          failure += fmt::format("{}rank {} {} while at '{}'", failure.empty() ? "" : "; ", c.rank,
-                                 describe_exit(c), c.last_status);
-          if (exit_code == 0) exit_code = c.exit_code != 0 ? c.exit_code : kExitInternal;
-        }
-      }
-    }
-    if (failure.empty() && g_interrupted != 0) {
-      failure = fmt::format("interrupted by signal {}", static_cast<int>(g_interrupted));
-      exit_code = 128 + g_interrupted;
-    }
-    if (failure.empty()) {
-      for (const auto& c : children) {
-        const double silent = now - c.last_progress;
-        if (c.running && silent * 1000 > static_cast<double>(plan.timeout.count())) {
-          failure = fmt::format(
-              "rank {} stalled: no progress for {:.0f} s while at '{}' (raise --timeout if a "
-              "step phase legitimately takes longer)",
-              c.rank, silent, c.last_status);
-          exit_code = kExitInternal;
-          break;
-        }
-      }
-    }
+    if (failure.empty()) failure = find_failure(children, now, plan.timeout, exit_code);
     bool any_running = false;
     for (const auto& c : children) any_running = any_running || c.running;
     if (!failure.empty() || !any_running) break;
