@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/launch_flags.h"
 #include "models/model.h"
 #include "launch/job.h"
 #include "launch/launch_env.h"
@@ -74,13 +75,8 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "Rank 0 saves the final parameters here (torch::save of the parameter list)");
 
   const std::string dp = "Data parallelism";
-  cmd->add_option("--workers,-n", opts->workers,
-                  "Worker processes to spawn on this node (each trains on its shard)")
-      ->capture_default_str()
-      ->group(dp);
-  cmd->add_option("--backend", opts->backend,
-                  "gloo | mpi; default: mpi under mpirun, gloo otherwise")
-      ->group(dp);
+  auto launch = std::make_shared<LaunchFlags>();
+  add_launch_flags(cmd, *launch, dp);
   cmd->add_option("--strategy", opts->strategy,
                   "How gradients are combined (docs/strategies.md): allreduce (backend-native, "
                   "bucketed) | tree (binary tree to rank 0 and back over send/recv) | hierarchical "
@@ -112,39 +108,12 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "(with the weights at start) | step (before every step)")
       ->capture_default_str()
       ->group(dp);
-  cmd->add_option("--timeout", opts->timeout_s,
-                  "Seconds after which a silent worker or a stuck collective fails the job")
-      ->capture_default_str()
-      ->group(dp);
   cmd->add_option("--trace", opts->trace_path,
                   "Write a Chrome-trace JSON (chrome://tracing, Perfetto) of every rank's "
                   "phases and bucket collectives")
       ->group(dp);
-  cmd->add_flag("--bind-cores", opts->bind_cores,
-                "Pin each local worker to its own --threads cores")
-      ->group(dp);
-  cmd->add_flag("--verbose-ranks", opts->verbose_ranks,
-                "Let every rank print its report (default: rank 0 only)")
-      ->group(dp);
-  cmd->add_option("--nnodes", opts->nnodes, "Nodes in the job (run dlscale on each)")
-      ->capture_default_str()
-      ->group(dp);
-  cmd->add_option("--node-rank", opts->node_rank, "This node's index, 0 .. nnodes-1")
-      ->capture_default_str()
-      ->group(dp);
-  cmd->add_option("--master-addr", opts->master_addr,
-                  "Address of node 0, which hosts the rendezvous store")
-      ->capture_default_str()
-      ->group(dp);
-  cmd->add_option("--host-addr", opts->host_addr,
-                  "Address at which the other nodes reach this node's workers (multi-node Gloo); "
-                  "default: the address of this host's name")
-      ->group(dp);
-  cmd->add_option("--master-port", opts->master_port,
-                  "Port of the rendezvous store (multi-node, mpirun/srun with gloo)")
-      ->capture_default_str()
-      ->group(dp);
-  cmd->callback([opts, argv] {
+  cmd->callback([opts, launch, argv] {
+    launch->copy_into(*opts);
     // The one place where dlscale reads the environment (docs/launch.md).
     const launch::LaunchEnv env =
         launch::detect_launch_env([](const char* name) { return std::getenv(name); });

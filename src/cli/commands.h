@@ -16,6 +16,7 @@ struct ExitWith {
 
 void add_models_command(CLI::App& app);
 void add_train_command(CLI::App& app, const std::vector<std::string>& argv);
+void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv);
 /// Needs the train command registered first (it checks sweep parameters
 /// against the train options).
 void add_sweep_command(CLI::App& app);

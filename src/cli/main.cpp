@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   app.footer("Run 'dlscale <command> --help' for the flags of one command.");
   dlscale::cli::add_models_command(app);
   dlscale::cli::add_train_command(app, args);
+  dlscale::cli::add_commbench_command(app, args);
   dlscale::cli::add_sweep_command(app);
   dlscale::cli::add_results_command(app);
   dlscale::cli::add_report_command(app);

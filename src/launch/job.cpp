@@ -108,22 +108,6 @@ void run_launcher(const JobOptions& options, const std::vector<std::string>& arg
 
 }  // namespace
 
-JobOptions job_options(const train::TrainOptions& o) {
-  JobOptions j;
-  j.workers = o.workers;
-  j.nnodes = o.nnodes;
-  j.node_rank = o.node_rank;
-  j.master_addr = o.master_addr;
-  j.master_port = o.master_port;
-  j.host_addr = o.host_addr;
-  j.backend = o.backend;
-  j.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
-  j.threads_per_worker = o.threads;
-  j.bind_cores = o.bind_cores;
-  j.verbose_ranks = o.verbose_ranks;
-  return j;
-}
-
 void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<std::string>& argv,
              const WorkerBody& body) {
   if (env.is_worker() && env.world_size > 1) {
@@ -142,7 +126,7 @@ void run_train(const train::TrainOptions& options, const LaunchEnv& env,
                const std::vector<std::string>& argv, std::ostream& out) {
   // Validate once here, so bad input is one error, not one per worker.
   const train::ResolvedTrainOptions resolved = train::resolve_train_options(options);
-  run_job(job_options(resolved.options), env, argv, [&](WorkerSlot& slot) {
+  run_job(train::job_options(resolved.options), env, argv, [&](WorkerSlot& slot) {
     train::WorkerContext ctx;
     ctx.rank = slot.env->rank;
     ctx.world_size = slot.comm != nullptr ? slot.env->world_size : 1;

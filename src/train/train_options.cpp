@@ -64,27 +64,36 @@ models::ModelOptions model_options(const TrainOptions& o) {
   return mo;
 }
 
+launch::JobOptions job_options(const TrainOptions& o) {
+  launch::JobOptions j;
+  j.workers = o.workers;
+  j.nnodes = o.nnodes;
+  j.node_rank = o.node_rank;
+  j.master_addr = o.master_addr;
+  j.master_port = o.master_port;
+  j.host_addr = o.host_addr;
+  j.backend = o.backend;
+  j.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  j.threads_per_worker = o.threads;
+  j.bind_cores = o.bind_cores;
+  j.verbose_ranks = o.verbose_ranks;
+  return j;
+}
+
 ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_size,
                                            int local_world_size) {
   ResolvedTrainOptions r;
   r.options = in;
   TrainOptions& o = r.options;
   const models::ModelSpec& spec = models::find_model(o.model);
-  DLSCALE_CHECK(o.workers >= 1, "--workers must be >= 1 (got {})", o.workers);
-  DLSCALE_CHECK(o.nnodes >= 1, "--nnodes must be >= 1 (got {})", o.nnodes);
-  DLSCALE_CHECK(o.node_rank >= 0 && o.node_rank < o.nnodes,
-                "--node-rank must be in [0, {}) (got {})", o.nnodes, o.node_rank);
-  DLSCALE_CHECK(o.master_port >= 1 && o.master_port <= 65535,
-                "--master-port must be in [1, 65535] (got {})", o.master_port);
-  DLSCALE_CHECK(o.backend.empty() || o.backend == "gloo" || o.backend == "mpi",
-                "unknown --backend '{}'; allowed: gloo, mpi", o.backend);
+  DLSCALE_CHECK(o.timeout_s > 0, "--timeout must be > 0 seconds (got {})", o.timeout_s);
+  launch::check_job_options(job_options(o));
   r.sync.strategy = dp::parse_strategy(o.strategy);
   r.sync.compress = dp::parse_compression(o.compress);
   r.sync.bucket_mb = o.bucket_mb;
   r.sync.first_bucket_mb = o.first_bucket_mb;
   r.sync.ranks_per_node = o.ranks_per_node;
   dp::check_sync_options(r.sync);
-  DLSCALE_CHECK(o.timeout_s > 0, "--timeout must be > 0 seconds (got {})", o.timeout_s);
   r.sync_buffers = parse_sync_buffers(o.sync_buffers);
   r.world_size = world_size > 0 ? world_size : o.nnodes * o.workers;
   r.local_world_size = local_world_size > 0 ? local_world_size : o.workers;

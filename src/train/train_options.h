@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dp/sync_options.h"
+#include "launch/job_options.h"
 #include "models/model.h"
 
 namespace dlscale::train {
@@ -91,6 +92,9 @@ struct ResolvedTrainOptions {
 
 /// The model-building part of `options` (not yet resolved against the spec).
 models::ModelOptions model_options(const TrainOptions& options);
+
+/// The launch part of `options` (threads as given: resolve first).
+launch::JobOptions job_options(const TrainOptions& options);
 
 /// Validates every field and fills defaults for a job of `world_size`
 /// workers, `local_world_size` of them on this node. Throws dlscale::Error

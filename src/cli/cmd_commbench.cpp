@@ -1,0 +1,73 @@
+// dlscale commbench: the collective micro-benchmark (flags -> options -> job).
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/launch_flags.h"
+#include "commbench/commbench_job.h"
+#include "core/error.h"
+#include "core/sysinfo.h"
+
+namespace dlscale::cli {
+namespace {
+
+struct CommbenchFlags {
+  commbench::CommbenchOptions options;
+  std::vector<std::string> ops = {"allreduce"};
+  std::string min_bytes = "4";
+  std::string max_bytes = "256M";
+  int threads = 0;
+};
+
+}  // namespace
+
+void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) {
+  auto f = std::make_shared<CommbenchFlags>();
+  auto launch = std::make_shared<LaunchFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "commbench",
+      "Time collectives as the strategies use them, over any sizes (nccl-tests' table: size, "
+      "count, type, time, algbw, busbw, #wrong), check every result, and fit time = alpha + "
+      "bytes/B per operation. Launched like 'train': --workers N, mpirun, srun, --nnodes.");
+  cmd->add_option("--op", f->ops,
+                  "Operations, comma-separated or repeated: allreduce (backend native) | tree | "
+                  "hierarchical | broadcast | allgather | sendrecv (ping-pong, ranks 0-1) | all")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--min-bytes,-b", f->min_bytes, "Smallest message; K/M/G suffixes (x1024)")
+      ->capture_default_str();
+  cmd->add_option("--max-bytes,-e", f->max_bytes, "Largest message; K/M/G suffixes (x1024)")
+      ->capture_default_str();
+  cmd->add_option("--factor,-f", f->options.factor, "Each size is the previous times this")
+      ->capture_default_str();
+  cmd->add_option("--dtype,-d", f->options.dtype, "float32 | float16 | bfloat16 (f32, f16, bf16)")
+      ->capture_default_str();
+  cmd->add_option("--warmup,-w", f->options.warmup, "Untimed iterations per size")
+      ->capture_default_str();
+  cmd->add_option("--iters,-i", f->options.iters, "Timed iterations per size (their mean is reported)")
+      ->capture_default_str();
+  cmd->add_option("--ranks-per-node", f->options.ranks_per_node,
+                  "hierarchical: node groups of this many consecutive ranks; 0 = by host")
+      ->capture_default_str();
+  cmd->add_option("--threads,-t", f->threads,
+                  "Compute threads per worker (casts, sums); 0 = cores / local workers")
+      ->capture_default_str();
+  cmd->add_option("--json", f->options.json_path,
+                  "Write the JSON record (every row, the fits, the environment) here, atomically");
+  add_launch_flags(cmd, *launch, "Launch");
+  cmd->callback([f, launch, argv] {
+    f->options.ops = f->ops;
+    f->options.min_bytes = commbench::parse_size(f->min_bytes, "--min-bytes");
+    f->options.max_bytes = commbench::parse_size(f->max_bytes, "--max-bytes");
+    DLSCALE_CHECK(f->threads >= 0, "--threads must be >= 0 (got {})", f->threads);
+    const int threads =
+        f->threads > 0 ? f->threads : std::max(1, available_cores() / std::max(1, launch->workers));
+    // The one place where dlscale reads the environment (docs/launch.md).
+    const launch::LaunchEnv env =
+        launch::detect_launch_env([](const char* name) { return std::getenv(name); });
+    commbench::run_commbench_job(f->options, launch->job(threads), env, argv, std::cout);
+  });
+}
+
+}  // namespace dlscale::cli

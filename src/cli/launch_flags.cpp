@@ -1,0 +1,68 @@
+#include "cli/launch_flags.h"
+
+#include "core/error.h"
+
+namespace dlscale::cli {
+
+void add_launch_flags(CLI::App* cmd, LaunchFlags& flags, const std::string& group) {
+  cmd->add_option("--workers,-n", flags.workers,
+                  "Worker processes to spawn on this node (each works on its shard)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--backend", flags.backend,
+                  "gloo | mpi; default: mpi under mpirun, gloo otherwise")
+      ->group(group);
+  cmd->add_option("--timeout", flags.timeout_s,
+                  "Seconds after which a silent worker or a stuck collective fails the job")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_flag("--bind-cores", flags.bind_cores,
+                "Pin each local worker to its own --threads cores")
+      ->group(group);
+  cmd->add_flag("--verbose-ranks", flags.verbose_ranks,
+                "Let every rank print its report (default: rank 0 only)")
+      ->group(group);
+  cmd->add_option("--nnodes", flags.nnodes, "Nodes in the job (run dlscale on each)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--node-rank", flags.node_rank, "This node's index, 0 .. nnodes-1")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--master-addr", flags.master_addr,
+                  "Address of node 0, which hosts the rendezvous store")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--host-addr", flags.host_addr,
+                  "Address at which the other nodes reach this node's workers (multi-node Gloo); "
+                  "default: the address of this host's name")
+      ->group(group);
+  cmd->add_option("--master-port", flags.master_port,
+                  "Port of the rendezvous store (multi-node, mpirun/srun with gloo)")
+      ->capture_default_str()
+      ->group(group);
+}
+
+void LaunchFlags::copy_into(train::TrainOptions& o) const {
+  o.workers = workers;
+  o.nnodes = nnodes;
+  o.node_rank = node_rank;
+  o.master_addr = master_addr;
+  o.master_port = master_port;
+  o.host_addr = host_addr;
+  o.backend = backend;
+  o.timeout_s = timeout_s;
+  o.bind_cores = bind_cores;
+  o.verbose_ranks = verbose_ranks;
+}
+
+launch::JobOptions LaunchFlags::job(int threads) const {
+  train::TrainOptions o;
+  copy_into(o);
+  o.threads = threads;
+  launch::JobOptions j = train::job_options(o);
+  DLSCALE_CHECK(timeout_s > 0, "--timeout must be > 0 seconds (got {})", timeout_s);
+  launch::check_job_options(j);
+  return j;
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,345 @@
+#include "commbench/commbench.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "comm/agreement.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "dp/bucket_collective.h"
+
+namespace dlscale::commbench {
+namespace {
+
+torch::ScalarType scalar_type(const std::string& dtype) {
+  if (dtype == "float16") return torch::kFloat16;
+  if (dtype == "bfloat16") return torch::kBFloat16;
+  return torch::kFloat32;
+}
+
+/// Rank r's known input: ((i + r) mod 3). Sums over up to 128 ranks stay
+/// below 256, so they are exact in float16 and bfloat16 too.
+torch::Tensor pattern(int rank, int64_t count, torch::ScalarType dtype) {
+  return torch::remainder(torch::arange(count, torch::kInt64) + rank, 3).to(dtype);
+}
+
+int64_t count_wrong(const torch::Tensor& got, const torch::Tensor& expected) {
+  return got.ne(expected).sum().item<int64_t>();
+}
+
+/// One operation of the benchmark, nccl-tests style: set up buffers for a
+/// size, restore them before each iteration (untimed), run, check.
+class Operation {
+ public:
+  virtual ~Operation() = default;
+  virtual void prepare(int64_t count) = 0;
+  virtual void reset() = 0;
+  virtual void run() = 0;
+  virtual int64_t wrong() = 0;
+};
+
+/// allreduce, tree, hierarchical: the bucket collectives of the strategies.
+class SumOperation : public Operation {
+ public:
+  SumOperation(std::unique_ptr<dp::BucketCollective> coll, comm::Communicator& comm,
+               torch::ScalarType dtype)
+      : coll_(std::move(coll)), comm_(comm), dtype_(dtype) {}
+  void prepare(int64_t count) override {
+    input_ = pattern(comm_.rank(), count, dtype_);
+    output_ = torch::empty_like(input_);
+    expected_ = torch::zeros({count}, torch::kFloat32);
+    for (int r = 0; r < comm_.size(); ++r) expected_ += pattern(r, count, torch::kFloat32);
+  }
+  void reset() override { output_.copy_(input_); }
+  void run() override { coll_->sum(output_, 0); }
+  int64_t wrong() override { return count_wrong(output_.to(torch::kFloat32), expected_); }
+
+ private:
+  std::unique_ptr<dp::BucketCollective> coll_;
+  comm::Communicator& comm_;
+  torch::ScalarType dtype_;
+  torch::Tensor input_, output_, expected_;
+};
+
+class BroadcastOperation : public Operation {
+ public:
+  BroadcastOperation(comm::Communicator& comm, torch::ScalarType dtype) : comm_(comm), dtype_(dtype) {}
+  void prepare(int64_t count) override {
+    input_ = pattern(comm_.rank(), count, dtype_);
+    output_ = torch::empty_like(input_);
+    expected_ = pattern(0, count, dtype_);
+  }
+  void reset() override { output_.copy_(input_); }
+  void run() override { comm_.broadcast(output_, 0); }
+  int64_t wrong() override { return count_wrong(output_, expected_); }
+
+ private:
+  comm::Communicator& comm_;
+  torch::ScalarType dtype_;
+  torch::Tensor input_, output_, expected_;
+};
+
+/// `count` is the gathered total; each rank contributes count / ranks.
+class AllgatherOperation : public Operation {
+ public:
+  AllgatherOperation(comm::Communicator& comm, torch::ScalarType dtype) : comm_(comm), dtype_(dtype) {}
+  void prepare(int64_t count) override {
+    const int64_t each = count / comm_.size();
+    input_ = pattern(comm_.rank(), each, dtype_);
+    expected_ = torch::empty({comm_.size(), each}, dtype_);
+    for (int r = 0; r < comm_.size(); ++r) expected_[r].copy_(pattern(r, each, dtype_));
+  }
+  void reset() override {}
+  void run() override { output_ = comm_.allgather(input_); }
+  int64_t wrong() override { return count_wrong(output_, expected_); }
+
+ private:
+  comm::Communicator& comm_;
+  torch::ScalarType dtype_;
+  torch::Tensor input_, output_, expected_;
+};
+
+/// Ping-pong between ranks 0 and 1 (others idle); one op = one way, so the
+/// timed round trip is halved.
+class SendRecvOperation : public Operation {
+ public:
+  SendRecvOperation(comm::Communicator& comm, torch::ScalarType dtype) : comm_(comm), dtype_(dtype) {}
+  void prepare(int64_t count) override {
+    input_ = pattern(comm_.rank(), count, dtype_);
+    output_ = torch::empty_like(input_);
+  }
+  void reset() override { output_.zero_(); }
+  void run() override {
+    if (comm_.rank() == 0) {
+      comm_.send(input_, 1, 1);
+      comm_.recv(output_, 1, 2);
+    } else if (comm_.rank() == 1) {
+      comm_.recv(output_, 0, 1);
+      comm_.send(output_, 0, 2);
+    }
+  }
+  int64_t wrong() override { return comm_.rank() == 0 ? count_wrong(output_, input_) : 0; }
+
+ private:
+  comm::Communicator& comm_;
+  torch::ScalarType dtype_;
+  torch::Tensor input_, output_;
+};
+
+std::unique_ptr<Operation> make_operation(const std::string& op, const CommbenchOptions& o,
+                                          comm::Communicator& comm, const std::string& node_name) {
+  const torch::ScalarType dtype = scalar_type(o.dtype);
+  if (op == "broadcast") return std::make_unique<BroadcastOperation>(comm, dtype);
+  if (op == "allgather") return std::make_unique<AllgatherOperation>(comm, dtype);
+  if (op == "sendrecv") return std::make_unique<SendRecvOperation>(comm, dtype);
+  return std::make_unique<SumOperation>(
+      dp::make_bucket_collective(op, comm, o.ranks_per_node, node_name), comm, dtype);
+}
+
+/// Times one size: warm-up, then `iters` timed runs; the mean is taken per
+/// rank and the slowest rank's reported, with the wrong counts of all ranks.
+CommRow measure(Operation& op, const std::string& name, int64_t count, int64_t element_bytes,
+                const CommbenchOptions& o, comm::Communicator& comm) {
+  op.prepare(count);
+  for (int i = 0; i < o.warmup; ++i) {
+    op.reset();
+    op.run();
+  }
+  comm.barrier();
+  double total = 0;
+  for (int i = 0; i < o.iters; ++i) {
+    op.reset();
+    const double start = now_seconds();
+    op.run();
+    total += now_seconds() - start;
+  }
+  const double mine = total / o.iters / (name == "sendrecv" ? 2.0 : 1.0);
+  const torch::Tensor all = comm.allgather(
+      torch::tensor({mine, static_cast<double>(op.wrong())}, torch::kFloat64));
+  CommRow row;
+  row.op = name;
+  row.count = count;
+  row.bytes = count * element_bytes;
+  row.time_us = all.select(1, 0).max().item<double>() * 1e6;
+  row.wrong = static_cast<int64_t>(all.select(1, 1).sum().item<double>());
+  row.algbw_gbps = row.time_us > 0 ? static_cast<double>(row.bytes) / (row.time_us * 1e3) : 0;
+  row.busbw_gbps = row.algbw_gbps * bus_factor(name, comm.size());
+  return row;
+}
+
+void print_table_header(std::ostream& out, const CommbenchOptions& o, const comm::Communicator& c) {
+  fmt::print(out, "# dlscale commbench: {} rank(s), backend {}, {}, {} warm-up + {} timed iterations\n",
+             c.size(), c.backend(), o.dtype, o.warmup, o.iters);
+  fmt::print(out, "# {:>12} {:>12} {:>12} {:>9} {:>12} {:>11} {:>11} {:>7}\n", "op", "size(B)",
+             "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+  out.flush();
+}
+
+void print_row(std::ostream& out, const CommRow& r, const std::string& dtype) {
+  fmt::print(out, "  {:>12} {:>12} {:>12} {:>9} {:>12.2f} {:>11.4f} {:>11.4f} {:>7}\n", r.op,
+             r.bytes, r.count, dtype, r.time_us, r.algbw_gbps, r.busbw_gbps, r.wrong);
+  out.flush();
+}
+
+}  // namespace
+
+int64_t parse_size(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string suffix = text.substr(used);
+  double scale = 1;
+  if (suffix == "K" || suffix == "k") scale = 1024.0;
+  if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
+  if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
+  const bool known = suffix.empty() || scale > 1;
+  DLSCALE_CHECK(used > 0 && known && value > 0 && value * scale < 9.0e18,
+                "{} '{}' is not a size; use bytes with an optional K, M or G suffix (powers of "
+                "1024), e.g. 4, 64K, 256M",
+                flag, text);
+  return static_cast<int64_t>(std::llround(value * scale));
+}
+
+CommbenchOptions resolve_commbench_options(CommbenchOptions o) {
+  std::vector<std::string> ops;
+  for (const std::string& op : o.ops) {
+    if (op == "all") {
+      ops.assign(std::begin(kOperations), std::end(kOperations));
+      break;
+    }
+    const bool known = std::find(std::begin(kOperations), std::end(kOperations), op) != std::end(kOperations);
+    DLSCALE_CHECK(known, "unknown --op '{}'; allowed: allreduce, tree, hierarchical, broadcast, "
+                  "allgather, sendrecv, all", op);
+    if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+  }
+  DLSCALE_CHECK(!ops.empty(), "--op needs at least one operation");
+  o.ops = ops;
+  if (o.dtype == "f32") o.dtype = "float32";
+  if (o.dtype == "f16" || o.dtype == "fp16") o.dtype = "float16";
+  if (o.dtype == "bf16") o.dtype = "bfloat16";
+  DLSCALE_CHECK(o.dtype == "float32" || o.dtype == "float16" || o.dtype == "bfloat16",
+                "unknown --dtype '{}'; allowed: float32, float16, bfloat16 (f32, f16, bf16)", o.dtype);
+  DLSCALE_CHECK(o.min_bytes >= 1 && o.min_bytes <= o.max_bytes,
+                "--min-bytes ({}) must be >= 1 and <= --max-bytes ({})", o.min_bytes, o.max_bytes);
+  DLSCALE_CHECK(o.max_bytes <= (int64_t{16} << 30), "--max-bytes {} is over the 16G limit",
+                o.max_bytes);
+  DLSCALE_CHECK(o.factor > 1, "--factor must be > 1 (got {})", o.factor);
+  DLSCALE_CHECK(o.warmup >= 0, "--warmup must be >= 0 (got {})", o.warmup);
+  DLSCALE_CHECK(o.iters >= 1, "--iters must be >= 1 (got {})", o.iters);
+  DLSCALE_CHECK(o.ranks_per_node >= 0, "--ranks-per-node must be >= 0 (got {})", o.ranks_per_node);
+  return o;
+}
+
+std::vector<int64_t> message_sizes(const CommbenchOptions& o, int64_t element_bytes) {
+  std::vector<int64_t> sizes;
+  auto add = [&](double bytes) {
+    const int64_t rounded = std::max<int64_t>(1, static_cast<int64_t>(bytes) / element_bytes) * element_bytes;
+    if (sizes.empty() || rounded > sizes.back()) sizes.push_back(rounded);
+  };
+  for (double b = static_cast<double>(o.min_bytes); b < static_cast<double>(o.max_bytes); b *= o.factor) add(b);
+  add(static_cast<double>(o.max_bytes));
+  return sizes;
+}
+
+double bus_factor(const std::string& op, int ranks) {
+  if (ranks <= 1) return op == "sendrecv" || op == "broadcast" ? 1.0 : 0.0;
+  if (op == "allgather") return static_cast<double>(ranks - 1) / ranks;
+  if (op == "broadcast" || op == "sendrecv") return 1.0;
+  return 2.0 * (ranks - 1) / ranks;  // allreduce, and the strategies' equivalents
+}
+
+AlphaBeta fit_alpha_beta(const std::vector<double>& bytes, const std::vector<double>& seconds) {
+  // Weighted least squares of t = a + b x with weights 1 / t^2 (relative
+  // error), solved by the normal equations; a < 0 is refitted with a = 0.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (seconds[i] <= 0) continue;
+    const double w = 1.0 / (seconds[i] * seconds[i]);
+    sw += w;
+    sx += w * bytes[i];
+    sy += w * seconds[i];
+    sxx += w * bytes[i] * bytes[i];
+    sxy += w * bytes[i] * seconds[i];
+  }
+  AlphaBeta f;
+  f.points = static_cast<int>(bytes.size());
+  const double det = sw * sxx - sx * sx;
+  double a = 0, b = 0;
+  if (det > 0) {
+    a = (sxx * sy - sx * sxy) / det;
+    b = (sw * sxy - sx * sy) / det;
+  }
+  if (a < 0 || det <= 0) {
+    a = 0;
+    b = sxx > 0 ? sxy / sxx : 0;
+  }
+  f.alpha_us = a * 1e6;
+  f.bandwidth_gbps = b > 0 ? 1.0 / b / 1e9 : 0;
+  return f;
+}
+
+CommbenchResult run_commbench(const CommbenchOptions& o, comm::Communicator& comm,
+                              const std::string& node_name, std::ostream* out) {
+  CommbenchResult result;
+  const int64_t element_bytes = o.dtype == "float32" ? 4 : 2;
+  if (out) print_table_header(*out, o, comm);
+  for (const std::string& name : o.ops) {
+    DLSCALE_CHECK(name != "sendrecv" || comm.size() >= 2, "--op sendrecv needs at least 2 ranks");
+    std::unique_ptr<Operation> op = make_operation(name, o, comm, node_name);
+    std::vector<double> xs, ts;
+    for (const int64_t bytes : message_sizes(o, element_bytes)) {
+      int64_t count = bytes / element_bytes;
+      if (name == "allgather") count = std::max<int64_t>(1, count / comm.size()) * comm.size();
+      const CommRow row = measure(*op, name, count, element_bytes, o, comm);
+      if (out) print_row(*out, row, o.dtype);
+      xs.push_back(static_cast<double>(row.bytes));
+      ts.push_back(row.time_us * 1e-6);
+      result.wrong += row.wrong;
+      result.rows.push_back(row);
+    }
+    result.fits.emplace_back(name, fit_alpha_beta(xs, ts));
+  }
+  if (out) {
+    fmt::print(*out, "# fit: time = alpha + bytes / B (weighted least squares over all sizes)\n");
+    for (const auto& [name, f] : result.fits) {
+      fmt::print(*out, "#   {:>12}: alpha {:.2f} us, B {:.4f} GB/s ({} sizes)\n", name, f.alpha_us,
+                 f.bandwidth_gbps, f.points);
+    }
+    fmt::print(*out, "# out of bounds values: {} {}\n", result.wrong, result.wrong == 0 ? "OK" : "WRONG");
+  }
+  return result;
+}
+
+nlohmann::json to_json(const CommbenchOptions& o, const CommbenchResult& r,
+                       const comm::Communicator& comm, const std::vector<std::string>& argv) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : r.rows) {
+    rows.push_back({{"op", row.op}, {"bytes", row.bytes}, {"count", row.count},
+                    {"time_us", row.time_us}, {"algbw_gbps", row.algbw_gbps},
+                    {"busbw_gbps", row.busbw_gbps}, {"wrong", row.wrong}});
+  }
+  nlohmann::json fits = nlohmann::json::object();
+  for (const auto& [name, f] : r.fits) {
+    fits[name] = {{"alpha_us", f.alpha_us}, {"bandwidth_gbps", f.bandwidth_gbps}, {"points", f.points}};
+  }
+  return {{"schema", "dlscale.commbench/1"},
+          {"kind", "commbench"},
+          {"status", r.wrong == 0 ? "ok" : "wrong"},
+          {"argv", argv},
+          {"inputs",
+           {{"ops", o.ops}, {"min_bytes", o.min_bytes}, {"max_bytes", o.max_bytes},
+            {"factor", o.factor}, {"dtype", o.dtype}, {"warmup", o.warmup}, {"iters", o.iters},
+            {"ranks_per_node", o.ranks_per_node}, {"world_size", comm.size()},
+            {"backend", comm.backend()}}},
+          {"results", {{"rows", rows}, {"fits", fits}, {"wrong", r.wrong}}}};
+}
+
+}  // namespace dlscale::commbench

@@ -1,0 +1,84 @@
+#pragma once
+// `dlscale commbench`: times the collectives as the strategies use them
+// (nccl-tests' method and metrics, docs/metrics.md), checks every result
+// against the known answer, and fits time = alpha + bytes / bandwidth per
+// operation for the prediction model.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace dlscale::commbench {
+
+/// "allreduce" | "tree" | "hierarchical" | "broadcast" | "allgather" | "sendrecv".
+inline constexpr const char* kOperations[] = {"allreduce", "tree",      "hierarchical",
+                                              "broadcast", "allgather", "sendrecv"};
+
+struct CommbenchOptions {
+  std::vector<std::string> ops = {"allreduce"};  ///< from kOperations; "all" expands to each
+  int64_t min_bytes = 4;                ///< smallest message, bytes
+  int64_t max_bytes = 256ll << 20;      ///< largest message, bytes
+  double factor = 2;                    ///< each size is the previous × factor (> 1)
+  std::string dtype = "float32";        ///< float32 | float16 | bfloat16 (f32/f16/bf16)
+  int warmup = 5;                       ///< untimed iterations per size
+  int iters = 20;                       ///< timed iterations per size
+  int ranks_per_node = 0;               ///< hierarchical: node groups; 0 = by host
+  std::string json_path;                ///< record file; "" = none
+};
+
+/// Parses "4", "64K", "1M", "2G" (powers of 1024); throws dlscale::Error
+/// naming `flag` on anything else.
+int64_t parse_size(const std::string& text, const std::string& flag);
+
+/// Validates and normalizes (expands "all", canonical dtype names); throws
+/// dlscale::Error with a one-line message.
+CommbenchOptions resolve_commbench_options(CommbenchOptions options);
+
+/// Message sizes from min to max by factor, rounded to whole elements of
+/// `element_bytes`; max_bytes is always the last.
+std::vector<int64_t> message_sizes(const CommbenchOptions& options, int64_t element_bytes);
+
+/// One measured point.
+struct CommRow {
+  std::string op;
+  int64_t bytes = 0;      ///< message size (allgather: the gathered total)
+  int64_t count = 0;      ///< elements
+  double time_us = 0;     ///< mean time of one operation, max over ranks
+  double algbw_gbps = 0;  ///< bytes / time
+  double busbw_gbps = 0;  ///< algbw × the operation's bus factor
+  int64_t wrong = 0;      ///< elements that differ from the known answer, all ranks
+};
+
+/// Least-squares fit of time = alpha + bytes / bandwidth, weighted by
+/// 1/time² so small and large messages count alike.
+struct AlphaBeta {
+  double alpha_us = 0;        ///< latency
+  double bandwidth_gbps = 0;  ///< asymptotic bytes / s / 1e9
+  int points = 0;
+};
+AlphaBeta fit_alpha_beta(const std::vector<double>& bytes, const std::vector<double>& seconds);
+
+/// nccl-tests' bus factor of `op` over `ranks` ranks (busbw = algbw × factor).
+double bus_factor(const std::string& op, int ranks);
+
+struct CommbenchResult {
+  std::vector<CommRow> rows;
+  std::vector<std::pair<std::string, AlphaBeta>> fits;  ///< per operation, in run order
+  int64_t wrong = 0;
+};
+
+/// Runs every operation and size over `comm` (collective: every rank calls
+/// it with the same options). `node_name` groups ranks for hierarchical.
+/// Rank 0 prints the table to `out` as rows complete, and the fits.
+CommbenchResult run_commbench(const CommbenchOptions& options, comm::Communicator& comm,
+                              const std::string& node_name, std::ostream* out);
+
+/// The record (schema "dlscale.commbench/1").
+nlohmann::json to_json(const CommbenchOptions& options, const CommbenchResult& result,
+                       const comm::Communicator& comm, const std::vector<std::string>& argv);
+
+}  // namespace dlscale::commbench

@@ -1,0 +1,44 @@
+#include "commbench/commbench_job.h"
+
+#include <memory>
+
+#include "comm/inproc/inproc_communicator.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/sysinfo.h"
+#include "core/threads.h"
+#include "core/torch_compat.h"
+
+namespace dlscale::commbench {
+
+void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions& job,
+                       const launch::LaunchEnv& env, const std::vector<std::string>& argv,
+                       std::ostream& out) {
+  const CommbenchOptions o = resolve_commbench_options(options);
+  if (!o.json_path.empty()) check_output_path(o.json_path);
+  launch::run_job(job, env, argv, [&](launch::WorkerSlot& slot) {
+    set_compute_threads(job.threads_per_worker);
+    // One process: a world of one rank, so every operation still runs.
+    std::unique_ptr<comm::Communicator> alone;
+    comm::Communicator* comm = slot.comm;
+    if (comm == nullptr) {
+      alone = std::make_unique<comm::InProcCommunicator>(std::make_shared<comm::InProcGroup>(1), 0,
+                                                         job.timeout);
+      comm = alone.get();
+    }
+    slot.status.write("commbench");
+    const CommbenchResult result = run_commbench(o, *comm, slot.node_name, slot.prints ? &out : nullptr);
+    if (comm->rank() == 0 && !o.json_path.empty()) {
+      nlohmann::json record = to_json(o, result, *comm, argv);
+      record["environment"] = dlscale::to_json(collect_system_info());
+      record["environment"]["torch_version"] = compat::torch_version();
+      write_file_atomic(o.json_path, record.dump(2) + "\n");
+    }
+    if (result.wrong > 0) {
+      throw InternalError(fmt::format("commbench: {} element(s) differ from the known answer",
+                                      result.wrong));
+    }
+  });
+}
+
+}  // namespace dlscale::commbench

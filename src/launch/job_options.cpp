@@ -1,0 +1,20 @@
+#include "launch/job_options.h"
+
+#include "core/error.h"
+
+namespace dlscale::launch {
+
+void check_job_options(const JobOptions& o) {
+  DLSCALE_CHECK(o.workers >= 1, "--workers must be >= 1 (got {})", o.workers);
+  DLSCALE_CHECK(o.nnodes >= 1, "--nnodes must be >= 1 (got {})", o.nnodes);
+  DLSCALE_CHECK(o.node_rank >= 0 && o.node_rank < o.nnodes,
+                "--node-rank must be in [0, {}) (got {})", o.nnodes, o.node_rank);
+  DLSCALE_CHECK(o.master_port >= 1 && o.master_port <= 65535,
+                "--master-port must be in [1, 65535] (got {})", o.master_port);
+  DLSCALE_CHECK(o.backend.empty() || o.backend == "gloo" || o.backend == "mpi",
+                "unknown --backend '{}'; allowed: gloo, mpi", o.backend);
+  DLSCALE_CHECK(o.timeout.count() > 0, "--timeout must be > 0 seconds (got {})",
+                static_cast<double>(o.timeout.count()) / 1000.0);
+}
+
+}  // namespace dlscale::launch

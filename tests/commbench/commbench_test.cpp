@@ -1,0 +1,159 @@
+// commbench: sizes, bus factors and the alpha-beta fit exactly; every
+// operation on real ranks (threads over inproc and Gloo) with its results
+// checked; and the command end to end with worker processes and mpirun.
+#include "commbench/commbench.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../comm/comm_test_util.h"
+#include "../process_util.h"
+#include "core/error.h"
+#include "core/files.h"
+
+namespace dlscale::commbench {
+namespace {
+
+TEST(Commbench, SizesParseWithSuffixes) {
+  EXPECT_EQ(parse_size("4", "--min-bytes"), 4);
+  EXPECT_EQ(parse_size("64K", "--min-bytes"), 65536);
+  EXPECT_EQ(parse_size("1.5M", "--min-bytes"), 1572864);
+  EXPECT_EQ(parse_size("2G", "--min-bytes"), int64_t{2} << 30);
+  for (const char* bad : {"", "x", "4X", "-1", "0", "1e30"}) {
+    try {
+      parse_size(bad, "--max-bytes");
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--max-bytes '" + std::string(bad) + "' is not a size", 0), 0u)
+          << e.what();
+    }
+  }
+}
+
+TEST(Commbench, MessageSizesRunFromMinToMaxInWholeElements) {
+  CommbenchOptions o;
+  o.min_bytes = 4;
+  o.max_bytes = 100;
+  o.factor = 2;
+  EXPECT_EQ(message_sizes(o, 4), (std::vector<int64_t>{4, 8, 16, 32, 64, 100}));
+  o.min_bytes = 3;
+  o.max_bytes = 9;
+  o.factor = 3;
+  EXPECT_EQ(message_sizes(o, 2), (std::vector<int64_t>{2, 8}));  // 3 -> 2, 9 -> 8
+}
+
+TEST(Commbench, BusFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(bus_factor("allreduce", 4), 1.5);
+  EXPECT_DOUBLE_EQ(bus_factor("tree", 4), 1.5);
+  EXPECT_DOUBLE_EQ(bus_factor("allgather", 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_factor("broadcast", 4), 1.0);
+  EXPECT_DOUBLE_EQ(bus_factor("sendrecv", 2), 1.0);
+}
+
+// Points exactly on t = 10 us + bytes / 1 GB/s give back alpha and B.
+TEST(Commbench, AlphaBetaFitRecoversAKnownLine) {
+  std::vector<double> x, t;
+  for (double b = 4; b <= 64e6; b *= 4) {
+    x.push_back(b);
+    t.push_back(10e-6 + b / 1e9);
+  }
+  const AlphaBeta f = fit_alpha_beta(x, t);
+  EXPECT_NEAR(f.alpha_us, 10.0, 1e-6);
+  EXPECT_NEAR(f.bandwidth_gbps, 1.0, 1e-9);
+  EXPECT_EQ(f.points, static_cast<int>(x.size()));
+  // Pure bandwidth (alpha would come out negative): refitted through 0.
+  const AlphaBeta g = fit_alpha_beta({1e3, 1e6}, {0.5e-6, 1e-3});
+  EXPECT_EQ(g.alpha_us, 0);
+  EXPECT_GT(g.bandwidth_gbps, 0);
+}
+
+TEST(Commbench, BadOptionsAreNamed) {
+  CommbenchOptions o;
+  o.ops = {"alltoall"};
+  EXPECT_THROW(resolve_commbench_options(o), Error);
+  o.ops = {"all"};
+  EXPECT_EQ(resolve_commbench_options(o).ops.size(), std::size(kOperations));
+  o.dtype = "int8";
+  EXPECT_THROW(resolve_commbench_options(o), Error);
+  o.dtype = "bf16";
+  EXPECT_EQ(resolve_commbench_options(o).dtype, "bfloat16");
+  o.min_bytes = 1024;
+  o.max_bytes = 4;
+  EXPECT_THROW(resolve_commbench_options(o), Error);
+}
+
+// Every operation on 3 ranks (2 for Gloo, to keep it quick), each dtype:
+// all results right, one row per operation and size, a fit per operation.
+TEST(Commbench, EveryOperationIsCheckedOnRealRanks) {
+  for (const auto& [backend, ranks] : {std::pair<std::string, int>{"inproc", 3}, {"gloo", 2}}) {
+    for (const std::string dtype : {"float32", "float16", "bfloat16"}) {
+      SCOPED_TRACE(backend + " " + dtype);
+      CommbenchOptions o;
+      o.ops = {"all"};
+      o.dtype = dtype;
+      o.min_bytes = 4;
+      o.max_bytes = 4096;
+      o.factor = 8;
+      o.warmup = 1;
+      o.iters = 2;
+      o.ranks_per_node = 2;
+      o = resolve_commbench_options(o);
+      comm::testing::run_ranks(backend, ranks, [&](comm::Communicator& comm) {
+        const CommbenchResult r = run_commbench(o, comm, "host", nullptr);
+        EXPECT_EQ(r.wrong, 0);
+        EXPECT_EQ(r.rows.size(), std::size(kOperations) * 5);  // 4, 32, 256, 2048, 4096 bytes
+        EXPECT_EQ(r.fits.size(), std::size(kOperations));
+        for (const auto& row : r.rows) {
+          EXPECT_GT(row.time_us, 0) << row.op;
+          EXPECT_EQ(row.wrong, 0) << row.op << " " << row.bytes;
+        }
+      });
+    }
+  }
+}
+
+TEST(CommbenchCommand, WorkersAndJsonRecord) {
+  const std::string j = testing::temp_path("cb.json");
+  const auto o = testing::run_dlscale(
+      "commbench --workers 2 --op allreduce,tree,sendrecv --max-bytes 64K --factor 4 --iters 3 "
+      "--warmup 1 --json " + j);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("# dlscale commbench: 2 rank(s), backend gloo"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("out of bounds values: 0 OK"), std::string::npos) << o.out;
+  const auto r = nlohmann::json::parse(read_file(j));
+  std::filesystem::remove(j);
+  EXPECT_EQ(r["schema"], "dlscale.commbench/1");
+  EXPECT_EQ(r["status"], "ok");
+  EXPECT_EQ(r["inputs"]["world_size"], 2);
+  EXPECT_EQ(r["results"]["rows"].size(), 3u * 8);  // 4 B, 16 B, .. 64 KiB
+  for (const char* op : {"allreduce", "tree", "sendrecv"}) {
+    EXPECT_GT(r["results"]["fits"][op]["bandwidth_gbps"].get<double>(), 0) << op;
+  }
+  EXPECT_TRUE(r["environment"].contains("hostname"));
+}
+
+TEST(CommbenchCommand, UnderMpirun) {
+  const auto o = testing::run_shell(
+      "mpirun --oversubscribe --allow-run-as-root -np 3 " + std::string(DLSCALE_BINARY) +
+      " commbench --op allreduce,hierarchical,allgather --ranks-per-node 2 --max-bytes 16K "
+      "--factor 16 --iters 2 --warmup 1 --dtype bf16");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("3 rank(s), backend mpi, bfloat16"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("out of bounds values: 0 OK"), std::string::npos) << o.out;
+}
+
+TEST(CommbenchCommand, BadInputIsOneLine) {
+  auto o = testing::run_dlscale("commbench --max-bytes 12Q");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err.rfind("dlscale: error: --max-bytes '12Q' is not a size", 0), 0u) << o.err;
+  o = testing::run_dlscale("commbench --op alltoall");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("unknown --op 'alltoall'"), std::string::npos) << o.err;
+  o = testing::run_dlscale("commbench --op sendrecv");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--op sendrecv needs at least 2 ranks"), std::string::npos) << o.err;
+}
+
+}  // namespace
+}  // namespace dlscale::commbench
