@@ -57,7 +57,7 @@ struct CommRow {
 /// 1/time² so small and large messages count alike.
 struct AlphaBeta {
   double alpha_us = 0;        ///< latency
-  double bandwidth_gbps = 0;  ///< asymptotic bytes / s / 1e9
+  double bandwidth_gbps = 0;  ///< asymptotic bytes / s / 1e9; 0 = time did not grow with size
   int points = 0;
 };
 AlphaBeta fit_alpha_beta(const std::vector<double>& bytes, const std::vector<double>& seconds);

@@ -116,7 +116,7 @@ TEST(Commbench, EveryOperationIsCheckedOnRealRanks) {
 TEST(CommbenchCommand, WorkersAndJsonRecord) {
   const std::string j = testing::temp_path("cb.json");
   const auto o = testing::run_dlscale(
-      "commbench --workers 2 --op allreduce,tree,sendrecv --max-bytes 64K --factor 4 --iters 3 "
+      "commbench --workers 2 --op allreduce,tree,sendrecv --max-bytes 4M --factor 4 --iters 3 "
       "--warmup 1 --json " + j);
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("# dlscale commbench: 2 rank(s), backend gloo"), std::string::npos) << o.out;
@@ -126,7 +126,7 @@ TEST(CommbenchCommand, WorkersAndJsonRecord) {
   EXPECT_EQ(r["schema"], "dlscale.commbench/1");
   EXPECT_EQ(r["status"], "ok");
   EXPECT_EQ(r["inputs"]["world_size"], 2);
-  EXPECT_EQ(r["results"]["rows"].size(), 3u * 8);  // 4 B, 16 B, .. 64 KiB
+  EXPECT_EQ(r["results"]["rows"].size(), 3u * 11);  // 4 B, 16 B, .. 4 MiB
   for (const char* op : {"allreduce", "tree", "sendrecv"}) {
     EXPECT_GT(r["results"]["fits"][op]["bandwidth_gbps"].get<double>(), 0) << op;
   }
