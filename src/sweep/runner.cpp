@@ -293,9 +293,8 @@ std::map<std::string, double> extract_metrics(const Params& p, const std::string
     for (const char* k : {"bytes_sent_per_step_formula", "bytes_sent_per_step_tcp"}) {
       if (!c.contains(k) || !c[k].is_array()) continue;
       for (const auto& v : c[k]) {
-        if (v.is_number() && (!m.count(std::string("comm_") + k) || v.get<double>() > m[std::string("comm_") + k])) {
-          m[std::string("comm_") + k] = v.get<double>();
-        }
+        const std::string name = std::string("comm_") + k;
+        if (v.is_number()) m[name] = std::max(m.count(name) ? m[name] : 0.0, v.get<double>());
       }
     }
     if (c.contains("replicas_identical") && c["replicas_identical"].is_boolean()) {
