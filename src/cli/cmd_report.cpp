@@ -50,8 +50,10 @@ void add_report_command(CLI::App& app) {
       "(weak, strong), the step-time breakdown, or a side-by-side comparison; and a self-contained HTML page with "
       "charts (docs/reports.md).");
   add_run_selection(cmd, f->selection);
-  CLI::Option* type = cmd->add_option("--type", f->type, "weak | strong | breakdown | compare")
-                          ->check(CLI::IsMember({"weak", "strong", "breakdown", "compare"}))
+  CLI::Option* type = cmd->add_option("--type", f->type,
+                                      "weak | strong | breakdown | compare | commbench (busbw by "
+                                      "message size of kind: commbench runs)")
+                          ->check(CLI::IsMember({"weak", "strong", "breakdown", "compare", "commbench"}))
                           ->capture_default_str();
   cmd->add_option("--format", f->format, "text | markdown | csv | json")
       ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))

@@ -32,9 +32,9 @@ std::atomic<int> g_sweep_signal{0};  // set by SIGINT/SIGTERM: finish the curren
 
 void on_signal(int sig) { g_sweep_signal = sig; }
 
-std::set<std::string> train_option_names(CLI::App& app) {
+std::set<std::string> option_names(CLI::App& app, const char* command) {
   std::set<std::string> names;
-  for (const CLI::Option* opt : app.get_subcommand("train")->get_options()) {
+  for (const CLI::Option* opt : app.get_subcommand(command)->get_options()) {
     for (const std::string& n : opt->get_lnames()) names.insert(n);
   }
   names.erase("help");
@@ -43,7 +43,8 @@ std::set<std::string> train_option_names(CLI::App& app) {
 
 int run(CLI::App& app, const SweepFlags& f) {
   const sweep::SweepSpec spec = sweep::load_sweep_file(f.file);
-  const std::vector<sweep::PlannedRun> plan = sweep::plan_sweep(spec, {train_option_names(app)});
+  const std::vector<sweep::PlannedRun> plan = sweep::plan_sweep(
+      spec, {option_names(app, "train"), option_names(app, "commbench")});
   if (f.dry_run) {
     std::cout << "sweep '" << spec.name << "' from " << f.file << "\n";
     sweep::print_plan(std::cout, plan);

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/stats.h"
+#include "report/commbench_report.h"
 #include "report/report.h"
 
 namespace dlscale::report {
@@ -53,9 +54,24 @@ struct Series {
   bool dashed = false;
 };
 
-/// A line chart over categorical x values (the worker counts).
+/// "4", "64K", "256M": a message size in bytes (powers of 1024).
+std::string bytes_label(double v) {
+  if (v >= 1024.0 * 1024 * 1024) return fmt::format("{:g}G", v / (1024.0 * 1024 * 1024));
+  if (v >= 1024.0 * 1024) return fmt::format("{:g}M", v / (1024.0 * 1024));
+  if (v >= 1024.0) return fmt::format("{:g}K", v / 1024.0);
+  return fmt::format("{:g}", v);
+}
+
+/// The x axis of a line chart: its title and how its ticks read.
+struct XAxis {
+  const char* label = "workers";
+  std::string (*tick)(double) = tick_label;
+};
+
+/// A line chart over categorical x values (the worker counts, or message
+/// sizes: evenly spaced, so doubling sizes read as a log scale).
 std::string line_chart(const std::string& title, const std::string& y_label, const std::vector<double>& xs,
-                       const std::vector<Series>& series, double y_min_top) {
+                       const std::vector<Series>& series, double y_min_top, const XAxis& axis = {}) {
   // The legend goes under the plot, one line per series (dashed ideal lines
   // share their series' colour and are explained in the title).
   int legend_rows = 0;
@@ -86,12 +102,12 @@ std::string line_chart(const std::string& title, const std::string& y_label, con
       << "\n";
   }
   for (double x : xs) {
-    o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xt">{}</text>)svg", px(x), top + ph + 18, tick_label(x)) << "\n";
+    o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xt">{}</text>)svg", px(x), top + ph + 18, axis.tick(x)) << "\n";
   }
   o << fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/><line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg",
                    left, left + pw, top + ph, top + ph, left, left, top, top + ph)
     << "\n";
-  o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xl">workers</text>)svg", left + pw / 2.0, plot_h - 14) << "\n";
+  o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xl">{}</text>)svg", left + pw / 2.0, plot_h - 14, axis.label) << "\n";
   o << fmt::format(R"svg(<text transform="translate(16 {:.1f}) rotate(-90)" class="xl">{}</text>)svg", top + ph / 2.0,
                    esc(y_label))
     << "\n";
@@ -105,8 +121,8 @@ std::string line_chart(const std::string& title, const std::string& y_label, con
       << "\n";
     if (!s.dashed) {
       for (const auto& [x, y] : s.points) {
-        o << fmt::format(R"svg(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}: {} workers, {}</title></circle>)svg",
-                         px(x), py(y), color, esc(s.name), tick_label(x), fmt::format("{:.1f}", y))
+        o << fmt::format(R"svg(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}: {} {}, {}</title></circle>)svg",
+                         px(x), py(y), color, esc(s.name), axis.tick(x), axis.label, fmt::format(y >= 1 ? "{:.1f}" : "{:.3g}", y))
           << "\n";
       }
     }
@@ -168,6 +184,30 @@ std::string scaling_charts(const std::vector<ScalingRow>& rows) {
   o << "<div class=\"charts\">\n";
   o << line_chart("Throughput vs workers (dashed: ideal scaling)", "samples/s", xs, tput, 0);
   o << line_chart("Scaling efficiency vs workers", "efficiency (%)", xs, eff, 100);
+  o << "</div>\n";
+  return o.str();
+}
+
+/// busbw against message size, one chart per operation.
+std::string commbench_charts(const std::vector<BusbwSeries>& all) {
+  std::vector<std::string> ops;
+  for (const BusbwSeries& s : all) {
+    if (std::find(ops.begin(), ops.end(), s.op) == ops.end()) ops.push_back(s.op);
+  }
+  std::ostringstream o;
+  o << "<div class=\"charts\">\n";
+  for (const std::string& op : ops) {
+    std::set<double> xs_set;
+    std::vector<Series> series;
+    for (const BusbwSeries& s : all) {
+      if (s.op != op) continue;
+      for (const auto& [x, unused] : s.points) xs_set.insert(x);
+      series.push_back({s.name, s.points, static_cast<int>(series.size()), false});
+    }
+    const std::vector<double> xs(xs_set.begin(), xs_set.end());
+    o << line_chart(op + ": bus bandwidth vs message size", "busbw (GB/s)", xs, series, 0,
+                    {"message size (bytes)", bytes_label});
+  }
   o << "</div>\n";
   return o.str();
 }
@@ -290,14 +330,18 @@ td.s-failed, td.s-timeout, td.s-oom, td.s-interrupted { color: #b00; } td.s-skip
 
 }  // namespace
 
-std::string render_html(const std::vector<sweep::RunRecord>& runs, const HtmlOptions& opt) {
-  DLSCALE_CHECK(!runs.empty(), "no runs in the selection");
+std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOptions& opt) {
+  DLSCALE_CHECK(!all.empty(), "no runs in the selection");
+  std::vector<sweep::RunRecord> runs;  // training and external runs: the scaling sections
+  for (const auto& r : all) {
+    if (!is_commbench_run(r)) runs.push_back(r);
+  }
   std::set<std::string> sweeps;
-  for (const auto& r : runs) sweeps.insert(r.sweep);
+  for (const auto& r : all) sweeps.insert(r.sweep);
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << esc(opt.title)
     << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
-  o << "<h1>" << esc(opt.title) << "</h1>\n<p class=\"meta\">" << runs.size() << " run(s) from sweep(s) "
+  o << "<h1>" << esc(opt.title) << "</h1>\n<p class=\"meta\">" << all.size() << " run(s) from sweep(s) "
     << esc(fmt::format("{}", fmt::join(sweeps, ", "))) << (opt.source.empty() ? "" : " in " + esc(opt.source))
     << "</p>\n";
   bool any = false;
@@ -308,19 +352,26 @@ std::string render_html(const std::vector<sweep::RunRecord>& runs, const HtmlOpt
     const Report rep = build_report(runs, {scaling == "weak" ? ReportType::kWeak : ReportType::kStrong, "", ""});
     o << "<h2 id=\"" << scaling << "\">" << esc(rep.title) << "</h2>\n" << scaling_charts(rows) << report_section(rep);
   }
-  try {
-    const Report rep = build_report(runs, {ReportType::kBreakdown, "", ""});
-    o << "<h2 id=\"breakdown\">Where the time goes</h2>\n" << breakdown_chart(rep) << report_section(rep);
+  if (const std::vector<BusbwSeries> bw = busbw_series(all); !bw.empty()) {
+    const Report rep = build_report(all, {ReportType::kCommbench, "", ""});
+    o << "<h2 id=\"commbench\">" << esc(rep.title) << "</h2>\n" << commbench_charts(bw) << report_section(rep);
     any = true;
-  } catch (const Error&) {
-    // No dlscale run with a breakdown in the selection: no section.
   }
-  if (!opt.compare_by.empty() || !detect_compare_by(runs).empty()) {
+  if (!runs.empty()) {
+    try {
+      const Report rep = build_report(runs, {ReportType::kBreakdown, "", ""});
+      o << "<h2 id=\"breakdown\">Where the time goes</h2>\n" << breakdown_chart(rep) << report_section(rep);
+      any = true;
+    } catch (const Error&) {
+      // No dlscale run with a breakdown in the selection: no section.
+    }
+  }
+  if (!runs.empty() && (!opt.compare_by.empty() || !detect_compare_by(runs).empty())) {
     const Report rep = build_report(runs, {ReportType::kCompare, opt.compare_by, opt.baseline});
     o << "<h2 id=\"compare\">Comparison</h2>\n" << report_section(rep);
   }
   if (!any) o << "<p>No completed run has a throughput yet; see the runs below.</p>\n";
-  o << runs_section(runs);
+  o << runs_section(all);
   o << "<p class=\"meta\">Written by dlscale report. Metrics are defined in docs/metrics.md.</p>\n</body>\n</html>\n";
   return o.str();
 }

@@ -1,5 +1,7 @@
 #include "report/report.h"
 
+#include "report/commbench_report.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -16,10 +18,11 @@ namespace {
 using sweep::Params;
 using sweep::RunRecord;
 
-constexpr EnumNames<ReportType, 4> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
+constexpr EnumNames<ReportType, 5> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
                                                  {ReportType::kStrong, "strong"},
                                                  {ReportType::kBreakdown, "breakdown"},
-                                                 {ReportType::kCompare, "compare"}}}};
+                                                 {ReportType::kCompare, "compare"},
+                                                 {ReportType::kCommbench, "commbench"}}}};
 constexpr EnumNames<Format, 4> kFormatNames{
     "format", {{{Format::kText, "text"}, {Format::kMarkdown, "markdown"}, {Format::kCsv, "csv"}, {Format::kJson, "json"}}}};
 
@@ -258,6 +261,16 @@ Report breakdown_report(const std::vector<RunRecord>& runs) {
   return rep;
 }
 
+/// True when every value of `by` comes with one value of `param` among `runs`.
+bool determined_by(const std::vector<const RunRecord*>& runs, const std::string& by, const std::string& param) {
+  std::map<std::string, std::string> seen;
+  for (const RunRecord* r : runs) {
+    const auto [it, inserted] = seen.emplace(text_of(r->params, by), text_of(r->params, param));
+    if (!inserted && it->second != text_of(r->params, param)) return false;
+  }
+  return true;
+}
+
 Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o) {
   const std::string by = o.compare_by.empty() ? detect_compare_by(runs) : o.compare_by;
   DLSCALE_CHECK(!by.empty(), "nothing to compare: no parameter among kind, backend, strategy, launcher or _name "
@@ -285,8 +298,10 @@ Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o
   }
   std::set<std::string> exclude = {by};
   // The command of an external run differs by construction; it is not a label.
+  // Neither is a parameter fixed by the compared value (ranks-per-node set
+  // only for strategy hierarchical): it belongs to the column, not the row.
   for (const std::string& v : varying(selected, exclude)) {
-    if (v != "kind") labels.push_back(v);
+    if (v != "kind" && !determined_by(selected, by, v)) labels.push_back(v);
   }
   exclude.insert("kind");
   std::map<std::vector<std::string>, std::map<std::string, Point>> grouped;
@@ -430,8 +445,15 @@ std::string detect_compare_by(const std::vector<RunRecord>& runs) {
   return "";
 }
 
-Report build_report(const std::vector<RunRecord>& runs, const ReportOptions& o) {
-  DLSCALE_CHECK(!runs.empty(), "no runs in the selection");
+Report build_report(const std::vector<RunRecord>& all, const ReportOptions& o) {
+  DLSCALE_CHECK(!all.empty(), "no runs in the selection");
+  if (o.type == ReportType::kCommbench) return commbench_report(all);
+  // Collective benchmarks have no throughput or step time: not scaling data.
+  std::vector<RunRecord> runs;
+  for (const RunRecord& r : all) {
+    if (!is_commbench_run(r)) runs.push_back(r);
+  }
+  DLSCALE_CHECK(!runs.empty(), "the selection holds only commbench runs; use --type commbench");
   switch (o.type) {
     case ReportType::kWeak:
       return scaling_report(runs, "weak");
@@ -441,6 +463,8 @@ Report build_report(const std::vector<RunRecord>& runs, const ReportOptions& o) 
       return breakdown_report(runs);
     case ReportType::kCompare:
       return compare_report(runs, o);
+    case ReportType::kCommbench:
+      break;
   }
   throw InternalError("unknown report type");
 }

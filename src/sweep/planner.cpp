@@ -129,10 +129,26 @@ long long require_positive(const Params& p, const std::string& name, long long f
   return static_cast<long long>(v.number());
 }
 
+/// Checks that every parameter passed to `dlscale COMMAND` is one of its
+/// options (`known`; empty = not checked) and a single value.
+void check_command_options(const Params& p, const std::string& command,
+                           const std::set<std::string>& known) {
+  for (const auto& [name, value] : p) {
+    if (!is_train_option(name)) continue;
+    DLSCALE_CHECK(name != "json", "parameter 'json' cannot be set: the sweep keeps each run's record itself");
+    DLSCALE_CHECK(known.empty() || known.count(name),
+                  "parameter '{}' is not a 'dlscale {}' option (see 'dlscale {} --help'; names starting "
+                  "with '_' are free for your own values)",
+                  name, command, command);
+    DLSCALE_CHECK(!value.is_list(), "parameter '{}' is a list; lists belong under 'variables'", name);
+  }
+}
+
 /// Checks and completes the sweep's own parameters, derives the batches.
 /// Returns a skip reason, or "".
 std::string complete_params(Params& p, const PlanOptions& options) {
-  const std::string kind = require_choice(p, "kind", {"dlscale", "external"}, "dlscale").string();
+  const std::string kind =
+      require_choice(p, "kind", {"dlscale", "external", "commbench"}, "dlscale").string();
   p["kind"] = kind;
   p["launcher"] = require_choice(p, "launcher", {"local", "mpirun", "srun"}, "local");
   p["scaling"] = require_choice(p, "scaling", {"weak", "strong"}, "weak");
@@ -143,6 +159,13 @@ std::string complete_params(Params& p, const PlanOptions& options) {
   p["timeout"] = timeout;
   const long long workers = require_positive(p, "workers", 1);
   p["workers"] = Value(workers);
+  if (kind == "commbench") {
+    DLSCALE_CHECK(!p.count("batch") && !p.count("global-batch"),
+                  "parameter '{}' is set but kind is commbench, which has no batch",
+                  p.count("batch") ? "batch" : "global-batch");
+    check_command_options(p, "commbench", options.commbench_options);
+    return "";
+  }
   DLSCALE_CHECK(p.count("batch"), "parameter 'batch' is not set (per-worker batch for weak scaling, global batch "
                                   "for strong scaling)");
   const long long batch = require_positive(p, "batch", 1);
@@ -164,15 +187,7 @@ std::string complete_params(Params& p, const PlanOptions& options) {
                   "parameter 'command' (the program to run) is required when kind is external");
     return "";
   }
-  for (const auto& [name, value] : p) {
-    if (!is_train_option(name)) continue;
-    DLSCALE_CHECK(name != "json", "parameter 'json' cannot be set: the sweep keeps each run's record itself");
-    DLSCALE_CHECK(options.train_options.empty() || options.train_options.count(name),
-                  "parameter '{}' is not a 'dlscale train' option (see 'dlscale train --help'; names starting "
-                  "with '_' are free for your own values)",
-                  name);
-    DLSCALE_CHECK(!value.is_list(), "parameter '{}' is a list; lists belong under 'variables'", name);
-  }
+  check_command_options(p, "train", options.train_options);
   return "";
 }
 

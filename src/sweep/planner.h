@@ -17,10 +17,13 @@ struct PlanOptions {
   /// Options `dlscale train` accepts (long names without "--"); a run of kind
   /// dlscale naming anything else is an error. Empty = not checked.
   std::set<std::string> train_options;
+  /// The same for `dlscale commbench` and runs of kind commbench.
+  std::set<std::string> commbench_options;
 };
 
 /// One planned run. After planning, `params` always holds kind, launcher,
-/// scaling, workers, batch (per worker), global-batch, repeats and timeout.
+/// scaling, workers, repeats and timeout, and, except for kind commbench
+/// (which has no batch), batch (per worker) and global-batch.
 struct PlannedRun {
   int index = 0;            ///< 1-based position in the plan
   Params params;

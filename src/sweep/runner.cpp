@@ -27,15 +27,29 @@ std::string format_duration(double s) {
   return fmt::format("{}s", t);
 }
 
-/// "resnet18 weak w2 b32" and whatever else identifies the run.
+/// "resnet18 weak w2 b32 tree" and whatever else identifies the run.
 std::string describe(const PlannedRun& run) {
   const Params& p = run.params;
+  if (param_text(p, "kind") == "commbench") {
+    return fmt::format("commbench w{} {}", param_text(p, "workers"), param_text(p, "op", "allreduce"));
+  }
   std::string s = fmt::format("{} {} w{} b{}", param_text(p, "model", param_text(p, "kind")),
                               param_text(p, "scaling"), param_text(p, "workers"), param_text(p, "batch"));
+  for (const char* name : {"strategy", "compress"}) {
+    if (p.count(name)) s += " " + param_text(p, name);
+  }
   for (const auto& [name, value] : p) {
     if (name[0] == '_' && !value.is_list()) s += " " + value.to_string();
   }
   return s;
+}
+
+/// The metric a completed run's progress line shows, and its unit.
+const char* headline_metric(const Params& p) {
+  return param_text(p, "kind") == "commbench" ? "busbw_gbps_peak" : "samples_per_sec";
+}
+const char* headline_unit(const Params& p) {
+  return param_text(p, "kind") == "commbench" ? "GB/s peak busbw" : "samples/s";
 }
 
 /// The error line of a failed run: dlscale's own, or the log's last line.
@@ -214,8 +228,9 @@ std::vector<std::string> build_command(const Params& p, const std::string& dlsca
     }
     return argv;
   }
+  const bool commbench = param_text(p, "kind") == "commbench";
   argv.push_back(dlscale_binary);
-  argv.push_back("train");
+  argv.push_back(commbench ? "commbench" : "train");
   for (const auto& [name, value] : p) {
     if (!is_train_option(name)) continue;
     if (value.is_bool()) {
@@ -225,7 +240,9 @@ std::vector<std::string> build_command(const Params& p, const std::string& dlsca
     argv.push_back("--" + name);
     argv.push_back(value.to_string());
   }
-  if (param_text(p, "scaling") == "strong") {
+  if (commbench) {
+    // no batch
+  } else if (param_text(p, "scaling") == "strong") {
     argv.insert(argv.end(), {"--global-batch", param_text(p, "global-batch")});
   } else {
     argv.insert(argv.end(), {"--batch", param_text(p, "batch")});
@@ -238,10 +255,42 @@ std::vector<std::string> build_command(const Params& p, const std::string& dlsca
   return argv;
 }
 
+namespace {
+
+/// A commbench record's rows and fits as metrics: "busbw_gbps/allreduce/1048576",
+/// "alpha_us/allreduce", ...; plus the peak busbw over every row.
+std::map<std::string, double> commbench_metrics(const nlohmann::json& j) {
+  std::map<std::string, double> m;
+  DLSCALE_CHECK(j.value("schema", "") == "dlscale.commbench/1" && j.contains("results"),
+                "the run's JSON record is not a dlscale commbench record");
+  const nlohmann::json& r = j["results"];
+  double peak = 0;
+  const nlohmann::json rows = r.value("rows", nlohmann::json::array());
+  const nlohmann::json fits = r.value("fits", nlohmann::json::object());
+  for (const auto& row : rows) {
+    const std::string at = fmt::format("{}/{}", row.value("op", "?"), row.value("bytes", 0ll));
+    for (const char* k : {"time_us", "algbw_gbps", "busbw_gbps"}) {
+      if (row.contains(k) && row[k].is_number()) m[fmt::format("{}/{}", k, at)] = row[k].get<double>();
+    }
+    peak = std::max(peak, row.value("busbw_gbps", 0.0));
+  }
+  for (const auto& [op, fit] : fits.items()) {
+    m["alpha_us/" + op] = fit.value("alpha_us", 0.0);
+    m["bandwidth_gbps/" + op] = fit.value("bandwidth_gbps", 0.0);
+  }
+  m["wrong"] = r.value("wrong", 0.0);
+  DLSCALE_CHECK(m["wrong"] == 0, "commbench found {} wrong element(s)", m["wrong"]);
+  m["busbw_gbps_peak"] = peak;
+  return m;
+}
+
+}  // namespace
+
 std::map<std::string, double> extract_metrics(const Params& p, const std::string& record_json,
                                               const std::string& log_text) {
+  const bool commbench = param_text(p, "kind") == "commbench";
+  const double global_batch = commbench ? 0.0 : static_cast<double>(param_int(p, "global-batch"));
   std::map<std::string, double> m;
-  const double global_batch = static_cast<double>(param_int(p, "global-batch"));
   if (param_text(p, "kind") == "external") {
     const std::string pattern = param_text(p, "throughput-pattern", kDefaultThroughputPattern);
     std::regex re;
@@ -271,6 +320,7 @@ std::map<std::string, double> extract_metrics(const Params& p, const std::string
   }
   const nlohmann::json j = nlohmann::json::parse(record_json, nullptr, false);
   DLSCALE_CHECK(!j.is_discarded() && j.contains("results"), "the run's JSON record is missing or not valid JSON");
+  if (commbench) return commbench_metrics(j);
   const nlohmann::json& r = j["results"];
   auto take = [&](const std::string& name, const nlohmann::json& v) {
     if (v.is_number()) m[name] = v.get<double>();
@@ -418,7 +468,7 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
         try {
           rec.metrics = extract_metrics(run.params, rec.record, log);
           rec.status = kStatusCompleted;
-          rates.push_back(rec.metrics["samples_per_sec"]);
+          rates.push_back(rec.metrics[headline_metric(run.params)]);
           add_program_versions(rec.record, versions);
         } catch (const Error& e) {
           rec.status = kStatusFailed;
@@ -449,7 +499,9 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
     store.finish_run(run_id, status, reason, utc_timestamp(), versions);
     if (status == kStatusCompleted) {
       ++outcome.completed;
-      progress.line(fmt::format("{}: completed, {:.1f} samples/s (median of {})", tag, median(rates), rates.size()));
+      progress.line(fmt::format("{}: completed, {:.{}f} {} (median of {})", tag, median(rates),
+                                headline_metric(run.params) == std::string("samples_per_sec") ? 1 : 3,
+                                headline_unit(run.params), rates.size()));
     } else {
       if (status == kStatusOom) oom.record(run.params);
       if (status != kStatusInterrupted) ++outcome.failed;

@@ -211,5 +211,33 @@ variables: {workers: [1, 2]}
   EXPECT_EQ(html.find("http://www.w3.org/2000/svg\" width"), html.find("http://"));  // no link but the SVG namespace
 }
 
+// A commbench sweep on 1 and 2 workers: stored per size, reported by
+// message size, drawn in the HTML next to nothing else.
+TEST(SweepCli, CommbenchSweepReportsBusbwBySize) {
+  Dir d;
+  const std::string file = d.file("cb.yaml", R"Y(
+name: cb
+parameters: {kind: commbench, op: "allreduce,tree", max-bytes: 64K, factor: 16, iters: 2, warmup: 1, repeats: 2}
+variables: {workers: [2, 3]}
+)Y");
+  const std::string db = " --db " + d.path + "/r.db";
+  const Outcome o = run_dlscale("sweep " + file + db + " --output-dir " + d.path + "/runs --html " + d.path +
+                                "/r.html");
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  EXPECT_NE(o.out.find("GB/s peak busbw (median of 2)"), std::string::npos) << o.out;
+  Outcome r = run_dlscale("report --type commbench --format csv" + db);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "series,op,bytes,busbw_gbps");
+  for (const char* row : {"\nallreduce workers=2,allreduce,4,", "\ntree workers=3,tree,65536,"}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+  r = run_dlscale("report --type weak" + db);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("only commbench runs; use --type commbench"), std::string::npos) << r.err;
+  const std::string html = read_file(d.path + "/r.html");
+  EXPECT_NE(html.find("tree: bus bandwidth vs message size"), std::string::npos);
+  EXPECT_EQ(html.find("Throughput vs workers"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dlscale::testing

@@ -16,24 +16,19 @@
 #include "core/clock.h"
 #include "core/files.h"
 #include "process_util.h"
+#include "weights_util.h"
 
 namespace dlscale {
 namespace {
 
 using testing::run_dlscale;
 using testing::run_shell;
+using testing::load_weights;
 using testing::temp_path;
 
 const std::string kCommon =
     "train --model lenet --dropout 0 --threads 1 --steps 4 --warmup 1 --optimizer momentum "
     "--lr 0.05 --synthetic-batches 2 --display-every 0";
-
-std::vector<torch::Tensor> load_weights(const std::string& path) {
-  std::vector<torch::Tensor> w;
-  torch::load(w, path);
-  std::filesystem::remove(path);
-  return w;
-}
 
 void expect_same_weights(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   ASSERT_EQ(a.size(), b.size());

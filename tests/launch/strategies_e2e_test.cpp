@@ -9,12 +9,14 @@
 
 #include "core/files.h"
 #include "process_util.h"
+#include "weights_util.h"
 
 namespace dlscale {
 namespace {
 
 using testing::run_dlscale;
 using testing::run_shell;
+using testing::load_weights;
 using testing::temp_path;
 
 // Global batch 12 divides by 2, 3 and 4 workers.
@@ -22,13 +24,6 @@ const std::string kLenet =
     "train --model lenet --dropout 0 --threads 1 --steps 4 --warmup 1 --optimizer momentum "
     "--lr 0.05 --synthetic-batches 2 --display-every 0 --global-batch 12 --first-bucket-mb 0.01 "
     "--bucket-mb 0.2";
-
-std::vector<torch::Tensor> load_weights(const std::string& path) {
-  std::vector<torch::Tensor> w;
-  torch::load(w, path);
-  std::filesystem::remove(path);
-  return w;
-}
 
 /// Max over parameters of max|a - b| / (atol + rtol |b|): <= 1 means allclose.
 double closeness(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b,

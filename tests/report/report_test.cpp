@@ -147,6 +147,60 @@ TEST(ReportGolden, HtmlPage) {
   EXPECT_EQ(namespaces, 5u);  // weak: 2 charts, strong: 2 charts, breakdown: 1
 }
 
+/// A completed commbench run: allreduce and tree busbw at 1 KiB and 1 MiB
+/// (the second repeat 10% faster), on `workers` ranks.
+RunRecord commbench_run(std::int64_t id, int workers) {
+  RunRecord r;
+  r.id = id;
+  r.sweep = "golden-commbench";
+  r.params = {{"kind", Value("commbench")}, {"workers", Value(workers)}, {"scaling", Value("weak")},
+              {"repeats", Value(2)},       {"op", Value("allreduce,tree")}};
+  r.status = "completed";
+  r.started_at = "2026-11-22T10:00:00.000Z";
+  r.host = "node1";
+  for (int rep = 1; rep <= 2; ++rep) {
+    sweep::RepeatRecord rr;
+    rr.repeat = rep;
+    rr.status = "completed";
+    const double f = (rep == 2 ? 1.1 : 1.0) * workers;
+    rr.metrics = {{"busbw_gbps/allreduce/1024", 0.01 * f}, {"busbw_gbps/allreduce/1048576", 1.5 * f},
+                  {"busbw_gbps/tree/1024", 0.008 * f},     {"busbw_gbps/tree/1048576", 1.0 * f},
+                  {"alpha_us/allreduce", 40.0 / f},        {"bandwidth_gbps/allreduce", 2.0 * f},
+                  {"alpha_us/tree", 55.0 / f},             {"bandwidth_gbps/tree", 1.2 * f},
+                  {"busbw_gbps_peak", 1.5 * f},            {"wrong", 0}};
+    r.repeats.push_back(rr);
+  }
+  return r;
+}
+
+TEST(ReportGolden, CommbenchInEveryFormatAndHtml) {
+  const std::vector<RunRecord> runs = {commbench_run(21, 2), commbench_run(22, 4)};
+  const Report r = build_report(runs, {ReportType::kCommbench, "", ""});
+  expect_golden("commbench.txt", render(r, Format::kText));
+  expect_golden("commbench.md", render(r, Format::kMarkdown));
+  expect_golden("commbench.csv", render(r, Format::kCsv));
+  expect_golden("commbench.json", render(r, Format::kJson));
+  // Mixed with training runs: the scaling sections ignore the commbench runs,
+  // which get one busbw chart per operation.
+  std::vector<RunRecord> mixed = dlscale_only();
+  mixed.insert(mixed.end(), runs.begin(), runs.end());
+  HtmlOptions o;
+  o.source = "golden.db";
+  const std::string html = render_html(mixed, o);
+  expect_golden("commbench.html", html);
+  EXPECT_NE(html.find("allreduce: bus bandwidth vs message size"), std::string::npos);
+  EXPECT_NE(html.find(">1M</text>"), std::string::npos);
+  EXPECT_EQ(build_report(mixed, {ReportType::kWeak, "", ""}).data.rows.size(),
+            build_report(dlscale_only(), {ReportType::kWeak, "", ""}).data.rows.size());
+  try {
+    build_report(runs, {ReportType::kWeak, "", ""});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "the selection holds only commbench runs; use --type commbench");
+  }
+  EXPECT_THROW(build_report(dlscale_only(), {ReportType::kCommbench, "", ""}), Error);
+}
+
 TEST(ReportGolden, ResultsExport) {
   const auto runs = golden_runs();
   expect_golden("export.csv", export_runs({runs[0], runs[5]}, Format::kCsv));

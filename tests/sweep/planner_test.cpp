@@ -211,6 +211,31 @@ variables: {scaling: [strong], workers: [2]}
                                       "--steps", "32"}));
 }
 
+// kind commbench: no batch, options checked against commbench's own, and
+// the command runs `dlscale commbench`.
+TEST(Planner, CommbenchRuns) {
+  const std::string yaml = R"Y(
+parameters: {kind: commbench, op: allreduce, max-bytes: 1M, timeout: 60, train-timeout: 20}
+variables: {workers: [2, 4]}
+)Y";
+  const auto runs = plan_sweep(parse_sweep(yaml, "t.yaml"), {{}, {"op", "max-bytes", "timeout"}});
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(text(runs[0], "batch"), "<unset>");
+  EXPECT_EQ(build_command(runs[1].params, "dl", "r.json"),
+            (std::vector<std::string>{"dl", "commbench", "--max-bytes", "1M", "--op", "allreduce", "--timeout",
+                                      "20", "--workers", "4", "--json", "r.json"}));
+  try {
+    plan_sweep(parse_sweep("parameters: {kind: commbench, opp: tree}", "t.yaml"), {{}, {"op"}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "parameter 'opp' is not a 'dlscale commbench' option (see 'dlscale commbench --help'; names "
+              "starting with '_' are free for your own values)");
+  }
+  EXPECT_EQ(plan_error("parameters: {kind: commbench, batch: 8}"),
+            "parameter 'batch' is set but kind is commbench, which has no batch");
+}
+
 TEST(Planner, SplitCommandQuotes) {
   EXPECT_EQ(split_command(R"(a "b c" 'd "e"' f\ g "h\"i")"),
             (std::vector<std::string>{"a", "b c", "d \"e\"", "f g", "h\"i"}));
