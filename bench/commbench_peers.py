@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """dlscale's allreduce against its peers on the same machine, in the same run:
-`dlscale commbench --op allreduce` (Gloo), torch.distributed.all_reduce over
-Gloo (bench/peer_allreduce_torch.py) and a plain MPI_Allreduce loop
+`dlscale commbench --op allreduce` with the Gloo backend (local workers) and
+with the MPI backend (under mpirun), torch.distributed.all_reduce over Gloo
+(bench/peer_allreduce_torch.py) and a plain MPI_Allreduce loop
 (bench/peer_allreduce_mpi.c, built here with mpicc), N local processes each,
 float32, the same sizes, warm-up and iterations, every result checked. The
-three tools alternate within each repeat so the machine's drift hits all
-alike. Prints the median busbw per tool and size and the ratio of dlscale to
-the best peer.
+four tools alternate within each repeat so the machine's drift hits all
+alike. Prints the median busbw per tool and size, each backend's ratio to
+its peer on the same engine, and dlscale's best against the best peer.
 
     /usr/bin/python3 bench/commbench_peers.py --dlscale build/dlscale --repeats 5
 """
@@ -21,15 +22,19 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_dlscale(args, sizes):
+MPIRUN = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np"]
+
+
+def run_dlscale(args, sizes, backend):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         rows = []
         for size in sizes:  # one size per call: --min-bytes = --max-bytes
-            subprocess.run([args.dlscale, "commbench", "--workers", str(args.workers), "--op",
-                            "allreduce", "--min-bytes", str(size), "--max-bytes", str(size),
-                            "--warmup", str(args.warmup), "--iters", str(args.iters),
-                            "--threads", "1", "--json", f.name],
-                           check=True, stdout=subprocess.DEVNULL)
+            launch = ([args.dlscale, "commbench", "--workers", str(args.workers)]
+                      if backend == "gloo" else MPIRUN + [str(args.workers), args.dlscale, "commbench"])
+            subprocess.run(launch + ["--op", "allreduce", "--min-bytes", str(size), "--max-bytes",
+                                     str(size), "--warmup", str(args.warmup), "--iters",
+                                     str(args.iters), "--threads", "1", "--json", f.name],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             with open(f.name) as r:
                 rows += json.load(r)["results"]["rows"]
         return rows
@@ -44,8 +49,7 @@ def run_torch(args, sizes):
 
 
 def run_mpi(args, sizes, binary):
-    out = subprocess.run(["mpirun", "--oversubscribe", "--allow-run-as-root", "-np",
-                          str(args.workers), binary, str(args.warmup), str(args.iters)]
+    out = subprocess.run(MPIRUN + [str(args.workers), binary, str(args.warmup), str(args.iters)]
                          + [str(s) for s in sizes], check=True, capture_output=True,
                          text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["rows"]
@@ -64,7 +68,9 @@ def main():
     build = os.path.join(os.path.dirname(os.path.abspath(args.dlscale)), "peer_allreduce_mpi")
     subprocess.run(["mpicc", "-O2", "-o", build, os.path.join(HERE, "peer_allreduce_mpi.c")],
                    check=True)
-    tools = {"dlscale": lambda: run_dlscale(args, sizes), "torch-gloo": lambda: run_torch(args, sizes),
+    tools = {"dlscale-gloo": lambda: run_dlscale(args, sizes, "gloo"),
+             "torch-gloo": lambda: run_torch(args, sizes),
+             "dlscale-mpi": lambda: run_dlscale(args, sizes, "mpi"),
              "mpi": lambda: run_mpi(args, sizes, build)}
     busbw = {(t, s): [] for t in tools for s in sizes}
     for rep in range(args.repeats):
@@ -76,12 +82,16 @@ def main():
         print(f"repeat {rep + 1}/{args.repeats} done", file=sys.stderr)
     print(f"allreduce busbw (GB/s), float32, {args.workers} local processes, median of "
           f"{args.repeats} alternating repeats, {args.iters} timed iterations each")
-    print(f"{'bytes':>12} {'dlscale':>9} {'torch-gloo':>11} {'mpi':>9} {'dlscale/best peer':>18}")
+    print(f"{'bytes':>10} {'dlscale-gloo':>13} {'torch-gloo':>11} {'dlscale-mpi':>12} {'mpi':>8} "
+          f"{'gloo ratio':>11} {'mpi ratio':>10} {'best/best':>10}")
     for s in sizes:
         med = {t: statistics.median(busbw[(t, s)]) for t in tools}
-        best = max(med["torch-gloo"], med["mpi"])
-        print(f"{s:>12} {med['dlscale']:>9.3f} {med['torch-gloo']:>11.3f} {med['mpi']:>9.3f} "
-              f"{med['dlscale'] / best:>18.2f}")
+        ours = max(med["dlscale-gloo"], med["dlscale-mpi"])
+        peers = max(med["torch-gloo"], med["mpi"])
+        print(f"{s:>10} {med['dlscale-gloo']:>13.3f} {med['torch-gloo']:>11.3f} "
+              f"{med['dlscale-mpi']:>12.3f} {med['mpi']:>8.3f} "
+              f"{med['dlscale-gloo'] / med['torch-gloo']:>11.2f} "
+              f"{med['dlscale-mpi'] / med['mpi']:>10.2f} {ours / peers:>10.2f}")
     return 0
 
 

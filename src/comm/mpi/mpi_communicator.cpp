@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <climits>
+#include <cstring>
 #include <exception>
 #include <thread>
 
@@ -62,13 +63,25 @@ struct MpiCommunicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Op op_half = MPI_OP_NULL;
   MPI_Op op_bfloat16 = MPI_OP_NULL;
+  torch::Tensor scratch;  // allreduce output, grown to the largest tensor seen
 
-  /// Polls `req` until done or the deadline; spins briefly, then backs off so
-  /// a waiting communication thread does not take a core from compute.
+  /// At least `bytes` of scratch memory.
+  void* scratch_bytes(size_t bytes) {
+    if (!scratch.defined() || static_cast<size_t>(scratch.numel()) < bytes) {
+      scratch = torch::empty({static_cast<int64_t>(bytes)}, torch::kUInt8);
+    }
+    return scratch.data_ptr();
+  }
+
+  /// Polls `req` until done or the deadline. Open MPI progresses a
+  /// non-blocking operation only inside MPI calls, so the loop keeps testing
+  /// (as a blocking MPI call would spin) and yields between tests so that
+  /// compute threads sharing the core still run; sleeping here instead
+  /// stalled large allreduces to half their bandwidth.
   void wait(MPI_Request& req, int rank, const char* op, std::chrono::milliseconds timeout) {
     const auto start = std::chrono::steady_clock::now();
     int done = 0;
-    for (int spin = 0;; ++spin) {
+    while (true) {
       check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), rank, op);
       if (done) return;
       if (std::chrono::steady_clock::now() - start > timeout) {
@@ -76,7 +89,7 @@ struct MpiCommunicator::Impl {
             "rank {}: mpi {} timed out after {} ms (a peer died or stalled)", rank, op,
             timeout.count()));
       }
-      if (spin > 200) std::this_thread::sleep_for(std::chrono::microseconds(spin > 2000 ? 500 : 50));
+      std::this_thread::yield();
     }
   }
 };
@@ -118,10 +131,15 @@ void MpiCommunicator::allreduce(torch::Tensor& tensor, ReduceOp op) {
       type = MPI_UINT16_T;
       mpi_op = impl_->op_bfloat16;
     }
+    // Out of place, then copied back: Open MPI's non-blocking in-place
+    // allreduce ran at half the bandwidth (0.9 vs 1.8 GB/s at 64 MiB, 2 ranks).
+    const size_t bytes = static_cast<size_t>(tensor.numel()) * tensor.element_size();
+    void* out = impl_->scratch_bytes(bytes);
     MPI_Request req;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, tensor.data_ptr(), n, type, mpi_op, impl_->comm, &req),
-              rank_, "allreduce");
+    check_mpi(MPI_Iallreduce(tensor.data_ptr(), out, n, type, mpi_op, impl_->comm, &req), rank_,
+              "allreduce");
     impl_->wait(req, rank_, "allreduce", timeout_);
+    std::memcpy(tensor.data_ptr(), out, bytes);
   }
   if (op == ReduceOp::kAverage) tensor.div_(size_);
 }
