@@ -232,6 +232,9 @@ CommbenchOptions resolve_commbench_options(CommbenchOptions o) {
   DLSCALE_CHECK(o.max_bytes <= (int64_t{16} << 30), "--max-bytes {} is over the 16G limit",
                 o.max_bytes);
   DLSCALE_CHECK(o.factor > 1, "--factor must be > 1 (got {})", o.factor);
+  const double steps = std::log(static_cast<double>(o.max_bytes) / o.min_bytes) / std::log(o.factor);
+  DLSCALE_CHECK(steps <= 1000, "--factor {} gives {:.0f} sizes from {} to {} bytes; at most 1000",
+                o.factor, steps + 1, o.min_bytes, o.max_bytes);
   DLSCALE_CHECK(o.warmup >= 0, "--warmup must be >= 0 (got {})", o.warmup);
   DLSCALE_CHECK(o.iters >= 1, "--iters must be >= 1 (got {})", o.iters);
   DLSCALE_CHECK(o.ranks_per_node >= 0, "--ranks-per-node must be >= 0 (got {})", o.ranks_per_node);

@@ -81,6 +81,10 @@ TEST(Commbench, BadOptionsAreNamed) {
   o.min_bytes = 1024;
   o.max_bytes = 4;
   EXPECT_THROW(resolve_commbench_options(o), Error);
+  o.min_bytes = 4;
+  o.max_bytes = 1 << 30;
+  o.factor = 1.001;  // some 20000 sizes: refused rather than running for days
+  EXPECT_THROW(resolve_commbench_options(o), Error);
 }
 
 // Every operation on 3 ranks (2 for Gloo, to keep it quick), each dtype:

@@ -260,6 +260,42 @@ TEST(LaunchErrors, StalledWorkerFailsTheJobWithinTheTimeout) {
   expect_no_worker_left(a);
 }
 
+// Under mpirun too, a stalled rank ends the job within --timeout plus a few
+// seconds: rank 0's collective times out (the MPI backend polls every
+// operation against the deadline), it exits 5, and mpirun stops the rest.
+TEST(LaunchErrors, MpirunStalledRankFailsWithinTheTimeout) {
+  const std::string err = temp_path("mpi.err");
+  const std::string script = temp_path("stall.sh");
+  write_file_atomic(script,
+                    "mpirun --oversubscribe --allow-run-as-root -np 2 " + std::string(DLSCALE_BINARY) +
+                        " train --model lenet --batch 8 --steps 1000000 --warmup 1 --threads 1"
+                        " --display-every 0 --timeout 3 >/dev/null 2>" + err + " & job=$!\n" + R"sh(
+r1=
+for i in $(seq 300); do  # up to 30 s for rank 1 to start
+  for p in $(pgrep -f 'lenet --batch 8 --steps 1000000'); do
+    tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && r1=$p
+  done
+  [ -n "$r1" ] && break
+  sleep 0.1
+done
+sleep 3  # into the steps
+kill -STOP $r1
+start=$(date +%s%N); wait $job; rc=$?; end=$(date +%s%N)
+kill -CONT $r1 2>/dev/null
+echo "$rc $(( (end - start) / 1000000 ))"
+)sh");
+  const auto o = run_shell("bash " + script);
+  const std::string log = read_file(err);
+  std::filesystem::remove(err);
+  std::filesystem::remove(script);
+  int rc = -1;
+  long ms = 0;
+  std::istringstream(o.out) >> rc >> ms;
+  EXPECT_EQ(rc, 5) << o.out << log;
+  EXPECT_LT(ms, 15000) << log;
+  EXPECT_NE(log.find("rank 0: mpi allreduce timed out after 3000 ms"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace dlscale
 
