@@ -32,14 +32,21 @@ int64_t count_wrong(const torch::Tensor& got, const torch::Tensor& expected) {
 }
 
 /// One operation of the benchmark, nccl-tests style: set up buffers for a
-/// size, restore them before each iteration (untimed), run, check.
+/// size, restore them before each iteration (untimed), run, check. Most
+/// operations restore `output_` from `input_` and compare it with `expected_`.
 class Operation {
  public:
+  Operation(comm::Communicator& comm, torch::ScalarType dtype) : comm_(comm), dtype_(dtype) {}
   virtual ~Operation() = default;
   virtual void prepare(int64_t count) = 0;
-  virtual void reset() = 0;
+  virtual void reset() { output_.copy_(input_); }
   virtual void run() = 0;
-  virtual int64_t wrong() = 0;
+  virtual int64_t wrong() { return count_wrong(output_, expected_); }
+
+ protected:
+  comm::Communicator& comm_;
+  torch::ScalarType dtype_;
+  torch::Tensor input_, output_, expected_;
 };
 
 /// allreduce, tree, hierarchical: the bucket collectives of the strategies.
@@ -47,46 +54,35 @@ class SumOperation : public Operation {
  public:
   SumOperation(std::unique_ptr<dp::BucketCollective> coll, comm::Communicator& comm,
                torch::ScalarType dtype)
-      : coll_(std::move(coll)), comm_(comm), dtype_(dtype) {}
+      : Operation(comm, dtype), coll_(std::move(coll)) {}
   void prepare(int64_t count) override {
     input_ = pattern(comm_.rank(), count, dtype_);
     output_ = torch::empty_like(input_);
     expected_ = torch::zeros({count}, torch::kFloat32);
     for (int r = 0; r < comm_.size(); ++r) expected_ += pattern(r, count, torch::kFloat32);
   }
-  void reset() override { output_.copy_(input_); }
   void run() override { coll_->sum(output_, 0); }
   int64_t wrong() override { return count_wrong(output_.to(torch::kFloat32), expected_); }
 
  private:
   std::unique_ptr<dp::BucketCollective> coll_;
-  comm::Communicator& comm_;
-  torch::ScalarType dtype_;
-  torch::Tensor input_, output_, expected_;
 };
 
 class BroadcastOperation : public Operation {
  public:
-  BroadcastOperation(comm::Communicator& comm, torch::ScalarType dtype) : comm_(comm), dtype_(dtype) {}
+  using Operation::Operation;
   void prepare(int64_t count) override {
     input_ = pattern(comm_.rank(), count, dtype_);
     output_ = torch::empty_like(input_);
     expected_ = pattern(0, count, dtype_);
   }
-  void reset() override { output_.copy_(input_); }
   void run() override { comm_.broadcast(output_, 0); }
-  int64_t wrong() override { return count_wrong(output_, expected_); }
-
- private:
-  comm::Communicator& comm_;
-  torch::ScalarType dtype_;
-  torch::Tensor input_, output_, expected_;
 };
 
 /// `count` is the gathered total; each rank contributes count / ranks.
 class AllgatherOperation : public Operation {
  public:
-  AllgatherOperation(comm::Communicator& comm, torch::ScalarType dtype) : comm_(comm), dtype_(dtype) {}
+  using Operation::Operation;
   void prepare(int64_t count) override {
     const int64_t each = count / comm_.size();
     input_ = pattern(comm_.rank(), each, dtype_);
@@ -95,22 +91,17 @@ class AllgatherOperation : public Operation {
   }
   void reset() override {}
   void run() override { output_ = comm_.allgather(input_); }
-  int64_t wrong() override { return count_wrong(output_, expected_); }
-
- private:
-  comm::Communicator& comm_;
-  torch::ScalarType dtype_;
-  torch::Tensor input_, output_, expected_;
 };
 
 /// Ping-pong between ranks 0 and 1 (others idle); one op = one way, so the
-/// timed round trip is halved.
+/// timed round trip is halved. Rank 0 must get its own input back.
 class SendRecvOperation : public Operation {
  public:
-  SendRecvOperation(comm::Communicator& comm, torch::ScalarType dtype) : comm_(comm), dtype_(dtype) {}
+  using Operation::Operation;
   void prepare(int64_t count) override {
     input_ = pattern(comm_.rank(), count, dtype_);
     output_ = torch::empty_like(input_);
+    expected_ = input_;
   }
   void reset() override { output_.zero_(); }
   void run() override {
@@ -122,12 +113,7 @@ class SendRecvOperation : public Operation {
       comm_.send(output_, 0, 2);
     }
   }
-  int64_t wrong() override { return comm_.rank() == 0 ? count_wrong(output_, input_) : 0; }
-
- private:
-  comm::Communicator& comm_;
-  torch::ScalarType dtype_;
-  torch::Tensor input_, output_;
+  int64_t wrong() override { return comm_.rank() == 0 ? Operation::wrong() : 0; }
 };
 
 std::unique_ptr<Operation> make_operation(const std::string& op, const CommbenchOptions& o,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "../comm/comm_test_util.h"
 #include "../process_util.h"
@@ -115,6 +116,60 @@ TEST(Commbench, EveryOperationIsCheckedOnRealRanks) {
       });
     }
   }
+}
+
+/// Delegates to a real communicator but corrupts the first element of every
+/// allreduce and broadcast result: what #wrong must catch.
+class CorruptingCommunicator : public comm::Communicator {
+ public:
+  explicit CorruptingCommunicator(comm::Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string backend() const override { return inner_.backend(); }
+  std::chrono::milliseconds timeout() const override { return inner_.timeout(); }
+  void allreduce(torch::Tensor& t, comm::ReduceOp op) override {
+    inner_.allreduce(t, op);
+    t[0] += 1;
+  }
+  void broadcast(torch::Tensor& t, int root) override {
+    inner_.broadcast(t, root);
+    t[0] += 1;
+  }
+  torch::Tensor allgather(const torch::Tensor& t) override { return inner_.allgather(t); }
+  void barrier() override { inner_.barrier(); }
+  std::unique_ptr<comm::Request> isend(const torch::Tensor& t, int dst, uint32_t tag) override {
+    return inner_.isend(t, dst, tag);
+  }
+  std::unique_ptr<comm::Request> irecv(torch::Tensor& t, int src, uint32_t tag) override {
+    return inner_.irecv(t, src, tag);
+  }
+  std::unique_ptr<comm::Communicator> split(int color, int key) override { return inner_.split(color, key); }
+
+ private:
+  comm::Communicator& inner_;
+};
+
+// The checker is not a formality: one wrong element per rank and size is
+// counted (2 ranks x 3 sizes), and correct operations stay at 0.
+TEST(Commbench, WrongResultsAreCounted) {
+  CommbenchOptions o;
+  o.ops = {"allreduce", "broadcast", "allgather"};
+  o.min_bytes = 4;
+  o.max_bytes = 64;
+  o.factor = 4;
+  o.warmup = 0;
+  o.iters = 1;
+  o = resolve_commbench_options(o);
+  comm::testing::run_ranks("inproc", 2, [&](comm::Communicator& inner) {
+    CorruptingCommunicator comm(inner);
+    const CommbenchResult r = run_commbench(o, comm, "host", nullptr);
+    std::map<std::string, int64_t> wrong;
+    for (const auto& row : r.rows) wrong[row.op] += row.wrong;
+    EXPECT_EQ(wrong["allreduce"], 2 * 3);
+    EXPECT_EQ(wrong["broadcast"], 2 * 3);
+    EXPECT_EQ(wrong["allgather"], 0);
+    EXPECT_EQ(r.wrong, 12);
+  });
 }
 
 TEST(CommbenchCommand, WorkersAndJsonRecord) {
