@@ -102,25 +102,35 @@ TEST_F(Processes, MpirunWorkersMatchOneWorker) {
   }
 }
 
-// Two "nodes" (two launchers, one worker each) on this machine: node 0 hosts
-// the rendezvous store, ranks span both launchers, Gloo listens on --host-addr.
+// Two "nodes" (two launchers) on this machine: node 0 hosts the rendezvous
+// store, ranks span both launchers, Gloo listens on --host-addr. One worker
+// per node with allreduce; two per node with hierarchical, whose nodes are
+// the launchers (the host is the same): reduce in each pair, allreduce
+// between the two leaders.
 TEST_F(Processes, TwoNodesMatchOneWorker) {
-  uint16_t port = 0;
-  {
-    comm::TcpStoreServer probe("127.0.0.1", 0);  // a free port, released for the job
-    port = probe.port();
+  for (const std::string strategy : {"allreduce", "hierarchical"}) {
+    SCOPED_TRACE(strategy);
+    uint16_t port = 0;
+    {
+      comm::TcpStoreServer probe("127.0.0.1", 0);  // a free port, released for the job
+      port = probe.port();
+    }
+    const std::string w = temp_path("wn.pt");
+    const std::string per_node = strategy == "hierarchical" ? "2" : "1";
+    const std::string node = std::string(DLSCALE_BINARY) + " " + kCommon +
+                             " --global-batch 16 --bucket-mb 0.2 --first-bucket-mb 0.01 --workers " +
+                             per_node + " --strategy " + strategy +
+                             " --nnodes 2 --master-addr 127.0.0.1 --host-addr 127.0.0.1"
+                             " --master-port " + std::to_string(port);
+    const auto o = run_shell(node + " --node-rank 1 >/dev/null & other=$!; " + node +
+                             " --node-rank 0 --save-weights " + w +
+                             "; rc=$?; wait $other; exit $((rc | $?))");
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find(strategy == "hierarchical" ? "over 4 workers in 2 node(s)" : "over 2 workers"),
+              std::string::npos)
+        << o.out;
+    expect_same_weights(load_weights(w), *reference_);
   }
-  const std::string w = temp_path("wn.pt");
-  const std::string node = std::string(DLSCALE_BINARY) + " " + kCommon +
-                           " --global-batch 16 --bucket-mb 0.2 --first-bucket-mb 0.01 --workers 1"
-                           " --nnodes 2 --master-addr 127.0.0.1 --host-addr 127.0.0.1"
-                           " --master-port " + std::to_string(port);
-  const auto o = run_shell(node + " --node-rank 1 >/dev/null & other=$!; " + node +
-                           " --node-rank 0 --save-weights " + w +
-                           "; rc=$?; wait $other; exit $((rc | $?))");
-  ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("over 2 workers"), std::string::npos) << o.out;
-  expect_same_weights(load_weights(w), *reference_);
 }
 
 TEST(LaunchErrors, IndivisibleGlobalBatchIsRefusedOnce) {
