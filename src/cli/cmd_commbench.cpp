@@ -45,7 +45,8 @@ void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) 
       ->capture_default_str();
   cmd->add_option("--warmup,-w", f->options.warmup, "Untimed iterations per size")
       ->capture_default_str();
-  cmd->add_option("--iters,-i", f->options.iters, "Timed iterations per size (their mean is reported)")
+  cmd->add_option("--iters,-i", f->options.iters,
+                  "Timed iterations per size (their mean is reported)")
       ->capture_default_str();
   cmd->add_option("--ranks-per-node", f->options.ranks_per_node,
                   "hierarchical: node groups of this many consecutive ranks; 0 = by host")

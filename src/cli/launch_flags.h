@@ -2,7 +2,6 @@
 // The flags every job command shares (train, commbench): how many workers,
 // where they meet, which backend, how long before a silent one fails the job.
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "launch/job.h"

@@ -17,17 +17,20 @@ CommSession::CommSession(const SessionOptions& o) {
     world_ = std::make_unique<MpiCommunicator>(*mpi_, o.timeout);
   } else if (o.backend == "gloo") {
     if (o.host_store) {
-      store_server_ = std::make_unique<TcpStoreServer>(o.store_bind_addr,
-                                                       static_cast<uint16_t>(o.store_port));
+      store_server_ =
+          std::make_unique<TcpStoreServer>(o.store_bind_addr, static_cast<uint16_t>(o.store_port));
     }
-    store_ = std::make_unique<TcpStore>(o.store_addr, static_cast<uint16_t>(o.store_port), o.timeout);
+    store_ =
+        std::make_unique<TcpStore>(o.store_addr, static_cast<uint16_t>(o.store_port), o.timeout);
     GlooOptions go;
     go.timeout = o.timeout;
     go.hostname = o.gloo_hostname;
     world_ = std::make_unique<GlooCommunicator>(*store_, o.rank, o.size, go);
   } else if (o.backend == "nccl") {
-    throw Error("backend 'nccl' is not available in this build (it needs a CUDA build; see "
-                "docs/launch.md); allowed: " + std::string(kBackendNames));
+    throw Error(
+        "backend 'nccl' is not available in this build (it needs a CUDA build; see "
+        "docs/launch.md); allowed: " +
+        std::string(kBackendNames));
   } else {
     throw Error(fmt::format("unknown backend '{}'; allowed: {}", o.backend, kBackendNames));
   }

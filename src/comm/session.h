@@ -23,8 +23,8 @@ struct SessionOptions {
   // Gloo rendezvous.
   std::string store_addr = "127.0.0.1";  ///< host of the rendezvous store
   int store_port = 0;
-  bool host_store = false;               ///< this process serves the store (mpirun/srun rank 0)
-  std::string store_bind_addr;           ///< address the served store listens on
+  bool host_store = false;                  ///< this process serves the store (mpirun/srun rank 0)
+  std::string store_bind_addr;              ///< address the served store listens on
   std::string gloo_hostname = "127.0.0.1";  ///< address peers reach this rank's Gloo device at
 };
 

@@ -144,8 +144,8 @@ CommRow measure(Operation& op, const std::string& name, int64_t count, int64_t e
     total += now_seconds() - start;
   }
   const double mine = total / o.iters / (name == "sendrecv" ? 2.0 : 1.0);
-  const torch::Tensor all = comm.allgather(
-      torch::tensor({mine, static_cast<double>(op.wrong())}, torch::kFloat64));
+  const torch::Tensor all =
+      comm.allgather(torch::tensor({mine, static_cast<double>(op.wrong())}, torch::kFloat64));
   CommRow row;
   row.op = name;
   row.count = count;
@@ -158,7 +158,8 @@ CommRow measure(Operation& op, const std::string& name, int64_t count, int64_t e
 }
 
 void print_table_header(std::ostream& out, const CommbenchOptions& o, const comm::Communicator& c) {
-  fmt::print(out, "# dlscale commbench: {} rank(s), backend {}, {}, {} warm-up + {} timed iterations\n",
+  fmt::print(out,
+             "# dlscale commbench: {} rank(s), backend {}, {}, {} warm-up + {} timed iterations\n",
              c.size(), c.backend(), o.dtype, o.warmup, o.iters);
   fmt::print(out, "# {:>12} {:>12} {:>12} {:>9} {:>12} {:>11} {:>11} {:>7}\n", "op", "size(B)",
              "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
@@ -201,9 +202,12 @@ CommbenchOptions resolve_commbench_options(CommbenchOptions o) {
       ops.assign(std::begin(kOperations), std::end(kOperations));
       break;
     }
-    const bool known = std::find(std::begin(kOperations), std::end(kOperations), op) != std::end(kOperations);
-    DLSCALE_CHECK(known, "unknown --op '{}'; allowed: allreduce, tree, hierarchical, broadcast, "
-                  "allgather, sendrecv, all", op);
+    const bool known =
+        std::find(std::begin(kOperations), std::end(kOperations), op) != std::end(kOperations);
+    DLSCALE_CHECK(known,
+                  "unknown --op '{}'; allowed: allreduce, tree, hierarchical, broadcast, "
+                  "allgather, sendrecv, all",
+                  op);
     if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
   }
   DLSCALE_CHECK(!ops.empty(), "--op needs at least one operation");
@@ -212,13 +216,15 @@ CommbenchOptions resolve_commbench_options(CommbenchOptions o) {
   if (o.dtype == "f16" || o.dtype == "fp16") o.dtype = "float16";
   if (o.dtype == "bf16") o.dtype = "bfloat16";
   DLSCALE_CHECK(o.dtype == "float32" || o.dtype == "float16" || o.dtype == "bfloat16",
-                "unknown --dtype '{}'; allowed: float32, float16, bfloat16 (f32, f16, bf16)", o.dtype);
+                "unknown --dtype '{}'; allowed: float32, float16, bfloat16 (f32, f16, bf16)",
+                o.dtype);
   DLSCALE_CHECK(o.min_bytes >= 1 && o.min_bytes <= o.max_bytes,
                 "--min-bytes ({}) must be >= 1 and <= --max-bytes ({})", o.min_bytes, o.max_bytes);
   DLSCALE_CHECK(o.max_bytes <= (int64_t{16} << 30), "--max-bytes {} is over the 16G limit",
                 o.max_bytes);
   DLSCALE_CHECK(o.factor > 1, "--factor must be > 1 (got {})", o.factor);
-  const double steps = std::log(static_cast<double>(o.max_bytes) / o.min_bytes) / std::log(o.factor);
+  const double steps =
+      std::log(static_cast<double>(o.max_bytes) / o.min_bytes) / std::log(o.factor);
   DLSCALE_CHECK(steps <= 1000, "--factor {} gives {:.0f} sizes from {} to {} bytes; at most 1000",
                 o.factor, steps + 1, o.min_bytes, o.max_bytes);
   DLSCALE_CHECK(o.warmup >= 0, "--warmup must be >= 0 (got {})", o.warmup);
@@ -230,10 +236,13 @@ CommbenchOptions resolve_commbench_options(CommbenchOptions o) {
 std::vector<int64_t> message_sizes(const CommbenchOptions& o, int64_t element_bytes) {
   std::vector<int64_t> sizes;
   auto add = [&](double bytes) {
-    const int64_t rounded = std::max<int64_t>(1, static_cast<int64_t>(bytes) / element_bytes) * element_bytes;
+    const int64_t rounded =
+        std::max<int64_t>(1, static_cast<int64_t>(bytes) / element_bytes) * element_bytes;
     if (sizes.empty() || rounded > sizes.back()) sizes.push_back(rounded);
   };
-  for (double b = static_cast<double>(o.min_bytes); b < static_cast<double>(o.max_bytes); b *= o.factor) add(b);
+  for (double b = static_cast<double>(o.min_bytes); b < static_cast<double>(o.max_bytes);
+       b *= o.factor)
+    add(b);
   add(static_cast<double>(o.max_bytes));
   return sizes;
 }
@@ -302,7 +311,8 @@ CommbenchResult run_commbench(const CommbenchOptions& o, comm::Communicator& com
       fmt::print(*out, "#   {:>12}: alpha {:.2f} us, B {:.4f} GB/s ({} sizes)\n", name, f.alpha_us,
                  f.bandwidth_gbps, f.points);
     }
-    fmt::print(*out, "# out of bounds values: {} {}\n", result.wrong, result.wrong == 0 ? "OK" : "WRONG");
+    fmt::print(*out, "# out of bounds values: {} {}\n", result.wrong,
+               result.wrong == 0 ? "OK" : "WRONG");
   }
   return result;
 }
@@ -311,22 +321,33 @@ nlohmann::json to_json(const CommbenchOptions& o, const CommbenchResult& r,
                        const comm::Communicator& comm, const std::vector<std::string>& argv) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
-    rows.push_back({{"op", row.op}, {"bytes", row.bytes}, {"count", row.count},
-                    {"time_us", row.time_us}, {"algbw_gbps", row.algbw_gbps},
-                    {"busbw_gbps", row.busbw_gbps}, {"wrong", row.wrong}});
+    rows.push_back({{"op", row.op},
+                    {"bytes", row.bytes},
+                    {"count", row.count},
+                    {"time_us", row.time_us},
+                    {"algbw_gbps", row.algbw_gbps},
+                    {"busbw_gbps", row.busbw_gbps},
+                    {"wrong", row.wrong}});
   }
   nlohmann::json fits = nlohmann::json::object();
   for (const auto& [name, f] : r.fits) {
-    fits[name] = {{"alpha_us", f.alpha_us}, {"bandwidth_gbps", f.bandwidth_gbps}, {"points", f.points}};
+    fits[name] = {
+        {"alpha_us", f.alpha_us}, {"bandwidth_gbps", f.bandwidth_gbps}, {"points", f.points}};
   }
   return {{"schema", "dlscale.commbench/1"},
           {"kind", "commbench"},
           {"status", r.wrong == 0 ? "ok" : "wrong"},
           {"argv", argv},
           {"inputs",
-           {{"ops", o.ops}, {"min_bytes", o.min_bytes}, {"max_bytes", o.max_bytes},
-            {"factor", o.factor}, {"dtype", o.dtype}, {"warmup", o.warmup}, {"iters", o.iters},
-            {"ranks_per_node", o.ranks_per_node}, {"world_size", comm.size()},
+           {{"ops", o.ops},
+            {"min_bytes", o.min_bytes},
+            {"max_bytes", o.max_bytes},
+            {"factor", o.factor},
+            {"dtype", o.dtype},
+            {"warmup", o.warmup},
+            {"iters", o.iters},
+            {"ranks_per_node", o.ranks_per_node},
+            {"world_size", comm.size()},
             {"backend", comm.backend()}}},
           {"results", {{"rows", rows}, {"fits", fits}, {"wrong", r.wrong}}}};
 }

@@ -27,7 +27,8 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
       comm = alone.get();
     }
     slot.status.write("commbench");
-    const CommbenchResult result = run_commbench(o, *comm, slot.node_name, slot.prints ? &out : nullptr);
+    const CommbenchResult result =
+        run_commbench(o, *comm, slot.node_name, slot.prints ? &out : nullptr);
     if (comm->rank() == 0 && !o.json_path.empty()) {
       nlohmann::json record = to_json(o, result, *comm, argv);
       record["environment"] = dlscale::to_json(collect_system_info());
@@ -35,8 +36,8 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
       write_file_atomic(o.json_path, record.dump(2) + "\n");
     }
     if (result.wrong > 0) {
-      throw InternalError(fmt::format("commbench: {} element(s) differ from the known answer",
-                                      result.wrong));
+      throw InternalError(
+          fmt::format("commbench: {} element(s) differ from the known answer", result.wrong));
     }
   });
 }

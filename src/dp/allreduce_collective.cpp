@@ -10,7 +10,9 @@ class AllreduceCollective : public BucketCollective {
   void sum(torch::Tensor& data, uint32_t /*tag*/) override {
     comm_.allreduce(data, comm::ReduceOp::kSum);
   }
-  double bytes_sent(double bytes) const override { return ring_allreduce_bytes(bytes, comm_.size()); }
+  double bytes_sent(double bytes) const override {
+    return ring_allreduce_bytes(bytes, comm_.size());
+  }
   std::string formula() const override { return "2(p-1)/p x S"; }
 
  private:

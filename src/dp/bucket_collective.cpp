@@ -16,8 +16,8 @@ std::unique_ptr<BucketCollective> make_bucket_collective(const std::string& stra
   if (strategy == "hierarchical") {
     return make_hierarchical_collective(comm, ranks_per_node, node_name);
   }
-  throw Error(fmt::format("unknown collective '{}'; allowed: allreduce, tree, hierarchical",
-                          strategy));
+  throw Error(
+      fmt::format("unknown collective '{}'; allowed: allreduce, tree, hierarchical", strategy));
 }
 
 }  // namespace dlscale::dp

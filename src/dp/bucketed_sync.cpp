@@ -9,8 +9,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 }
 
 BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator& comm,
-                           std::unique_ptr<BucketCollective> collective,
-                           const SyncOptions& options)
+                           std::unique_ptr<BucketCollective> collective, const SyncOptions& options)
     : params_(std::move(params)),
       collective_(std::move(collective)),
       overlap_(options.bucket_mb > 0),
@@ -45,8 +44,7 @@ BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator
   comm_thread_ = std::thread([this] { comm_loop(); });
 }
 
-void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb,
-                                torch::ScalarType wire) {
+void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb, torch::ScalarType wire) {
   // DDP's rule: walk the parameters in reverse registration order (about the
   // order backward produces their gradients) and close a bucket as soon as it
   // reaches its cap, the parameter that crosses the cap included. A large

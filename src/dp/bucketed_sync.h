@@ -63,11 +63,11 @@ class BucketedSync : public GradientSync {
 
  private:
   struct Bucket {
-    torch::Tensor buffer;           // flat, float32
-    torch::Tensor wire;             // flat, the wire type; undefined without compression
-    std::vector<size_t> params;     // indices into params_
-    int pending = 0;                // gradients still missing this step
-    bool done = false;              // collective finished this step
+    torch::Tensor buffer;        // flat, float32
+    torch::Tensor wire;          // flat, the wire type; undefined without compression
+    std::vector<size_t> params;  // indices into params_
+    int pending = 0;             // gradients still missing this step
+    bool done = false;           // collective finished this step
     BucketTiming timing;
   };
 
@@ -75,20 +75,20 @@ class BucketedSync : public GradientSync {
   void reduce_bucket(Bucket& bucket, uint32_t tag);
 
   void on_grad(size_t param, const torch::Tensor& grad);
-  void mark_ready(size_t bucket);     // with mu_ held
-  void launch_in_order();             // with mu_ held
+  void mark_ready(size_t bucket);  // with mu_ held
+  void launch_in_order();          // with mu_ held
   void comm_loop();
 
   std::vector<torch::Tensor> params_;
   std::unique_ptr<BucketCollective> collective_;
   const bool overlap_;
   SyncInfo info_;
-  const torch::Tensor inv_world_;       // 1 / world size: gradients are scaled as they are packed
+  const torch::Tensor inv_world_;  // 1 / world size: gradients are scaled as they are packed
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_;       // param index -> bucket index
-  std::vector<torch::Tensor> views_;    // param index -> view of its bucket slot
-  std::vector<bool> seen_;              // param index -> gradient arrived this step
-  std::vector<bool> ready_;             // bucket index -> complete, may launch
+  std::vector<size_t> bucket_of_;     // param index -> bucket index
+  std::vector<torch::Tensor> views_;  // param index -> view of its bucket slot
+  std::vector<bool> seen_;            // param index -> gradient arrived this step
+  std::vector<bool> ready_;           // bucket index -> complete, may launch
   size_t next_launch_ = 0;
   std::vector<unsigned> hook_handles_;
 
@@ -98,7 +98,7 @@ class BucketedSync : public GradientSync {
   size_t completed_ = 0;
   bool stop_ = false;
   std::exception_ptr error_;
-  bool failed_ = false;                 // a collective failed: issue no more
+  bool failed_ = false;  // a collective failed: issue no more
   std::thread comm_thread_;
 };
 

@@ -38,14 +38,14 @@ struct SyncStepStats {
 
 /// What a strategy is, fixed at construction.
 struct SyncInfo {
-  std::string strategy;               ///< allreduce | tree | hierarchical | independent
-  std::string layout;                 ///< bucketed | flat | none
-  std::string wire_dtype = "float32"; ///< float32 | float16 | bfloat16
-  std::vector<int64_t> bucket_bytes;  ///< wire bytes of each bucket, in launch order
-  double formula_bytes_sent = 0;      ///< bytes this rank sends per step, by the formula
-  std::string formula;                ///< that formula as text (S = bytes per step)
+  std::string strategy;                ///< allreduce | tree | hierarchical | independent
+  std::string layout;                  ///< bucketed | flat | none
+  std::string wire_dtype = "float32";  ///< float32 | float16 | bfloat16
+  std::vector<int64_t> bucket_bytes;   ///< wire bytes of each bucket, in launch order
+  double formula_bytes_sent = 0;       ///< bytes this rank sends per step, by the formula
+  std::string formula;                 ///< that formula as text (S = bytes per step)
   bool keeps_replicas_identical = true;
-  int nodes = 0;                      ///< hierarchical: node groups; 0 otherwise
+  int nodes = 0;  ///< hierarchical: node groups; 0 otherwise
 };
 
 class GradientSync {

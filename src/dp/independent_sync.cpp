@@ -21,6 +21,8 @@ class IndependentSync : public GradientSync {
 
 }  // namespace
 
-std::unique_ptr<GradientSync> make_independent_sync() { return std::make_unique<IndependentSync>(); }
+std::unique_ptr<GradientSync> make_independent_sync() {
+  return std::make_unique<IndependentSync>();
+}
 
 }  // namespace dlscale::dp

@@ -25,8 +25,7 @@ std::string to_string(Compression compression) { return kCompressions.name(compr
 
 void check_sync_options(const SyncOptions& o) {
   DLSCALE_CHECK(o.bucket_mb >= 0, "--bucket-mb must be >= 0 (got {}; 0 = no overlap)", o.bucket_mb);
-  DLSCALE_CHECK(o.first_bucket_mb > 0, "--first-bucket-mb must be > 0 (got {})",
-                o.first_bucket_mb);
+  DLSCALE_CHECK(o.first_bucket_mb > 0, "--first-bucket-mb must be > 0 (got {})", o.first_bucket_mb);
   DLSCALE_CHECK(o.ranks_per_node >= 0, "--ranks-per-node must be >= 0 (got {}; 0 = by host)",
                 o.ranks_per_node);
   DLSCALE_CHECK(o.strategy != Strategy::kIndependent || o.compress == Compression::kNone,

@@ -46,7 +46,8 @@ void TreeCollective::broadcast_from_root(torch::Tensor& data, uint32_t tag) {
   const int p = comm_.size();
   if (r > 0) comm_.recv(data, (r - 1) / 2, tag);
   std::vector<std::unique_ptr<comm::Request>> pending;
-  for (int c = 0; c < tree_children(r, p); ++c) pending.push_back(comm_.isend(data, 2 * r + 1 + c, tag));
+  for (int c = 0; c < tree_children(r, p); ++c)
+    pending.push_back(comm_.isend(data, 2 * r + 1 + c, tag));
   for (auto& req : pending) req->wait();
 }
 

@@ -58,7 +58,8 @@ comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv&
   so.store_bind_addr = multi_node ? "0.0.0.0" : so.store_addr;
   // Across nodes, peers must reach this rank at the address they used for
   // the master's store; on one node loopback is enough.
-  if (multi_node) so.gloo_hostname = !options.host_addr.empty() ? options.host_addr : this_host_name();
+  if (multi_node)
+    so.gloo_hostname = !options.host_addr.empty() ? options.host_addr : this_host_name();
   return so;
 }
 

@@ -8,15 +8,15 @@ namespace dlscale::launch {
 
 /// How a job's processes start and find each other.
 struct JobOptions {
-  int workers = 1;            ///< worker processes on this node
-  int nnodes = 1;             ///< nodes, each running `workers` processes
-  int node_rank = 0;          ///< this node's index
+  int workers = 1;                        ///< worker processes on this node
+  int nnodes = 1;                         ///< nodes, each running `workers` processes
+  int node_rank = 0;                      ///< this node's index
   std::string master_addr = "127.0.0.1";  ///< host of the rendezvous store (node 0)
-  int master_port = 29500;    ///< its port (multi-node; a local job picks a free one)
-  std::string host_addr;      ///< address other nodes reach this node's workers at
-  std::string backend;        ///< gloo | mpi; "" = mpi under mpirun, gloo otherwise
+  int master_port = 29500;                ///< its port (multi-node; a local job picks a free one)
+  std::string host_addr;                  ///< address other nodes reach this node's workers at
+  std::string backend;                    ///< gloo | mpi; "" = mpi under mpirun, gloo otherwise
   std::chrono::milliseconds timeout{60000};  ///< collectives, rendezvous, stalled workers
-  int threads_per_worker = 1; ///< OMP_NUM_THREADS of spawned workers and core pinning
+  int threads_per_worker = 1;  ///< OMP_NUM_THREADS of spawned workers and core pinning
   bool bind_cores = false;
   bool verbose_ranks = false;
 };

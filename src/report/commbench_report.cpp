@@ -15,9 +15,9 @@ namespace {
 using sweep::RunRecord;
 
 /// Parameters that do not change what a commbench run measures.
-const std::set<std::string> kNotLabels = {"kind",    "repeats",       "timeout", "scaling",
-                                          "command", "launcher-args", "op",      "min-bytes",
-                                          "max-bytes", "factor",      "iters",   "warmup"};
+const std::set<std::string> kNotLabels = {"kind",      "repeats",       "timeout", "scaling",
+                                          "command",   "launcher-args", "op",      "min-bytes",
+                                          "max-bytes", "factor",        "iters",   "warmup"};
 
 /// Median over completed repeats of every metric.
 std::map<std::string, double> median_metrics(const RunRecord& run) {
@@ -93,7 +93,9 @@ Table busbw_table(const std::vector<BusbwSeries>& series) {
 
 }  // namespace
 
-bool is_commbench_run(const RunRecord& run) { return sweep::param_text(run.params, "kind") == "commbench"; }
+bool is_commbench_run(const RunRecord& run) {
+  return sweep::param_text(run.params, "kind") == "commbench";
+}
 
 std::vector<BusbwSeries> busbw_series(const std::vector<RunRecord>& runs) {
   const std::vector<const RunRecord*> selected = commbench_runs(runs);
@@ -125,11 +127,13 @@ std::vector<BusbwSeries> busbw_series(const std::vector<RunRecord>& runs) {
 
 Report commbench_report(const std::vector<RunRecord>& runs) {
   const std::vector<BusbwSeries> series = busbw_series(runs);
-  DLSCALE_CHECK(!series.empty(), "no completed commbench run in the selection (sweeps with kind: commbench)");
+  DLSCALE_CHECK(!series.empty(),
+                "no completed commbench run in the selection (sweeps with kind: commbench)");
   Report rep;
   rep.type = ReportType::kCommbench;
   rep.title = "Collectives (dlscale commbench): bus bandwidth by message size";
-  rep.notes.push_back("busbw = algbw x the operation's bus factor (allreduce 2(p-1)/p); docs/metrics.md");
+  rep.notes.push_back(
+      "busbw = algbw x the operation's bus factor (allreduce 2(p-1)/p); docs/metrics.md");
   rep.tables.push_back(busbw_table(series));
   Table fits;
   fits.title = "Fit: time = alpha + bytes / B";
@@ -141,7 +145,10 @@ Report commbench_report(const std::vector<RunRecord>& runs) {
   const std::vector<const RunRecord*> selected = commbench_runs(runs);
   for (const BusbwSeries& s : series) {
     for (const auto& [b, bw] : s.points) {
-      rep.data.rows.push_back({{s.name, {}}, {s.op, {}}, {fmt::format("{:.0f}", b), b}, {fmt::format("{:.6g}", bw), bw}});
+      rep.data.rows.push_back({{s.name, {}},
+                               {s.op, {}},
+                               {fmt::format("{:.0f}", b), b},
+                               {fmt::format("{:.6g}", bw), bw}});
     }
   }
   std::vector<const sweep::Params*> params;
@@ -153,9 +160,10 @@ Report commbench_report(const std::vector<RunRecord>& runs) {
       if (name.rfind("alpha_us/", 0) != 0) continue;
       const std::string op = name.substr(9);
       const auto b = m.find("bandwidth_gbps/" + op);
-      fits.rows.push_back({{op + config_label(*r, vary), {}},
-                           {fmt::format("{:.2f}", alpha), alpha},
-                           b == m.end() ? Cell{"-", {}} : Cell{fmt::format("{:.4f}", b->second), b->second}});
+      fits.rows.push_back(
+          {{op + config_label(*r, vary), {}},
+           {fmt::format("{:.2f}", alpha), alpha},
+           b == m.end() ? Cell{"-", {}} : Cell{fmt::format("{:.4f}", b->second), b->second}});
     }
   }
   rep.tables.push_back(std::move(fits));

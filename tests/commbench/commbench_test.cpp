@@ -26,7 +26,9 @@ TEST(Commbench, SizesParseWithSuffixes) {
       parse_size(bad, "--max-bytes");
       ADD_FAILURE() << bad;
     } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("--max-bytes '" + std::string(bad) + "' is not a size", 0), 0u)
+      EXPECT_EQ(
+          std::string(e.what()).rfind("--max-bytes '" + std::string(bad) + "' is not a size", 0),
+          0u)
           << e.what();
     }
   }
@@ -143,7 +145,9 @@ class CorruptingCommunicator : public comm::Communicator {
   std::unique_ptr<comm::Request> irecv(torch::Tensor& t, int src, uint32_t tag) override {
     return inner_.irecv(t, src, tag);
   }
-  std::unique_ptr<comm::Communicator> split(int color, int key) override { return inner_.split(color, key); }
+  std::unique_ptr<comm::Communicator> split(int color, int key) override {
+    return inner_.split(color, key);
+  }
 
  private:
   comm::Communicator& inner_;
@@ -176,7 +180,8 @@ TEST(CommbenchCommand, WorkersAndJsonRecord) {
   const std::string j = testing::temp_path("cb.json");
   const auto o = testing::run_dlscale(
       "commbench --workers 2 --op allreduce,tree,sendrecv --max-bytes 4M --factor 4 --iters 3 "
-      "--warmup 1 --json " + j);
+      "--warmup 1 --json " +
+      j);
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("# dlscale commbench: 2 rank(s), backend gloo"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("out of bounds values: 0 OK"), std::string::npos) << o.out;

@@ -1,8 +1,8 @@
 #include "dp/bucketed_sync.h"
 
-#include <atomic>
-
 #include <gtest/gtest.h>
+
+#include <atomic>
 
 #include "../comm/comm_test_util.h"
 #include "core/error.h"
@@ -22,7 +22,8 @@ std::vector<torch::Tensor> params_mib() {
 
 std::unique_ptr<BucketedSync> make_sync(std::vector<torch::Tensor> params, comm::Communicator& comm,
                                         const SyncOptions& o) {
-  return std::make_unique<BucketedSync>(std::move(params), comm, make_allreduce_collective(comm), o);
+  return std::make_unique<BucketedSync>(std::move(params), comm, make_allreduce_collective(comm),
+                                        o);
 }
 
 // DDP's rule: reverse order, a bucket closes once it reaches its cap, the

@@ -35,7 +35,8 @@ TEST_P(CollectiveTest, SumsExactlyOnAnyRankCountAndDtype) {
       for (const auto dtype : {torch::kFloat32, torch::kFloat16, torch::kBFloat16}) {
         for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{16}, int64_t{100000}}) {
           if (n > 16 && dtype != torch::kFloat32) continue;
-          torch::Tensor t = (torch::arange(1, n + 1, torch::kFloat32) * (comm.rank() + 1)).to(dtype);
+          torch::Tensor t =
+              (torch::arange(1, n + 1, torch::kFloat32) * (comm.rank() + 1)).to(dtype);
           coll->sum(t, static_cast<uint32_t>(n));
           const torch::Tensor expected =
               torch::arange(1, n + 1, torch::kFloat32) * (size * (size + 1) / 2);

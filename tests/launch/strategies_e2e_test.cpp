@@ -14,9 +14,9 @@
 namespace dlscale {
 namespace {
 
+using testing::load_weights;
 using testing::run_dlscale;
 using testing::run_shell;
-using testing::load_weights;
 using testing::temp_path;
 
 // Global batch 12 divides by 2, 3 and 4 workers.
@@ -30,7 +30,8 @@ double closeness(const std::vector<torch::Tensor>& a, const std::vector<torch::T
                  double rtol, double atol) {
   double worst = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    worst = std::max(worst, ((a[i] - b[i]).abs() / (atol + rtol * b[i].abs())).max().item<double>());
+    worst =
+        std::max(worst, ((a[i] - b[i]).abs() / (atol + rtol * b[i].abs())).max().item<double>());
   }
   return a.size() == b.size() ? worst : 1e30;
 }
@@ -88,7 +89,8 @@ TEST_P(GlooStrategies, MatchOneWorkerOn2To4Workers) {
   for (const int n : {2, 3, 4}) {
     SCOPED_TRACE(strategy + " x" + std::to_string(n));
     const std::string extra = strategy == "hierarchical" ? " --ranks-per-node 2" : "";
-    const TrainRun r = train(kLenet + " --workers " + std::to_string(n) + " --strategy " + strategy + extra);
+    const TrainRun r =
+        train(kLenet + " --workers " + std::to_string(n) + " --strategy " + strategy + extra);
     EXPECT_LE(closeness(r.weights, lenet_reference(), 1e-5, 1e-7), 1.0);
     expect_synchronous_record(r.record, strategy, n);
     if (strategy == "hierarchical") EXPECT_EQ(r.record["results"]["comm"]["nodes"], (n + 1) / 2);
@@ -109,7 +111,8 @@ TEST(CompressedStrategies, MatchOneWorkerWithinTheWireTypesPrecision) {
   for (const std::string strategy : {"allreduce", "tree", "hierarchical"}) {
     for (const std::string compress : {"fp16", "bf16"}) {
       SCOPED_TRACE(strategy + " " + compress);
-      const TrainRun r = train(kLenet + " --workers 3 --strategy " + strategy + " --compress " + compress);
+      const TrainRun r =
+          train(kLenet + " --workers 3 --strategy " + strategy + " --compress " + compress);
       const bool fp16 = compress == "fp16";
       EXPECT_LE(closeness(r.weights, lenet_reference(), fp16 ? 1.0 / 1024 : 1.0 / 128,
                           fp16 ? 1e-4 : 1e-3),
@@ -139,17 +142,16 @@ TEST(IndependentStrategy, SendsNothingAndReplicasDiffer) {
 
 // Under mpirun (MPI backend): every strategy on 3 ranks, and 2 and 4 for tree.
 TEST(MpirunStrategies, MatchOneWorker) {
-  const std::vector<std::pair<std::string, int>> cases = {
-      {"tree", 2}, {"tree", 3}, {"tree", 4}, {"hierarchical", 3}, {"hierarchical", 4},
-      {"allreduce", 3}};
+  const std::vector<std::pair<std::string, int>> cases = {{"tree", 2},         {"tree", 3},
+                                                          {"tree", 4},         {"hierarchical", 3},
+                                                          {"hierarchical", 4}, {"allreduce", 3}};
   for (const auto& [strategy, np] : cases) {
     SCOPED_TRACE(strategy + " x" + std::to_string(np));
     const std::string w = temp_path("wm.pt");
-    const auto o = run_shell("mpirun --oversubscribe --allow-run-as-root -np " +
-                             std::to_string(np) + " " + std::string(DLSCALE_BINARY) + " " + kLenet +
-                             " --strategy " + strategy +
-                             (strategy == "hierarchical" ? " --ranks-per-node 2" : "") +
-                             " --save-weights " + w);
+    const auto o = run_shell(
+        "mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(np) + " " +
+        std::string(DLSCALE_BINARY) + " " + kLenet + " --strategy " + strategy +
+        (strategy == "hierarchical" ? " --ranks-per-node 2" : "") + " --save-weights " + w);
     ASSERT_EQ(o.code, 0) << o.err;
     EXPECT_NE(o.out.find("communication: mpi " + strategy), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("replicas: identical\n"), std::string::npos) << o.out;
@@ -185,12 +187,14 @@ TEST(StrategyErrors, BadCombinationsAreRefusedInOneLine) {
   o = run_dlscale("train --model lenet --strategy independent --compress fp16");
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("--compress fp16 needs a strategy that exchanges gradients"),
-            std::string::npos) << o.err;
+            std::string::npos)
+      << o.err;
   o = run_dlscale("train --model lenet --compress fp8");
   EXPECT_EQ(o.err, "dlscale: error: unknown --compress 'fp8'; allowed: none, fp16, bf16\n");
   o = run_dlscale("train --model lenet --ranks-per-node 2");
   EXPECT_NE(o.err.find("--ranks-per-node applies to --strategy hierarchical only"),
-            std::string::npos) << o.err;
+            std::string::npos)
+      << o.err;
 }
 
 }  // namespace
