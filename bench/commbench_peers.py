@@ -2,12 +2,13 @@
 """dlscale's allreduce against its peers on the same machine, in the same run:
 `dlscale commbench --op allreduce` with the Gloo backend (local workers) and
 with the MPI backend (under mpirun), torch.distributed.all_reduce over Gloo
-(bench/peer_allreduce_torch.py) and a plain MPI_Allreduce loop
-(bench/peer_allreduce_mpi.c, built here with mpicc), N local processes each,
+(bench/peer_allreduce_torch.py) and a plain MPI_Allreduce loop, out of place
+and in place (bench/peer_allreduce_mpi.c, built here with mpicc), N local
+processes each,
 float32, the same sizes, warm-up and iterations, every result checked. The
-four tools alternate within each repeat so the machine's drift hits all
+five tools alternate within each repeat so the machine's drift hits all
 alike. Prints the median busbw per tool and size, each backend's ratio to
-its peer on the same engine, and dlscale's best against the best peer.
+the best peer on the same engine, and dlscale's best against the best peer.
 
     /usr/bin/python3 bench/commbench_peers.py --dlscale build/dlscale --repeats 5
 """
@@ -48,10 +49,12 @@ def run_torch(args, sizes):
     return json.loads(out.strip().splitlines()[-1])["rows"]
 
 
-def run_mpi(args, sizes, binary):
-    out = subprocess.run(MPIRUN + [str(args.workers), binary, str(args.warmup), str(args.iters)]
-                         + [str(s) for s in sizes], check=True, capture_output=True,
-                         text=True).stdout
+def run_mpi(args, sizes, binary, inplace):
+    env = dict(os.environ, PEER_INPLACE="1" if inplace else "0")
+    out = subprocess.run(MPIRUN[:-1] + ["-x", "PEER_INPLACE", "-np", str(args.workers), binary,
+                                        str(args.warmup), str(args.iters)]
+                         + [str(s) for s in sizes],
+                         check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])["rows"]
 
 
@@ -71,7 +74,8 @@ def main():
     tools = {"dlscale-gloo": lambda: run_dlscale(args, sizes, "gloo"),
              "torch-gloo": lambda: run_torch(args, sizes),
              "dlscale-mpi": lambda: run_dlscale(args, sizes, "mpi"),
-             "mpi": lambda: run_mpi(args, sizes, build)}
+             "mpi": lambda: run_mpi(args, sizes, build, False),
+             "mpi-inplace": lambda: run_mpi(args, sizes, build, True)}
     busbw = {(t, s): [] for t in tools for s in sizes}
     for rep in range(args.repeats):
         for name, run in tools.items():
@@ -83,15 +87,16 @@ def main():
     print(f"allreduce busbw (GB/s), float32, {args.workers} local processes, median of "
           f"{args.repeats} alternating repeats, {args.iters} timed iterations each")
     print(f"{'bytes':>10} {'dlscale-gloo':>13} {'torch-gloo':>11} {'dlscale-mpi':>12} {'mpi':>8} "
-          f"{'gloo ratio':>11} {'mpi ratio':>10} {'best/best':>10}")
+          f"{'mpi-inplace':>12} {'gloo ratio':>11} {'mpi ratio':>10} {'best/best':>10}")
     for s in sizes:
         med = {t: statistics.median(busbw[(t, s)]) for t in tools}
+        best_mpi = max(med["mpi"], med["mpi-inplace"])
         ours = max(med["dlscale-gloo"], med["dlscale-mpi"])
-        peers = max(med["torch-gloo"], med["mpi"])
+        peers = max(med["torch-gloo"], best_mpi)
         print(f"{s:>10} {med['dlscale-gloo']:>13.3f} {med['torch-gloo']:>11.3f} "
-              f"{med['dlscale-mpi']:>12.3f} {med['mpi']:>8.3f} "
+              f"{med['dlscale-mpi']:>12.3f} {med['mpi']:>8.3f} {med['mpi-inplace']:>12.3f} "
               f"{med['dlscale-gloo'] / med['torch-gloo']:>11.2f} "
-              f"{med['dlscale-mpi'] / med['mpi']:>10.2f} {ours / peers:>10.2f}")
+              f"{med['dlscale-mpi'] / best_mpi:>10.2f} {ours / peers:>10.2f}")
     return 0
 
 

@@ -1,7 +1,9 @@
 /* Plain MPI peer of `dlscale commbench --op allreduce`: MPI_Allreduce (SUM,
- * float) out of place, timed like dlscale's: per size, warm-up untimed then
- * timed calls, the mean per rank, the slowest rank reported; the result is
- * checked. Prints one JSON line from rank 0.
+ * float), out of place, or in place when the environment has
+ * PEER_INPLACE=1 (restored from the input before each call, untimed), timed
+ * like dlscale's: per size, warm-up untimed then timed calls, the mean per
+ * rank, the slowest rank reported; the result is checked. Prints one JSON
+ * line from rank 0.
  *
  *   mpicc -O2 -o build/peer_allreduce_mpi bench/peer_allreduce_mpi.c
  *   mpirun -np 2 build/peer_allreduce_mpi 5 20 1048576 67108864
@@ -9,6 +11,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -20,22 +23,28 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
+  const char* mode = getenv("PEER_INPLACE");
+  const int inplace = mode != NULL && mode[0] == '1';
   const int warmup = atoi(argv[1]);
   const int iters = atoi(argv[2]);
-  if (rank == 0) printf("{\"peer\": \"MPI_Allreduce\", \"workers\": %d, \"rows\": [", size);
+  if (rank == 0) {
+    printf("{\"peer\": \"MPI_Allreduce%s\", \"workers\": %d, \"rows\": [",
+           inplace ? " in place" : "", size);
+  }
   for (int a = 3; a < argc; ++a) {
     const long bytes = atol(argv[a]);
     const long count = bytes / 4;
     float* in = malloc(count * sizeof(float));
     float* out = malloc(count * sizeof(float));
     for (long i = 0; i < count; ++i) in[i] = (float)((i + rank) % 3);
-    for (int w = 0; w < warmup; ++w) MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Barrier(MPI_COMM_WORLD);
     double total = 0;
-    for (int it = 0; it < iters; ++it) {
+    for (int it = -warmup; it < iters; ++it) {
+      if (it == 0) MPI_Barrier(MPI_COMM_WORLD);
+      if (inplace) memcpy(out, in, count * sizeof(float));
       const double start = MPI_Wtime();
-      MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      total += MPI_Wtime() - start;
+      MPI_Allreduce(inplace ? MPI_IN_PLACE : in, out, (int)count, MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+      if (it >= 0) total += MPI_Wtime() - start;
     }
     long wrong = 0;
     for (long i = 0; i < count; ++i) {

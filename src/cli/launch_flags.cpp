@@ -9,6 +9,12 @@ void add_launch_flags(CLI::App* cmd, LaunchFlags& flags, const std::string& grou
                   "Worker processes to spawn on this node (each works on its shard)")
       ->capture_default_str()
       ->group(group);
+  cmd->add_option("--mpi-collectives", flags.mpi_collectives,
+                  "MPI backend: blocking (MPI's blocking collectives under a deadline watchdog "
+                  "that aborts the job at --timeout; needs MPI_THREAD_MULTIPLE, else polled) | "
+                  "polled (non-blocking collectives polled against --timeout; slower)")
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--backend", flags.backend,
                   "gloo | mpi; default: mpi under mpirun, gloo otherwise")
       ->group(group);
@@ -50,6 +56,7 @@ void LaunchFlags::copy_into(train::TrainOptions& o) const {
   o.master_port = master_port;
   o.host_addr = host_addr;
   o.backend = backend;
+  o.mpi_collectives = mpi_collectives;
   o.timeout_s = timeout_s;
   o.bind_cores = bind_cores;
   o.verbose_ranks = verbose_ranks;

@@ -17,6 +17,7 @@ struct LaunchFlags {
   int master_port = 29500;
   std::string host_addr;
   std::string backend;
+  std::string mpi_collectives = "blocking";
   double timeout_s = 60.0;
   bool bind_cores = false;
   bool verbose_ranks = false;

@@ -9,7 +9,8 @@ namespace dlscale::comm {
 
 CommSession::CommSession(const SessionOptions& o) {
   if (o.backend == "mpi") {
-    mpi_ = std::make_unique<MpiRuntime>();
+    mpi_ = std::make_unique<MpiRuntime>(o.mpi_polled ? MpiCollectives::kPolled
+                                                     : MpiCollectives::kBlocking);
     DLSCALE_CHECK(mpi_->size() == o.size,
                   "MPI reports {} ranks but the launch environment says {}; run the mpi backend "
                   "under mpirun or srun --mpi",

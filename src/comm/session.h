@@ -20,6 +20,7 @@ struct SessionOptions {
   int rank = 0;
   int size = 1;
   std::chrono::milliseconds timeout{60000};  ///< every blocking call of the communicator
+  bool mpi_polled = false;  ///< mpi: poll non-blocking collectives instead of the watchdog
   // Gloo rendezvous.
   std::string store_addr = "127.0.0.1";  ///< host of the rendezvous store
   int store_port = 0;

@@ -31,6 +31,7 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
         run_commbench(o, *comm, slot.node_name, slot.prints ? &out : nullptr);
     if (comm->rank() == 0 && !o.json_path.empty()) {
       nlohmann::json record = to_json(o, result, *comm, argv);
+      record["inputs"]["mpi_collectives"] = job.mpi_collectives;
       record["environment"] = dlscale::to_json(collect_system_info());
       record["environment"]["torch_version"] = compat::torch_version();
       write_file_atomic(o.json_path, record.dump(2) + "\n");

@@ -50,6 +50,7 @@ comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv&
   so.rank = env.rank;
   so.size = env.world_size;
   so.timeout = options.timeout;
+  so.mpi_polled = options.mpi_collectives == "polled";
   so.store_addr = env.master_addr.empty() ? options.master_addr : env.master_addr;
   so.store_port = env.master_port > 0 ? env.master_port : options.master_port;
   // Under mpirun/srun nobody else hosts the rendezvous store.

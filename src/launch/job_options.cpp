@@ -13,6 +13,8 @@ void check_job_options(const JobOptions& o) {
                 "--master-port must be in [1, 65535] (got {})", o.master_port);
   DLSCALE_CHECK(o.backend.empty() || o.backend == "gloo" || o.backend == "mpi",
                 "unknown --backend '{}'; allowed: gloo, mpi", o.backend);
+  DLSCALE_CHECK(o.mpi_collectives == "blocking" || o.mpi_collectives == "polled",
+                "unknown --mpi-collectives '{}'; allowed: blocking, polled", o.mpi_collectives);
   DLSCALE_CHECK(o.timeout.count() > 0, "--timeout must be > 0 seconds (got {})",
                 static_cast<double>(o.timeout.count()) / 1000.0);
 }

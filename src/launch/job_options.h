@@ -15,6 +15,9 @@ struct JobOptions {
   int master_port = 29500;                ///< its port (multi-node; a local job picks a free one)
   std::string host_addr;                  ///< address other nodes reach this node's workers at
   std::string backend;                    ///< gloo | mpi; "" = mpi under mpirun, gloo otherwise
+  /// mpi: "blocking" (under a deadline watchdog; needs MPI_THREAD_MULTIPLE,
+  /// else falls back) or "polled" (non-blocking, polled against the deadline).
+  std::string mpi_collectives = "blocking";
   std::chrono::milliseconds timeout{60000};  ///< collectives, rendezvous, stalled workers
   int threads_per_worker = 1;  ///< OMP_NUM_THREADS of spawned workers and core pinning
   bool bind_cores = false;

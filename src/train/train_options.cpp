@@ -73,6 +73,7 @@ launch::JobOptions job_options(const TrainOptions& o) {
   j.master_port = o.master_port;
   j.host_addr = o.host_addr;
   j.backend = o.backend;
+  j.mpi_collectives = o.mpi_collectives;
   j.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   j.threads_per_worker = o.threads;
   j.bind_cores = o.bind_cores;

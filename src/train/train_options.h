@@ -63,6 +63,7 @@ struct TrainOptions {
   int master_port = 29500;       ///< its port (multi-node; a local job picks a free one)
   std::string host_addr;         ///< address other nodes reach this node's workers at; "" = host name
   std::string backend;           ///< "gloo" | "mpi"; "" = mpi under mpirun, gloo otherwise
+  std::string mpi_collectives = "blocking";  ///< blocking | polled (launch/job_options.h)
   std::string strategy = "allreduce";  ///< allreduce | tree | hierarchical | independent
   std::string compress = "none";  ///< none | fp16 | bf16: the type gradients travel in
   int ranks_per_node = 0;        ///< hierarchical: ranks per node group; 0 = by host

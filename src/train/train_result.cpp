@@ -75,6 +75,7 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"nnodes", o.nnodes},
           {"host_addr", o.host_addr},
           {"backend", o.backend},
+          {"mpi_collectives", o.mpi_collectives},
           {"strategy", o.strategy},
           {"compress", o.compress},
           {"ranks_per_node", o.ranks_per_node},

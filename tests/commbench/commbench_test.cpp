@@ -198,13 +198,17 @@ TEST(CommbenchCommand, WorkersAndJsonRecord) {
 }
 
 TEST(CommbenchCommand, UnderMpirun) {
-  const auto o = testing::run_shell(
-      "mpirun --oversubscribe --allow-run-as-root -np 3 " + std::string(DLSCALE_BINARY) +
-      " commbench --op allreduce,hierarchical,allgather --ranks-per-node 2 --max-bytes 16K "
-      "--factor 16 --iters 2 --warmup 1 --dtype bf16");
-  ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("3 rank(s), backend mpi, bfloat16"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("out of bounds values: 0 OK"), std::string::npos) << o.out;
+  for (const std::string mode : {"blocking", "polled"}) {
+    SCOPED_TRACE(mode);
+    const auto o = testing::run_shell(
+        "mpirun --oversubscribe --allow-run-as-root -np 3 " + std::string(DLSCALE_BINARY) +
+        " commbench --op allreduce,hierarchical,allgather,broadcast --ranks-per-node 2 "
+        "--max-bytes 16K --factor 16 --iters 2 --warmup 1 --dtype bf16 --mpi-collectives " +
+        mode);
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("3 rank(s), backend mpi, bfloat16"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("out of bounds values: 0 OK"), std::string::npos) << o.out;
+  }
 }
 
 TEST(CommbenchCommand, BadInputIsOneLine) {

@@ -21,9 +21,9 @@
 namespace dlscale {
 namespace {
 
+using testing::load_weights;
 using testing::run_dlscale;
 using testing::run_shell;
-using testing::load_weights;
 using testing::temp_path;
 
 const std::string kCommon =
@@ -117,17 +117,20 @@ TEST_F(Processes, TwoNodesMatchOneWorker) {
     }
     const std::string w = temp_path("wn.pt");
     const std::string per_node = strategy == "hierarchical" ? "2" : "1";
-    const std::string node = std::string(DLSCALE_BINARY) + " " + kCommon +
-                             " --global-batch 16 --bucket-mb 0.2 --first-bucket-mb 0.01 --workers " +
-                             per_node + " --strategy " + strategy +
-                             " --nnodes 2 --master-addr 127.0.0.1 --host-addr 127.0.0.1"
-                             " --master-port " + std::to_string(port);
-    const auto o = run_shell(node + " --node-rank 1 >/dev/null & other=$!; " + node +
-                             " --node-rank 0 --save-weights " + w +
-                             "; rc=$?; wait $other; exit $((rc | $?))");
+    const std::string node =
+        std::string(DLSCALE_BINARY) + " " + kCommon +
+        " --global-batch 16 --bucket-mb 0.2 --first-bucket-mb 0.01 --workers " + per_node +
+        " --strategy " + strategy +
+        " --nnodes 2 --master-addr 127.0.0.1 --host-addr 127.0.0.1"
+        " --master-port " +
+        std::to_string(port);
+    const auto o =
+        run_shell(node + " --node-rank 1 >/dev/null & other=$!; " + node +
+                  " --node-rank 0 --save-weights " + w + "; rc=$?; wait $other; exit $((rc | $?))");
     ASSERT_EQ(o.code, 0) << o.err;
-    EXPECT_NE(o.out.find(strategy == "hierarchical" ? "over 4 workers in 2 node(s)" : "over 2 workers"),
-              std::string::npos)
+    EXPECT_NE(
+        o.out.find(strategy == "hierarchical" ? "over 4 workers in 2 node(s)" : "over 2 workers"),
+        std::string::npos)
         << o.out;
     expect_same_weights(load_weights(w), *reference_);
   }
@@ -173,8 +176,8 @@ Launched launch_long_job(const std::string& extra) {
   l.err_path = temp_path("launcher.err");
   const std::string cmd = std::string(DLSCALE_BINARY) +
                           " train --model lenet --batch 8 --steps 1000000 --warmup 1 --threads 1 "
-                          "--workers 2 --display-every 1 " + extra + " >" + l.out_path + " 2>" +
-                          l.err_path;
+                          "--workers 2 --display-every 1 " +
+                          extra + " >" + l.out_path + " 2>" + l.err_path;
   l.pid = ::fork();
   if (l.pid == 0) {
     ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
@@ -213,9 +216,9 @@ std::vector<pid_t> wait_for_workers(const Launched& l) {
 /// What became of a training job after one of its workers got a signal.
 struct Aftermath {
   std::vector<pid_t> workers;
-  int code = -1;      // launcher's exit code; -1 if it did not stop in time
-  double took = 0;    // seconds from the signal to the launcher's exit
-  std::string err;    // launcher's stderr
+  int code = -1;    // launcher's exit code; -1 if it did not stop in time
+  double took = 0;  // seconds from the signal to the launcher's exit
+  std::string err;  // launcher's stderr
 };
 
 /// Starts a long 2-worker job, waits until it trains, sends `sig` to rank 1
@@ -271,15 +274,19 @@ TEST(LaunchErrors, StalledWorkerFailsTheJobWithinTheTimeout) {
 }
 
 // Under mpirun too, a stalled rank ends the job within --timeout plus a few
-// seconds: rank 0's collective times out (the MPI backend polls every
-// operation against the deadline), it exits 5, and mpirun stops the rest.
+// seconds: rank 0's collective times out (a watchdog aborts the blocking
+// call, or the polled non-blocking call gives up), it exits 5, and mpirun
+// stops the rest.
 TEST(LaunchErrors, MpirunStalledRankFailsWithinTheTimeout) {
-  const std::string err = temp_path("mpi.err");
-  const std::string script = temp_path("stall.sh");
-  write_file_atomic(script,
-                    "mpirun --oversubscribe --allow-run-as-root -np 2 " + std::string(DLSCALE_BINARY) +
-                        " train --model lenet --batch 8 --steps 1000000 --warmup 1 --threads 1"
-                        " --display-every 0 --timeout 3 >/dev/null 2>" + err + " & job=$!\n" + R"sh(
+  for (const std::string mode : {"blocking", "polled"}) {
+    SCOPED_TRACE(mode);
+    const std::string err = temp_path("mpi.err");
+    const std::string script = temp_path("stall.sh");
+    write_file_atomic(
+        script, "mpirun --oversubscribe --allow-run-as-root -np 2 " + std::string(DLSCALE_BINARY) +
+                    " train --model lenet --batch 8 --steps 1000000 --warmup 1 --threads 1"
+                    " --display-every 0 --timeout 3 --mpi-collectives " +
+                    mode + " >/dev/null 2>" + err + " & job=$!\n" + R"sh(
 r1=
 for i in $(seq 300); do  # up to 30 s for rank 1 to start
   for p in $(pgrep -f 'lenet --batch 8 --steps 1000000'); do
@@ -294,16 +301,17 @@ start=$(date +%s%N); wait $job; rc=$?; end=$(date +%s%N)
 kill -CONT $r1 2>/dev/null
 echo "$rc $(( (end - start) / 1000000 ))"
 )sh");
-  const auto o = run_shell("bash " + script);
-  const std::string log = read_file(err);
-  std::filesystem::remove(err);
-  std::filesystem::remove(script);
-  int rc = -1;
-  long ms = 0;
-  std::istringstream(o.out) >> rc >> ms;
-  EXPECT_EQ(rc, 5) << o.out << log;
-  EXPECT_LT(ms, 15000) << log;
-  EXPECT_NE(log.find("rank 0: mpi allreduce timed out after 3000 ms"), std::string::npos) << log;
+    const auto o = run_shell("bash " + script);
+    const std::string log = read_file(err);
+    std::filesystem::remove(err);
+    std::filesystem::remove(script);
+    int rc = -1;
+    long ms = 0;
+    std::istringstream(o.out) >> rc >> ms;
+    EXPECT_EQ(rc, 5) << o.out << log;
+    EXPECT_LT(ms, 15000) << log;
+    EXPECT_NE(log.find("rank 0: mpi allreduce timed out after 3000 ms"), std::string::npos) << log;
+  }
 }
 
 }  // namespace
@@ -318,7 +326,8 @@ TEST(Trace, HasEveryRanksPhasesAndBuckets) {
   const std::string t = testing::temp_path("trace.json");
   const auto o = testing::run_dlscale(
       "train --model resnet18 --image-size 16 --batch 4 --steps 3 --warmup 1 --threads 1 "
-      "--workers 2 --bucket-mb 5 --sync-buffers step --display-every 0 --trace " + t);
+      "--workers 2 --bucket-mb 5 --sync-buffers step --display-every 0 --trace " +
+      t);
   ASSERT_EQ(o.code, 0) << o.err;
   const auto trace = nlohmann::json::parse(read_file(t));
   std::filesystem::remove(t);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/files.h"
 #include "process_util.h"
@@ -140,18 +141,22 @@ TEST(IndependentStrategy, SendsNothingAndReplicasDiffer) {
   EXPECT_GT(closeness(r.weights, lenet_reference(), 1e-3, 1e-5), 1.0);
 }
 
-// Under mpirun (MPI backend): every strategy on 3 ranks, and 2 and 4 for tree.
+// Under mpirun (MPI backend): every strategy on 3 ranks, and 2 and 4 for tree;
+// collectives blocking under the watchdog (the default) and polled.
 TEST(MpirunStrategies, MatchOneWorker) {
-  const std::vector<std::pair<std::string, int>> cases = {{"tree", 2},         {"tree", 3},
-                                                          {"tree", 4},         {"hierarchical", 3},
-                                                          {"hierarchical", 4}, {"allreduce", 3}};
-  for (const auto& [strategy, np] : cases) {
-    SCOPED_TRACE(strategy + " x" + std::to_string(np));
+  const std::string polled = " --mpi-collectives polled";
+  const std::vector<std::tuple<std::string, int, std::string>> cases = {
+      {"tree", 2, ""},          {"tree", 3, ""},
+      {"tree", 4, ""},          {"hierarchical", 3, ""},
+      {"hierarchical", 4, ""},  {"allreduce", 3, ""},
+      {"allreduce", 3, polled}, {"hierarchical", 4, polled}};
+  for (const auto& [strategy, np, extra] : cases) {
+    SCOPED_TRACE(strategy + " x" + std::to_string(np) + extra);
     const std::string w = temp_path("wm.pt");
     const auto o = run_shell(
         "mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(np) + " " +
         std::string(DLSCALE_BINARY) + " " + kLenet + " --strategy " + strategy +
-        (strategy == "hierarchical" ? " --ranks-per-node 2" : "") + " --save-weights " + w);
+        (strategy == "hierarchical" ? " --ranks-per-node 2" : "") + extra + " --save-weights " + w);
     ASSERT_EQ(o.code, 0) << o.err;
     EXPECT_NE(o.out.find("communication: mpi " + strategy), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("replicas: identical\n"), std::string::npos) << o.out;

@@ -10,6 +10,7 @@
 #include <exception>
 #include <thread>
 
+#include "comm/mpi/mpi_watchdog.h"
 #include "comm/reduce_kernels.h"
 #include "core/error.h"
 
@@ -39,28 +40,35 @@ int checked_count(int64_t n, int rank, const char* op) {
 
 }  // namespace
 
-MpiRuntime::MpiRuntime() : uncaught_at_start_(std::uncaught_exceptions()) {
+MpiRuntime::MpiRuntime(MpiCollectives collectives)
+    : uncaught_at_start_(std::uncaught_exceptions()) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   DLSCALE_ASSERT(!initialized);
   int provided = 0;
   // Collectives run on the communication thread while the main thread may
-  // have issued earlier ones: calls never overlap, they do change threads.
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  // have issued earlier ones: calls never overlap, they do change threads
+  // (SERIALIZED). MULTIPLE lets the watchdog abort a blocked collective.
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   DLSCALE_CHECK(provided >= MPI_THREAD_SERIALIZED,
                 "this MPI library does not support MPI_THREAD_SERIALIZED (got level {})", provided);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (provided >= MPI_THREAD_MULTIPLE && collectives == MpiCollectives::kBlocking) {
+    watchdog_ = std::make_unique<MpiWatchdog>();
+  }
 }
 
 MpiRuntime::~MpiRuntime() {
+  watchdog_.reset();
   if (abandoned_ || std::uncaught_exceptions() > uncaught_at_start_) return;
   MPI_Finalize();
 }
 
 struct MpiCommunicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
+  MpiWatchdog* watchdog = nullptr;  // null: collectives are non-blocking and polled
   MPI_Op op_half = MPI_OP_NULL;
   MPI_Op op_bfloat16 = MPI_OP_NULL;
   torch::Tensor scratch;  // allreduce output, grown to the largest tensor seen
@@ -85,17 +93,39 @@ struct MpiCommunicator::Impl {
       check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), rank, op);
       if (done) return;
       if (std::chrono::steady_clock::now() - start > timeout) {
-        throw PeerFailure(fmt::format(
-            "rank {}: mpi {} timed out after {} ms (a peer died or stalled)", rank, op,
-            timeout.count()));
+        throw PeerFailure(
+            fmt::format("rank {}: mpi {} timed out after {} ms (a peer died or stalled)", rank, op,
+                        timeout.count()));
       }
       std::this_thread::yield();
     }
   }
+
+  /// A collective with a deadline: `blocking()` under the watchdog, or
+  /// `nonblocking(&req)` polled by wait(). Each returns an MPI error code.
+  template <typename Blocking, typename NonBlocking>
+  void collective(int rank, const char* op, std::chrono::milliseconds timeout, Blocking&& blocking,
+                  NonBlocking&& nonblocking) {
+    if (watchdog != nullptr) {
+      const ArmedDeadline deadline(
+          *watchdog, timeout,
+          fmt::format("rank {}: mpi {} timed out after {} ms (a peer died or stalled)", rank, op,
+                      timeout.count()));
+      check_mpi(blocking(), rank, op);
+      return;
+    }
+    MPI_Request req;
+    check_mpi(nonblocking(&req), rank, op);
+    wait(req, rank, op, timeout);
+  }
 };
 
 MpiCommunicator::MpiCommunicator(MpiRuntime& runtime, std::chrono::milliseconds timeout)
-    : rank_(runtime.rank()), size_(runtime.size()), timeout_(timeout), impl_(std::make_unique<Impl>()) {
+    : rank_(runtime.rank()),
+      size_(runtime.size()),
+      timeout_(timeout),
+      impl_(std::make_unique<Impl>()) {
+  impl_->watchdog = runtime.watchdog();
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm), rank_, "comm_dup");
   MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN);
   MPI_Op_create(&sum_half, /*commute=*/1, &impl_->op_half);
@@ -131,15 +161,18 @@ void MpiCommunicator::allreduce(torch::Tensor& tensor, ReduceOp op) {
       type = MPI_UINT16_T;
       mpi_op = impl_->op_bfloat16;
     }
-    // Out of place, then copied back: Open MPI's non-blocking in-place
-    // allreduce ran at half the bandwidth (0.9 vs 1.8 GB/s at 64 MiB, 2 ranks).
+    void* data = tensor.data_ptr();
     const size_t bytes = static_cast<size_t>(tensor.numel()) * tensor.element_size();
-    void* out = impl_->scratch_bytes(bytes);
-    MPI_Request req;
-    check_mpi(MPI_Iallreduce(tensor.data_ptr(), out, n, type, mpi_op, impl_->comm, &req), rank_,
-              "allreduce");
-    impl_->wait(req, rank_, "allreduce", timeout_);
-    std::memcpy(tensor.data_ptr(), out, bytes);
+    impl_->collective(
+        rank_, "allreduce", timeout_,
+        [&] { return MPI_Allreduce(MPI_IN_PLACE, data, n, type, mpi_op, impl_->comm); },
+        [&](MPI_Request* req) {
+          // Out of place, copied back below: Open MPI's non-blocking in-place
+          // allreduce ran at half the bandwidth (0.9 vs 1.8 GB/s at 64 MiB).
+          return MPI_Iallreduce(data, impl_->scratch_bytes(bytes), n, type, mpi_op, impl_->comm,
+                                req);
+        });
+    if (impl_->watchdog == nullptr) std::memcpy(data, impl_->scratch.data_ptr(), bytes);
   }
   if (op == ReduceOp::kAverage) tensor.div_(size_);
 }
@@ -149,9 +182,10 @@ void MpiCommunicator::broadcast(torch::Tensor& tensor, int root) {
   DLSCALE_CHECK(root >= 0 && root < size_, "broadcast root {} is outside world size {}", root,
                 size_);
   const int n = checked_count(tensor.numel() * tensor.element_size(), rank_, "broadcast");
-  MPI_Request req;
-  check_mpi(MPI_Ibcast(tensor.data_ptr(), n, MPI_BYTE, root, impl_->comm, &req), rank_, "broadcast");
-  impl_->wait(req, rank_, "broadcast", timeout_);
+  void* data = tensor.data_ptr();
+  impl_->collective(
+      rank_, "broadcast", timeout_, [&] { return MPI_Bcast(data, n, MPI_BYTE, root, impl_->comm); },
+      [&](MPI_Request* req) { return MPI_Ibcast(data, n, MPI_BYTE, root, impl_->comm, req); });
 }
 
 torch::Tensor MpiCommunicator::allgather(const torch::Tensor& input) {
@@ -160,18 +194,21 @@ torch::Tensor MpiCommunicator::allgather(const torch::Tensor& input) {
   for (int64_t d : input.sizes()) shape.push_back(d);
   torch::Tensor out = torch::empty(shape, input.options());
   const int n = checked_count(input.numel() * input.element_size(), rank_, "allgather");
-  MPI_Request req;
-  check_mpi(MPI_Iallgather(input.data_ptr(), n, MPI_BYTE, out.data_ptr(), n, MPI_BYTE, impl_->comm,
-                           &req),
-            rank_, "allgather");
-  impl_->wait(req, rank_, "allgather", timeout_);
+  const void* in = input.data_ptr();
+  void* all = out.data_ptr();
+  impl_->collective(
+      rank_, "allgather", timeout_,
+      [&] { return MPI_Allgather(in, n, MPI_BYTE, all, n, MPI_BYTE, impl_->comm); },
+      [&](MPI_Request* req) {
+        return MPI_Iallgather(in, n, MPI_BYTE, all, n, MPI_BYTE, impl_->comm, req);
+      });
   return out;
 }
 
 void MpiCommunicator::barrier() {
-  MPI_Request req;
-  check_mpi(MPI_Ibarrier(impl_->comm, &req), rank_, "barrier");
-  impl_->wait(req, rank_, "barrier", timeout_);
+  impl_->collective(
+      rank_, "barrier", timeout_, [&] { return MPI_Barrier(impl_->comm); },
+      [&](MPI_Request* req) { return MPI_Ibarrier(impl_->comm, req); });
 }
 
 namespace {
@@ -200,13 +237,15 @@ void MpiRequest::wait() {
 
 }  // namespace
 
-std::unique_ptr<Request> MpiCommunicator::isend(const torch::Tensor& tensor, int dst, uint32_t tag) {
+std::unique_ptr<Request> MpiCommunicator::isend(const torch::Tensor& tensor, int dst,
+                                                uint32_t tag) {
   check_comm_tensor(tensor, "send", /*reducible=*/false);
   check_tag(tag, "send");
   const int n = checked_count(tensor.numel() * tensor.element_size(), rank_, "send");
   MPI_Request req;
-  check_mpi(MPI_Isend(tensor.data_ptr(), n, MPI_BYTE, dst, static_cast<int>(tag), impl_->comm, &req),
-            rank_, "send");
+  check_mpi(
+      MPI_Isend(tensor.data_ptr(), n, MPI_BYTE, dst, static_cast<int>(tag), impl_->comm, &req),
+      rank_, "send");
   return std::make_unique<MpiRequest>(*impl_, req, rank_, "send", timeout_);
 }
 
@@ -215,8 +254,9 @@ std::unique_ptr<Request> MpiCommunicator::irecv(torch::Tensor& tensor, int src, 
   check_tag(tag, "recv");
   const int n = checked_count(tensor.numel() * tensor.element_size(), rank_, "recv");
   MPI_Request req;
-  check_mpi(MPI_Irecv(tensor.data_ptr(), n, MPI_BYTE, src, static_cast<int>(tag), impl_->comm, &req),
-            rank_, "recv");
+  check_mpi(
+      MPI_Irecv(tensor.data_ptr(), n, MPI_BYTE, src, static_cast<int>(tag), impl_->comm, &req),
+      rank_, "recv");
   return std::make_unique<MpiRequest>(*impl_, req, rank_, "recv", timeout_);
 }
 
@@ -225,6 +265,7 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   // it every rank is known to be alive and inside this split.
   const SplitPlan plan = plan_split(color, key);
   auto impl = std::make_unique<Impl>();
+  impl->watchdog = impl_->watchdog;
   check_mpi(MPI_Comm_split(impl_->comm, color < 0 ? MPI_UNDEFINED : color, key, &impl->comm), rank_,
             "comm_split");
   if (plan.group_rank < 0) return nullptr;

@@ -1,19 +1,29 @@
 #pragma once
 // MPI (Open MPI): used when the job runs under mpirun/srun --mpi, or when
-// asked with --backend mpi. MPI has no timeouts, so every call is issued
-// non-blocking and polled against a deadline.
+// asked with --backend mpi. MPI has no timeouts: collectives are blocking
+// calls under a watchdog's deadline (mpi_watchdog.h) when the library offers
+// MPI_THREAD_MULTIPLE, else non-blocking calls polled against the deadline;
+// send/recv are always non-blocking and polled.
 #include <memory>
 
 #include "comm/communicator.h"
 
 namespace dlscale::comm {
 
+class MpiWatchdog;
+
+/// How collectives keep their deadline (see mpi_watchdog.h).
+enum class MpiCollectives {
+  kBlocking,  ///< blocking calls under the watchdog (falls back to kPolled without THREAD_MULTIPLE)
+  kPolled,    ///< non-blocking calls polled against the deadline
+};
+
 /// Owns MPI_Init_thread/MPI_Finalize for the process. After a failure the
 /// destructor skips MPI_Finalize (which could wait forever on dead peers);
 /// the launcher (mpirun) then stops the other ranks.
 class MpiRuntime {
  public:
-  MpiRuntime();
+  explicit MpiRuntime(MpiCollectives collectives = MpiCollectives::kBlocking);
   ~MpiRuntime();
   MpiRuntime(const MpiRuntime&) = delete;
   MpiRuntime& operator=(const MpiRuntime&) = delete;
@@ -22,8 +32,12 @@ class MpiRuntime {
   int size() const { return size_; }
   /// Marks the run as failed: MPI_Finalize will be skipped.
   void abandon() { abandoned_ = true; }
+  /// Deadlines for blocking collectives; null when the library lacks
+  /// MPI_THREAD_MULTIPLE (then collectives are non-blocking and polled).
+  MpiWatchdog* watchdog() { return watchdog_.get(); }
 
  private:
+  std::unique_ptr<MpiWatchdog> watchdog_;
   int rank_ = 0;
   int size_ = 1;
   int uncaught_at_start_ = 0;
