@@ -10,6 +10,7 @@
 #include "comm/agreement.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/stats.h"
 #include "dp/bucket_collective.h"
 
 namespace dlscale::commbench {
@@ -255,32 +256,37 @@ double bus_factor(const std::string& op, int ranks) {
 }
 
 AlphaBeta fit_alpha_beta(const std::vector<double>& bytes, const std::vector<double>& seconds) {
-  // Weighted least squares of t = a + b x with weights 1 / t^2 (relative
-  // error), solved by the normal equations; a < 0 is refitted with a = 0.
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    if (seconds[i] <= 0) continue;
-    const double w = 1.0 / (seconds[i] * seconds[i]);
-    sw += w;
-    sx += w * bytes[i];
-    sy += w * seconds[i];
-    sxx += w * bytes[i] * bytes[i];
-    sxy += w * bytes[i] * seconds[i];
-  }
+  // Robust two-part fit (a shared machine's noise spikes mostly at small
+  // sizes, where one spike would tilt a plain least-squares line): the slope
+  // 1/B by least squares over the larger half of the sizes, where bandwidth
+  // dominates; alpha as the median of t - x/B over the smaller half, where
+  // latency dominates, clamped at 0. Exact for points on a line.
+  std::vector<std::pair<double, double>> pts;
+  for (size_t i = 0; i < bytes.size() && i < seconds.size(); ++i)
+    pts.emplace_back(bytes[i], seconds[i]);
+  std::sort(pts.begin(), pts.end());
   AlphaBeta f;
-  f.points = static_cast<int>(bytes.size());
-  const double det = sw * sxx - sx * sx;
-  double a = 0, b = 0;
-  if (det > 0) {
-    a = (sxx * sy - sx * sxy) / det;
-    b = (sw * sxy - sx * sy) / det;
+  f.points = static_cast<int>(pts.size());
+  if (pts.empty()) return f;
+  const size_t half = pts.size() / 2;
+  const size_t from = pts.size() >= 4 ? half : 0;  // few points: use them all for the slope
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = from; i < pts.size(); ++i) {
+    n += 1;
+    sx += pts[i].first;
+    sy += pts[i].second;
+    sxx += pts[i].first * pts[i].first;
+    sxy += pts[i].first * pts[i].second;
   }
-  if (a < 0 || det <= 0) {
-    a = 0;
-    b = sxx > 0 ? sxy / sxx : 0;
+  const double det = n * sxx - sx * sx;
+  double slope = det > 0 ? (n * sxy - sx * sy) / det : 0;
+  if (slope <= 0 && sxx > 0) slope = sxy / sxx;  // through the origin
+  std::vector<double> alphas;
+  for (size_t i = 0; i < std::max<size_t>(half, 1); ++i) {
+    alphas.push_back(pts[i].second - pts[i].first * std::max(slope, 0.0));
   }
-  f.alpha_us = a * 1e6;
-  f.bandwidth_gbps = b > 0 ? 1.0 / b / 1e9 : 0;
+  f.alpha_us = std::max(0.0, median(alphas)) * 1e6;
+  f.bandwidth_gbps = slope > 0 ? 1.0 / slope / 1e9 : 0;
   return f;
 }
 
@@ -306,7 +312,9 @@ CommbenchResult run_commbench(const CommbenchOptions& o, comm::Communicator& com
     result.fits.emplace_back(name, fit_alpha_beta(xs, ts));
   }
   if (out) {
-    fmt::print(*out, "# fit: time = alpha + bytes / B (weighted least squares over all sizes)\n");
+    fmt::print(*out,
+               "# fit: time = alpha + bytes / B (B from the larger half of the sizes, alpha from "
+               "the smaller)\n");
     for (const auto& [name, f] : result.fits) {
       fmt::print(*out, "#   {:>12}: alpha {:.2f} us, B {:.4f} GB/s ({} sizes)\n", name, f.alpha_us,
                  f.bandwidth_gbps, f.points);

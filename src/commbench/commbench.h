@@ -52,8 +52,9 @@ struct CommRow {
   int64_t wrong = 0;      ///< elements that differ from the known answer, all ranks
 };
 
-/// Least-squares fit of time = alpha + bytes / bandwidth, weighted by
-/// 1/time² so small and large messages count alike.
+/// Fit of time = alpha + bytes / bandwidth: the bandwidth by least squares
+/// over the larger half of the sizes, alpha as the median residual over the
+/// smaller half (clamped at 0); robust to noise spikes at small sizes.
 struct AlphaBeta {
   double alpha_us = 0;        ///< latency
   double bandwidth_gbps = 0;  ///< asymptotic bytes / s / 1e9; 0 = time did not grow with size

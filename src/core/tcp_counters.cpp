@@ -11,7 +11,7 @@
 
 namespace dlscale {
 
-std::optional<int64_t> tcp_bytes_sent() {
+std::optional<int64_t> tcp_bytes_acked() {
   DIR* dir = ::opendir("/proc/self/fd");
   if (dir == nullptr) return std::nullopt;
   int64_t total = 0;
@@ -34,11 +34,11 @@ std::optional<int64_t> tcp_bytes_sent() {
     len = sizeof(info);
     if (::getsockopt(static_cast<int>(fd), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) continue;
     // Kernels older than 4.19 return a shorter struct without the counter.
-    if (len < offsetof(tcp_info, tcpi_bytes_sent) + sizeof(info.tcpi_bytes_sent)) {
+    if (len < offsetof(tcp_info, tcpi_bytes_acked) + sizeof(info.tcpi_bytes_acked)) {
       supported = false;
       continue;
     }
-    total += static_cast<int64_t>(info.tcpi_bytes_sent);
+    total += static_cast<int64_t>(info.tcpi_bytes_acked);
   }
   ::closedir(dir);
   if (!supported) return std::nullopt;

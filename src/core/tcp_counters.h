@@ -1,18 +1,23 @@
 #pragma once
-// What this process really put on the network: the kernel's per-socket TCP
-// counters (tcpi_bytes_sent, RFC 4898's DataOctetsOut) summed over every TCP
-// socket the process holds. Backends own their sockets (Gloo, Open MPI's TCP
-// transport), so this is the only way to see their traffic; shared-memory
-// transports (Open MPI within a node) do not show up here.
+// What this process really delivered over the network: the kernel's
+// per-socket TCP counters (tcpi_bytes_acked, RFC 4898's HCThruOctetsAcked:
+// payload bytes the peer acknowledged, so a retransmission counts once)
+// summed over every TCP socket the process holds. Backends own their sockets
+// (Gloo, Open MPI's TCP transport), so this is the only way to see their
+// traffic; shared-memory transports (Open MPI within a node) do not show up.
+// (tcpi_bytes_sent, which counts retransmissions again, ran up to 7% over
+// on a loaded loopback, where packets get dropped and resent.)
 #include <cstdint>
 #include <optional>
 
 namespace dlscale {
 
-/// Bytes sent so far over the TCP sockets this process has open now
-/// (retransmissions included; loopback has none). nullopt if the kernel does
-/// not report them. Sockets closed since an earlier call are not counted, so
-/// take differences over a span in which no socket closes.
-std::optional<int64_t> tcp_bytes_sent();
+/// Bytes sent and acknowledged so far over the TCP sockets this process has
+/// open now. nullopt if the kernel does not report them (before 4.19).
+/// Sockets closed since an earlier call are not counted, so take
+/// differences over a span in which no socket closes. An acknowledgement can
+/// trail its data by a delayed-ACK interval, so a difference may miss a few
+/// segments at the end of its span.
+std::optional<int64_t> tcp_bytes_acked();
 
 }  // namespace dlscale

@@ -53,7 +53,7 @@ struct CommSummary {
   double busbw_gbps = 0;              ///< algbw × 2(p−1)/p (ring allreduce traffic per link)
   std::string formula;                ///< bytes each rank sends per step, as a formula
   std::vector<double> formula_bytes_sent;  ///< per rank, bytes per step by the formula
-  std::vector<double> tcp_bytes_sent;      ///< per rank, bytes per step on TCP sockets; -1 = unknown
+  std::vector<double> tcp_bytes_sent;      ///< per rank, bytes per step acknowledged on TCP sockets; -1 = unknown
   bool replicas_should_match = true;  ///< the strategy keeps replicas identical
   bool replicas_identical = true;     ///< the ranks' parameters were bit-identical after the run
 };

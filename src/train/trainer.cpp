@@ -292,13 +292,13 @@ TrainResult Trainer::run(TrainObserver& observer) {
   for (int64_t step = 0; step < o.steps; ++step) {
     if (step == o.warmup) {
       measure_start = now_seconds();
-      if (worker_.world_size > 1) tcp_start = tcp_bytes_sent();
+      if (worker_.world_size > 1) tcp_start = tcp_bytes_acked();
     }
     result_.steps.push_back(run_step(step, observer));
     observer.on_step(result_.steps.back(), result_);
   }
   const double wall = now_seconds() - measure_start;
-  const std::optional<int64_t> tcp_end = tcp_start ? tcp_bytes_sent() : std::nullopt;
+  const std::optional<int64_t> tcp_end = tcp_start ? tcp_bytes_acked() : std::nullopt;
   result_.finished_at = utc_timestamp();
   if (worker_.world_size > 1) {
     summarize_comm(result_.steps, worker_.world_size, result_.comm);

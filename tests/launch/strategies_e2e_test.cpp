@@ -73,11 +73,12 @@ void expect_synchronous_record(const nlohmann::json& r, const std::string& strat
   for (int rank = 0; rank < n; ++rank) {
     const double formula = c["bytes_sent_per_step_formula"][rank].get<double>();
     EXPECT_GT(formula, 0) << "rank " << rank;
-    // Gloo's TCP traffic is the formula's payload plus small headers.
+    // Gloo's TCP traffic is the formula's payload plus small headers; an
+    // acknowledgement may still be in flight when the window closes.
     if (c["backend"] == "gloo" && c["bytes_sent_per_step_tcp"][rank].is_number()) {
       const double tcp = c["bytes_sent_per_step_tcp"][rank].get<double>();
-      EXPECT_GE(tcp, formula) << "rank " << rank;
-      EXPECT_LT(tcp, formula * 1.05 + 65536) << "rank " << rank;
+      EXPECT_GT(tcp, formula * 0.97) << "rank " << rank;
+      EXPECT_LT(tcp, formula * 1.03 + 65536) << "rank " << rank;
     }
   }
 }

@@ -49,15 +49,15 @@ MpiRuntime::MpiRuntime(MpiCollectives collectives)
   // Collectives run on the communication thread while the main thread may
   // have issued earlier ones: calls never overlap, they do change threads
   // (SERIALIZED). MULTIPLE lets the watchdog abort a blocked collective.
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  const bool blocking = collectives == MpiCollectives::kBlocking;
+  MPI_Init_thread(nullptr, nullptr, blocking ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED,
+                  &provided);
   DLSCALE_CHECK(provided >= MPI_THREAD_SERIALIZED,
                 "this MPI library does not support MPI_THREAD_SERIALIZED (got level {})", provided);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  if (provided >= MPI_THREAD_MULTIPLE && collectives == MpiCollectives::kBlocking) {
-    watchdog_ = std::make_unique<MpiWatchdog>();
-  }
+  if (blocking && provided >= MPI_THREAD_MULTIPLE) watchdog_ = std::make_unique<MpiWatchdog>();
 }
 
 MpiRuntime::~MpiRuntime() {
