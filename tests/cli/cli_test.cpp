@@ -36,6 +36,9 @@ TEST(Cli, BadInputIsOneLineErrorWithExitCode2) {
                      "model 'alexnet' needs --image-size >= 63 (got 32)");
   expect_usage_error("train --model lenet --json /nonexistent-dir/r.json",
                      "directory '/nonexistent-dir' does not exist");
+  // Before any training, even as root (for whom access() allows /proc).
+  expect_usage_error("train --model lenet --json /proc/r.json",
+                     "cannot write '/proc/r.json': no file can be created in '/proc'");
   expect_usage_error("train --model lenet --batch abc", "--batch");
   expect_usage_error("train --no-such-flag", "--no-such-flag");
   expect_usage_error("frobnicate", "unknown command 'frobnicate'; commands: models, train");

@@ -1,9 +1,14 @@
 #include "core/files.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "core/error.h"
 
@@ -43,8 +48,82 @@ TEST_F(FilesTest, MissingDirectoryIsNamed) {
   EXPECT_THROW(write_file_atomic(path, "x"), Error);
 }
 
-TEST_F(FilesTest, DirectoryIsNotAFile) {
-  EXPECT_THROW(check_output_path(dir_.string()), Error);
+TEST_F(FilesTest, DirectoryIsNotAFile) { EXPECT_THROW(check_output_path(dir_.string()), Error); }
+
+// A symbolic link is followed on purpose: the file it names is replaced and
+// the link stays a link; a dangling link creates the file it names.
+TEST_F(FilesTest, SymlinksAreFollowedNotReplaced) {
+  const fs::path target = dir_ / "real.json";
+  const fs::path link = dir_ / "link.json";
+  write_file_atomic(target.string(), "old");
+  fs::create_symlink(target, link);
+  write_file_atomic(link.string(), "new");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_file(target.string()), "new");
+  const fs::path dangling = dir_ / "dangling.json";
+  fs::create_symlink("made-by-link.json", dangling);
+  check_output_path(dangling.string());
+  write_file_atomic(dangling.string(), "via link");
+  EXPECT_TRUE(fs::is_symlink(dangling));
+  EXPECT_EQ(read_file((dir_ / "made-by-link.json").string()), "via link");
+}
+
+// Character devices and pipes are written through, never replaced; a pipe
+// nobody reads is refused instead of blocking; sockets are refused.
+TEST_F(FilesTest, DevicesAndPipesAreWrittenThrough) {
+  write_file_atomic("/dev/null", "discarded");
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));  // still the device, also when run as root
+  EXPECT_TRUE(resolve_output_path("/dev/null").stream);
+
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  check_output_path(fifo);
+  std::string got;
+  std::thread reader([&] { got = read_file(fifo); });
+  write_file_atomic(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+
+  const std::string lonely = (dir_ / "lonely").string();
+  ASSERT_EQ(::mkfifo(lonely.c_str(), 0600), 0);
+  try {
+    write_file_atomic(lonely, "x");
+    FAIL() << "expected dlscale::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no process is reading it"), std::string::npos)
+        << e.what();
+  }
+
+  const std::string sock = (dir_ / "sock").string();
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, sock.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  try {
+    check_output_path(sock);
+    FAIL() << "expected dlscale::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a socket"), std::string::npos) << e.what();
+  }
+  ::close(fd);
+}
+
+// A directory where no file can be created fails the check (before any
+// work), even for root, for whom access() says yes.
+TEST_F(FilesTest, UnwritableDirectoriesFailTheCheck) {
+  try {
+    check_output_path("/proc/dlscale-result.json");
+    FAIL() << "expected dlscale::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write '/proc/dlscale-result.json'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(FilesTest, ReadMissingFileThrows) {

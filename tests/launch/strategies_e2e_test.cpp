@@ -95,7 +95,9 @@ TEST_P(GlooStrategies, MatchOneWorkerOn2To4Workers) {
         train(kLenet + " --workers " + std::to_string(n) + " --strategy " + strategy + extra);
     EXPECT_LE(closeness(r.weights, lenet_reference(), 1e-5, 1e-7), 1.0);
     expect_synchronous_record(r.record, strategy, n);
-    if (strategy == "hierarchical") EXPECT_EQ(r.record["results"]["comm"]["nodes"], (n + 1) / 2);
+    if (strategy == "hierarchical") {
+      EXPECT_EQ(r.record["results"]["comm"]["nodes"], (n + 1) / 2);
+    }
   }
 }
 
@@ -137,7 +139,9 @@ TEST(IndependentStrategy, SendsNothingAndReplicasDiffer) {
   EXPECT_EQ(c["replicas_identical"], false);
   for (const auto& b : c["bytes_sent_per_step_formula"]) EXPECT_EQ(b, 0);
   for (const auto& b : c["bytes_sent_per_step_tcp"]) {
-    if (b.is_number()) EXPECT_EQ(b, 0);
+    if (b.is_number()) {
+      EXPECT_EQ(b, 0);
+    }
   }
   EXPECT_GT(closeness(r.weights, lenet_reference(), 1e-3, 1e-5), 1.0);
 }
