@@ -1,7 +1,5 @@
 #include "cli/launch_flags.h"
 
-#include "core/error.h"
-
 namespace dlscale::cli {
 
 void add_launch_flags(CLI::App* cmd, LaunchFlags& flags, const std::string& group) {
@@ -67,7 +65,6 @@ launch::JobOptions LaunchFlags::job(int threads) const {
   copy_into(o);
   o.threads = threads;
   launch::JobOptions j = train::job_options(o);
-  DLSCALE_CHECK(timeout_s > 0, "--timeout must be > 0 seconds (got {})", timeout_s);
   launch::check_job_options(j);
   return j;
 }

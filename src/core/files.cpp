@@ -99,8 +99,8 @@ OutputTarget resolve_output_path(const std::string& path) {
   DLSCALE_CHECK(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode),
                 "output path '{}' is a {}; give a regular file, a character device or a pipe", path,
                 S_ISSOCK(st.st_mode) ? "socket" : "block device");
+  // Not resolved: opened through the link, /dev/stdout -> /proc/self/fd/1 -> pipe.
   t.stream = true;
-  t.path = path;  // opened through the link: /dev/stdout -> /proc/self/fd/1 -> pipe
   return t;
 }
 

@@ -47,21 +47,74 @@ bool parse_busbw_name(const std::string& name, std::string& op, double& bytes) {
   return true;
 }
 
-std::vector<const RunRecord*> commbench_runs(const std::vector<RunRecord>& runs) {
-  std::vector<const RunRecord*> out;
+/// A commbench run as the reports see it: its configuration (the parameters
+/// that vary among the selected commbench runs) and its median metrics.
+struct RunView {
+  std::string config;  ///< " workers=2 backend=gloo", or ""
+  std::map<std::string, double> medians;
+};
+
+std::vector<RunView> commbench_views(const std::vector<RunRecord>& runs) {
+  std::vector<const sweep::Params*> params;
   for (const RunRecord& r : runs) {
-    if (is_commbench_run(r)) out.push_back(&r);
+    if (is_commbench_run(r)) params.push_back(&r.params);
+  }
+  const std::vector<std::string> vary = sweep::varying_params(params, kNotLabels);
+  std::vector<RunView> out;
+  for (const RunRecord& r : runs) {
+    if (!is_commbench_run(r)) continue;
+    RunView v;
+    for (const std::string& name : vary) {
+      v.config += fmt::format(" {}={}", name, sweep::param_text(r.params, name, "-"));
+    }
+    v.medians = median_metrics(r);
+    out.push_back(std::move(v));
   }
   return out;
 }
 
-/// The configuration part of a series name: the parameters that vary.
-std::string config_label(const RunRecord& r, const std::vector<std::string>& vary) {
-  std::string s;
-  for (const std::string& v : vary) {
-    s += fmt::format(" {}={}", v, sweep::param_text(r.params, v, "-"));
+std::vector<BusbwSeries> series_of(const std::vector<RunView>& views) {
+  std::vector<BusbwSeries> out;
+  for (const RunView& v : views) {
+    std::map<std::string, BusbwSeries> by_op;  // one run may hold several operations
+    std::vector<std::string> order;
+    for (const auto& [name, value] : v.medians) {
+      std::string op;
+      double bytes = 0;
+      if (!parse_busbw_name(name, op, bytes)) continue;
+      if (!by_op.count(op)) order.push_back(op);
+      BusbwSeries& s = by_op[op];
+      s.op = op;
+      s.name = op + v.config;
+      s.points.emplace_back(bytes, value);
+    }
+    for (const std::string& op : order) {
+      BusbwSeries& s = by_op[op];
+      std::sort(s.points.begin(), s.points.end());
+      out.push_back(std::move(s));
+    }
   }
-  return s;
+  return out;
+}
+
+Table fits_table(const std::vector<RunView>& views) {
+  Table fits;
+  fits.title = "Fit: time = alpha + bytes / B";
+  fits.headers = {"series", "alpha (us)", "B (GB/s)"};
+  fits.numeric = {false, true, true};
+  for (const RunView& v : views) {
+    for (const auto& [name, alpha] : v.medians) {
+      if (name.rfind("alpha_us/", 0) != 0) continue;
+      const std::string op = name.substr(9);
+      const auto b = v.medians.find("bandwidth_gbps/" + op);
+      fits.rows.push_back({{op + v.config, {}},
+                           {fmt::format("{:.2f}", alpha), alpha},
+                           b == v.medians.end()
+                               ? Cell{"-", {}}
+                               : Cell{fmt::format("{:.4f}", b->second), b->second}});
+    }
+  }
+  return fits;
 }
 
 Table busbw_table(const std::vector<BusbwSeries>& series) {
@@ -98,35 +151,12 @@ bool is_commbench_run(const RunRecord& run) {
 }
 
 std::vector<BusbwSeries> busbw_series(const std::vector<RunRecord>& runs) {
-  const std::vector<const RunRecord*> selected = commbench_runs(runs);
-  std::vector<const sweep::Params*> params;
-  for (const RunRecord* r : selected) params.push_back(&r->params);
-  const std::vector<std::string> vary = sweep::varying_params(params, kNotLabels);
-  std::vector<BusbwSeries> out;
-  for (const RunRecord* r : selected) {
-    std::map<std::string, BusbwSeries> by_op;  // one run may hold several operations
-    std::vector<std::string> order;
-    for (const auto& [name, value] : median_metrics(*r)) {
-      std::string op;
-      double bytes = 0;
-      if (!parse_busbw_name(name, op, bytes)) continue;
-      if (!by_op.count(op)) order.push_back(op);
-      BusbwSeries& s = by_op[op];
-      s.op = op;
-      s.name = op + config_label(*r, vary);
-      s.points.emplace_back(bytes, value);
-    }
-    for (const std::string& op : order) {
-      BusbwSeries& s = by_op[op];
-      std::sort(s.points.begin(), s.points.end());
-      out.push_back(std::move(s));
-    }
-  }
-  return out;
+  return series_of(commbench_views(runs));
 }
 
 Report commbench_report(const std::vector<RunRecord>& runs) {
-  const std::vector<BusbwSeries> series = busbw_series(runs);
+  const std::vector<RunView> views = commbench_views(runs);
+  const std::vector<BusbwSeries> series = series_of(views);
   DLSCALE_CHECK(!series.empty(),
                 "no completed commbench run in the selection (sweeps with kind: commbench)");
   Report rep;
@@ -135,14 +165,9 @@ Report commbench_report(const std::vector<RunRecord>& runs) {
   rep.notes.push_back(
       "busbw = algbw x the operation's bus factor (allreduce 2(p-1)/p); docs/metrics.md");
   rep.tables.push_back(busbw_table(series));
-  Table fits;
-  fits.title = "Fit: time = alpha + bytes / B";
-  fits.headers = {"series", "alpha (us)", "B (GB/s)"};
-  fits.numeric = {false, true, true};
   rep.data.title = rep.title;
   rep.data.headers = {"series", "op", "bytes", "busbw_gbps"};
   rep.data.numeric = {false, false, true, true};
-  const std::vector<const RunRecord*> selected = commbench_runs(runs);
   for (const BusbwSeries& s : series) {
     for (const auto& [b, bw] : s.points) {
       rep.data.rows.push_back({{s.name, {}},
@@ -151,22 +176,7 @@ Report commbench_report(const std::vector<RunRecord>& runs) {
                                {fmt::format("{:.6g}", bw), bw}});
     }
   }
-  std::vector<const sweep::Params*> params;
-  for (const RunRecord* r : selected) params.push_back(&r->params);
-  const std::vector<std::string> vary = sweep::varying_params(params, kNotLabels);
-  for (const RunRecord* r : selected) {
-    const std::map<std::string, double> m = median_metrics(*r);
-    for (const auto& [name, alpha] : m) {
-      if (name.rfind("alpha_us/", 0) != 0) continue;
-      const std::string op = name.substr(9);
-      const auto b = m.find("bandwidth_gbps/" + op);
-      fits.rows.push_back(
-          {{op + config_label(*r, vary), {}},
-           {fmt::format("{:.2f}", alpha), alpha},
-           b == m.end() ? Cell{"-", {}} : Cell{fmt::format("{:.4f}", b->second), b->second}});
-    }
-  }
-  rep.tables.push_back(std::move(fits));
+  rep.tables.push_back(fits_table(views));
   return rep;
 }
 

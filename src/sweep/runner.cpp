@@ -44,12 +44,15 @@ std::string describe(const PlannedRun& run) {
   return s;
 }
 
-/// The metric a completed run's progress line shows, and its unit.
-const char* headline_metric(const Params& p) {
-  return param_text(p, "kind") == "commbench" ? "busbw_gbps_peak" : "samples_per_sec";
-}
-const char* headline_unit(const Params& p) {
-  return param_text(p, "kind") == "commbench" ? "GB/s peak busbw" : "samples/s";
+/// The metric a completed run's progress line shows, with its unit and decimals.
+struct Headline {
+  const char* metric;
+  const char* unit;
+  int decimals;
+};
+Headline headline(const Params& p) {
+  if (param_text(p, "kind") == "commbench") return {"busbw_gbps_peak", "GB/s peak busbw", 3};
+  return {"samples_per_sec", "samples/s", 1};
 }
 
 /// The error line of a failed run: dlscale's own, or the log's last line.
@@ -468,7 +471,7 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
         try {
           rec.metrics = extract_metrics(run.params, rec.record, log);
           rec.status = kStatusCompleted;
-          rates.push_back(rec.metrics[headline_metric(run.params)]);
+          rates.push_back(rec.metrics[headline(run.params).metric]);
           add_program_versions(rec.record, versions);
         } catch (const Error& e) {
           rec.status = kStatusFailed;
@@ -499,9 +502,9 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
     store.finish_run(run_id, status, reason, utc_timestamp(), versions);
     if (status == kStatusCompleted) {
       ++outcome.completed;
+      const Headline h = headline(run.params);
       progress.line(fmt::format("{}: completed, {:.{}f} {} (median of {})", tag, median(rates),
-                                headline_metric(run.params) == std::string("samples_per_sec") ? 1 : 3,
-                                headline_unit(run.params), rates.size()));
+                                h.decimals, h.unit, rates.size()));
     } else {
       if (status == kStatusOom) oom.record(run.params);
       if (status != kStatusInterrupted) ++outcome.failed;

@@ -74,6 +74,7 @@ launch::JobOptions job_options(const TrainOptions& o) {
   j.host_addr = o.host_addr;
   j.backend = o.backend;
   j.mpi_collectives = o.mpi_collectives;
+  DLSCALE_CHECK(o.timeout_s > 0, "--timeout must be > 0 seconds (got {})", o.timeout_s);
   j.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   j.threads_per_worker = o.threads;
   j.bind_cores = o.bind_cores;
@@ -87,7 +88,6 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   r.options = in;
   TrainOptions& o = r.options;
   const models::ModelSpec& spec = models::find_model(o.model);
-  DLSCALE_CHECK(o.timeout_s > 0, "--timeout must be > 0 seconds (got {})", o.timeout_s);
   launch::check_job_options(job_options(o));
   r.sync.strategy = dp::parse_strategy(o.strategy);
   r.sync.compress = dp::parse_compression(o.compress);

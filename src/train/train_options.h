@@ -94,7 +94,8 @@ struct ResolvedTrainOptions {
 /// The model-building part of `options` (not yet resolved against the spec).
 models::ModelOptions model_options(const TrainOptions& options);
 
-/// The launch part of `options` (threads as given: resolve first).
+/// The launch part of `options` (threads as given: resolve first). Throws
+/// dlscale::Error when --timeout is not a positive number of seconds.
 launch::JobOptions job_options(const TrainOptions& options);
 
 /// Validates every field and fills defaults for a job of `world_size`

@@ -33,6 +33,11 @@ void sum_bfloat16(void* in, void* inout, int* len, MPI_Datatype*) {
   sum_into(torch::kBFloat16, inout, inout, in, static_cast<size_t>(*len));
 }
 
+std::string timeout_message(int rank, const char* op, std::chrono::milliseconds timeout) {
+  return fmt::format("rank {}: mpi {} timed out after {} ms (a peer died or stalled)", rank, op,
+                     timeout.count());
+}
+
 int checked_count(int64_t n, int rank, const char* op) {
   DLSCALE_CHECK(n <= INT_MAX, "rank {}: mpi {}: {} elements exceed MPI's int count", rank, op, n);
   return static_cast<int>(n);
@@ -93,9 +98,7 @@ struct MpiCommunicator::Impl {
       check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), rank, op);
       if (done) return;
       if (std::chrono::steady_clock::now() - start > timeout) {
-        throw PeerFailure(
-            fmt::format("rank {}: mpi {} timed out after {} ms (a peer died or stalled)", rank, op,
-                        timeout.count()));
+        throw PeerFailure(timeout_message(rank, op, timeout));
       }
       std::this_thread::yield();
     }
@@ -107,10 +110,7 @@ struct MpiCommunicator::Impl {
   void collective(int rank, const char* op, std::chrono::milliseconds timeout, Blocking&& blocking,
                   NonBlocking&& nonblocking) {
     if (watchdog != nullptr) {
-      const ArmedDeadline deadline(
-          *watchdog, timeout,
-          fmt::format("rank {}: mpi {} timed out after {} ms (a peer died or stalled)", rank, op,
-                      timeout.count()));
+      const ArmedDeadline deadline(*watchdog, timeout, timeout_message(rank, op, timeout));
       check_mpi(blocking(), rank, op);
       return;
     }
@@ -120,17 +120,20 @@ struct MpiCommunicator::Impl {
   }
 };
 
-MpiCommunicator::MpiCommunicator(MpiRuntime& runtime, std::chrono::milliseconds timeout)
-    : rank_(runtime.rank()),
-      size_(runtime.size()),
-      timeout_(timeout),
-      impl_(std::make_unique<Impl>()) {
-  impl_->watchdog = runtime.watchdog();
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm), rank_, "comm_dup");
-  MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN);
-  MPI_Op_create(&sum_half, /*commute=*/1, &impl_->op_half);
-  MPI_Op_create(&sum_bfloat16, /*commute=*/1, &impl_->op_bfloat16);
+namespace {
+
+/// A private duplicate of MPI_COMM_WORLD, under `runtime`'s watchdog.
+std::unique_ptr<MpiCommunicator::Impl> world_impl(MpiRuntime& runtime) {
+  auto impl = std::make_unique<MpiCommunicator::Impl>();
+  impl->watchdog = runtime.watchdog();
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &impl->comm), runtime.rank(), "comm_dup");
+  return impl;
 }
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MpiRuntime& runtime, std::chrono::milliseconds timeout)
+    : MpiCommunicator(world_impl(runtime), timeout) {}
 
 MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl, std::chrono::milliseconds timeout)
     : timeout_(timeout), impl_(std::move(impl)) {
