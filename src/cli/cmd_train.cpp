@@ -81,7 +81,9 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "How gradients are combined (docs/strategies.md): allreduce (backend-native, "
                   "bucketed) | tree (binary tree to rank 0 and back over send/recv) | hierarchical "
                   "(reduce in each node, allreduce among node leaders, broadcast in the node) | "
-                  "independent (no exchange: each worker trains its own replica)")
+                  "independent (no exchange: each worker trains its own replica) | ps (parameter "
+                  "server: workers push gradients to shards that own the variables and their "
+                  "optimizer, and pull the new values)")
       ->capture_default_str()
       ->group(dp);
   cmd->add_option("--compress", opts->compress,
@@ -94,6 +96,39 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "host (by launcher node for --workers/--nnodes jobs)")
       ->capture_default_str()
       ->group(dp);
+  const std::string ps = "Parameter server (--strategy ps)";
+  cmd->add_option("--ps-shards", opts->ps_shards,
+                  "Server shards the variables are spread over (colocated: at most one per worker)")
+      ->capture_default_str()
+      ->group(ps);
+  cmd->add_option("--ps-placement", opts->ps_placement,
+                  "colocated (the first K workers also host a shard each, on a server thread) | "
+                  "dedicated (K extra server processes: the launcher starts them beside the "
+                  "workers on node 0; under mpirun/srun the first K ranks serve; servers are not "
+                  "counted as workers)")
+      ->capture_default_str()
+      ->group(ps);
+  cmd->add_option("--ps-assign", opts->ps_assign,
+                  "How variables go to shards: round-robin (registration order) | greedy "
+                  "(largest first onto the least-loaded shard by bytes)")
+      ->capture_default_str()
+      ->group(ps);
+  cmd->add_option("--ps-partition-mb", opts->ps_partition_mb,
+                  "Split tensors bigger than this many MiB into near-equal pieces placed "
+                  "separately; 0 = never split")
+      ->capture_default_str()
+      ->group(ps);
+  cmd->add_option("--ps-mode", opts->ps_mode,
+                  "sync (each shard sums all workers' gradients, applies once per step) | async "
+                  "(each gradient applied on arrival; workers pull whatever is current)")
+      ->capture_default_str()
+      ->group(ps);
+  cmd->add_option("--max-staleness", opts->max_staleness,
+                  "async: a worker waits in pull until no applied gradient can be more than this "
+                  "many versions stale (stale synchronous parallel; 0 = one worker at a time); "
+                  "-1 = unbounded")
+      ->capture_default_str()
+      ->group(ps);
   cmd->add_option("--bucket-mb", opts->bucket_mb,
                   "Gradient bucket size in MiB; each bucket's collective overlaps backward. 0 = "
                   "one bucket of all gradients reduced after backward (no overlap)")

@@ -72,6 +72,13 @@ class Communicator {
   /// MPI_UNDEFINED). How strategies form node-local and node-leader groups.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
+  /// Whether several threads may use isend/irecv/wait at once (with
+  /// distinct peer-tag pairs; collectives stay one thread at a time): true
+  /// for gloo and inproc, and for mpi when the library granted
+  /// MPI_THREAD_MULTIPLE (--mpi-collectives blocking). The parameter
+  /// server's shards serve their links from one thread per worker.
+  virtual bool concurrent_point_to_point() const { return true; }
+
  protected:
   /// The collective part of split() every backend shares: exchanges colours
   /// and keys (with this communicator's timeout) and computes the plan.

@@ -3,13 +3,19 @@
 #include "core/error.h"
 #include "dp/bucketed_sync.h"
 #include "dp/independent_sync.h"
+#include "dp/ps_sync.h"
 
 namespace dlscale::dp {
 
 std::unique_ptr<GradientSync> make_gradient_sync(const SyncOptions& options,
                                                  std::vector<torch::Tensor> params,
-                                                 comm::Communicator* comm) {
+                                                 comm::Communicator* comm,
+                                                 const PsSetup* ps) {
   check_sync_options(options);
+  if (options.strategy == Strategy::kPs) {
+    DLSCALE_CHECK(ps != nullptr, "--strategy ps needs a parameter-server job layout");
+    return make_ps_sync(std::move(params), options, *ps);
+  }
   if (comm == nullptr || comm->size() == 1 || options.strategy == Strategy::kIndependent) {
     return make_independent_sync();
   }

@@ -9,14 +9,18 @@
 //   tree          bucketed_sync + tree_collective (binary tree over send/recv)
 //   hierarchical  bucketed_sync + hierarchical_collective (node, leaders, node)
 //   independent   independent_sync (no exchange: the compute-only ceiling)
+//   ps            ps_sync (workers) + ps_shard (servers): parameter server
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "dp/ps_report.h"
 #include "dp/sync_options.h"
 
 namespace dlscale::dp {
@@ -46,12 +50,21 @@ struct SyncInfo {
   std::string formula;                 ///< that formula as text (S = bytes per step)
   bool keeps_replicas_identical = true;
   int nodes = 0;  ///< hierarchical: node groups; 0 otherwise
+  std::vector<int64_t> shard_bytes;  ///< ps: bytes of the variables each shard holds
+  double shard_imbalance = 0;        ///< ps: largest shard's bytes over the mean
 };
+
+/// Builds an optimizer over the given tensors (a shard owns its variables' optimizer).
+using OptimizerFactory =
+    std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<torch::Tensor>)>;
 
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
   virtual const SyncInfo& info() const = 0;
+  /// Before a step's data and forward (a bounded-staleness parameter server
+  /// makes step 0 wait its turn here).
+  virtual void begin_step() {}
   /// Before backward.
   virtual void begin_backward() = 0;
   /// After backward: every parameter's .grad holds the gradient to apply (the
@@ -60,13 +73,36 @@ class GradientSync {
   virtual SyncStepStats end_backward() = 0;
   /// Applies the update; by default the local optimizer step.
   virtual void apply_update(torch::optim::Optimizer& optimizer) { optimizer.step(); }
+  /// Collective over the workers, once after the last step: what servers
+  /// did (worker 0 gets every shard's report; others and non-PS strategies
+  /// get none).
+  virtual std::vector<ShardReport> finish() { return {}; }
+};
+
+/// Where a parameter-server job's shards and workers are (--strategy ps).
+struct PsLayout {
+  comm::Communicator* comm = nullptr;  ///< workers and shards; point to point only
+  std::vector<int> shard_ranks;        ///< rank in `comm` of each shard
+  std::vector<int> worker_ranks;       ///< rank in `comm` of each worker
+  int local_shard = -1;                ///< colocated: the shard this process hosts, else -1
+};
+
+/// What the parameter server needs besides the options.
+struct PsSetup {
+  PsLayout layout;
+  OptimizerFactory make_optimizer;
+  int64_t steps = 0;
+  int64_t warmup = 0;
+  std::chrono::milliseconds timeout{60000};  ///< the in-memory link's, without a communicator
 };
 
 /// Builds the strategy of `options` for `params` (registration order) over
 /// `comm` (must outlive it; null for one worker, which gets no exchange).
 /// Collective over `comm`: every rank calls it with the same options.
+/// --strategy ps also needs `ps` (the worker's side of the job's layout).
 std::unique_ptr<GradientSync> make_gradient_sync(const SyncOptions& options,
                                                  std::vector<torch::Tensor> params,
-                                                 comm::Communicator* comm);
+                                                 comm::Communicator* comm,
+                                                 const PsSetup* ps = nullptr);
 
 }  // namespace dlscale::dp

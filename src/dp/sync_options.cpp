@@ -7,16 +7,55 @@ namespace dlscale::dp {
 
 namespace {
 
-constexpr EnumNames<Strategy, 4> kStrategies{"--strategy",
+constexpr EnumNames<Strategy, 5> kStrategies{"--strategy",
                                              {{{Strategy::kAllreduce, "allreduce"},
                                                {Strategy::kTree, "tree"},
                                                {Strategy::kHierarchical, "hierarchical"},
-                                               {Strategy::kIndependent, "independent"}}}};
+                                               {Strategy::kIndependent, "independent"},
+                                               {Strategy::kPs, "ps"}}}};
 constexpr EnumNames<Compression, 3> kCompressions{
     "--compress",
     {{{Compression::kNone, "none"}, {Compression::kFp16, "fp16"}, {Compression::kBf16, "bf16"}}}};
 
+constexpr EnumNames<PsPlacement, 2> kPlacements{
+    "--ps-placement",
+    {{{PsPlacement::kColocated, "colocated"}, {PsPlacement::kDedicated, "dedicated"}}}};
+constexpr EnumNames<PsAssign, 2> kAssigns{
+    "--ps-assign", {{{PsAssign::kRoundRobin, "round-robin"}, {PsAssign::kGreedy, "greedy"}}}};
+constexpr EnumNames<PsMode, 2> kModes{"--ps-mode",
+                                      {{{PsMode::kSync, "sync"}, {PsMode::kAsync, "async"}}}};
+
+void check_ps_options(const SyncOptions& o) {
+  const PsOptions& ps = o.ps;
+  const PsOptions defaults;
+  if (o.strategy != Strategy::kPs) {
+    DLSCALE_CHECK(ps.shards == defaults.shards && ps.placement == defaults.placement &&
+                      ps.assign == defaults.assign && ps.partition_mb == defaults.partition_mb &&
+                      ps.mode == defaults.mode && ps.max_staleness == defaults.max_staleness,
+                  "--ps-* flags and --max-staleness apply to --strategy ps only (got --strategy {})",
+                  to_string(o.strategy));
+    return;
+  }
+  DLSCALE_CHECK(ps.shards >= 1, "--ps-shards must be >= 1 (got {})", ps.shards);
+  DLSCALE_CHECK(ps.partition_mb >= 0, "--ps-partition-mb must be >= 0 (got {}; 0 = never split)",
+                ps.partition_mb);
+  DLSCALE_CHECK(ps.max_staleness >= -1, "--max-staleness must be >= 0 (got {})", ps.max_staleness);
+  DLSCALE_CHECK(ps.max_staleness < 0 || ps.mode == PsMode::kAsync,
+                "--max-staleness bounds --ps-mode async only (got --ps-mode {})",
+                to_string(ps.mode));
+  DLSCALE_CHECK(o.compress == Compression::kNone,
+                "--compress {} is not supported with --strategy ps (gradients travel in float32)",
+                to_string(o.compress));
+}
+
 }  // namespace
+
+PsPlacement parse_ps_placement(const std::string& name) { return kPlacements.parse(name); }
+std::string to_string(PsPlacement placement) { return kPlacements.name(placement); }
+PsAssign parse_ps_assign(const std::string& name) { return kAssigns.parse(name); }
+std::string to_string(PsAssign assign) { return kAssigns.name(assign); }
+PsMode parse_ps_mode(const std::string& name) { return kModes.parse(name); }
+std::string to_string(PsMode mode) { return kModes.name(mode); }
 
 Strategy parse_strategy(const std::string& name) { return kStrategies.parse(name); }
 std::string to_string(Strategy strategy) { return kStrategies.name(strategy); }
@@ -35,6 +74,7 @@ void check_sync_options(const SyncOptions& o) {
   DLSCALE_CHECK(o.ranks_per_node == 0 || o.strategy == Strategy::kHierarchical,
                 "--ranks-per-node applies to --strategy hierarchical only (got --strategy {})",
                 to_string(o.strategy));
+  check_ps_options(o);
 }
 
 }  // namespace dlscale::dp

@@ -5,8 +5,8 @@
 
 namespace dlscale::dp {
 
-enum class Strategy { kAllreduce, kTree, kHierarchical, kIndependent };
-/// "allreduce" | "tree" | "hierarchical" | "independent"; throws dlscale::Error otherwise.
+enum class Strategy { kAllreduce, kTree, kHierarchical, kIndependent, kPs };
+/// "allreduce" | "tree" | "hierarchical" | "independent" | "ps"; throws dlscale::Error otherwise.
 Strategy parse_strategy(const std::string& name);
 std::string to_string(Strategy strategy);
 
@@ -15,6 +15,27 @@ enum class Compression { kNone, kFp16, kBf16 };
 /// "none" | "fp16" | "bf16"; throws dlscale::Error otherwise.
 Compression parse_compression(const std::string& name);
 std::string to_string(Compression compression);
+
+/// Parameter server (docs/strategies.md): where the shards run, how
+/// variables are spread over them, and when a shard applies gradients.
+enum class PsPlacement { kColocated, kDedicated };
+enum class PsAssign { kRoundRobin, kGreedy };
+enum class PsMode { kSync, kAsync };
+PsPlacement parse_ps_placement(const std::string& name);
+std::string to_string(PsPlacement placement);
+PsAssign parse_ps_assign(const std::string& name);
+std::string to_string(PsAssign assign);
+PsMode parse_ps_mode(const std::string& name);
+std::string to_string(PsMode mode);
+
+struct PsOptions {
+  int shards = 1;
+  PsPlacement placement = PsPlacement::kColocated;
+  PsAssign assign = PsAssign::kRoundRobin;
+  double partition_mb = 0;  ///< split tensors bigger than this over shards; 0 = never
+  PsMode mode = PsMode::kSync;
+  int max_staleness = -1;  ///< async: bound in versions (stale synchronous parallel); -1 = none
+};
 
 struct SyncOptions {
   Strategy strategy = Strategy::kAllreduce;
@@ -25,10 +46,11 @@ struct SyncOptions {
   int ranks_per_node = 0;
   /// hierarchical: ranks with equal names share a node (host, or launcher node).
   std::string node_name;
+  PsOptions ps;  ///< --strategy ps only
 };
 
 /// Throws dlscale::Error when the combination is impossible (sizes < 0,
-/// compression with independent, ...).
+/// compression with independent, PS flags without --strategy ps, ...).
 void check_sync_options(const SyncOptions& options);
 
 }  // namespace dlscale::dp

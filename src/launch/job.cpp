@@ -7,6 +7,7 @@
 #include "comm/session.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "train/ps_server.h"
 #include "train/trainer.h"
 
 namespace dlscale::launch {
@@ -69,7 +70,7 @@ void run_worker(const JobOptions& options, const LaunchEnv& env, const WorkerBod
   WorkerSlot slot;
   slot.env = &env;
   slot.status = StatusWriter(env.status_fd);
-  slot.prints = env.rank == 0 || options.verbose_ranks;
+  slot.prints = env.rank == options.servers || options.verbose_ranks;  // the first worker
   // Spawned workers of one launcher form a node even when several launchers
   // share a host (a multi-node job tried on one machine).
   slot.node_name = env.kind == LaunchKind::kSpawned
@@ -97,6 +98,7 @@ void run_launcher(const JobOptions& options, const std::vector<std::string>& arg
   plan.binary = "/proc/self/exe";
   plan.argv = argv;
   plan.workers = options.workers;
+  plan.servers = options.servers;
   plan.nnodes = options.nnodes;
   plan.node_rank = options.node_rank;
   plan.master_addr = options.master_addr;
@@ -114,7 +116,7 @@ void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<
              const WorkerBody& body) {
   if (env.is_worker() && env.world_size > 1) {
     run_worker(options, env, body);
-  } else if (!env.is_worker() && (options.workers > 1 || options.nnodes > 1)) {
+  } else if (!env.is_worker() && (options.workers + options.servers > 1 || options.nnodes > 1)) {
     run_launcher(options, argv);
   } else {
     WorkerSlot slot;
@@ -124,23 +126,88 @@ void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<
   }
 }
 
+namespace {
+
+train::WorkerContext worker_context(const WorkerSlot& slot) {
+  train::WorkerContext ctx;
+  ctx.rank = slot.env->rank;
+  ctx.world_size = slot.comm != nullptr ? slot.env->world_size : 1;
+  ctx.local_rank = slot.env->local_rank;
+  ctx.local_world_size = slot.comm != nullptr ? slot.env->local_world_size : 1;
+  ctx.comm = slot.comm;
+  ctx.node_name = slot.node_name;
+  return ctx;
+}
+
+void train_worker(const train::TrainOptions& options, const train::WorkerContext& ctx,
+                  WorkerSlot& slot, const std::vector<std::string>& argv, std::ostream& out) {
+  slot.status.write("building model");
+  train::Trainer trainer(options, ctx, argv);
+  train::ConsoleObserver console(out);
+  WorkerObserver observer(slot.prints ? &console : nullptr, slot.status);
+  trainer.run(observer);
+}
+
+/// --strategy ps: the job's processes become shards and workers
+/// (docs/strategies.md, "Parameter server").
+void ps_job(const train::TrainOptions& options, const dp::PsOptions& ps, WorkerSlot& slot,
+            const std::vector<std::string>& argv, std::ostream& out) {
+  DLSCALE_CHECK(slot.comm == nullptr || slot.comm->concurrent_point_to_point(),
+                "--strategy ps serves each worker from its own thread and needs "
+                "MPI_THREAD_MULTIPLE: use --mpi-collectives blocking (the default) with an MPI "
+                "library that provides it, or --backend gloo");
+  train::WorkerContext ctx = worker_context(slot);
+  dp::PsLayout layout;
+  std::unique_ptr<comm::Communicator> owned;
+  for (int s = 0; s < ps.shards; ++s) layout.shard_ranks.push_back(s);
+  if (ps.placement == dp::PsPlacement::kDedicated) {
+    // The first K ranks serve; the others train on a communicator of their own.
+    comm::Communicator& world = *slot.comm;
+    const bool server = world.rank() < ps.shards;
+    owned = world.split(server ? -1 : 0, world.rank());
+    layout.comm = &world;
+    for (int r = ps.shards; r < world.size(); ++r) layout.worker_ranks.push_back(r);
+    if (server) {
+      slot.status.write(fmt::format("ps shard {} serving", world.rank()));
+      train::run_ps_server(options, layout, world.rank(), [&](const std::string& status) {
+        slot.status.write(status);
+      });
+      return;
+    }
+    ctx.rank = world.rank() - ps.shards;
+    ctx.world_size = world.size() - ps.shards;
+    ctx.comm = owned.get();
+  } else if (slot.comm != nullptr) {
+    // Shard threads and workers share a duplicate of the world, point to point only.
+    owned = slot.comm->split(0, slot.comm->rank());
+    layout.comm = owned.get();
+    for (int r = 0; r < owned->size(); ++r) layout.worker_ranks.push_back(r);
+    layout.local_shard = owned->rank() < ps.shards ? owned->rank() : -1;
+  } else {
+    layout.local_shard = 0;  // one process: the worker and its shard
+  }
+  ctx.ps = &layout;
+  train_worker(options, ctx, slot, argv, out);
+}
+
+}  // namespace
+
 void run_train(const train::TrainOptions& options, const LaunchEnv& env,
                const std::vector<std::string>& argv, std::ostream& out) {
   // Validate once here, so bad input is one error, not one per worker.
-  const train::ResolvedTrainOptions resolved = train::resolve_train_options(options);
+  const launch::JobOptions job = train::job_options(options);
+  const int workers = env.is_worker() ? env.world_size - job.servers : 0;
+  DLSCALE_CHECK(!env.is_worker() || workers >= 1,
+                "--ps-shards {} dedicated server(s) leave no worker among the job's {} ranks; "
+                "start more ranks or use fewer shards",
+                job.servers, env.world_size);
+  const train::ResolvedTrainOptions resolved = train::resolve_train_options(options, workers);
   run_job(train::job_options(resolved.options), env, argv, [&](WorkerSlot& slot) {
-    train::WorkerContext ctx;
-    ctx.rank = slot.env->rank;
-    ctx.world_size = slot.comm != nullptr ? slot.env->world_size : 1;
-    ctx.local_rank = slot.env->local_rank;
-    ctx.local_world_size = slot.comm != nullptr ? slot.env->local_world_size : 1;
-    ctx.comm = slot.comm;
-    ctx.node_name = slot.node_name;
-    slot.status.write("building model");
-    train::Trainer trainer(options, ctx, argv);
-    train::ConsoleObserver console(out);
-    WorkerObserver observer(slot.prints ? &console : nullptr, slot.status);
-    trainer.run(observer);
+    if (resolved.sync.strategy == dp::Strategy::kPs) {
+      ps_job(options, resolved.sync.ps, slot, argv, out);
+    } else {
+      train_worker(options, worker_context(slot), slot, argv, out);
+    }
   });
 }
 

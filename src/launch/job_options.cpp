@@ -6,6 +6,7 @@ namespace dlscale::launch {
 
 void check_job_options(const JobOptions& o) {
   DLSCALE_CHECK(o.workers >= 1, "--workers must be >= 1 (got {})", o.workers);
+  DLSCALE_CHECK(o.servers >= 0, "server processes must be >= 0 (got {})", o.servers);
   DLSCALE_CHECK(o.nnodes >= 1, "--nnodes must be >= 1 (got {})", o.nnodes);
   DLSCALE_CHECK(o.node_rank >= 0 && o.node_rank < o.nnodes,
                 "--node-rank must be in [0, {}) (got {})", o.nnodes, o.node_rank);

@@ -9,6 +9,9 @@ namespace dlscale::launch {
 /// How a job's processes start and find each other.
 struct JobOptions {
   int workers = 1;                        ///< worker processes on this node
+  /// Server processes besides the workers (dedicated parameter-server
+  /// shards): the first `servers` ranks of the job; a launcher starts them on node 0.
+  int servers = 0;
   int nnodes = 1;                         ///< nodes, each running `workers` processes
   int node_rank = 0;                      ///< this node's index
   std::string master_addr = "127.0.0.1";  ///< host of the rendezvous store (node 0)

@@ -101,7 +101,8 @@ struct Exec {
   std::vector<char*> envp;
 };
 
-Exec prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int world, int port) {
+Exec prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int local_world, int world,
+                  int port) {
   Exec e;
   std::vector<std::string> env;
   const std::vector<std::string> ours = {
@@ -117,7 +118,7 @@ Exec prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int world, i
   env.push_back(std::string(kEnvRank) + "=" + std::to_string(rank));
   env.push_back(std::string(kEnvWorldSize) + "=" + std::to_string(world));
   env.push_back(std::string(kEnvLocalRank) + "=" + std::to_string(local_rank));
-  env.push_back(std::string(kEnvLocalWorldSize) + "=" + std::to_string(plan.workers));
+  env.push_back(std::string(kEnvLocalWorldSize) + "=" + std::to_string(local_world));
   env.push_back(std::string(kEnvMasterAddr) + "=" + plan.master_addr);
   env.push_back(std::string(kEnvMasterPort) + "=" + std::to_string(port));
   env.push_back(std::string(kEnvStatusFd) + "=" + std::to_string(kStatusFd));
@@ -197,7 +198,10 @@ void StatusWriter::write(const std::string& status) const {
 }
 
 void run_local_workers(const LaunchPlan& plan) {
-  const int world = plan.workers * plan.nnodes;
+  // Servers (dedicated parameter-server shards) are the first ranks, on node 0.
+  const int world = plan.servers + plan.workers * plan.nnodes;
+  const int local_world = plan.workers + (plan.node_rank == 0 ? plan.servers : 0);
+  const int first_rank = plan.node_rank == 0 ? 0 : plan.servers + plan.node_rank * plan.workers;
   std::unique_ptr<comm::TcpStoreServer> store;
   int port = plan.master_port;
   if (plan.node_rank == 0) {
@@ -224,21 +228,21 @@ void run_local_workers(const LaunchPlan& plan) {
   const pid_t parent = ::getpid();
   std::vector<Child> children;
   const double start = now_seconds();
-  for (int local = 0; local < plan.workers; ++local) {
+  for (int local = 0; local < local_world; ++local) {
     Child c;
-    c.rank = plan.node_rank * plan.workers + local;
+    c.rank = first_rank + local;
     c.last_progress = start;
     int fds[2];
     DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
     ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
     ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
-    Exec exec = prepare_exec(plan, c.rank, local, world, port);
+    Exec exec = prepare_exec(plan, c.rank, local, local_world, world, port);
     cpu_set_t pin;
     CPU_ZERO(&pin);
     for (int t = 0; t < plan.threads_per_worker && !cores.empty(); ++t) {
       CPU_SET(cores[(local * plan.threads_per_worker + t) % cores.size()], &pin);
     }
-    const bool quiet = c.rank != 0 && !plan.verbose_ranks;
+    const bool quiet = c.rank != plan.servers && !plan.verbose_ranks;  // the first worker prints
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -262,8 +266,12 @@ void run_local_workers(const LaunchPlan& plan) {
     children.push_back(std::move(c));
   }
   ::close(devnull);
-  DLSCALE_LOG_INFO("started {} worker(s) on this node (ranks {}-{} of {}), rendezvous {}:{}",
-                   plan.workers, children.front().rank, children.back().rank, world,
+  DLSCALE_LOG_INFO("started {} worker(s){} on this node (ranks {}-{} of {}), rendezvous {}:{}",
+                   plan.workers,
+                   plan.node_rank == 0 && plan.servers > 0
+                       ? fmt::format(" and {} server(s) (ranks 0-{})", plan.servers, plan.servers - 1)
+                       : std::string(),
+                   children.front().rank, children.back().rank, world,
                    plan.master_addr, port);
 
   std::string failure;

@@ -17,6 +17,7 @@ struct LaunchPlan {
   std::string binary;             ///< executable to run (usually /proc/self/exe)
   std::vector<std::string> argv;  ///< its arguments, argv[0] included
   int workers = 1;                ///< local workers
+  int servers = 0;                ///< extra processes on node 0, ranks 0..servers-1 (PS shards)
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";

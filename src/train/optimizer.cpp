@@ -23,4 +23,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind,
   return nullptr;
 }
 
+dp::OptimizerFactory optimizer_factory(const ResolvedTrainOptions& config) {
+  return [kind = config.optimizer, options = config.options](std::vector<torch::Tensor> params) {
+    return make_optimizer(kind, std::move(params), options);
+  };
+}
+
 }  // namespace dlscale::train

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "dp/gradient_sync.h"
 #include "train/train_options.h"
 
 namespace dlscale::train {
@@ -13,5 +14,8 @@ namespace dlscale::train {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind,
                                                         std::vector<torch::Tensor> params,
                                                         const TrainOptions& options);
+
+/// make_optimizer() for `config`, as a parameter-server shard takes it.
+dp::OptimizerFactory optimizer_factory(const ResolvedTrainOptions& config);
 
 }  // namespace dlscale::train

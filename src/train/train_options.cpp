@@ -79,6 +79,8 @@ launch::JobOptions job_options(const TrainOptions& o) {
   j.threads_per_worker = o.threads;
   j.bind_cores = o.bind_cores;
   j.verbose_ranks = o.verbose_ranks;
+  // Dedicated parameter-server shards are processes of the job, not workers.
+  if (o.strategy == "ps" && o.ps_placement == "dedicated") j.servers = o.ps_shards;
   return j;
 }
 
@@ -94,10 +96,26 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   r.sync.bucket_mb = o.bucket_mb;
   r.sync.first_bucket_mb = o.first_bucket_mb;
   r.sync.ranks_per_node = o.ranks_per_node;
+  r.sync.ps.shards = o.ps_shards;
+  r.sync.ps.placement = dp::parse_ps_placement(o.ps_placement);
+  r.sync.ps.assign = dp::parse_ps_assign(o.ps_assign);
+  r.sync.ps.partition_mb = o.ps_partition_mb;
+  r.sync.ps.mode = dp::parse_ps_mode(o.ps_mode);
+  r.sync.ps.max_staleness = o.max_staleness;
   dp::check_sync_options(r.sync);
   r.sync_buffers = parse_sync_buffers(o.sync_buffers);
+  DLSCALE_CHECK(r.sync_buffers != SyncBuffers::kStep || r.sync.strategy != dp::Strategy::kPs ||
+                    r.sync.ps.mode != dp::PsMode::kAsync,
+                "--sync-buffers step broadcasts before every step, which needs workers in "
+                "lockstep; --ps-mode async workers are not: use --sync-buffers init or none");
   r.world_size = world_size > 0 ? world_size : o.nnodes * o.workers;
   r.local_world_size = local_world_size > 0 ? local_world_size : o.workers;
+  DLSCALE_CHECK(r.sync.strategy != dp::Strategy::kPs ||
+                    r.sync.ps.placement != dp::PsPlacement::kColocated ||
+                    r.sync.ps.shards <= r.world_size,
+                "--ps-shards {} with --ps-placement colocated needs as many workers to host them "
+                "(got {}); use fewer shards or --ps-placement dedicated",
+                r.sync.ps.shards, r.world_size);
   DLSCALE_CHECK(o.global_batch >= 0, "--global-batch must be >= 0 (got {}; 0 = weak scaling)",
                 o.global_batch);
   if (o.global_batch > 0) {

@@ -67,6 +67,12 @@ struct TrainOptions {
   std::string strategy = "allreduce";  ///< allreduce | tree | hierarchical | independent
   std::string compress = "none";  ///< none | fp16 | bf16: the type gradients travel in
   int ranks_per_node = 0;        ///< hierarchical: ranks per node group; 0 = by host
+  int ps_shards = 1;             ///< ps: server shards
+  std::string ps_placement = "colocated";  ///< ps: colocated | dedicated
+  std::string ps_assign = "round-robin";   ///< ps: round-robin | greedy
+  double ps_partition_mb = 0;    ///< ps: split tensors bigger than this over shards; 0 = never
+  std::string ps_mode = "sync";  ///< ps: sync | async
+  int max_staleness = -1;        ///< ps async: bound in versions; -1 = unbounded
   double bucket_mb = 25.0;       ///< gradient bucket size in MiB; 0 = one bucket after backward
   double first_bucket_mb = 1.0;  ///< size of the first bucket in MiB
   std::string sync_buffers = "init";  ///< none | init | step

@@ -63,6 +63,50 @@ TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t globa
   return s;
 }
 
+namespace {
+
+/// The parameter server's part of the record (null for other strategies).
+/// Scalars a sweep keeps as metrics sit at the top: the worst shard's bytes
+/// and time (the PS link is the bottleneck) and the staleness.
+nlohmann::json ps_json(const PsSummary& ps) {
+  if (!ps.enabled) return nullptr;
+  nlohmann::json shards = nlohmann::json::array();
+  double in_max = 0;
+  double busy_max = 0;
+  for (const auto& r : ps.reports) {
+    shards.push_back({{"shard", r.shard},
+                      {"bytes", r.bytes},
+                      {"busy_ms_per_step", r.busy_seconds_per_step * 1e3},
+                      {"bytes_in_per_step", r.bytes_in_per_step},
+                      {"bytes_out_per_step", r.bytes_out_per_step},
+                      {"updates", r.updates},
+                      {"staleness_mean", r.staleness_mean},
+                      {"staleness_max", r.staleness_max},
+                      {"staleness_histogram", r.staleness_histogram}});
+    in_max = std::max(in_max, r.bytes_in_per_step);
+    busy_max = std::max(busy_max, r.busy_seconds_per_step * 1e3);
+  }
+  int64_t bytes_max = 0;
+  for (int64_t b : ps.shard_bytes) bytes_max = std::max(bytes_max, b);
+  return {{"placement", ps.placement},
+          {"assign", ps.assign},
+          {"mode", ps.mode},
+          {"shards", ps.shards},
+          {"max_staleness", ps.max_staleness},
+          {"partition_mb", ps.partition_mb},
+          {"shard_bytes", ps.shard_bytes},
+          {"shard_bytes_max", bytes_max},
+          {"imbalance", ps.imbalance},
+          {"shard_bytes_in_per_step_max", in_max},
+          {"shard_busy_ms_per_step_max", busy_max},
+          {"staleness_mean", ps.staleness_mean},
+          {"staleness_max", ps.staleness_max},
+          {"staleness_histogram", ps.staleness_histogram},
+          {"per_shard", shards}};
+}
+
+}  // namespace
+
 nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
   const TrainOptions& o = c.options;
   return {{"model", o.model},
@@ -79,6 +123,12 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"strategy", o.strategy},
           {"compress", o.compress},
           {"ranks_per_node", o.ranks_per_node},
+          {"ps_shards", o.ps_shards},
+          {"ps_placement", o.ps_placement},
+          {"ps_assign", o.ps_assign},
+          {"ps_partition_mb", o.ps_partition_mb},
+          {"ps_mode", o.ps_mode},
+          {"max_staleness", o.max_staleness},
           {"bucket_mb", o.bucket_mb},
           {"first_bucket_mb", o.first_bucket_mb},
           {"sync_buffers", to_string(c.sync_buffers)},
@@ -146,7 +196,7 @@ nlohmann::json to_json(const TrainResult& r) {
   nlohmann::json per_rank = nlohmann::json::array();
   for (const auto& t : r.rank_median_times) per_rank.push_back(breakdown_json(t));
   nlohmann::json comm = nullptr;
-  if (r.config.world_size > 1) {
+  if (r.config.world_size > 1 || r.ps.enabled) {
     comm = {{"backend", r.comm.backend},
             {"strategy", r.comm.strategy},
             {"layout", r.comm.layout},
@@ -203,6 +253,7 @@ nlohmann::json to_json(const TrainResult& r) {
         {"breakdown_ms", breakdown},
         {"breakdown_ms_per_rank", per_rank},
         {"comm", comm},
+        {"ps", ps_json(r.ps)},
         {"loss_first", s.first_loss},
         {"loss_last", s.last_loss},
         // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
@@ -226,6 +277,14 @@ void print_header(std::ostream& out, const TrainResult& r) {
              r.runtime.data_source);
   fmt::print(out, "  host {} | {} | dlscale {} ({})\n", r.system.hostname, r.system.cpu_model,
              r.system.dlscale_version, r.system.git_revision);
+  if (r.ps.enabled) {
+    const PsSummary& ps = r.ps;
+    fmt::print(out, "  parameter server: {} shard(s) {} | {} | {}{} | shard MB", ps.shards,
+               ps.placement, ps.assign, ps.mode,
+               ps.max_staleness >= 0 ? fmt::format(" (max staleness {})", ps.max_staleness) : "");
+    for (int64_t b : ps.shard_bytes) fmt::print(out, " {:.2f}", b / 1e6);
+    fmt::print(out, " (imbalance max/mean {:.2f})\n", ps.imbalance);
+  }
   out.flush();
 }
 
@@ -246,7 +305,10 @@ void print_comm_summary(std::ostream& out, const TrainResult& r) {
              c.wire_dtype == "float32" ? "" : ", " + c.wire_dtype + " on the wire",
              r.config.world_size);
   if (c.nodes > 0) fmt::print(out, " in {} node(s)", c.nodes);
-  if (c.strategy != "independent") {
+  if (c.strategy == "ps") {
+    fmt::print(out, ", {} push bucket(s), {:.2f} MB/step, pushes {:.2f} ms/step", c.bucket_bytes.size(),
+               c.bytes_per_step / 1e6, c.busy_ms_p50);
+  } else if (c.strategy != "independent") {
     fmt::print(out,
                ", {} bucket(s), {:.2f} MB/step, collectives {:.2f} ms/step (algbw {:.3f} GB/s, "
                "busbw {:.3f} GB/s)",
@@ -265,6 +327,27 @@ void print_comm_summary(std::ostream& out, const TrainResult& r) {
                                             : " (unexpected for this strategy)"));
 }
 
+void print_ps_summary(std::ostream& out, const PsSummary& ps) {
+  fmt::print(out, "parameter server: {} shard(s) {}, {} {}{}; shard MB", ps.shards, ps.placement,
+             ps.mode, ps.assign,
+             ps.max_staleness >= 0 ? fmt::format(", max staleness {}", ps.max_staleness) : "");
+  for (int64_t b : ps.shard_bytes) fmt::print(out, " {:.2f}", b / 1e6);
+  fmt::print(out, " (imbalance {:.2f})\n", ps.imbalance);
+  fmt::print(out, "  phases: comm = push wait, optimizer = pull (the shards sum, apply, send)\n");
+  for (const auto& r : ps.reports) {
+    fmt::print(out, "  shard {}: in {:.2f} MB/step, out {:.2f} MB/step, busy {:.2f} ms/step, {} updates\n",
+               r.shard, r.bytes_in_per_step / 1e6, r.bytes_out_per_step / 1e6,
+               r.busy_seconds_per_step * 1e3, r.updates);
+  }
+  if (ps.mode == "async" && !ps.reports.empty()) {
+    fmt::print(out, "  staleness: mean {:.2f}, max {}, histogram", ps.staleness_mean, ps.staleness_max);
+    size_t last = ps.staleness_histogram.size();
+    while (last > 1 && ps.staleness_histogram[last - 1] == 0) --last;
+    for (size_t i = 0; i < last; ++i) fmt::print(out, " {}", ps.staleness_histogram[i]);
+    fmt::print(out, "\n");
+  }
+}
+
 }  // namespace
 
 void print_summary(std::ostream& out, const TrainResult& r) {
@@ -281,7 +364,8 @@ void print_summary(std::ostream& out, const TrainResult& r) {
     fmt::print(out, "  {} {:.2f}", kPhaseNames[p], ms(phase_seconds(s.median_times, p)));
   }
   fmt::print(out, "\n");
-  if (r.config.world_size > 1) print_comm_summary(out, r);
+  if (r.config.world_size > 1 || r.ps.enabled) print_comm_summary(out, r);
+  if (r.ps.enabled) print_ps_summary(out, r.ps);
   fmt::print(out, "loss: {:.4f} -> {:.4f}\n", s.first_loss, s.last_loss);
   out.flush();
 }

@@ -10,6 +10,7 @@
 
 #include "core/stats.h"
 #include "core/sysinfo.h"
+#include "dp/ps_report.h"
 #include "models/model.h"
 #include "train/train_options.h"
 
@@ -58,6 +59,23 @@ struct CommSummary {
   bool replicas_identical = true;     ///< the ranks' parameters were bit-identical after the run
 };
 
+/// The parameter server's side of a --strategy ps run (docs/strategies.md).
+struct PsSummary {
+  bool enabled = false;
+  std::string placement;  ///< colocated | dedicated
+  std::string assign;     ///< round-robin | greedy
+  std::string mode;       ///< sync | async
+  int shards = 0;
+  int max_staleness = -1;
+  double partition_mb = 0;
+  std::vector<int64_t> shard_bytes;  ///< variables' bytes per shard
+  double imbalance = 1;              ///< largest shard's bytes over the mean
+  std::vector<dp::ShardReport> reports;  ///< rank 0: what each shard did
+  double staleness_mean = 0;             ///< over every applied gradient of every shard
+  int64_t staleness_max = 0;
+  std::vector<int64_t> staleness_histogram;  ///< summed over shards
+};
+
 /// Software facts of the run (besides SystemInfo).
 struct RuntimeInfo {
   std::string torch_version;
@@ -90,7 +108,8 @@ struct TrainResult {
   std::string finished_at;  ///< UTC ISO-8601
   std::vector<StepRecord> steps;
   TrainSummary summary;
-  CommSummary comm;                       ///< empty when world size is 1
+  CommSummary comm;                       ///< empty when world size is 1 (unless ps)
+  PsSummary ps;
   std::vector<StepTimes> rank_median_times;  ///< per rank: median per phase
 };
 

@@ -14,6 +14,7 @@
 #include "data/synthetic.h"
 #include "dp/gradient_sync.h"
 #include "train/optimizer.h"
+#include "dp/ps_report.h"
 #include "train/trace.h"
 
 namespace dlscale::train {
@@ -41,7 +42,8 @@ nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
       "warmup",    "image_size",   "num_classes",   "aux_logits", "dropout",
       "optimizer", "lr",           "momentum",      "weight_decay", "seed",
       "memory_format", "bucket_mb", "first_bucket_mb", "sync_buffers",
-      "strategy", "compress", "ranks_per_node"};
+      "strategy", "compress", "ranks_per_node", "ps_shards", "ps_placement", "ps_assign",
+      "ps_partition_mb", "ps_mode", "max_staleness"};
   const nlohmann::json inputs = inputs_json(c);
   nlohmann::json agreed = nlohmann::json::object();
   for (const char* key : kAgreed) agreed[key] = inputs.at(key);
@@ -93,19 +95,14 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
   }
   dp::SyncOptions sync_options = c.sync;
   sync_options.node_name = worker.node_name;
-  sync_ = dp::make_gradient_sync(sync_options, model_->parameters(), worker.comm);
-  if (worker.world_size > 1) {
-    const dp::SyncInfo& info = sync_->info();
-    result_.comm.backend = worker.comm->backend();
-    result_.comm.strategy = info.strategy;
-    result_.comm.layout = info.layout;
-    result_.comm.wire_dtype = info.wire_dtype;
-    result_.comm.formula = info.formula;
-    result_.comm.nodes = info.nodes;
-    result_.comm.replicas_should_match = info.keeps_replicas_identical;
-    result_.comm.bucket_bytes = info.bucket_bytes;
-    for (int64_t b : result_.comm.bucket_bytes) result_.comm.bytes_per_step += b;
+  std::optional<dp::PsSetup> ps;
+  if (worker.ps != nullptr) {
+    ps = dp::PsSetup{*worker.ps, optimizer_factory(c), o.steps, o.warmup,
+                     std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000))};
   }
+  sync_ = dp::make_gradient_sync(sync_options, model_->parameters(), worker.comm,
+                                 ps ? &*ps : nullptr);
+  record_sync_info();
   optimizer_ = make_optimizer(c.optimizer, model_->parameters(), o);
 
   data::SyntheticOptions so;
@@ -134,6 +131,33 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
 
 Trainer::~Trainer() = default;
 
+void Trainer::record_sync_info() {
+  const dp::SyncInfo& info = sync_->info();
+  const dp::SyncOptions& so = result_.config.sync;
+  if (so.strategy == dp::Strategy::kPs) {
+    PsSummary& ps = result_.ps;
+    ps.enabled = true;
+    ps.placement = dp::to_string(so.ps.placement);
+    ps.assign = dp::to_string(so.ps.assign);
+    ps.mode = dp::to_string(so.ps.mode);
+    ps.shards = so.ps.shards;
+    ps.max_staleness = so.ps.max_staleness;
+    ps.partition_mb = so.ps.partition_mb;
+    ps.shard_bytes = info.shard_bytes;
+    ps.imbalance = info.shard_imbalance;
+  }
+  if (worker_.world_size == 1 && !result_.ps.enabled) return;
+  result_.comm.backend = worker_.comm != nullptr ? worker_.comm->backend() : "inproc";
+  result_.comm.strategy = info.strategy;
+  result_.comm.layout = info.layout;
+  result_.comm.wire_dtype = info.wire_dtype;
+  result_.comm.formula = info.formula;
+  result_.comm.nodes = info.nodes;
+  result_.comm.replicas_should_match = info.keeps_replicas_identical;
+  result_.comm.bucket_bytes = info.bucket_bytes;
+  for (int64_t b : result_.comm.bucket_bytes) result_.comm.bytes_per_step += b;
+}
+
 void Trainer::broadcast_buffers() {
   torch::NoGradGuard no_grad;
   for (auto& b : model_->buffers()) {
@@ -151,6 +175,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
     compat::synchronize(device_);
     return now_seconds();
   };
+  sync_->begin_step();
   const double t0 = stamp();
   observer.on_phase(step, "data");
   const data::Batch batch = data_->batch(step);
@@ -172,7 +197,8 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   const double t3 = stamp();
   observer.on_phase(step, "comm");
   const dp::SyncStepStats comm = sync_->end_backward();
-  const double t4 = worker_.world_size > 1 ? stamp() : t3;  // one worker: no comm phase
+  const bool exchanges = worker_.world_size > 1 || result_.ps.enabled;
+  const double t4 = exchanges ? stamp() : t3;  // one worker alone: no comm phase
   observer.on_phase(step, "optimizer");
   sync_->apply_update(*optimizer_);
   const double t5 = stamp();
@@ -183,7 +209,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
     const nlohmann::json args = {{"step", step}};
     tracer_->add("forward", "compute", t1, t2, args);
     tracer_->add("backward", "compute", t2, t3, args);
-    if (worker_.world_size > 1) tracer_->add("wait for gradients", "compute", t3, t4, args);
+    if (exchanges) tracer_->add("wait for gradients", "compute", t3, t4, args);
     tracer_->add("optimizer", "compute", t4, t5, args);
     for (const auto& b : comm.buckets) {
       tracer_->add(fmt::format("{} bucket {}", result_.comm.strategy, b.bucket), "comm", b.start,
@@ -259,6 +285,33 @@ void Trainer::gather_comm_facts(double tcp_bytes, int64_t tcp_steps) {
   }
 }
 
+void Trainer::record_shard_reports(std::vector<dp::ShardReport> reports) {
+  if (reports.empty()) return;
+  PsSummary& ps = result_.ps;
+  ps.reports = std::move(reports);
+  ps.staleness_histogram.clear();
+  double stale_sum = 0;
+  int64_t updates = 0;
+  for (const auto& r : ps.reports) {
+    if (ps.staleness_histogram.size() < r.staleness_histogram.size()) {
+      ps.staleness_histogram.resize(r.staleness_histogram.size(), 0);
+    }
+    for (size_t i = 0; i < r.staleness_histogram.size(); ++i) {
+      ps.staleness_histogram[i] += r.staleness_histogram[i];
+    }
+    stale_sum += r.staleness_mean * static_cast<double>(r.updates);
+    updates += r.updates;
+    ps.staleness_max = std::max(ps.staleness_max, r.staleness_max);
+    if (tracer_) {
+      const std::string track = fmt::format("ps shard {}", r.shard);
+      for (size_t i = 0; i + 1 < r.apply_intervals.size(); i += 2) {
+        tracer_->add("apply", track, r.apply_intervals[i], r.apply_intervals[i + 1]);
+      }
+    }
+  }
+  ps.staleness_mean = updates > 0 ? stale_sum / static_cast<double>(updates) : 0.0;
+}
+
 void Trainer::write_outputs() {
   const TrainOptions& o = result_.config.options;
   std::vector<nlohmann::json> traces;
@@ -299,12 +352,17 @@ TrainResult Trainer::run(TrainObserver& observer) {
   }
   const double wall = now_seconds() - measure_start;
   const std::optional<int64_t> tcp_end = tcp_start ? tcp_bytes_acked() : std::nullopt;
+  record_shard_reports(sync_->finish());
   result_.finished_at = utc_timestamp();
   if (worker_.world_size > 1) {
     summarize_comm(result_.steps, worker_.world_size, result_.comm);
     gather_rank_times();
     gather_comm_facts(tcp_end ? static_cast<double>(*tcp_end - *tcp_start) : -1.0,
                       result_.config.measured_steps);
+  } else if (result_.ps.enabled) {  // one worker and its shard(s)
+    summarize_comm(result_.steps, 1, result_.comm);
+    result_.comm.formula_bytes_sent = {sync_->info().formula_bytes_sent};
+    result_.comm.tcp_bytes_sent = {-1.0};
   }
   result_.summary = summarize_steps(result_.steps, result_.config.global_batch, wall);
   result_.summary.world_size = worker_.world_size;

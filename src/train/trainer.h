@@ -15,6 +15,8 @@
 
 namespace dlscale::dp {
 class GradientSync;
+struct PsLayout;
+struct ShardReport;
 }
 
 namespace dlscale::train {
@@ -55,6 +57,8 @@ struct WorkerContext {
   /// Ranks with the same name share a node (hierarchical strategy): the host,
   /// or the launcher's node index when several "nodes" share one host.
   std::string node_name;
+  /// --strategy ps: where the shards and workers are; not owned.
+  const dp::PsLayout* ps = nullptr;
 };
 
 class Trainer {
@@ -82,6 +86,8 @@ class Trainer {
   void gather_rank_times();
   void gather_comm_facts(double tcp_bytes, int64_t tcp_steps);
   void write_outputs();
+  void record_sync_info();
+  void record_shard_reports(std::vector<dp::ShardReport> reports);
 
   TrainResult result_;
   WorkerContext worker_;

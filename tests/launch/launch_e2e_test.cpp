@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -199,15 +200,15 @@ int wait_exit(pid_t pid, double seconds) {
   return -1;
 }
 
-/// Waits until the launcher's two workers are training: rank 0 printed its
-/// first step line, so both ranks are in the steps (they are synchronous).
-std::vector<pid_t> wait_for_workers(const Launched& l) {
+/// Waits until the launcher's `count` processes are training: the first
+/// worker printed its first step line.
+std::vector<pid_t> wait_for_workers(const Launched& l, size_t count = 2) {
   const double deadline = now_seconds() + 60;
   while (now_seconds() < deadline) {
     const std::vector<pid_t> workers = children_of(l.pid);
     std::ifstream out(l.out_path);
     const std::string text((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
-    if (workers.size() == 2 && text.find("step     1/") != std::string::npos) return workers;
+    if (workers.size() == count && text.find("step     1/") != std::string::npos) return workers;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return {};
@@ -221,20 +222,23 @@ struct Aftermath {
   std::string err;  // launcher's stderr
 };
 
-/// Starts a long 2-worker job, waits until it trains, sends `sig` to rank 1
-/// and waits up to `limit` seconds for the launcher. Never leaves a job
-/// behind: if the workers never start training, the launcher is killed (its
-/// workers die with it).
-Aftermath signal_rank1(const std::string& timeout_flag, int sig, double limit) {
-  const Launched l = launch_long_job(timeout_flag);
+/// Starts a long 2-worker job (`count` processes in all), waits until it
+/// trains and `delay` seconds more, sends `sig` to `rank` and waits up to
+/// `limit` seconds for the launcher. Never leaves a job behind: if the
+/// workers never start training, the launcher is killed (its workers die
+/// with it).
+Aftermath signal_rank(const std::string& flags, int rank, size_t count, double delay, int sig,
+                      double limit) {
+  const Launched l = launch_long_job(flags);
   Aftermath a;
-  a.workers = wait_for_workers(l);
-  if (a.workers.size() != 2) {
+  a.workers = wait_for_workers(l, count);
+  if (a.workers.size() != count) {
     ::kill(l.pid, SIGKILL);
     ::waitpid(l.pid, nullptr, 0);
   } else {
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
     const double start = now_seconds();
-    ::kill(a.workers[1], sig);  // workers are spawned in rank order
+    ::kill(a.workers[rank], sig);  // processes are spawned in rank order
     a.code = wait_exit(l.pid, limit);
     a.took = now_seconds() - start;
   }
@@ -242,6 +246,10 @@ Aftermath signal_rank1(const std::string& timeout_flag, int sig, double limit) {
   std::filesystem::remove(l.err_path);
   std::filesystem::remove(l.out_path);
   return a;
+}
+
+Aftermath signal_rank1(const std::string& timeout_flag, int sig, double limit) {
+  return signal_rank(timeout_flag, 1, 2, 0, sig, limit);
 }
 
 void expect_no_worker_left(const Aftermath& a) {
@@ -270,6 +278,37 @@ TEST(LaunchErrors, StalledWorkerFailsTheJobWithinTheTimeout) {
   EXPECT_TRUE(a.err.find("rank 1 stalled: no progress") != std::string::npos ||
               a.err.find("rank 1 made no progress") != std::string::npos)
       << a.err;
+  expect_no_worker_left(a);
+}
+
+// Parameter server: a dedicated server (rank 0, shard 0) killed at a random
+// step ends the job within the bound, naming the rank and that it was
+// "ps shard 0"; no process is left.
+TEST(LaunchErrors, KilledPsServerFailsTheJobNamingTheShard) {
+  std::mt19937 rng(std::random_device{}());
+  const double delay = std::uniform_real_distribution<double>(0, 1.5)(rng);
+  const Aftermath a = signal_rank(
+      "--timeout 10 --strategy ps --ps-placement dedicated --ps-shards 1", 0, 3, delay, SIGKILL, 20);
+  ASSERT_EQ(a.workers.size(), 3u) << a.err;
+  EXPECT_NE(a.code, -1) << "the launcher did not stop within 20 s";
+  EXPECT_EQ(a.code, 5);
+  EXPECT_LT(a.took, 12.0);
+  EXPECT_NE(a.err.find("rank 0 was killed by signal 9 (SIGKILL) while at 'ps shard 0"),
+            std::string::npos)
+      << a.err;
+  expect_no_worker_left(a);
+}
+
+// Async parameter server: a dead worker ends the job too, never a silent
+// continuation of the others.
+TEST(LaunchErrors, KilledAsyncPsWorkerFailsTheJob) {
+  const Aftermath a =
+      signal_rank("--timeout 10 --strategy ps --ps-mode async --ps-shards 1", 1, 2, 0.5, SIGKILL, 20);
+  ASSERT_EQ(a.workers.size(), 2u) << a.err;
+  EXPECT_NE(a.code, -1) << "the launcher did not stop within 20 s";
+  EXPECT_EQ(a.code, 5);
+  EXPECT_LT(a.took, 12.0);
+  EXPECT_NE(a.err.find("rank 1 was killed by signal 9 (SIGKILL)"), std::string::npos) << a.err;
   expect_no_worker_left(a);
 }
 

@@ -15,7 +15,10 @@
 namespace dlscale {
 namespace {
 
+using testing::closeness;
 using testing::load_weights;
+using testing::train;
+using testing::TrainRun;
 using testing::run_dlscale;
 using testing::run_shell;
 using testing::temp_path;
@@ -25,36 +28,6 @@ const std::string kLenet =
     "train --model lenet --dropout 0 --threads 1 --steps 4 --warmup 1 --optimizer momentum "
     "--lr 0.05 --synthetic-batches 2 --display-every 0 --global-batch 12 --first-bucket-mb 0.01 "
     "--bucket-mb 0.2";
-
-/// Max over parameters of max|a - b| / (atol + rtol |b|): <= 1 means allclose.
-double closeness(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b,
-                 double rtol, double atol) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    worst =
-        std::max(worst, ((a[i] - b[i]).abs() / (atol + rtol * b[i].abs())).max().item<double>());
-  }
-  return a.size() == b.size() ? worst : 1e30;
-}
-
-struct TrainRun {
-  std::vector<torch::Tensor> weights;
-  nlohmann::json record;
-};
-
-/// Trains with `args`; returns rank 0's final weights and JSON record.
-TrainRun train(const std::string& args) {
-  const std::string w = temp_path("w.pt");
-  const std::string j = temp_path("r.json");
-  const auto o = run_dlscale(args + " --save-weights " + w + " --json " + j);
-  EXPECT_EQ(o.code, 0) << args << "\n" << o.err;
-  TrainRun r;
-  if (o.code != 0) return r;
-  r.weights = load_weights(w);
-  r.record = nlohmann::json::parse(read_file(j));
-  std::filesystem::remove(j);
-  return r;
-}
 
 const std::vector<torch::Tensor>& lenet_reference() {
   static const std::vector<torch::Tensor> ref = train(kLenet).weights;  // one worker
@@ -195,7 +168,7 @@ TEST(StrategyErrors, BadCombinationsAreRefusedInOneLine) {
   EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.err,
             "dlscale: error: unknown --strategy 'ring'; allowed: allreduce, tree, hierarchical, "
-            "independent\n");
+            "independent, ps\n");
   o = run_dlscale("train --model lenet --strategy independent --compress fp16");
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("--compress fp16 needs a strategy that exchanges gradients"),

@@ -1,11 +1,17 @@
 #pragma once
 // Final weights saved by `dlscale train --save-weights`, for the
 // equivalence tests.
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "core/files.h"
+#include "process_util.h"
 
 namespace dlscale::testing {
 
@@ -15,6 +21,36 @@ inline std::vector<torch::Tensor> load_weights(const std::string& path) {
   torch::load(w, path);
   std::filesystem::remove(path);
   return w;
+}
+
+/// Max over parameters of max|a - b| / (atol + rtol |b|): <= 1 means allclose.
+inline double closeness(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b,
+                        double rtol, double atol) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst =
+        std::max(worst, ((a[i] - b[i]).abs() / (atol + rtol * b[i].abs())).max().item<double>());
+  }
+  return a.size() == b.size() ? worst : 1e30;
+}
+
+struct TrainRun {
+  std::vector<torch::Tensor> weights;
+  nlohmann::json record;
+};
+
+/// Trains with `args`; returns rank 0's final weights and JSON record.
+inline TrainRun train(const std::string& args) {
+  const std::string w = temp_path("w.pt");
+  const std::string j = temp_path("r.json");
+  const auto o = run_dlscale(args + " --save-weights " + w + " --json " + j);
+  EXPECT_EQ(o.code, 0) << args << "\n" << o.err;
+  TrainRun r;
+  if (o.code != 0) return r;
+  r.weights = load_weights(w);
+  r.record = nlohmann::json::parse(read_file(j));
+  std::filesystem::remove(j);
+  return r;
 }
 
 }  // namespace dlscale::testing

@@ -240,6 +240,10 @@ void MpiRequest::wait() {
 
 }  // namespace
 
+bool MpiCommunicator::concurrent_point_to_point() const {
+  return impl_->watchdog != nullptr;  // granted MPI_THREAD_MULTIPLE
+}
+
 std::unique_ptr<Request> MpiCommunicator::isend(const torch::Tensor& tensor, int dst,
                                                 uint32_t tag) {
   check_comm_tensor(tensor, "send", /*reducible=*/false);

@@ -52,6 +52,7 @@ class MpiCommunicator : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  bool concurrent_point_to_point() const override;
   std::string backend() const override { return "mpi"; }
   std::chrono::milliseconds timeout() const override { return timeout_; }
   void allreduce(torch::Tensor& tensor, ReduceOp op) override;

@@ -1,0 +1,322 @@
+#include "dp/ps_sync.h"
+
+#include <cstdio>
+#include <thread>
+
+#include "comm/inproc/inproc_communicator.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "dp/ps_plan.h"
+#include "dp/ps_shard.h"
+
+namespace dlscale::dp {
+namespace {
+
+/// A parameter's memory as a flat vector (dense layouts: contiguous or
+/// channels-last), the order shards store its elements in.
+torch::Tensor flat(const torch::Tensor& t) {
+  return t.detach().as_strided({t.numel()}, {1});
+}
+
+class PsSync : public GradientSync {
+ public:
+  PsSync(std::vector<torch::Tensor> params, const SyncOptions& options, const PsSetup& setup);
+  ~PsSync() override;
+  const SyncInfo& info() const override { return info_; }
+  void begin_step() override;
+  void begin_backward() override;
+  SyncStepStats end_backward() override;
+  void apply_update(torch::optim::Optimizer& optimizer) override;
+  std::vector<ShardReport> finish() override;
+
+ private:
+  void start_local_shard(const SyncOptions& options, const PsSetup& setup);
+  void send_initial_values();
+  void pull();
+  void pack(size_t k, const torch::Tensor& grad);
+  void push_bucket(int s, int b);
+  /// Runs `fn` (a wait on shard `s`), naming the shard in a failure.
+  template <typename Fn>
+  void on_shard(int s, Fn&& fn);
+
+  std::vector<torch::Tensor> params_;
+  PsPlan plan_;
+  SyncInfo info_;
+  const bool overlap_;
+  const bool bounded_;
+  int worker_ = 0;
+  std::vector<PsEndpoint> shards_;
+  std::vector<int> shard_ranks_;
+  std::vector<torch::Tensor> grads_;   // per shard: flat gradient buffer
+  std::vector<torch::Tensor> values_;  // per shard: flat values buffer
+  std::vector<std::vector<int>> pending_;  // [shard][bucket]: pieces still missing
+  std::vector<bool> seen_;
+  std::vector<unsigned> hook_handles_;
+  std::vector<std::unique_ptr<comm::Request>> sends_;
+  std::vector<BucketTiming> timings_;
+  double step_bytes_ = 0;
+  bool pulled_ = false;  // the first pull happened
+
+  // Colocated: this process's shard and the in-memory link to it.
+  std::shared_ptr<comm::InProcGroup> local_group_;
+  std::unique_ptr<comm::Communicator> local_worker_end_;
+  std::unique_ptr<comm::Communicator> local_shard_end_;
+  std::shared_ptr<PsShard> local_shard_;
+  std::thread shard_thread_;
+};
+
+PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options,
+               const PsSetup& setup)
+    : params_(std::move(params)),
+      overlap_(options.bucket_mb > 0),
+      bounded_(options.ps.mode == PsMode::kAsync && options.ps.max_staleness >= 0),
+      shard_ranks_(setup.layout.shard_ranks) {
+  const PsLayout& layout = setup.layout;
+  for (const auto& p : params_) {
+    DLSCALE_CHECK(p.scalar_type() == torch::kFloat32 && p.device().is_cpu() &&
+                      p.is_non_overlapping_and_dense(),
+                  "--strategy ps supports dense float32 CPU parameters (got {} on {})",
+                  c10::toString(p.scalar_type()), p.device().str());
+  }
+  plan_ = plan_ps(param_numels(params_), options.ps.shards, options.ps.assign,
+                  options.ps.partition_mb, options.bucket_mb, options.first_bucket_mb);
+  DLSCALE_ASSERT(static_cast<int>(layout.shard_ranks.size()) == options.ps.shards);
+  if (layout.comm != nullptr) {
+    const auto& wr = layout.worker_ranks;
+    worker_ = static_cast<int>(std::find(wr.begin(), wr.end(), layout.comm->rank()) - wr.begin());
+    DLSCALE_ASSERT(worker_ < static_cast<int>(wr.size()));
+  }
+  if (layout.local_shard >= 0) start_local_shard(options, setup);
+  for (int s = 0; s < options.ps.shards; ++s) {
+    if (s == layout.local_shard) {
+      shards_.push_back({local_worker_end_.get(), 1});
+    } else {
+      shards_.push_back({layout.comm, layout.shard_ranks[s]});
+    }
+    const PsShardPlan& sp = plan_.shards[s];
+    grads_.push_back(torch::zeros({sp.elements}, torch::kFloat32));
+    values_.push_back(torch::zeros({sp.elements}, torch::kFloat32));
+    pending_.emplace_back(sp.buckets.size(), 0);
+    for (const PsBucket& b : sp.buckets) info_.bucket_bytes.push_back(b.length * 4);
+    info_.shard_bytes.push_back(sp.bytes());
+  }
+  info_.strategy = "ps";
+  info_.layout = overlap_ ? "bucketed" : "flat";
+  info_.shard_imbalance = plan_.imbalance();
+  for (int64_t b : info_.shard_bytes) info_.formula_bytes_sent += static_cast<double>(b);
+  info_.formula = "S (push; the pull brings S back)";
+  seen_.assign(params_.size(), false);
+  if (overlap_) {
+    for (size_t k = 0; k < params_.size(); ++k) {
+      hook_handles_.push_back(params_[k].register_hook([this, k](const torch::Tensor& grad) {
+        DLSCALE_ASSERT(!seen_[k]);  // a parameter used twice per step is not supported
+        pack(k, grad);
+      }));
+    }
+  }
+  if (worker_ == 0) send_initial_values();
+  // With a staleness bound the first pull waits its turn at the gate, in the
+  // first step: here every worker must get through (the trainer's start
+  // barrier follows).
+  if (!bounded_) pull();
+}
+
+void PsSync::begin_step() {
+  if (!pulled_) pull();
+}
+
+[[noreturn]] void shard_failed(const std::string& message) {
+  // A colocated shard cannot hand its failure to the worker thread it lives
+  // beside; ending the process ends the job at once, and the launcher (or
+  // mpirun) names the process.
+  std::fprintf(stderr, "dlscale: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::_Exit(kExitPeerFailure);
+}
+
+void PsSync::start_local_shard(const SyncOptions& options, const PsSetup& setup) {
+  const PsLayout& layout = setup.layout;
+  const auto timeout = layout.comm != nullptr ? layout.comm->timeout() : setup.timeout;
+  local_group_ = std::make_shared<comm::InProcGroup>(2);
+  local_worker_end_ = std::make_unique<comm::InProcCommunicator>(local_group_, 0, timeout);
+  local_shard_end_ = std::make_unique<comm::InProcCommunicator>(local_group_, 1, timeout);
+  PsShardConfig config;
+  config.shard = layout.local_shard;
+  config.plan = plan_.shards[layout.local_shard];
+  for (size_t u = 0; u < std::max<size_t>(1, layout.worker_ranks.size()); ++u) {
+    if (static_cast<int>(u) == worker_) {
+      config.workers.push_back({local_shard_end_.get(), 0});
+    } else {
+      config.workers.push_back({layout.comm, layout.worker_ranks[u]});
+    }
+  }
+  config.steps = setup.steps;
+  config.warmup = setup.warmup;
+  config.mode = options.ps.mode;
+  config.max_staleness = options.ps.max_staleness;
+  config.make_optimizer = setup.make_optimizer;
+  local_shard_ = std::make_shared<PsShard>(std::move(config));
+  shard_thread_ = std::thread([shard = local_shard_] {
+    try {
+      shard->run();
+    } catch (const std::exception& e) {
+      shard_failed(e.what());
+    }
+  });
+}
+
+PsSync::~PsSync() {
+  for (size_t k = 0; k < hook_handles_.size(); ++k) params_[k].remove_hook(hook_handles_[k]);
+  // After a failure the shard may still wait on its links: leave it to the
+  // ending process rather than wait out the timeout here.
+  if (shard_thread_.joinable()) shard_thread_.detach();
+}
+
+template <typename Fn>
+void PsSync::on_shard(int s, Fn&& fn) {
+  try {
+    fn();
+  } catch (const PeerFailure& e) {
+    throw PeerFailure(fmt::format("ps shard {} (rank {}): {}", s, shard_ranks_[s], e.what()));
+  }
+}
+
+void PsSync::send_initial_values() {
+  torch::NoGradGuard no_grad;
+  for (const PsPiece& piece : plan_.pieces) {
+    values_[piece.shard]
+        .narrow(0, piece.shard_offset, piece.length)
+        .copy_(flat(params_[piece.param]).narrow(0, piece.offset, piece.length));
+  }
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    on_shard(static_cast<int>(s),
+             [&] { shards_[s].comm->send(values_[s], shards_[s].peer, kPsInitTag); });
+  }
+}
+
+void PsSync::pull() {
+  const int k = static_cast<int>(shards_.size());
+  if (bounded_) {
+    // One shard at a time, in index order: the staleness gates of several
+    // shards then cannot deadlock (docs/strategies.md).
+    const torch::Tensor request = torch::zeros({1}, torch::kInt64);
+    for (int s = 0; s < k; ++s) {
+      on_shard(s, [&] {
+        shards_[s].comm->send(request, shards_[s].peer, kPsRequestTag);
+        shards_[s].comm->recv(values_[s], shards_[s].peer, kPsValuesTag);
+      });
+    }
+  } else {
+    std::vector<std::unique_ptr<comm::Request>> recvs;
+    for (int s = 0; s < k; ++s) {
+      recvs.push_back(shards_[s].comm->irecv(values_[s], shards_[s].peer, kPsValuesTag));
+    }
+    for (int s = 0; s < k; ++s) on_shard(s, [&] { recvs[s]->wait(); });
+  }
+  pulled_ = true;
+  torch::NoGradGuard no_grad;
+  for (const PsPiece& piece : plan_.pieces) {
+    flat(params_[piece.param])
+        .narrow(0, piece.offset, piece.length)
+        .copy_(values_[piece.shard].narrow(0, piece.shard_offset, piece.length));
+  }
+}
+
+void PsSync::begin_backward() {
+  seen_.assign(params_.size(), false);
+  sends_.clear();
+  timings_.clear();
+  step_bytes_ = 0;
+  for (size_t s = 0; s < pending_.size(); ++s) {
+    std::fill(pending_[s].begin(), pending_[s].end(), 0);
+  }
+  for (const PsPiece& piece : plan_.pieces) ++pending_[piece.shard][piece.bucket];
+}
+
+void PsSync::pack(size_t k, const torch::Tensor& grad) {
+  torch::NoGradGuard no_grad;
+  seen_[k] = true;
+  const torch::Tensor& p = params_[k];
+  torch::Tensor g = grad;
+  if (g.strides() != p.strides() || !g.is_non_overlapping_and_dense()) {
+    g = torch::empty_strided(p.sizes(), p.strides(), p.options());
+    g.copy_(grad);
+  }
+  const torch::Tensor gf = flat(g);
+  for (size_t i : plan_.pieces_of_param[k]) {
+    const PsPiece& piece = plan_.pieces[i];
+    grads_[piece.shard]
+        .narrow(0, piece.shard_offset, piece.length)
+        .copy_(gf.narrow(0, piece.offset, piece.length));
+    if (--pending_[piece.shard][piece.bucket] == 0) push_bucket(piece.shard, piece.bucket);
+  }
+}
+
+void PsSync::push_bucket(int s, int b) {
+  const PsBucket& bucket = plan_.shards[s].buckets[b];
+  BucketTiming timing;
+  timing.bucket = static_cast<int>(timings_.size());
+  timing.start = now_seconds();
+  timings_.push_back(timing);
+  on_shard(s, [&] {
+    sends_.push_back(shards_[s].comm->isend(grads_[s].narrow(0, bucket.offset, bucket.length),
+                                            shards_[s].peer, static_cast<uint32_t>(b)));
+  });
+  step_bytes_ += static_cast<double>(bucket.length) * 4;
+}
+
+SyncStepStats PsSync::end_backward() {
+  const double start = now_seconds();
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (seen_[k]) continue;
+    const torch::Tensor& g = params_[k].grad();
+    pack(k, g.defined() ? g : torch::zeros_like(params_[k]));
+  }
+  for (size_t i = 0; i < sends_.size(); ++i) {
+    // The shard of a send is not kept; name the failure by its order.
+    sends_[i]->wait();
+    timings_[i].end = now_seconds();
+  }
+  SyncStepStats stats;
+  stats.exposed_seconds = now_seconds() - start;
+  stats.bytes = static_cast<int64_t>(step_bytes_);
+  for (const auto& t : timings_) stats.busy_seconds += t.end - t.start;
+  stats.buckets = timings_;
+  return stats;
+}
+
+void PsSync::apply_update(torch::optim::Optimizer& /*optimizer: the shards own the update*/) {
+  pull();
+}
+
+std::vector<ShardReport> PsSync::finish() {
+  std::vector<ShardReport> reports;
+  if (worker_ == 0) {
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      on_shard(static_cast<int>(s), [&] {
+        torch::Tensor size = torch::zeros({1}, torch::kInt64);
+        shards_[s].comm->recv(size, shards_[s].peer, kPsReportTag);
+        torch::Tensor data = torch::zeros({size.item<int64_t>()}, torch::kFloat64);
+        shards_[s].comm->recv(data, shards_[s].peer, kPsReportTag);
+        reports.push_back(PsShard::decode(data, static_cast<int>(s)));
+      });
+    }
+  }
+  if (shard_thread_.joinable()) shard_thread_.join();
+  return reports;
+}
+
+}  // namespace
+
+std::vector<int64_t> param_numels(const std::vector<torch::Tensor>& params) {
+  std::vector<int64_t> n;
+  for (const auto& p : params) n.push_back(p.numel());
+  return n;
+}
+
+std::unique_ptr<GradientSync> make_ps_sync(std::vector<torch::Tensor> params,
+                                           const SyncOptions& options, const PsSetup& setup) {
+  return std::make_unique<PsSync>(std::move(params), options, setup);
+}
+
+}  // namespace dlscale::dp
