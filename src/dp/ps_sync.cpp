@@ -18,6 +18,12 @@ torch::Tensor flat(const torch::Tensor& t) {
   return t.detach().as_strided({t.numel()}, {1});
 }
 
+int64_t total_bytes(const PsPlan& plan) {
+  int64_t total = 0;
+  for (const auto& s : plan.shards) total += s.bytes();
+  return total;
+}
+
 class PsSync : public GradientSync {
  public:
   PsSync(std::vector<torch::Tensor> params, const SyncOptions& options, const PsSetup& setup);
@@ -31,6 +37,7 @@ class PsSync : public GradientSync {
 
  private:
   void start_local_shard(const SyncOptions& options, const PsSetup& setup);
+  void fill_info(const PsLayout& layout);
   void send_initial_values();
   void pull();
   void pack(size_t k, const torch::Tensor& grad);
@@ -97,14 +104,8 @@ PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options,
     grads_.push_back(torch::zeros({sp.elements}, torch::kFloat32));
     values_.push_back(torch::zeros({sp.elements}, torch::kFloat32));
     pending_.emplace_back(sp.buckets.size(), 0);
-    for (const PsBucket& b : sp.buckets) info_.bucket_bytes.push_back(b.length * 4);
-    info_.shard_bytes.push_back(sp.bytes());
   }
-  info_.strategy = "ps";
-  info_.layout = overlap_ ? "bucketed" : "flat";
-  info_.shard_imbalance = plan_.imbalance();
-  for (int64_t b : info_.shard_bytes) info_.formula_bytes_sent += static_cast<double>(b);
-  info_.formula = "S (push; the pull brings S back)";
+  fill_info(layout);
   seen_.assign(params_.size(), false);
   if (overlap_) {
     for (size_t k = 0; k < params_.size(); ++k) {
@@ -123,6 +124,28 @@ PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options,
 
 void PsSync::begin_step() {
   if (!pulled_) pull();
+}
+
+void PsSync::fill_info(const PsLayout& layout) {
+  info_.strategy = "ps";
+  info_.layout = overlap_ ? "bucketed" : "flat";
+  info_.shard_imbalance = plan_.imbalance();
+  for (const PsShardPlan& sp : plan_.shards) {
+    for (const PsBucket& b : sp.buckets) info_.bucket_bytes.push_back(b.length * 4);
+    info_.shard_bytes.push_back(sp.bytes());
+  }
+  // What this process sends over the network per step: its pushes to other
+  // processes' shards, plus the pulls its own shard (colocated) serves to the
+  // other workers; its own worker and shard talk through memory.
+  const double s_bytes = static_cast<double>(total_bytes(plan_));
+  const int n = std::max<int>(1, static_cast<int>(layout.worker_ranks.size()));
+  const double local = layout.local_shard >= 0
+                           ? static_cast<double>(plan_.shards[layout.local_shard].bytes())
+                           : 0.0;
+  info_.formula_bytes_sent = s_bytes - local + (n - 1) * local;
+  info_.formula = layout.local_shard >= 0 ? "S + (N-2) x S_k (pushes to the other shards, pulls "
+                                            "served by its shard k)"
+                                          : "S (pushes; the pulls bring S back)";
 }
 
 [[noreturn]] void shard_failed(const std::string& message) {

@@ -202,6 +202,9 @@ void run_train(const train::TrainOptions& options, const LaunchEnv& env,
                 "start more ranks or use fewer shards",
                 job.servers, env.world_size);
   const train::ResolvedTrainOptions resolved = train::resolve_train_options(options, workers);
+  if (resolved.sync.strategy == dp::Strategy::kPs && !env.is_worker()) {
+    train::plan_ps_variables(resolved);  // more shards than variables: one error, now
+  }
   run_job(train::job_options(resolved.options), env, argv, [&](WorkerSlot& slot) {
     if (resolved.sync.strategy == dp::Strategy::kPs) {
       ps_job(options, resolved.sync.ps, slot, argv, out);

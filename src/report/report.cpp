@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/enum_names.h"
@@ -271,6 +272,59 @@ bool determined_by(const std::vector<const RunRecord*>& runs, const std::string&
   return true;
 }
 
+/// The median over completed repeats of `metric`, if any repeat has it.
+std::optional<double> median_metric(const RunRecord& run, const std::string& metric) {
+  std::vector<double> v;
+  for (const sweep::RepeatRecord& r : run.repeats) {
+    const auto it = r.metrics.find(metric);
+    if (r.status == sweep::kStatusCompleted && it != r.metrics.end()) v.push_back(it->second);
+  }
+  if (v.empty()) return std::nullopt;
+  return median(v);
+}
+
+/// Compare report: the parameter server's side of each configuration that
+/// used it (the busiest shard is the bottleneck; docs/strategies.md).
+Table ps_table(const std::vector<std::vector<std::string>>& order,
+               const std::map<std::vector<std::string>, std::map<std::string, Point>>& grouped,
+               const std::vector<std::string>& labels, const std::vector<std::string>& values,
+               const std::string& by) {
+  Table t;
+  t.title = "Parameter server (medians of repeats; the busiest shard)";
+  add_label_columns(t, labels);
+  t.headers.push_back(by);
+  t.numeric.push_back(false);
+  const std::vector<std::pair<const char*, const char*>> columns = {
+      {"samples/s", "samples_per_sec"},
+      {"shards", "ps_shards"},
+      {"shard MB in/step", "ps_shard_bytes_in_per_step_max"},
+      {"shard busy ms/step", "ps_shard_busy_ms_per_step_max"},
+      {"imbalance", "ps_imbalance"},
+      {"staleness mean", "ps_staleness_mean"},
+      {"staleness max", "ps_staleness_max"}};
+  for (const auto& [header, unused] : columns) {
+    t.headers.push_back(header);
+    t.numeric.push_back(true);
+  }
+  for (const auto& key : order) {
+    for (const std::string& v : values) {
+      const auto it = grouped.at(key).find(v);
+      if (it == grouped.at(key).end() || !measured(it->second)) continue;
+      if (!median_metric(*it->second.run, "ps_shards")) continue;
+      std::vector<Cell> row;
+      for (const std::string& k : key) row.push_back({k, {}});
+      row.push_back({v, {}});
+      for (const auto& [unused, metric] : columns) {
+        std::optional<double> x = median_metric(*it->second.run, metric);
+        if (x && std::string(metric) == "ps_shard_bytes_in_per_step_max") *x /= 1e6;
+        row.push_back(x ? number(*x, "{:.2f}") : Cell{"", {}});
+      }
+      t.rows.push_back(std::move(row));
+    }
+  }
+  return t;
+}
+
 Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o) {
   const std::string by = o.compare_by.empty() ? detect_compare_by(runs) : o.compare_by;
   DLSCALE_CHECK(!by.empty(), "nothing to compare: no parameter among kind, backend, strategy, launcher or _name "
@@ -375,6 +429,9 @@ Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o
     t.rows.push_back(std::move(cells));
   }
   rep.tables.push_back(std::move(t));
+  if (Table ps = ps_table(order, grouped, labels, values, by); !ps.rows.empty()) {
+    rep.tables.push_back(std::move(ps));
+  }
   return rep;
 }
 

@@ -354,6 +354,11 @@ std::map<std::string, double> extract_metrics(const Params& p, const std::string
       m["comm_replicas_identical"] = c["replicas_identical"].get<bool>() ? 1.0 : 0.0;
     }
   }
+  // Parameter server: the busiest shard's bytes and time, the imbalance and
+  // the staleness (docs/metrics.md).
+  if (r.contains("ps") && r["ps"].is_object()) {
+    for (const auto& [k, v] : r["ps"].items()) take("ps_" + k, v);
+  }
   return m;
 }
 

@@ -9,17 +9,20 @@
 
 namespace dlscale::train {
 
+dp::PsPlan plan_ps_variables(const ResolvedTrainOptions& c) {
+  // Only the shapes matter: a shard's values come from worker 0.
+  const models::ModelSpec& spec = models::find_model(c.options.model);
+  const auto model = spec.make(models::resolve_options(spec, model_options(c.options)));
+  return dp::plan_ps(dp::param_numels(model->parameters()), c.sync.ps.shards, c.sync.ps.assign,
+                     c.sync.ps.partition_mb, c.sync.bucket_mb, c.sync.first_bucket_mb);
+}
+
 void run_ps_server(const TrainOptions& options, const dp::PsLayout& layout, int shard,
                    const std::function<void(const std::string&)>& status) {
   const int workers = static_cast<int>(layout.worker_ranks.size());
   const ResolvedTrainOptions c = resolve_train_options(options, workers);
   set_compute_threads(c.options.threads);
-  // Only the shapes matter: the values come from worker 0.
-  const models::ModelSpec& spec = models::find_model(c.options.model);
-  const auto model = spec.make(models::resolve_options(spec, model_options(c.options)));
-  const dp::PsPlan plan =
-      dp::plan_ps(dp::param_numels(model->parameters()), c.sync.ps.shards, c.sync.ps.assign,
-                  c.sync.ps.partition_mb, c.sync.bucket_mb, c.sync.first_bucket_mb);
+  const dp::PsPlan plan = plan_ps_variables(c);
   dp::PsShardConfig config;
   config.shard = shard;
   config.plan = plan.shards[shard];

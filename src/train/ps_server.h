@@ -5,9 +5,15 @@
 #include <string>
 
 #include "dp/gradient_sync.h"
+#include "dp/ps_plan.h"
 #include "train/train_options.h"
 
 namespace dlscale::train {
+
+/// The placement of the model's variables on the shards, as every worker
+/// and shard computes it. Throws dlscale::Error when it is impossible (more
+/// shards than variables): `dlscale train` calls it before starting anything.
+dp::PsPlan plan_ps_variables(const ResolvedTrainOptions& config);
 
 /// Serves shard `shard` of the job in `layout` (whose communicator is the
 /// whole job's) until the run ends. The shard's variables follow from the

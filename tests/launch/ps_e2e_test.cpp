@@ -58,6 +58,25 @@ void expect_ps_record(const nlohmann::json& r, int n, int k, const std::string& 
   }
   EXPECT_EQ(total, kLenetBytes);
   EXPECT_GE(ps["imbalance"].get<double>(), 1.0);
+  // Each worker process sends its pushes to other processes' shards and, when
+  // it hosts shard k, the pulls to the other workers: S + (N-2) S_k (S
+  // without a shard). The TCP counters see that plus a few header bytes on a
+  // worker without a shard; a colocated shard's thread sends its pulls on
+  // its own clock, so up to a step's pulls fall on either side of the
+  // measured window there (docs/strategies.md), and only the formula is checked.
+  ASSERT_EQ(c["bytes_sent_per_step_formula"].size(), static_cast<size_t>(n));
+  for (int rank = 0; rank < n; ++rank) {
+    const bool hosts = placement == "colocated" && rank < k;
+    const double expected =
+        static_cast<double>(kLenetBytes) +
+        (hosts ? (n - 2) * ps["shard_bytes"][rank].get<double>() : 0.0);
+    EXPECT_DOUBLE_EQ(c["bytes_sent_per_step_formula"][rank].get<double>(), expected) << rank;
+    if (n > 1 && !hosts && c["bytes_sent_per_step_tcp"][rank].is_number()) {
+      const double tcp = c["bytes_sent_per_step_tcp"][rank].get<double>();
+      EXPECT_GT(tcp, expected * 0.97) << "rank " << rank;
+      EXPECT_LT(tcp, expected * 1.03 + 65536) << "rank " << rank;
+    }
+  }
 }
 
 // N = 2, 3, 4 workers; K = 1, 2, 3 shards; colocated and dedicated;
@@ -181,7 +200,9 @@ TEST(PsErrors, BadInputIsOneLineBeforeAnythingStarts) {
       {"--ps-shards 2", "--ps-* flags and --max-staleness apply to --strategy ps only"},
       {"--strategy ps --compress fp16", "--compress fp16 is not supported with --strategy ps"},
       {"--strategy ps --ps-mode async --sync-buffers step --workers 2",
-       "--sync-buffers step broadcasts before every step"}};
+       "--sync-buffers step broadcasts before every step"},
+      {"--strategy ps --ps-shards 9 --ps-placement dedicated",
+       "--ps-shards 9 is more than the 8 variables to place"}};
   for (const auto& [flags, message] : cases) {
     SCOPED_TRACE(flags);
     const auto o = run_dlscale("train --model lenet --steps 2 --warmup 1 " + flags);
