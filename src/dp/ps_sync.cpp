@@ -1,6 +1,5 @@
 #include "dp/ps_sync.h"
 
-#include <cstdio>
 #include <thread>
 
 #include "comm/inproc/inproc_communicator.h"
@@ -148,15 +147,6 @@ void PsSync::fill_info(const PsLayout& layout) {
                                           : "S (pushes; the pulls bring S back)";
 }
 
-[[noreturn]] void shard_failed(const std::string& message) {
-  // A colocated shard cannot hand its failure to the worker thread it lives
-  // beside; ending the process ends the job at once, and the launcher (or
-  // mpirun) names the process.
-  std::fprintf(stderr, "dlscale: error: %s\n", message.c_str());
-  std::fflush(stderr);
-  std::_Exit(kExitPeerFailure);
-}
-
 void PsSync::start_local_shard(const SyncOptions& options, const PsSetup& setup) {
   const PsLayout& layout = setup.layout;
   const auto timeout = layout.comm != nullptr ? layout.comm->timeout() : setup.timeout;
@@ -179,11 +169,14 @@ void PsSync::start_local_shard(const SyncOptions& options, const PsSetup& setup)
   config.max_staleness = options.ps.max_staleness;
   config.make_optimizer = setup.make_optimizer;
   local_shard_ = std::make_shared<PsShard>(std::move(config));
-  shard_thread_ = std::thread([shard = local_shard_] {
+  // A failed shard breaks the in-memory link: this process's worker then
+  // fails at its next exchange with the shard (and exits 5), which closes
+  // the process's connections so that every peer fails fast too.
+  shard_thread_ = std::thread([shard = local_shard_, group = local_group_] {
     try {
       shard->run();
     } catch (const std::exception& e) {
-      shard_failed(e.what());
+      group->abort(e.what());
     }
   });
 }

@@ -90,7 +90,8 @@ TEST(PsSync, MatchesOneWorkerOnTheGlobalBatch) {
       {4, 3, "colocated", "--ps-assign greedy --ps-partition-mb 1"},
       {2, 3, "dedicated", "--ps-assign round-robin --bucket-mb 0"},
       {3, 3, "colocated", "--ps-assign round-robin --ps-partition-mb 4"},
-      {1, 2, "dedicated", "--ps-assign greedy"}};
+      {1, 2, "dedicated", "--ps-assign greedy"},
+      {1, 1, "colocated", ""}};  // one process: the worker and its shard thread
   for (const auto& [n, k, placement, extra] : cases) {
     std::string base = kLenet;
     if (extra.find("--bucket-mb") != std::string::npos) {

@@ -55,6 +55,12 @@ void InProcGroup::exchange(int rank, const void* mine,
   arrive_and_wait(rank, op, timeout);
 }
 
+void InProcGroup::abort(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.empty()) broken_ = why;
+  cv_.notify_all();
+}
+
 void InProcGroup::post(int src, int dst, uint32_t tag, std::vector<char> bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   mailboxes_[{src, dst, tag}].push_back(std::move(bytes));
@@ -65,7 +71,9 @@ std::vector<char> InProcGroup::take(int src, int dst, uint32_t tag,
                                     std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto& box = mailboxes_[{src, dst, tag}];
-  if (!cv_.wait_for(lock, timeout, [&] { return !box.empty(); })) {
+  const bool ready = cv_.wait_for(lock, timeout, [&] { return !box.empty() || !broken_.empty(); });
+  if (!broken_.empty()) throw PeerFailure(broken_);
+  if (!ready) {
     throw PeerFailure(fmt::format("rank {} timed out after {} ms in recv from rank {} (tag {})",
                                   dst, timeout.count(), src, tag));
   }

@@ -26,6 +26,9 @@ class InProcGroup {
                 const char* op, std::chrono::milliseconds timeout);
 
   void post(int src, int dst, uint32_t tag, std::vector<char> bytes);
+  /// Breaks the group: every rank waiting or about to wait in it throws
+  /// dlscale::PeerFailure(`why`) at once.
+  void abort(const std::string& why);
   std::vector<char> take(int src, int dst, uint32_t tag, std::chrono::milliseconds timeout);
 
   /// The group of colour `color` made by split number `split_index`; the
