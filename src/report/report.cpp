@@ -294,15 +294,19 @@ Table ps_table(const std::vector<std::vector<std::string>>& order,
   add_label_columns(t, labels);
   t.headers.push_back(by);
   t.numeric.push_back(false);
-  const std::vector<std::pair<const char*, const char*>> columns = {
-      {"samples/s", "samples_per_sec"},
-      {"shards", "ps_shards"},
-      {"shard MB in/step", "ps_shard_bytes_in_per_step_max"},
-      {"shard busy ms/step", "ps_shard_busy_ms_per_step_max"},
-      {"imbalance", "ps_imbalance"},
-      {"staleness mean", "ps_staleness_mean"},
-      {"staleness max", "ps_staleness_max"}};
-  for (const auto& [header, unused] : columns) {
+  struct Column {
+    const char* header;
+    const char* metric;
+    const char* format;
+  };
+  const std::vector<Column> columns = {{"samples/s", "samples_per_sec", "{:.1f}"},
+                                       {"shards", "ps_shards", "{:.0f}"},
+                                       {"shard MB in/step", "ps_shard_bytes_in_per_step_max", "{:.2f}"},
+                                       {"shard busy ms/step", "ps_shard_busy_ms_per_step_max", "{:.2f}"},
+                                       {"imbalance", "ps_imbalance", "{:.2f}"},
+                                       {"staleness mean", "ps_staleness_mean", "{:.2f}"},
+                                       {"staleness max", "ps_staleness_max", "{:.0f}"}};
+  for (const auto& [header, unused, unused_format] : columns) {
     t.headers.push_back(header);
     t.numeric.push_back(true);
   }
@@ -314,10 +318,10 @@ Table ps_table(const std::vector<std::vector<std::string>>& order,
       std::vector<Cell> row;
       for (const std::string& k : key) row.push_back({k, {}});
       row.push_back({v, {}});
-      for (const auto& [unused, metric] : columns) {
+      for (const auto& [unused, metric, format] : columns) {
         std::optional<double> x = median_metric(*it->second.run, metric);
         if (x && std::string(metric) == "ps_shard_bytes_in_per_step_max") *x /= 1e6;
-        row.push_back(x ? number(*x, "{:.2f}") : Cell{"", {}});
+        row.push_back(x ? number(*x, format) : Cell{"", {}});
       }
       t.rows.push_back(std::move(row));
     }

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -199,6 +200,41 @@ TEST(ReportGolden, CommbenchInEveryFormatAndHtml) {
     EXPECT_EQ(std::string(e.what()), "the selection holds only commbench runs; use --type commbench");
   }
   EXPECT_THROW(build_report(dlscale_only(), {ReportType::kCommbench, "", ""}), Error);
+}
+
+/// Runs of a parameter-server comparison: allreduce next to PS with 1 and
+/// 2 shards, the PS runs carrying the ps_* metrics a record gives.
+std::vector<RunRecord> ps_runs() {
+  std::vector<RunRecord> runs;
+  const std::vector<std::tuple<std::string, double, int, double>> setups = {
+      {"allreduce", 300, 0, 0}, {"ps-k1", 210, 1, 187e6}, {"ps-k2-async", 240, 2, 93.5e6}};
+  std::int64_t id = 30;
+  for (const auto& [setup, sps, shards, bytes_in] : setups) {
+    RunRecord r = run(++id, "resnet18", "weak", 4, 16, {sps, sps * 1.02, sps * 0.98});
+    r.params.erase("_tool");
+    r.params["_setup"] = Value(setup);
+    for (auto& rep : r.repeats) {
+      if (shards == 0) continue;
+      rep.metrics["ps_shards"] = shards;
+      rep.metrics["ps_shard_bytes_in_per_step_max"] = bytes_in;
+      rep.metrics["ps_shard_busy_ms_per_step_max"] = 55.0 / shards;
+      rep.metrics["ps_imbalance"] = 1.0;
+      rep.metrics["ps_staleness_mean"] = setup == "ps-k2-async" ? 2.8 : 0.0;
+      rep.metrics["ps_staleness_max"] = setup == "ps-k2-async" ? 5.0 : 0.0;
+    }
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+TEST(ReportGolden, CompareWithParameterServerTable) {
+  const Report r = build_report(ps_runs(), {ReportType::kCompare, "_setup", "allreduce"});
+  ASSERT_EQ(r.tables.size(), 2u);  // throughput, then the PS table (PS runs only)
+  EXPECT_EQ(r.tables[1].rows.size(), 2u);
+  expect_golden("compare_ps.txt", render(r, Format::kText));
+  expect_golden("compare_ps.md", render(r, Format::kMarkdown));
+  // Without PS runs there is no PS table.
+  EXPECT_EQ(build_report(golden_runs(), {ReportType::kCompare, "", ""}).tables.size(), 1u);
 }
 
 TEST(ReportGolden, ResultsExport) {
