@@ -14,7 +14,6 @@
 #include "data/synthetic.h"
 #include "dp/gradient_sync.h"
 #include "train/optimizer.h"
-#include "dp/ps_report.h"
 #include "train/trace.h"
 
 namespace dlscale::train {
