@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,12 +55,18 @@ SubprocessResult run_subprocess(const SubprocessOptions& o) {
 
   SubprocessResult r;
   const double start = now_seconds();
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
     throw Error(fmt::format("cannot start '{}': {}", o.argv[0], std::strerror(errno)));
   }
   if (pid == 0) {
+    // The run dies with us, even when we are SIGKILLed (a resumed sweep must
+    // never measure beside an orphan of the last one); dlscale's launcher
+    // and mpirun take their workers with them.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(kExecFailed);
     ::setpgid(0, 0);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);

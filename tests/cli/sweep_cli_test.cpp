@@ -43,6 +43,49 @@ variables:
                      }());
 }
 
+/// How many processes match the regular expression `pattern` in their
+/// command line (write one character as a class, "[5]", so that the shell
+/// running pgrep does not match itself).
+int processes_with(const std::string& pattern) {
+  const Outcome o = run_shell("(pgrep -c -f -- '" + pattern + "' || true)");
+  return std::atoi(o.out.c_str());
+}
+
+// A sweep killed with SIGKILL takes its running `dlscale train` (and that
+// launcher's workers) with it: a resumed sweep never measures beside an orphan.
+TEST(SweepCli, KilledSweepLeavesNoRunBehind) {
+  Dir d;
+  const std::string marker = "--seed 91827364[5]";
+  const std::string file = d.file("long.yaml", R"Y(
+name: long
+parameters:
+  model: lenet
+  batch: 8
+  steps: 1000000
+  warmup: 1
+  threads: 1
+  workers: 2
+  seed: 918273645
+  timeout: 600
+)Y");
+  const std::string pid_file = d.path + "/sweep.pid";
+  run_shell(std::string(DLSCALE_BINARY) + " sweep " + file + " --db " + d.path + "/r.db --output-dir " +
+            d.path + "/runs >/dev/null 2>&1 & echo $! > " + pid_file);
+  const pid_t sweep = std::stoi(read_file(pid_file));
+  // The run's launcher and its 2 workers are up.
+  for (int i = 0; i < 600 && processes_with(marker) < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(processes_with(marker), 3);
+  ::kill(sweep, SIGKILL);
+  int left = -1;
+  for (int i = 0; i < 200 && (left = processes_with(marker)) > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(left, 0) << "processes of the killed sweep's run are still alive";
+  if (left > 0) run_shell("pkill -9 -f -- '" + marker + "'");
+}
+
 TEST(SweepCli, DryRunOfTheQuickstart) {
   const Outcome o = run_dlscale(std::string("sweep --dry-run ") + DLSCALE_SOURCE_DIR + "/examples/quickstart.yaml");
   ASSERT_EQ(o.code, 0) << o.err;
