@@ -36,6 +36,11 @@ void add_launch_flags(CLI::App* cmd, LaunchFlags& flags, const std::string& grou
                   "Address of node 0, which hosts the rendezvous store")
       ->capture_default_str()
       ->group(group);
+  cmd->add_option("--master-bind", flags.master_bind,
+                  "Address the rendezvous store listens on (node 0, or rank 0 under mpirun/srun); "
+                  "default: --master-addr; 0.0.0.0 = every interface. Every process of a job "
+                  "presents DLSCALE_JOB_SECRET to it (docs/launch.md)")
+      ->group(group);
   cmd->add_option("--host-addr", flags.host_addr,
                   "Address at which the other nodes reach this node's workers (multi-node Gloo); "
                   "default: the address of this host's name")
@@ -52,6 +57,7 @@ void LaunchFlags::copy_into(train::TrainOptions& o) const {
   o.node_rank = node_rank;
   o.master_addr = master_addr;
   o.master_port = master_port;
+  o.master_bind = master_bind;
   o.host_addr = host_addr;
   o.backend = backend;
   o.mpi_collectives = mpi_collectives;

@@ -15,6 +15,7 @@ struct LaunchFlags {
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  std::string master_bind;
   std::string host_addr;
   std::string backend;
   std::string mpi_collectives = "blocking";

@@ -19,10 +19,11 @@ CommSession::CommSession(const SessionOptions& o) {
   } else if (o.backend == "gloo") {
     if (o.host_store) {
       store_server_ =
-          std::make_unique<TcpStoreServer>(o.store_bind_addr, static_cast<uint16_t>(o.store_port));
+          std::make_unique<TcpStoreServer>(o.store_bind_addr, static_cast<uint16_t>(o.store_port),
+                                           o.store_secret);
     }
-    store_ =
-        std::make_unique<TcpStore>(o.store_addr, static_cast<uint16_t>(o.store_port), o.timeout);
+    store_ = std::make_unique<TcpStore>(o.store_addr, static_cast<uint16_t>(o.store_port),
+                                        o.timeout, o.store_secret);
     GlooOptions go;
     go.timeout = o.timeout;
     go.hostname = o.gloo_hostname;

@@ -26,6 +26,7 @@ struct SessionOptions {
   int store_port = 0;
   bool host_store = false;                  ///< this process serves the store (mpirun/srun rank 0)
   std::string store_bind_addr;              ///< address the served store listens on
+  std::string store_secret;                 ///< the job's secret ("" = none)
   std::string gloo_hostname = "127.0.0.1";  ///< address peers reach this rank's Gloo device at
 };
 

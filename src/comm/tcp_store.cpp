@@ -9,16 +9,32 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <optional>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace dlscale::comm {
 namespace {
 
-enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3 };
-enum Status : uint8_t { kOk = 0, kTimeout = 1, kBadRequest = 2 };
-constexpr uint32_t kMaxField = 64u << 20;  // refuse absurd lengths from a confused peer
+enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kHello = 4 };
+enum Status : uint8_t { kOk = 0, kTimeout = 1, kBadRequest = 2, kDenied = 3 };
+constexpr uint32_t kMaxKey = 4096;
+constexpr uint32_t kMaxValue = 1u << 20;
+constexpr size_t kMaxStoreBytes = 64u << 20;
+constexpr size_t kMaxClients = 1024;
+constexpr int64_t kMaxWaitMs = 24LL * 3600 * 1000;
+constexpr const char* kProtocol = "dlscale-store/1";
+
+/// The decimal integer `s` is, or nothing (no exceptions: peers send garbage).
+std::optional<int64_t> parse_int(const std::string& s) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
 
 bool write_all(int fd, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -49,19 +65,36 @@ bool write_field(int fd, const std::string& s) {
   return write_all(fd, &n, sizeof(n)) && write_all(fd, s.data(), s.size());
 }
 
-bool read_field(int fd, std::string* s) {
-  uint32_t n = 0;
-  if (!read_all(fd, &n, sizeof(n)) || n > kMaxField) return false;
-  s->resize(n);
-  return read_all(fd, s->data(), n);
-}
-
 bool write_message(int fd, uint8_t code, const std::string& key, const std::string& value) {
   return write_all(fd, &code, 1) && write_field(fd, key) && write_field(fd, value);
 }
 
-bool read_message(int fd, uint8_t* code, std::string* key, std::string* value) {
-  return read_all(fd, code, 1) && read_field(fd, key) && read_field(fd, value);
+bool read_message(int fd, uint8_t* code, std::string* key, std::string* value,
+                  bool* too_large = nullptr) {
+  if (!read_all(fd, code, 1)) return false;
+  uint32_t n = 0;
+  if (!read_all(fd, &n, sizeof(n))) return false;
+  if (n > kMaxKey) {
+    if (too_large != nullptr) *too_large = true;
+    return false;
+  }
+  key->resize(n);
+  if (!read_all(fd, key->data(), n) || !read_all(fd, &n, sizeof(n))) return false;
+  if (n > kMaxValue) {
+    if (too_large != nullptr) *too_large = true;
+    return false;
+  }
+  value->resize(n);
+  return read_all(fd, value->data(), n);
+}
+
+std::string peer_name(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof(a);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "?";
+  char host[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof(host));
+  return fmt::format("{}:{}", host, ntohs(a.sin_port));
 }
 
 sockaddr_in resolve(const std::string& host, uint16_t port) {
@@ -80,7 +113,8 @@ sockaddr_in resolve(const std::string& host, uint16_t port) {
 
 }  // namespace
 
-TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port) {
+TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string secret)
+    : secret_(std::move(secret)) {
   const sockaddr_in addr = resolve(host, port);
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   DLSCALE_CHECK(listen_fd_ >= 0, "cannot create socket: {}", std::strerror(errno));
@@ -107,11 +141,13 @@ TcpStoreServer::~TcpStoreServer() {
   ::close(listen_fd_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (int fd : client_fds_) ::shutdown(fd, SHUT_RDWR);
+    for (const Client& c : clients_) ::shutdown(c.fd, SHUT_RDWR);
     cv_.notify_all();
   }
-  for (auto& t : client_threads_) t.join();
-  for (int fd : client_fds_) ::close(fd);
+  for (Client& c : clients_) {
+    c.thread.join();
+    ::close(c.fd);
+  }
 }
 
 void TcpStoreServer::accept_loop() {
@@ -120,53 +156,130 @@ void TcpStoreServer::accept_loop() {
     if (::poll(&p, 1, 200) <= 0) continue;
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      ::close(fd);
-      break;
-    }
-    client_fds_.push_back(fd);
-    client_threads_.emplace_back([this, fd] { serve(fd); });
+    admit(fd);
   }
+}
+
+void TcpStoreServer::reap_finished() {
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (*it->done) {
+      it->thread.join();
+      ::close(it->fd);
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void TcpStoreServer::admit(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reap_finished();
+  if (stopping_ || clients_.size() >= kMaxClients) {
+    if (!stopping_ && refused_++ % 1000 == 0) {
+      DLSCALE_LOG_WARN("rendezvous store: refused a connection from {}: {} connections are open",
+                       peer_name(fd), clients_.size());
+    }
+    ::close(fd);
+    return;
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  Client c;
+  c.fd = fd;
+  c.done = std::make_shared<std::atomic<bool>>(false);
+  c.thread = std::thread([this, fd, done = c.done] {
+    serve(fd);
+    ::shutdown(fd, SHUT_RDWR);  // the client sees the end now; the fd is closed when reaped
+    *done = true;
+  });
+  clients_.push_back(std::move(c));
+}
+
+bool TcpStoreServer::execute(uint8_t op, const std::string& key, const std::string& value,
+                             uint8_t* status, std::string* reply) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (op == kSet) {
+    const auto it = data_.find(key);
+    const size_t old = it == data_.end() ? 0 : it->first.size() + it->second.size();
+    if (data_bytes_ - old + key.size() + value.size() > kMaxStoreBytes) {
+      *reply = "the store is full (64 MiB)";
+      return false;
+    }
+    data_bytes_ = data_bytes_ - old + key.size() + value.size();
+    data_[key] = value;
+    cv_.notify_all();
+  } else if (op == kGet) {
+    const std::optional<int64_t> ms = parse_int(value);
+    if (!ms || *ms < 0 || *ms > kMaxWaitMs) {
+      *reply = "the wait is not a number of milliseconds in [0, 1 day]";
+      return false;
+    }
+    const bool found = cv_.wait_for(lock, std::chrono::milliseconds(*ms), [&] {
+      return stopping_ || data_.count(key) > 0;
+    }) && data_.count(key) > 0;
+    if (found) {
+      *reply = data_[key];
+    } else {
+      *status = kTimeout;
+    }
+  } else if (op == kAdd) {
+    const auto it = data_.find(key);
+    const std::optional<int64_t> delta = parse_int(value);
+    const std::optional<int64_t> have = it == data_.end() ? 0 : parse_int(it->second);
+    int64_t sum = 0;
+    if (!delta || !have || __builtin_add_overflow(*have, *delta, &sum)) {
+      *reply = "add needs integers (and a sum that fits 64 bits)";
+      return false;
+    }
+    *reply = std::to_string(sum);
+    data_bytes_ += (it == data_.end() ? key.size() : 0) + reply->size() -
+                   (it == data_.end() ? 0 : it->second.size());
+    data_[key] = *reply;
+    cv_.notify_all();
+  } else {
+    *reply = fmt::format("unknown request {}", static_cast<int>(op));
+    return false;
+  }
+  return true;
 }
 
 void TcpStoreServer::serve(int fd) {
   uint8_t op = 0;
   std::string key, value;
-  while (!stopping_ && read_message(fd, &op, &key, &value)) {
-    std::string reply;
-    uint8_t status = kOk;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (op == kSet) {
-        data_[key] = value;
-        cv_.notify_all();
-      } else if (op == kGet) {
-        const auto timeout = std::chrono::milliseconds(std::stoll(value.empty() ? "0" : value));
-        const bool found = cv_.wait_for(lock, timeout, [&] {
-          return stopping_ || data_.count(key) > 0;
-        }) && data_.count(key) > 0;
-        if (found) {
-          reply = data_[key];
-        } else {
-          status = kTimeout;
-        }
-      } else if (op == kAdd) {
-        const auto it = data_.find(key);
-        const int64_t sum = (it == data_.end() ? 0 : std::stoll(it->second)) + std::stoll(value);
-        data_[key] = reply = std::to_string(sum);
-        cv_.notify_all();
-      } else {
-        status = kBadRequest;
-      }
+  // The first message must be HELLO with the job's secret.
+  if (!read_message(fd, &op, &key, &value)) return;
+  if (op != kHello || key != kProtocol || value != secret_) {
+    write_message(fd, kDenied, kProtocol, "");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (refused_++ % 1000 == 0) {
+      DLSCALE_LOG_WARN("rendezvous store: refused {}: {}", peer_name(fd),
+                       op == kHello && key == kProtocol ? "wrong job secret" : "not a dlscale worker");
     }
-    if (!write_message(fd, status, key, reply)) break;
+    return;
+  }
+  if (!write_message(fd, kOk, kProtocol, "")) return;
+  while (!stopping_) {
+    bool too_large = false;
+    if (!read_message(fd, &op, &key, &value, &too_large)) {
+      if (too_large) {
+        DLSCALE_LOG_WARN("rendezvous store: dropped {}: a key over 4 KiB or a value over 1 MiB",
+                         peer_name(fd));
+      }
+      return;  // closed, truncated or oversized: the client is gone
+    }
+    uint8_t status = kOk;
+    std::string reply;
+    const bool ok = execute(op, key, value, &status, &reply);
+    if (!write_message(fd, ok ? status : static_cast<uint8_t>(kBadRequest), key, reply) || !ok) {
+      if (!ok) DLSCALE_LOG_WARN("rendezvous store: dropped {}: {}", peer_name(fd), reply);
+      return;
+    }
   }
 }
 
-TcpStore::TcpStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout)
+TcpStore::TcpStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+                   const std::string& secret)
     : host_(host), port_(port), timeout_(timeout) {
   const sockaddr_in addr = resolve(host, port);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -185,6 +298,18 @@ TcpStore::TcpStore(const std::string& host, uint16_t port, std::chrono::millisec
   }
   const int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  uint8_t status = 0;
+  std::string key, reply;
+  const bool answered = write_message(fd_, kHello, kProtocol, secret) &&
+                        read_message(fd_, &status, &key, &reply);
+  if (!answered || status != kOk) {
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(fmt::format(
+        "the rendezvous store at {}:{} refused this process: {} (every process of a job needs "
+        "the same DLSCALE_JOB_SECRET; docs/launch.md)",
+        host, port, answered ? "wrong job secret" : "it closed the connection"));
+  }
 }
 
 TcpStore::~TcpStore() {
@@ -197,7 +322,8 @@ std::string TcpStore::request(uint8_t op, const std::string& key, const std::str
   std::string rkey, reply;
   DLSCALE_CHECK(write_message(fd_, op, key, value) && read_message(fd_, &status, &rkey, &reply),
                 "lost the connection to the rendezvous store at {} (master gone?)", address());
-  DLSCALE_ASSERT(status != kBadRequest);
+  DLSCALE_CHECK(status != kBadRequest, "the rendezvous store at {} refused a request: {}",
+                address(), reply);
   if (timed_out != nullptr) *timed_out = status == kTimeout;
   return reply;
 }
@@ -215,7 +341,11 @@ std::string TcpStore::get(const std::string& key) {
 }
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {
-  return std::stoll(request(kAdd, key, std::to_string(delta), nullptr));
+  const std::string reply = request(kAdd, key, std::to_string(delta), nullptr);
+  const std::optional<int64_t> sum = parse_int(reply);
+  DLSCALE_CHECK(sum.has_value(), "the rendezvous store at {} answered add with '{}'", address(),
+                reply.substr(0, 40));
+  return *sum;
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {

@@ -4,12 +4,20 @@
 // later NCCL) bootstrap through it, without MPI.
 //
 // Wire format, both directions, little-endian: u8 opcode/status, u32 key
-// length, key, u32 value length, value.
+// length, key, u32 value length, value. A client's first message is HELLO
+// with the job's secret; the server answers every request once.
+//
+// The server trusts nobody: a connection without the job's secret is
+// refused; a malformed request (unknown opcode, a number that is not one, a
+// key over 4 KiB, a value over 1 MiB, a store over 64 MiB) is answered with
+// an error and the connection dropped, with one log line; at most 1024
+// connections are served at once. The job goes on in every case.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,9 +28,11 @@ namespace dlscale::comm {
 /// Serves the store until destroyed. Thread-safe; one thread per connection.
 class TcpStoreServer {
  public:
-  /// Listens on `host`:`port` (port 0 picks a free port). Throws
-  /// dlscale::Error naming the address when it cannot listen.
-  TcpStoreServer(const std::string& host, uint16_t port);
+  /// Listens on `host`:`port` (port 0 picks a free port; host "0.0.0.0" =
+  /// every interface). Only clients that present `secret` are served (an
+  /// empty secret admits every client). Throws dlscale::Error naming the
+  /// address when it cannot listen.
+  TcpStoreServer(const std::string& host, uint16_t port, std::string secret = "");
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
@@ -30,9 +40,20 @@ class TcpStoreServer {
   uint16_t port() const { return port_; }
 
  private:
+  struct Client {
+    int fd = -1;
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
   void accept_loop();
+  void admit(int fd);
+  void reap_finished();  // with mu_ held
   void serve(int fd);
+  /// Executes one request; returns false (with `reply` the reason) for a bad one.
+  bool execute(uint8_t op, const std::string& key, const std::string& value, uint8_t* status,
+               std::string* reply);
 
+  const std::string secret_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
@@ -40,16 +61,19 @@ class TcpStoreServer {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::string> data_;
-  std::vector<int> client_fds_;
-  std::vector<std::thread> client_threads_;
+  size_t data_bytes_ = 0;
+  std::vector<Client> clients_;
+  int64_t refused_ = 0;  // connections refused or dropped, for the log
 };
 
 /// A connection to a TcpStoreServer. Not thread-safe: one per thread.
 class TcpStore {
  public:
-  /// Connects, retrying until `timeout` (the master may start later).
-  /// `timeout` also bounds every get/wait.
-  TcpStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+  /// Connects, retrying until `timeout` (the master may start later), and
+  /// presents `secret`. `timeout` also bounds every get/wait. Throws
+  /// dlscale::Error when the store refuses the secret.
+  TcpStore(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+           const std::string& secret = "");
   ~TcpStore();
   TcpStore(const TcpStore&) = delete;
   TcpStore& operator=(const TcpStore&) = delete;

@@ -57,7 +57,13 @@ comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv&
   // Under mpirun/srun nobody else hosts the rendezvous store.
   so.host_store = env.kind != LaunchKind::kSpawned && env.rank == 0;
   const bool multi_node = env.world_size > env.local_world_size;
-  so.store_bind_addr = multi_node ? "0.0.0.0" : so.store_addr;
+  so.store_bind_addr = options.master_bind.empty() ? so.store_addr : options.master_bind;
+  so.store_secret = env.job_secret;
+  if (so.host_store && so.store_secret.empty()) {
+    DLSCALE_LOG_WARN("the rendezvous store at {}:{} admits any client: set DLSCALE_JOB_SECRET to "
+                     "the same value for every rank (docs/launch.md)",
+                     so.store_bind_addr, so.store_port);
+  }
   // Across nodes, peers must reach this rank at the address they used for
   // the master's store; on one node loopback is enough.
   if (multi_node)
@@ -102,6 +108,7 @@ void run_launcher(const JobOptions& options, const std::vector<std::string>& arg
   plan.nnodes = options.nnodes;
   plan.node_rank = options.node_rank;
   plan.master_addr = options.master_addr;
+  plan.master_bind = options.master_bind;
   plan.master_port = options.nnodes > 1 ? options.master_port : 0;
   plan.threads_per_worker = options.threads_per_worker;
   plan.bind_cores = options.bind_cores;

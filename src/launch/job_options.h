@@ -16,6 +16,8 @@ struct JobOptions {
   int node_rank = 0;                      ///< this node's index
   std::string master_addr = "127.0.0.1";  ///< host of the rendezvous store (node 0)
   int master_port = 29500;                ///< its port (multi-node; a local job picks a free one)
+  /// Address the rendezvous store listens on; "" = master_addr, 0.0.0.0 = every interface.
+  std::string master_bind;
   std::string host_addr;                  ///< address other nodes reach this node's workers at
   std::string backend;                    ///< gloo | mpi; "" = mpi under mpirun, gloo otherwise
   /// mpi: "blocking" (under a deadline watchdog; needs MPI_THREAD_MULTIPLE,

@@ -65,6 +65,7 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
     e.master_addr = read_string(env, "MASTER_ADDR");
     e.master_port = read_int(env, "MASTER_PORT", 0);
   }
+  e.job_secret = read_string(env, kEnvJobSecret);
   DLSCALE_CHECK(e.world_size >= 1 && e.rank < e.world_size,
                 "launch environment ({}) gives rank {} outside world size {}", to_string(e.kind),
                 e.rank, e.world_size);

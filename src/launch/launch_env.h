@@ -24,6 +24,9 @@ struct LaunchEnv {
   std::string master_addr;  ///< rendezvous host ("" = not given)
   int master_port = 0;      ///< rendezvous port (0 = not given)
   int status_fd = -1;       ///< progress pipe to dlscale's launcher, or -1
+  /// The job's shared secret for the rendezvous store (DLSCALE_JOB_SECRET;
+  /// dlscale's launcher makes one for its workers); "" = none.
+  std::string job_secret;
   bool is_worker() const { return kind != LaunchKind::kStandalone; }
 };
 
@@ -42,5 +45,6 @@ inline constexpr const char* kEnvLocalWorldSize = "DLSCALE_LOCAL_WORLD_SIZE";
 inline constexpr const char* kEnvMasterAddr = "DLSCALE_MASTER_ADDR";
 inline constexpr const char* kEnvMasterPort = "DLSCALE_MASTER_PORT";
 inline constexpr const char* kEnvStatusFd = "DLSCALE_STATUS_FD";
+inline constexpr const char* kEnvJobSecret = "DLSCALE_JOB_SECRET";
 
 }  // namespace dlscale::launch

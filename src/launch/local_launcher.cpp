@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <random>
 
 #include "comm/tcp_store.h"
 #include "core/clock.h"
@@ -101,13 +103,34 @@ struct Exec {
   std::vector<char*> envp;
 };
 
+/// The job's rendezvous secret: DLSCALE_JOB_SECRET when set (every node of
+/// a multi-node job must give the same), else a fresh random one for a
+/// one-node job; a multi-node job without one runs unauthenticated, warned.
+std::string job_secret(const LaunchPlan& plan) {
+  if (const char* given = std::getenv(kEnvJobSecret); given != nullptr && *given != '\0') {
+    return given;
+  }
+  if (plan.nnodes > 1) {
+    if (plan.node_rank == 0) {
+      DLSCALE_LOG_WARN("the rendezvous store admits any client: set {} to the same value on "
+                       "every node (docs/launch.md)",
+                       kEnvJobSecret);
+    }
+    return "";
+  }
+  std::random_device rd;
+  std::string secret;
+  for (int i = 0; i < 4; ++i) secret += fmt::format("{:08x}", rd());
+  return secret;
+}
+
 Exec prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int local_world, int world,
-                  int port) {
+                  int port, const std::string& secret) {
   Exec e;
   std::vector<std::string> env;
   const std::vector<std::string> ours = {
       kEnvRank, kEnvWorldSize, kEnvLocalRank, kEnvLocalWorldSize, kEnvMasterAddr,
-      kEnvMasterPort, kEnvStatusFd, "OMP_NUM_THREADS"};
+      kEnvMasterPort, kEnvStatusFd, kEnvJobSecret, "OMP_NUM_THREADS"};
   for (char** p = environ; *p != nullptr; ++p) {
     const std::string kv = *p;
     const std::string key = kv.substr(0, kv.find('='));
@@ -122,6 +145,7 @@ Exec prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int local_wo
   env.push_back(std::string(kEnvMasterAddr) + "=" + plan.master_addr);
   env.push_back(std::string(kEnvMasterPort) + "=" + std::to_string(port));
   env.push_back(std::string(kEnvStatusFd) + "=" + std::to_string(kStatusFd));
+  env.push_back(std::string(kEnvJobSecret) + "=" + secret);
   env.push_back("OMP_NUM_THREADS=" + std::to_string(plan.threads_per_worker));
   e.strings = plan.argv;
   const size_t nargs = e.strings.size();
@@ -204,9 +228,11 @@ void run_local_workers(const LaunchPlan& plan) {
   const int first_rank = plan.node_rank == 0 ? 0 : plan.servers + plan.node_rank * plan.workers;
   std::unique_ptr<comm::TcpStoreServer> store;
   int port = plan.master_port;
+  const std::string secret = job_secret(plan);
   if (plan.node_rank == 0) {
-    store = std::make_unique<comm::TcpStoreServer>(plan.nnodes > 1 ? "0.0.0.0" : plan.master_addr,
-                                                   static_cast<uint16_t>(port));
+    store = std::make_unique<comm::TcpStoreServer>(
+        plan.master_bind.empty() ? plan.master_addr : plan.master_bind,
+        static_cast<uint16_t>(port), secret);
     port = store->port();
   }
   cpu_set_t allowed;
@@ -236,7 +262,7 @@ void run_local_workers(const LaunchPlan& plan) {
     DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
     ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
     ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
-    Exec exec = prepare_exec(plan, c.rank, local, local_world, world, port);
+    Exec exec = prepare_exec(plan, c.rank, local, local_world, world, port, secret);
     cpu_set_t pin;
     CPU_ZERO(&pin);
     for (int t = 0; t < plan.threads_per_worker && !cores.empty(); ++t) {

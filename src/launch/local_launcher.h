@@ -21,6 +21,7 @@ struct LaunchPlan {
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
+  std::string master_bind;        ///< the store's listen address; "" = master_addr
   int master_port = 0;            ///< 0 with one node: pick a free port
   int threads_per_worker = 1;     ///< sets OMP_NUM_THREADS and, with bind_cores, the pinning
   bool bind_cores = false;

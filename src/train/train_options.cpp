@@ -71,6 +71,7 @@ launch::JobOptions job_options(const TrainOptions& o) {
   j.node_rank = o.node_rank;
   j.master_addr = o.master_addr;
   j.master_port = o.master_port;
+  j.master_bind = o.master_bind;
   j.host_addr = o.host_addr;
   j.backend = o.backend;
   j.mpi_collectives = o.mpi_collectives;

@@ -61,6 +61,7 @@ struct TrainOptions {
   int node_rank = 0;             ///< this node's index in [0, nnodes)
   std::string master_addr = "127.0.0.1";  ///< host of the rendezvous store (node 0)
   int master_port = 29500;       ///< its port (multi-node; a local job picks a free one)
+  std::string master_bind;       ///< the store's listen address; "" = master_addr
   std::string host_addr;         ///< address other nodes reach this node's workers at; "" = host name
   std::string backend;           ///< "gloo" | "mpi"; "" = mpi under mpirun, gloo otherwise
   std::string mpi_collectives = "blocking";  ///< blocking | polled (launch/job_options.h)

@@ -118,6 +118,7 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"workers", o.workers},
           {"nnodes", o.nnodes},
           {"host_addr", o.host_addr},
+          {"master_bind", o.master_bind},
           {"backend", o.backend},
           {"mpi_collectives", o.mpi_collectives},
           {"strategy", o.strategy},

@@ -137,6 +137,70 @@ TEST_F(Processes, TwoNodesMatchOneWorker) {
   }
 }
 
+// Multi-node jobs share DLSCALE_JOB_SECRET: with the same secret on both
+// nodes the job runs; a node with another secret is refused by the store,
+// naming the secret, and the job fails instead of mixing with a stranger.
+TEST(LaunchErrors, NodesWithAnotherJobSecretAreRefused) {
+  uint16_t port = 0;
+  {
+    comm::TcpStoreServer probe("127.0.0.1", 0);
+    port = probe.port();
+  }
+  const std::string node = std::string(DLSCALE_BINARY) +
+                           " train --model lenet --batch 4 --steps 3 --warmup 1 --threads 1 "
+                           "--display-every 0 --timeout 5 --nnodes 2 --master-addr 127.0.0.1 "
+                           "--host-addr 127.0.0.1 --master-port " +
+                           std::to_string(port);
+  auto o = run_shell("DLSCALE_JOB_SECRET=abc " + node + " --node-rank 1 >/dev/null & other=$!; " +
+                     "DLSCALE_JOB_SECRET=abc " + node +
+                     " --node-rank 0; rc=$?; wait $other; exit $((rc | $?))");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.err.find("admits any client"), std::string::npos) << o.err;  // authenticated
+  o = run_shell("DLSCALE_JOB_SECRET=xyz " + node + " --node-rank 1 2>&1 >/dev/null & other=$!; " +
+                "DLSCALE_JOB_SECRET=abc " + node +
+                " --node-rank 0 >/dev/null 2>&1; wait $other; exit $?");
+  EXPECT_NE(o.code, 0);
+  EXPECT_NE(o.out.find("refused this process: wrong job secret"), std::string::npos) << o.out;
+}
+
+// Garbage, strangers, requests that once killed the store (a GET whose wait
+// is not a number) and 300 idle connections on the store of a running job:
+// each costs only its own connection; the job finishes with a right result.
+TEST(LaunchErrors, HostileStoreClientsDoNotBreakTheJob) {
+  const std::string out = temp_path("hostile.out");
+  const std::string script = temp_path("hostile.sh");
+  write_file_atomic(script, std::string(DLSCALE_BINARY) +
+                                " train --model lenet --batch 8 --steps 40 --warmup 1 --threads 1"
+                                " --workers 2 --strategy ps --ps-shards 2 --display-every 0"
+                                " --timeout 30 >" + out + " 2>" + out + ".err & job=$!\n" + R"sh(
+port=
+for i in $(seq 300); do
+  port=$(sed -n 's/.*rendezvous 127.0.0.1:\([0-9]*\).*/\1/p' )sh" + out + R"sh(.err)
+  [ -n "$port" ] && break
+  sleep 0.05
+done
+[ -n "$port" ] || { kill $job; echo "no port"; exit 1; }
+for i in $(seq 20); do  # garbage, and a stranger's hello
+  exec 3<>/dev/tcp/127.0.0.1/$port && head -c 2048 /dev/urandom >&3; exec 3>&-
+  exec 3<>/dev/tcp/127.0.0.1/$port && printf '\004\017\000\000\000dlscale-store/1\005\000\000\000guess' >&3; exec 3>&-
+  # A GET whose wait is not a number (once fatal to the store), without a hello
+  exec 3<>/dev/tcp/127.0.0.1/$port && printf '\002\001\000\000\000k\002\000\000\000zz' >&3; exec 3>&-
+done
+fds=
+for i in $(seq 300); do exec {fd}<>/dev/tcp/127.0.0.1/$port && fds="$fds $fd"; done
+wait $job; rc=$?
+for fd in $fds; do exec {fd}>&-; done
+exit $rc
+)sh");
+  const auto o = run_shell("bash " + script);
+  EXPECT_EQ(o.code, 0) << o.out << read_file(out + ".err");
+  const std::string text = read_file(out);
+  EXPECT_NE(text.find("replicas: identical"), std::string::npos) << text;
+  std::filesystem::remove(out);
+  std::filesystem::remove(out + ".err");
+  std::filesystem::remove(script);
+}
+
 TEST(LaunchErrors, IndivisibleGlobalBatchIsRefusedOnce) {
   const auto o = run_dlscale("train --model lenet --workers 3 --global-batch 16");
   EXPECT_EQ(o.code, 2);

@@ -5,6 +5,7 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
+#include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
@@ -49,6 +50,12 @@ void guarded(int rank, const char* op, Fn&& fn) {
     }
     throw PeerFailure(
         fmt::format("rank {}: gloo {} failed: {}", rank, op, msg.substr(0, msg.find('\n'))));
+  } catch (const gloo::EnforceNotMet& e) {
+    // A broken invariant inside Gloo: at rendezvous, a malformed address
+    // under a Gloo key of the store (which only the job's processes can write).
+    std::string msg = e.what();
+    throw PeerFailure(fmt::format("rank {}: gloo {} got inconsistent data from a peer: {}", rank,
+                                  op, msg.substr(0, msg.find('\n'))));
   }
 }
 
