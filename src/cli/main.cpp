@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/numbers.h"
 #include "core/build_info.h"
 #include "core/error.h"
 #include "launch/local_launcher.h"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   dlscale::cli::add_sweep_command(app);
   dlscale::cli::add_results_command(app);
   dlscale::cli::add_report_command(app);
+  dlscale::cli::check_number_flags(app);
 
   if (argc == 1) {
     std::fputs(app.help().c_str(), stdout);

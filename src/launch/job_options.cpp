@@ -5,9 +5,17 @@
 namespace dlscale::launch {
 
 void check_job_options(const JobOptions& o) {
-  DLSCALE_CHECK(o.workers >= 1, "--workers must be >= 1 (got {})", o.workers);
-  DLSCALE_CHECK(o.servers >= 0, "server processes must be >= 0 (got {})", o.servers);
-  DLSCALE_CHECK(o.nnodes >= 1, "--nnodes must be >= 1 (got {})", o.nnodes);
+  // More processes than this on one node is a typo (docs/errors.md, "Limits").
+  constexpr int kMaxProcesses = 1024;
+  DLSCALE_CHECK(o.workers >= 1 && o.workers <= kMaxProcesses, "--workers must be in [1, {}] (got {})",
+                kMaxProcesses, o.workers);
+  DLSCALE_CHECK(o.servers >= 0 && o.servers <= kMaxProcesses,
+                "--ps-shards must be at most {} (got {} dedicated servers)", kMaxProcesses,
+                o.servers);
+  DLSCALE_CHECK(o.nnodes >= 1 && o.nnodes <= kMaxProcesses, "--nnodes must be in [1, {}] (got {})",
+                kMaxProcesses, o.nnodes);
+  DLSCALE_CHECK(o.threads_per_worker >= 0 && o.threads_per_worker <= kMaxProcesses,
+                "--threads must be in [0, {}] (got {})", kMaxProcesses, o.threads_per_worker);
   DLSCALE_CHECK(o.node_rank >= 0 && o.node_rank < o.nnodes,
                 "--node-rank must be in [0, {}) (got {})", o.nnodes, o.node_rank);
   DLSCALE_CHECK(o.master_port >= 1 && o.master_port <= 65535,

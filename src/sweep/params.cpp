@@ -86,8 +86,11 @@ long long param_int(const Params& p, const std::string& name) {
   const auto it = p.find(name);
   DLSCALE_CHECK(it != p.end(), "parameter '{}' is not set", name);
   const Value& v = it->second;
-  DLSCALE_CHECK(v.is_number() && std::floor(v.number()) == v.number(),
-                "parameter '{}' must be a whole number (got '{}')", name, v.to_string());
+  // Beyond 2^53 a double no longer holds every whole number.
+  DLSCALE_CHECK(v.is_number() && std::floor(v.number()) == v.number() &&
+                    std::fabs(v.number()) <= 9007199254740992.0,
+                "parameter '{}' must be a whole number of at most 2^53 (got '{}')", name,
+                v.to_string());
   return static_cast<long long>(v.number());
 }
 

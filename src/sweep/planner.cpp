@@ -122,10 +122,11 @@ Value require_choice(const Params& p, const std::string& name, const std::vector
   return Value(s);
 }
 
-long long require_positive(const Params& p, const std::string& name, long long fallback) {
+/// The whole number in [1, `max`] that `name` is (docs/errors.md, "Limits").
+long long require_positive(const Params& p, const std::string& name, long long fallback, long long max) {
   const Value v = param_or(p, name, Value(fallback));
-  DLSCALE_CHECK(is_whole(v) && v.number() >= 1, "parameter '{}' must be a whole number >= 1 (got '{}')", name,
-                v.to_string());
+  DLSCALE_CHECK(is_whole(v) && v.number() >= 1 && v.number() <= static_cast<double>(max),
+                "parameter '{}' must be a whole number in [1, {}] (got '{}')", name, max, v.to_string());
   return static_cast<long long>(v.number());
 }
 
@@ -152,12 +153,12 @@ std::string complete_params(Params& p, const PlanOptions& options) {
   p["kind"] = kind;
   p["launcher"] = require_choice(p, "launcher", {"local", "mpirun", "srun"}, "local");
   p["scaling"] = require_choice(p, "scaling", {"weak", "strong"}, "weak");
-  p["repeats"] = Value(require_positive(p, "repeats", 1));
+  p["repeats"] = Value(require_positive(p, "repeats", 1, 1000));
   const Value timeout = param_or(p, "timeout", Value(600));
-  DLSCALE_CHECK(timeout.is_number() && timeout.number() > 0, "parameter 'timeout' must be seconds > 0 (got '{}')",
-                timeout.to_string());
+  DLSCALE_CHECK(timeout.is_number() && timeout.number() > 0 && timeout.number() <= 1e7,
+                "parameter 'timeout' must be seconds in (0, 1e7] (got '{}')", timeout.to_string());
   p["timeout"] = timeout;
-  const long long workers = require_positive(p, "workers", 1);
+  const long long workers = require_positive(p, "workers", 1, 1024);
   p["workers"] = Value(workers);
   if (kind == "commbench") {
     DLSCALE_CHECK(!p.count("batch") && !p.count("global-batch"),
@@ -168,13 +169,13 @@ std::string complete_params(Params& p, const PlanOptions& options) {
   }
   DLSCALE_CHECK(p.count("batch"), "parameter 'batch' is not set (per-worker batch for weak scaling, global batch "
                                   "for strong scaling)");
-  const long long batch = require_positive(p, "batch", 1);
+  const long long batch = require_positive(p, "batch", 1, 1LL << 30);
   if (p["scaling"].string() == "weak") {
     DLSCALE_CHECK(!p.count("global-batch"),
                   "parameter 'global-batch' is set but scaling is weak (set scaling: strong, or drop it)");
     p["global-batch"] = Value(batch * workers);
   } else {
-    const long long global = p.count("global-batch") ? require_positive(p, "global-batch", 1) : batch;
+    const long long global = p.count("global-batch") ? require_positive(p, "global-batch", 1, 1LL << 30) : batch;
     p["global-batch"] = Value(global);
     p["batch"] = Value(global / workers);
     if (global % workers != 0) {

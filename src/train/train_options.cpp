@@ -64,6 +64,24 @@ models::ModelOptions model_options(const TrainOptions& o) {
   return mo;
 }
 
+namespace {
+
+// Sane caps on counts and sizes (docs/errors.md, "Limits"): beyond them a
+// value is a typo, not an experiment.
+constexpr int64_t kMaxSteps = 1000000000;
+constexpr int64_t kMaxBatch = 1 << 20;
+constexpr int64_t kMaxGlobalBatch = 1 << 30;
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxProcesses = 1024;
+constexpr int64_t kMaxImageSize = 4096;
+constexpr int64_t kMaxClasses = 1000000;
+constexpr int64_t kMaxSyntheticBatches = 4096;
+constexpr double kMaxRate = 1e6;
+constexpr double kMaxMiB = 1e6;
+constexpr double kMaxTimeoutS = 1e7;
+
+}  // namespace
+
 launch::JobOptions job_options(const TrainOptions& o) {
   launch::JobOptions j;
   j.workers = o.workers;
@@ -75,7 +93,8 @@ launch::JobOptions job_options(const TrainOptions& o) {
   j.host_addr = o.host_addr;
   j.backend = o.backend;
   j.mpi_collectives = o.mpi_collectives;
-  DLSCALE_CHECK(o.timeout_s > 0, "--timeout must be > 0 seconds (got {})", o.timeout_s);
+  DLSCALE_CHECK(o.timeout_s > 0 && o.timeout_s <= kMaxTimeoutS,
+                "--timeout must be in (0, {:g}] seconds (got {})", kMaxTimeoutS, o.timeout_s);
   j.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   j.threads_per_worker = o.threads;
   j.bind_cores = o.bind_cores;
@@ -117,7 +136,8 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
                 "--ps-shards {} with --ps-placement colocated needs as many workers to host them "
                 "(got {}); use fewer shards or --ps-placement dedicated",
                 r.sync.ps.shards, r.world_size);
-  DLSCALE_CHECK(o.global_batch >= 0, "--global-batch must be >= 0 (got {}; 0 = weak scaling)",
+  DLSCALE_CHECK(o.global_batch >= 0 && o.global_batch <= kMaxGlobalBatch,
+                "--global-batch must be in [0, {}] (got {}; 0 = weak scaling)", kMaxGlobalBatch,
                 o.global_batch);
   if (o.global_batch > 0) {
     DLSCALE_CHECK(o.global_batch % r.world_size == 0,
@@ -127,21 +147,41 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
     o.batch = o.global_batch / r.world_size;
     r.strong_scaling = true;
   }
-  DLSCALE_CHECK(o.batch >= 1, "--batch must be >= 1 (got {})", o.batch);
+  DLSCALE_CHECK(o.batch >= 1 && o.batch <= kMaxBatch, "--batch must be in [1, {}] (got {})",
+                kMaxBatch, o.batch);
   DLSCALE_CHECK(o.warmup >= 0, "--warmup must be >= 0 (got {})", o.warmup);
+  DLSCALE_CHECK(o.steps <= kMaxSteps, "--steps must be at most {} (got {})", kMaxSteps, o.steps);
   DLSCALE_CHECK(o.steps > o.warmup,
                 "--steps ({}) must be greater than --warmup ({}): steps include the warm-up and "
                 "at least one step must be measured",
                 o.steps, o.warmup);
-  DLSCALE_CHECK(o.threads >= 0, "--threads must be >= 0 (got {}; 0 = all cores)", o.threads);
+  DLSCALE_CHECK(o.threads >= 0 && o.threads <= kMaxThreads,
+                "--threads must be in [0, {}] (got {}; 0 = all cores)", kMaxThreads, o.threads);
   if (o.threads == 0) o.threads = std::max(1, available_cores() / r.local_world_size);
-  DLSCALE_CHECK(o.lr > 0, "--lr must be > 0 (got {})", o.lr);
+  DLSCALE_CHECK(o.lr > 0 && o.lr <= kMaxRate, "--lr must be in (0, {:g}] (got {})", kMaxRate, o.lr);
   DLSCALE_CHECK(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1) (got {})",
                 o.momentum);
-  DLSCALE_CHECK(o.weight_decay >= 0, "--weight-decay must be >= 0 (got {})", o.weight_decay);
+  DLSCALE_CHECK(o.weight_decay >= 0 && o.weight_decay <= kMaxRate,
+                "--weight-decay must be in [0, {:g}] (got {})", kMaxRate, o.weight_decay);
   DLSCALE_CHECK(o.display_every >= 0, "--display-every must be >= 0 (got {})", o.display_every);
-  DLSCALE_CHECK(o.synthetic_batches >= 1, "--synthetic-batches must be >= 1 (got {})",
+  DLSCALE_CHECK(o.synthetic_batches >= 1 && o.synthetic_batches <= kMaxSyntheticBatches,
+                "--synthetic-batches must be in [1, {}] (got {})", kMaxSyntheticBatches,
                 o.synthetic_batches);
+  DLSCALE_CHECK(o.image_size >= 0 && o.image_size <= kMaxImageSize,
+                "--image-size must be in [0, {}] (got {}; 0 = the model's default)", kMaxImageSize,
+                o.image_size);
+  DLSCALE_CHECK(o.num_classes >= 0 && o.num_classes <= kMaxClasses,
+                "--classes must be in [0, {}] (got {}; 0 = the model's default)", kMaxClasses,
+                o.num_classes);
+  for (const auto& [flag, mb] : {std::pair{"--bucket-mb", o.bucket_mb},
+                                 std::pair{"--first-bucket-mb", o.first_bucket_mb},
+                                 std::pair{"--ps-partition-mb", o.ps_partition_mb}}) {
+    DLSCALE_CHECK(mb <= kMaxMiB, "{} must be at most {:g} (got {})", flag, kMaxMiB, mb);
+  }
+  DLSCALE_CHECK(o.ps_shards <= kMaxProcesses, "--ps-shards must be at most {} (got {})",
+                kMaxProcesses, o.ps_shards);
+  DLSCALE_CHECK(o.max_staleness <= kMaxSteps, "--max-staleness must be at most {} (got {})",
+                kMaxSteps, o.max_staleness);
   r.optimizer = parse_optimizer(o.optimizer);
   DLSCALE_CHECK(r.optimizer != OptimizerKind::kNesterov || o.momentum > 0,
                 "--optimizer nesterov needs --momentum > 0 (got {})", o.momentum);

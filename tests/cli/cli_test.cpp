@@ -30,7 +30,7 @@ void expect_usage_error(const std::string& args, const std::string& fragment) {
 
 TEST(Cli, BadInputIsOneLineErrorWithExitCode2) {
   expect_usage_error("train --model resnet17", "unknown model 'resnet17'; known models: lenet");
-  expect_usage_error("train --model lenet --batch 0", "--batch must be >= 1 (got 0)");
+  expect_usage_error("train --model lenet --batch 0", "--batch must be in [1, 1048576] (got 0)");
   expect_usage_error("train --model lenet --steps 3 --warmup 3", "--steps (3) must be greater");
   expect_usage_error("train --model alexnet --image-size 32",
                      "model 'alexnet' needs --image-size >= 63 (got 32)");
@@ -42,6 +42,36 @@ TEST(Cli, BadInputIsOneLineErrorWithExitCode2) {
   expect_usage_error("train --model lenet --batch abc", "--batch");
   expect_usage_error("train --no-such-flag", "--no-such-flag");
   expect_usage_error("frobnicate", "unknown command 'frobnicate'; commands: models, train");
+}
+
+// Numbers out of range are one-line errors naming the flag, exit 2: never a
+// wrapped value, an overflow inside LibTorch (exit 1), an allocation that
+// fails (exit 3), an infinite timeout or thousands of forked workers.
+TEST(Cli, NumbersOutOfRangeAreUsageErrors) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--steps 99999999999999999999", "--steps: '99999999999999999999' is out of range for a 64-bit integer"},
+      {"--steps 2000000000", "--steps must be at most 1000000000 (got 2000000000)"},
+      {"--batch 99999999999999999999", "--batch: '99999999999999999999' is out of range"},
+      {"--batch 4000000000", "--batch must be in [1, 1048576] (got 4000000000)"},
+      {"--global-batch 99999999999", "--global-batch must be in [0, 1073741824]"},
+      {"--lr 1e308", "--lr must be in (0, 1e+06] (got 1e+308)"},
+      {"--lr 1e400", "--lr: '1e400' is not a finite number"},
+      {"--lr nan", "--lr: 'nan' is not a finite number"},
+      {"--timeout inf", "--timeout: 'inf' is not a finite number"},
+      {"--timeout 1e9", "--timeout must be in (0, 1e+07] seconds (got 1000000000)"},
+      {"--workers 100000", "--workers must be in [1, 1024] (got 100000)"},
+      {"--threads 100000", "--threads must be in [0, 1024] (got 100000)"},
+      {"--image-size 100000", "--image-size must be in [0, 4096] (got 100000"},
+      {"--classes 99999999", "--classes must be in [0, 1000000]"},
+      {"--synthetic-batches 1000000", "--synthetic-batches must be in [1, 4096]"},
+      {"--weight-decay 1e300", "--weight-decay must be in [0, 1e+06]"},
+      {"--bucket-mb 1e12", "--bucket-mb must be at most 1e+06"},
+      {"--seed -1", "--seed: '-1' is not a non-negative integer"},
+      {"--strategy ps --ps-shards 5000 --ps-placement dedicated", "--ps-shards must be at most 1024"}};
+  for (const auto& [flags, fragment] : cases) {
+    SCOPED_TRACE(flags);
+    expect_usage_error("train --model lenet --warmup 1 " + flags, fragment);
+  }
 }
 
 TEST(Cli, HelpExplainsEveryTrainFlag) {

@@ -146,7 +146,17 @@ TEST(Planner, ErrorsNameTheParameter) {
   EXPECT_EQ(plan_error("parameters: {model: lenet}"),
             "parameter 'batch' is not set (per-worker batch for weak scaling, global batch for strong scaling)");
   EXPECT_EQ(plan_error("parameters: {batch: 8, scaling: linear}"), "parameter 'scaling' is 'linear'; allowed: weak, strong");
-  EXPECT_EQ(plan_error("parameters: {batch: 8, workers: 0}"), "parameter 'workers' must be a whole number >= 1 (got '0')");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, workers: 0}"),
+            "parameter 'workers' must be a whole number in [1, 1024] (got '0')");
+  // Huge numbers are errors, not wrapped counts or "completed" runs of 0 repeats.
+  EXPECT_EQ(plan_error("parameters: {batch: 8, repeats: 1e19}"),
+            "parameter 'repeats' must be a whole number in [1, 1000] (got '1e+19')");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, workers: 1e19}"),
+            "parameter 'workers' must be a whole number in [1, 1024] (got '1e+19')");
+  EXPECT_EQ(plan_error("parameters: {batch: 1e19}"),
+            "parameter 'batch' must be a whole number in [1, 1073741824] (got '1e+19')");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, timeout: .inf}"),
+            "parameter 'timeout' must be seconds in (0, 1e7] (got '.inf')");
   EXPECT_EQ(plan_error("parameters: {batch: 8, kind: external}"),
             "parameter 'command' (the program to run) is required when kind is external");
   EXPECT_EQ(plan_error("parameters: {batch: 8}\nextensions: [{when: {modle: x}, skip: true}]"),
