@@ -186,6 +186,7 @@ std::string complete_params(Params& p, const PlanOptions& options) {
   if (kind == "external") {
     DLSCALE_CHECK(p.count("command") && p["command"].is_string() && !p["command"].string().empty(),
                   "parameter 'command' (the program to run) is required when kind is external");
+    throughput_regex(param_text(p, "throughput-pattern", kDefaultThroughputPattern));
     return "";
   }
   check_command_options(p, "train", options.train_options);
@@ -193,6 +194,19 @@ std::string complete_params(Params& p, const PlanOptions& options) {
 }
 
 }  // namespace
+
+std::regex throughput_regex(const std::string& pattern) {
+  std::regex re;
+  try {
+    re = std::regex(pattern);
+  } catch (const std::regex_error& e) {
+    throw Error(fmt::format("parameter 'throughput-pattern' '{}' is not a valid regular expression: {}", pattern,
+                            e.what()));
+  }
+  DLSCALE_CHECK(re.mark_count() >= 1, "parameter 'throughput-pattern' '{}' needs one (group) around the number",
+                pattern);
+  return re;
+}
 
 std::size_t closing_paren(const std::string& text, std::size_t open) {
   int depth = 0;

@@ -4,6 +4,7 @@
 // applied in order, and the per-worker / global batch derived from the
 // scaling mode (docs/sweep-files.md).
 #include <ostream>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,5 +49,14 @@ Value expand_template(const std::string& text, const Lookup& lookup);
 /// The plan as a table (`--dry-run`): the columns that vary between runs,
 /// repeats, and why a run is skipped.
 void print_plan(std::ostream& out, const std::vector<PlannedRun>& plan);
+
+/// The pattern an external run's throughput is read with when none is given.
+inline constexpr const char* kDefaultThroughputPattern =
+    R"(([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*samples/s)";
+
+/// Compiles an external run's 'throughput-pattern'; throws dlscale::Error
+/// when it is not a valid regular expression or has no (group) for the
+/// number. The planner calls it, so a bad pattern fails before any run.
+std::regex throughput_regex(const std::string& pattern);
 
 }  // namespace dlscale::sweep

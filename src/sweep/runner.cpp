@@ -17,7 +17,6 @@
 namespace dlscale::sweep {
 namespace {
 
-constexpr const char* kDefaultThroughputPattern = R"(([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*samples/s)";
 
 std::string format_duration(double s) {
   if (s < 0) return "?";
@@ -65,7 +64,8 @@ std::string failure_detail(const std::string& log) {
     if (end == std::string::npos) end = log.size();
     std::string line = log.substr(start, end - start);
     start = end + 1;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    // Blank lines and rules ("-----" around mpirun's reports) say nothing.
+    if (std::none_of(line.begin(), line.end(), [](unsigned char c) { return std::isalnum(c); })) continue;
     if (const std::size_t at = line.find("dlscale: error: "); at != std::string::npos) {
       error_line = line.substr(at + 16);
     }
@@ -296,15 +296,7 @@ std::map<std::string, double> extract_metrics(const Params& p, const std::string
   std::map<std::string, double> m;
   if (param_text(p, "kind") == "external") {
     const std::string pattern = param_text(p, "throughput-pattern", kDefaultThroughputPattern);
-    std::regex re;
-    try {
-      re = std::regex(pattern);
-    } catch (const std::regex_error& e) {
-      throw Error(fmt::format("parameter 'throughput-pattern' '{}' is not a valid regular expression: {}", pattern,
-                              e.what()));
-    }
-    DLSCALE_CHECK(re.mark_count() >= 1, "parameter 'throughput-pattern' '{}' needs one (group) around the number",
-                  pattern);
+    const std::regex re = throughput_regex(pattern);
     std::string last;
     for (auto it = std::sregex_iterator(log_text.begin(), log_text.end(), re); it != std::sregex_iterator(); ++it) {
       last = (*it)[1].str();

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -134,15 +135,28 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
   SweepSpec spec;
   spec.path = path;
   spec.name = std::filesystem::path(path).stem().string();
+  std::map<std::string, int> seen;  // top-level key -> its line
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
+    const int line = kv.first.Mark().line + 1;
+    if (const auto [it, fresh] = seen.emplace(key, line); !fresh) {
+      throw Error(fmt::format("{}: '{}' appears twice (lines {} and {}); merge them", where(path, kv.first),
+                              key, it->second, line));
+    }
     if (key == "name") {
       DLSCALE_CHECK(kv.second.IsScalar() && !kv.second.Scalar().empty(), "{}: 'name' must be text", where(path, kv.second));
       spec.name = kv.second.Scalar();
-    } else if (key == "parameters") {
-      spec.parameters = param_map(kv.second, path, "parameters");
-    } else if (key == "scaling") {
-      spec.parameters.emplace_back("scaling", raw_value(kv.second, path, "scaling"));
+    } else if (key == "parameters" || key == "scaling") {
+      // Wherever 'scaling' stands, it joins the parameters; set twice, it is an error.
+      auto added = key == "parameters" ? param_map(kv.second, path, "parameters")
+                                       : decltype(spec.parameters){{"scaling", raw_value(kv.second, path, "scaling")}};
+      for (auto& [name, value] : added) {
+        for (const auto& [other, unused] : spec.parameters) {
+          DLSCALE_CHECK(other != name, "{}: '{}' is set both at the top level and in 'parameters'",
+                        where(path, kv.first), name);
+        }
+        spec.parameters.emplace_back(name, std::move(value));
+      }
     } else if (key == "variables") {
       const YAML::Node& vars = kv.second;
       if (vars.IsNull()) continue;

@@ -11,7 +11,7 @@ namespace dlscale::sweep {
 namespace {
 
 std::vector<PlannedRun> plan(const std::string& yaml, std::set<std::string> train = {}) {
-  return plan_sweep(parse_sweep(yaml, "test.yaml"), {std::move(train)});
+  return plan_sweep(parse_sweep(yaml, "test.yaml"), {std::move(train), {}});
 }
 
 std::string plan_error(const std::string& yaml, std::set<std::string> train = {}) {
@@ -159,6 +159,12 @@ TEST(Planner, ErrorsNameTheParameter) {
             "parameter 'timeout' must be seconds in (0, 1e7] (got '.inf')");
   EXPECT_EQ(plan_error("parameters: {batch: 8, kind: external}"),
             "parameter 'command' (the program to run) is required when kind is external");
+  // A bad throughput pattern fails at plan time, before any run.
+  EXPECT_NE(plan_error("parameters: {batch: 8, kind: external, command: x, throughput-pattern: '(['}")
+                .find("parameter 'throughput-pattern' '([' is not a valid regular expression"),
+            std::string::npos);
+  EXPECT_EQ(plan_error("parameters: {batch: 8, kind: external, command: x, throughput-pattern: 'x'}"),
+            "parameter 'throughput-pattern' 'x' needs one (group) around the number");
   EXPECT_EQ(plan_error("parameters: {batch: 8}\nextensions: [{when: {modle: x}, skip: true}]"),
             "extension 1: 'when' names 'modle', which is not a parameter of the sweep");
 }
@@ -172,6 +178,14 @@ TEST(Planner, MalformedFilesGiveOneLineErrors) {
   EXPECT_EQ(plan_error("parameters: {batch: 8\n"), "test.yaml:2: not valid YAML: end of map flow not found");
   EXPECT_EQ(plan_error("extensions: [{when: {model: a}}]"), "test.yaml:1: extension 1 needs 'set' or 'skip: true'");
   EXPECT_EQ(plan_error("- 1\n- 2"), "test.yaml: a sweep file is a mapping with 'parameters', 'variables' and 'extensions'");
+  // A second block would silently replace the first; 'scaling' anywhere counts once.
+  EXPECT_EQ(plan_error("parameters: {batch: 8}\nvariables: {workers: [1]}\nparameters: {steps: 5}"),
+            "test.yaml:3: 'parameters' appears twice (lines 1 and 3); merge them");
+  EXPECT_EQ(plan_error("scaling: strong\nparameters: {batch: 8, scaling: weak}"),
+            "test.yaml:2: 'scaling' is set both at the top level and in 'parameters'");
+  const auto strong = plan("scaling: strong\nparameters: {batch: 8, workers: 2}");
+  ASSERT_EQ(strong.size(), 1u);
+  EXPECT_EQ(param_text(strong[0].params, "scaling"), "strong");  // not dropped by the later block
 }
 
 TEST(Planner, RunKeyIgnoresRepeatsAndTimeout) {

@@ -109,7 +109,7 @@ TEST(Runner, FailuresAreIsolatedAndLargerBatchesSkippedAfterOom) {
   const std::string extensions = R"Y(
 extensions:
   - when: {workers: 1, batch: 8}
-    set: {command: "sh -c 'echo w1b8 >> )Y" + f.counter + R"Y(; echo broken >&2; exit 5'"}
+    set: {command: "sh -c 'echo w1b8 >> )Y" + f.counter + R"Y(; echo broken >&2; echo ----- >&2; exit 5'"}
   - when: {workers: 1, batch: 16}
     set: {command: "sh -c 'echo w1b16 >> )Y" + f.counter + R"Y(; exec sleep 30'"}
   - when: {workers: 2, batch: 16}
@@ -123,6 +123,7 @@ extensions:
   // A failing repeat ends its run; the sweep goes on.
   EXPECT_EQ(f.ran(), "w1b8\nw1b16\nw1b32\nw1b32\nw2b8\nw2b8\nw2b16\n");
   const auto s = f.statuses();
+  // The reason is the last line that says something (not mpirun's "-----").
   EXPECT_EQ(s.at("w1b8"), "failed: repeat 1: exited with code 5: broken");
   EXPECT_EQ(s.at("w1b16"), "timeout: repeat 1: timed out after 2 s");
   EXPECT_EQ(s.at("w1b32"), "completed");

@@ -37,10 +37,10 @@ TEST(TrainOptions, EachBadInputIsNamed) {
             std::string::npos);
   o = {};
   o.batch = 0;
-  EXPECT_EQ(error_of(o), "--batch must be >= 1 (got 0)");
+  EXPECT_EQ(error_of(o), "--batch must be in [1, 1048576] (got 0)");
   o = {};
   o.batch = -4;
-  EXPECT_EQ(error_of(o), "--batch must be >= 1 (got -4)");
+  EXPECT_EQ(error_of(o), "--batch must be in [1, 1048576] (got -4)");
   o = {};
   o.steps = 3;
   o.warmup = 3;
@@ -57,10 +57,10 @@ TEST(TrainOptions, EachBadInputIsNamed) {
   EXPECT_EQ(error_of(o), "unknown optimizer 'rmsprop'; allowed: sgd, momentum, nesterov, adam");
   o = {};
   o.lr = 0;
-  EXPECT_EQ(error_of(o), "--lr must be > 0 (got 0)");
+  EXPECT_EQ(error_of(o), "--lr must be in (0, 1e+06] (got 0)");
   o = {};
   o.threads = -1;
-  EXPECT_NE(error_of(o).find("--threads must be >= 0"), std::string::npos);
+  EXPECT_NE(error_of(o).find("--threads must be in [0, 1024]"), std::string::npos);
   o = {};
   o.optimizer = "nesterov";
   o.momentum = 0;
