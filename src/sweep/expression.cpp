@@ -68,7 +68,11 @@ NodePtr make(Node::Kind kind, std::vector<NodePtr> kids = {}, std::string name =
 
 class Parser {
  public:
-  explicit Parser(const std::string& text) : s_(text) {}
+  explicit Parser(const std::string& text) : s_(text) {
+    if (s_.size() > kMaxLength) {
+      throw Error(fmt::format("expression of {} characters; at most {}", s_.size(), kMaxLength));
+    }
+  }
 
   NodePtr parse_all() {
     NodePtr n = conditional();
@@ -78,9 +82,36 @@ class Parser {
   }
 
  private:
+  // Bounds that keep parsing and evaluation (both recursive) far from the
+  // stack's end, whatever a sweep file or --where holds.
+  static constexpr size_t kMaxLength = 65536;
+  static constexpr int kMaxDepth = 64;
+  static constexpr int kMaxNodes = 4096;
+
+  /// Counts one level of nesting for as long as it lives.
+  class Nested {
+   public:
+    explicit Nested(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxDepth) p_.fail(fmt::format("nested deeper than {} levels", kMaxDepth));
+    }
+    ~Nested() { --p_.depth_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
+  NodePtr node(Node::Kind kind, std::vector<NodePtr> kids, std::string name = {}, Value literal = {}) {
+    if (++nodes_ > kMaxNodes) fail(fmt::format("more than {} terms", kMaxNodes));
+    return make(kind, std::move(kids), std::move(name), std::move(literal));
+  }
+
   [[noreturn]] void fail(const std::string& what) const { fail_at(pos_, what); }
   [[noreturn]] void fail_at(size_t pos, const std::string& what) const {
-    throw Error(fmt::format("expression '{}' at position {}: {}", s_, pos + 1, what));
+    // A long expression is shown by its start: the position locates the rest.
+    const std::string shown = s_.size() > 80 ? s_.substr(0, 80) + "..." : s_;
+    throw Error(fmt::format("expression '{}' at position {}: {}", shown, pos + 1, what));
   }
 
   void skip_space() {
@@ -116,35 +147,39 @@ class Parser {
   }
 
   NodePtr conditional() {
+    const Nested nested(*this);
     NodePtr value = logical_or();
     if (!accept_word("if")) return value;
     NodePtr cond = logical_or();
     if (!accept_word("else")) fail("expected 'else' after 'a if condition'");
     NodePtr other = conditional();
-    return make(Node::Kind::kIf, {cond, value, other});
+    return node(Node::Kind::kIf, {cond, value, other});
   }
 
   NodePtr logical_or() {
     NodePtr left = logical_and();
-    while (accept_word("or")) left = make(Node::Kind::kOr, {left, logical_and()});
+    while (accept_word("or")) left = node(Node::Kind::kOr, {left, logical_and()});
     return left;
   }
 
   NodePtr logical_and() {
     NodePtr left = logical_not();
-    while (accept_word("and")) left = make(Node::Kind::kAnd, {left, logical_not()});
+    while (accept_word("and")) left = node(Node::Kind::kAnd, {left, logical_not()});
     return left;
   }
 
   NodePtr logical_not() {
-    if (accept_word("not")) return make(Node::Kind::kNot, {logical_not()});
+    if (accept_word("not")) {
+      const Nested nested(*this);
+      return node(Node::Kind::kNot, {logical_not()});
+    }
     return comparison();
   }
 
   NodePtr comparison() {
     NodePtr left = additive();
     for (const char* op : {"==", "!=", "<=", ">=", "<", ">"}) {
-      if (accept(op)) return make(Node::Kind::kBinary, {left, additive()}, op);
+      if (accept(op)) return node(Node::Kind::kBinary, {left, additive()}, op);
     }
     return left;
   }
@@ -153,9 +188,9 @@ class Parser {
     NodePtr left = multiplicative();
     while (true) {
       if (accept("+")) {
-        left = make(Node::Kind::kBinary, {left, multiplicative()}, "+");
+        left = node(Node::Kind::kBinary, {left, multiplicative()}, "+");
       } else if (accept("-")) {
-        left = make(Node::Kind::kBinary, {left, multiplicative()}, "-");
+        left = node(Node::Kind::kBinary, {left, multiplicative()}, "-");
       } else {
         return left;
       }
@@ -173,12 +208,15 @@ class Parser {
         }
       }
       if (op.empty()) return left;
-      left = make(Node::Kind::kBinary, {left, unary()}, op);
+      left = node(Node::Kind::kBinary, {left, unary()}, op);
     }
   }
 
   NodePtr unary() {
-    if (accept("-")) return make(Node::Kind::kNeg, {unary()});
+    if (accept("-")) {
+      const Nested nested(*this);
+      return node(Node::Kind::kNeg, {unary()});
+    }
     return primary();
   }
 
@@ -198,17 +236,17 @@ class Parser {
         while (accept(","));
         expect("]");
       }
-      return make(Node::Kind::kList, std::move(items));
+      return node(Node::Kind::kList, std::move(items));
     }
     if (accept("${")) {
       const std::string name = identifier("a parameter name after '${'");
       expect("}");
-      return make(Node::Kind::kRef, {}, name);
+      return node(Node::Kind::kRef, {}, name);
     }
     if (c == '\'' || c == '"') return string_literal(c);
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') return number_literal();
-    if (accept_word("true")) return make(Node::Kind::kLiteral, {}, {}, Value(true));
-    if (accept_word("false")) return make(Node::Kind::kLiteral, {}, {}, Value(false));
+    if (accept_word("true")) return node(Node::Kind::kLiteral, {}, {}, Value(true));
+    if (accept_word("false")) return node(Node::Kind::kLiteral, {}, {}, Value(false));
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       const size_t start = pos_;
       const std::string name = identifier("a name");
@@ -221,7 +259,7 @@ class Parser {
         while (accept(","));
         expect(")");
       }
-      return make(Node::Kind::kCall, std::move(args), name);
+      return node(Node::Kind::kCall, std::move(args), name);
     }
     fail(fmt::format("unexpected '{}'", std::string(1, c)));
   }
@@ -246,7 +284,7 @@ class Parser {
     }
     if (pos_ >= s_.size()) fail("unterminated string");
     ++pos_;
-    return make(Node::Kind::kLiteral, {}, {}, Value(out));
+    return node(Node::Kind::kLiteral, {}, {}, Value(out));
   }
 
   NodePtr number_literal() {
@@ -255,11 +293,13 @@ class Parser {
     const double d = std::strtod(begin, &end);
     if (end == begin) fail("malformed number");
     pos_ += static_cast<size_t>(end - begin);
-    return make(Node::Kind::kLiteral, {}, {}, Value(d));
+    return node(Node::Kind::kLiteral, {}, {}, Value(d));
   }
 
   const std::string& s_;
   size_t pos_ = 0;
+  int depth_ = 0;
+  int nodes_ = 0;
 };
 
 // ---------------------------------------------------------------- evaluation

@@ -234,8 +234,14 @@ Value expand_template(const std::string& text, const Lookup& lookup) {
     return Value(piece.literal);
   };
   if (pieces.size() == 1) return value_of(pieces[0]);
+  // Templates that reference each other can double the text at every step.
+  constexpr size_t kMaxExpanded = 1 << 20;
   std::string out;
-  for (const Piece& piece : pieces) out += value_of(piece).to_string();
+  for (const Piece& piece : pieces) {
+    out += value_of(piece).to_string();
+    DLSCALE_CHECK(out.size() <= kMaxExpanded, "'{}' expands to more than 1 MiB of text",
+                  text.substr(0, 60));
+  }
   return Value(out);
 }
 
@@ -246,8 +252,12 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const PlanOptions& opt
   // Odometer over the variables: the first one varies slowest.
   std::vector<std::size_t> at(spec.variables.size(), 0);
   std::size_t total = 1;
-  for (const auto& [name, values] : spec.variables) total *= values.size();
-  DLSCALE_CHECK(total <= 100000, "{}: the variables give {} runs; at most 100000", spec.path, total);
+  for (const auto& [name, values] : spec.variables) {
+    // Checked at every factor: the product of many lists overflows.
+    DLSCALE_CHECK(values.size() <= 100000 / total, "{}: the variables give more than 100000 runs",
+                  spec.path);
+    total *= values.size();
+  }
 
   std::vector<PlannedRun> plan;
   for (std::size_t n = 0; n < total; ++n) {

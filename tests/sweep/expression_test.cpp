@@ -102,6 +102,27 @@ TEST(Expression, SyntaxErrorsNameThePosition) {
   EXPECT_EQ(error_of("${}"), "expression '${}' at position 3: expected a parameter name after '${'");
 }
 
+// Deep nesting and huge expressions are errors, not a stack overflow (a
+// nesting of about 5,000 once crashed the parser).
+TEST(Expression, DepthAndSizeAreBounded) {
+  for (const std::string open : {"(", "[", "-", "not ", "f("}) {
+    SCOPED_TRACE(open);
+    std::string deep;
+    for (int i = 0; i < 6000; ++i) deep += open;
+    deep += "1";
+    EXPECT_NE(error_of(deep).find("nested deeper than 64 levels"), std::string::npos);
+  }
+  std::string nested = "1";
+  for (int i = 0; i < 60; ++i) nested = "(" + nested + ")";
+  EXPECT_EQ(eval(nested), Value(1));  // 60 levels are fine
+  std::string chain = "1";
+  for (int i = 0; i < 5000; ++i) chain += "+1";
+  EXPECT_NE(error_of(chain).find("more than 4096 terms"), std::string::npos);
+  EXPECT_NE(error_of(std::string(70000, ' ') + "1").find("at most 65536"), std::string::npos);
+  const std::string long_error = error_of(std::string(200, '(') + "1");
+  EXPECT_LT(long_error.size(), 200u) << long_error;  // the expression is shown by its start
+}
+
 TEST(Expression, EvaluationErrorsNameTheValues) {
   EXPECT_EQ(error_of("'a' + 1"),
             "expression ''a' + 1': cannot add string 'a' and number '1' (use str() to join text)");

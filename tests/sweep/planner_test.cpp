@@ -1,5 +1,6 @@
 #include "sweep/planner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -183,6 +184,13 @@ TEST(Planner, MalformedFilesGiveOneLineErrors) {
             "test.yaml:3: 'parameters' appears twice (lines 1 and 3); merge them");
   EXPECT_EQ(plan_error("scaling: strong\nparameters: {batch: 8, scaling: weak}"),
             "test.yaml:2: 'scaling' is set both at the top level and in 'parameters'");
+  // Templates that double each other stop at 1 MiB; many variables cannot overflow the run count.
+  std::string doubling = "parameters: {batch: 8, _a0: xxxxxxxxxxxxxxxx";
+  for (int i = 1; i <= 20; ++i) doubling += fmt::format(", _a{}: '${{_a{}}}${{_a{}}}'", i, i - 1, i - 1);
+  EXPECT_NE(plan_error(doubling + "}").find("expands to more than 1 MiB of text"), std::string::npos);
+  std::string many = "parameters: {batch: 8}\nvariables: {";
+  for (int i = 0; i < 70; ++i) many += fmt::format("{}_v{}: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]", i ? ", " : "", i);
+  EXPECT_EQ(plan_error(many + "}"), "test.yaml: the variables give more than 100000 runs");
   const auto strong = plan("scaling: strong\nparameters: {batch: 8, workers: 2}");
   ASSERT_EQ(strong.size(), 1u);
   EXPECT_EQ(param_text(strong[0].params, "scaling"), "strong");  // not dropped by the later block
