@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DLSCALE = $(BUILD_DIR)/dlscale
 
-.PHONY: setup configure build run check-html test bench clean
+.PHONY: setup configure build run check-html test fuzz-build fuzz-smoke fuzz bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -37,8 +37,25 @@ check-html: build
 	bash scripts/setup.sh --with-chromium
 	scripts/check_html.sh $(REPORT) $(REPORT:.html=.png) 4
 
-test: build
+test: build fuzz-smoke
 	cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure
+
+# libFuzzer harnesses (fuzz/): the expression language (sweep files and
+# --where), sweep files through the planner, and the rendezvous store's wire
+# protocol, under ASan and UBSan. `make test` runs each for FUZZ_SMOKE_RUNS
+# executions; `make fuzz` for FUZZ_RUNS (see bench/README.md).
+FUZZ_DIR ?= build-fuzz
+FUZZ_SMOKE_RUNS ?= 20000
+FUZZ_RUNS ?= 1000000
+
+fuzz-build: setup
+	bash fuzz/build.sh $(FUZZ_DIR)
+
+fuzz-smoke: fuzz-build
+	bash fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SMOKE_RUNS)
+
+fuzz: fuzz-build
+	bash fuzz/run.sh $(FUZZ_DIR) $(FUZZ_RUNS)
 
 # Peer comparison (PyTorch eager on the same machine); see bench/README.md.
 bench: build

@@ -160,6 +160,16 @@ void TcpStoreServer::accept_loop() {
   }
 }
 
+void TcpStoreServer::warn(const std::string& what) {
+  // A flood of bad clients must not flood the log: the first few, then one
+  // line per thousand.
+  const int64_t n = ++refused_;
+  if (n <= 10 || n % 1000 == 0) {
+    DLSCALE_LOG_WARN("rendezvous store: {}{}", what,
+                     n == 10 ? " (further bad clients: one line per 1000)" : "");
+  }
+}
+
 void TcpStoreServer::reap_finished() {
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (*it->done) {
@@ -176,9 +186,9 @@ void TcpStoreServer::admit(int fd) {
   std::lock_guard<std::mutex> lock(mu_);
   reap_finished();
   if (stopping_ || clients_.size() >= kMaxClients) {
-    if (!stopping_ && refused_++ % 1000 == 0) {
-      DLSCALE_LOG_WARN("rendezvous store: refused a connection from {}: {} connections are open",
-                       peer_name(fd), clients_.size());
+    if (!stopping_) {
+      warn(fmt::format("refused a connection from {}: {} connections are open", peer_name(fd),
+                       clients_.size()));
     }
     ::close(fd);
     return;
@@ -252,10 +262,8 @@ void TcpStoreServer::serve(int fd) {
   if (op != kHello || key != kProtocol || value != secret_) {
     write_message(fd, kDenied, kProtocol, "");
     std::lock_guard<std::mutex> lock(mu_);
-    if (refused_++ % 1000 == 0) {
-      DLSCALE_LOG_WARN("rendezvous store: refused {}: {}", peer_name(fd),
-                       op == kHello && key == kProtocol ? "wrong job secret" : "not a dlscale worker");
-    }
+    warn(fmt::format("refused {}: {}", peer_name(fd),
+                     op == kHello && key == kProtocol ? "wrong job secret" : "not a dlscale worker"));
     return;
   }
   if (!write_message(fd, kOk, kProtocol, "")) return;
@@ -263,8 +271,8 @@ void TcpStoreServer::serve(int fd) {
     bool too_large = false;
     if (!read_message(fd, &op, &key, &value, &too_large)) {
       if (too_large) {
-        DLSCALE_LOG_WARN("rendezvous store: dropped {}: a key over 4 KiB or a value over 1 MiB",
-                         peer_name(fd));
+        std::lock_guard<std::mutex> lock(mu_);
+        warn(fmt::format("dropped {}: a key over 4 KiB or a value over 1 MiB", peer_name(fd)));
       }
       return;  // closed, truncated or oversized: the client is gone
     }
@@ -272,7 +280,10 @@ void TcpStoreServer::serve(int fd) {
     std::string reply;
     const bool ok = execute(op, key, value, &status, &reply);
     if (!write_message(fd, ok ? status : static_cast<uint8_t>(kBadRequest), key, reply) || !ok) {
-      if (!ok) DLSCALE_LOG_WARN("rendezvous store: dropped {}: {}", peer_name(fd), reply);
+      if (!ok) {
+        std::lock_guard<std::mutex> lock(mu_);
+        warn(fmt::format("dropped {}: {}", peer_name(fd), reply));
+      }
       return;
     }
   }

@@ -47,7 +47,8 @@ class TcpStoreServer {
   };
   void accept_loop();
   void admit(int fd);
-  void reap_finished();  // with mu_ held
+  void reap_finished();                 // with mu_ held
+  void warn(const std::string& what);  // with mu_ held
   void serve(int fd);
   /// Executes one request; returns false (with `reply` the reason) for a bad one.
   bool execute(uint8_t op, const std::string& key, const std::string& value, uint8_t* status,
@@ -63,7 +64,7 @@ class TcpStoreServer {
   std::map<std::string, std::string> data_;
   size_t data_bytes_ = 0;
   std::vector<Client> clients_;
-  int64_t refused_ = 0;  // connections refused or dropped, for the log
+  int64_t refused_ = 0;  // bad clients refused or dropped so far
 };
 
 /// A connection to a TcpStoreServer. Not thread-safe: one per thread.

@@ -56,7 +56,8 @@ std::string run_key(const Params& p) {
   Params identity = p;
   identity.erase("repeats");
   identity.erase("timeout");
-  return to_json(identity).dump();
+  // Invalid UTF-8 (from a value an expression cut in two) must not throw here.
+  return to_json(identity).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::vector<std::string> varying_params(const std::vector<const Params*>& runs, const std::set<std::string>& exclude) {

@@ -124,7 +124,32 @@ Extension parse_extension(const YAML::Node& node, int index, const std::string& 
 
 }  // namespace
 
+namespace {
+
+/// Throws dlscale::Error naming the line of the first byte that is not part
+/// of valid UTF-8, or of a control character (other than tab, CR and LF):
+/// such bytes would reach terminals, logs and the results store verbatim.
+void check_text(const std::string& text, const std::string& path) {
+  int line = 1;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') ++line;
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= text.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    if (ok && len == 2) ok = c >= 0xC2;  // no overlong forms
+    DLSCALE_CHECK(ok, "{}:{}: not valid UTF-8 text (byte 0x{:02x})", path, line, c);
+    DLSCALE_CHECK(len > 1 || c >= 0x20 || c == '\t' || c == '\n' || c == '\r',
+                  "{}:{}: control character 0x{:02x} in the file", path, line, c);
+    DLSCALE_CHECK(c != 0x7F, "{}:{}: control character 0x7f in the file", path, line);
+    i += len;
+  }
+}
+
+}  // namespace
+
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
+  check_text(yaml_text, path);
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);

@@ -141,7 +141,9 @@ TEST_P(CommMultiRankTest, SplitGroupsByColourAndKey) {
     EXPECT_TRUE(torch::equal(t, torch::full({3}, expected)));
     std::unique_ptr<Communicator> others = comm.split(r == 0 ? -1 : 0, r);
     EXPECT_EQ(others == nullptr, r == 0);
-    if (others) EXPECT_EQ(others->size(), size - 1);
+    if (others) {
+      EXPECT_EQ(others->size(), size - 1);
+    }
   });
 }
 

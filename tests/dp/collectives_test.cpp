@@ -44,7 +44,9 @@ TEST_P(CollectiveTest, SumsExactlyOnAnyRankCountAndDtype) {
               << c10::toString(dtype) << " n=" << n << " rank " << comm.rank();
         }
       }
-      if (c.strategy == "hierarchical") EXPECT_EQ(coll->nodes(), (size + 1) / 2);
+      if (c.strategy == "hierarchical") {
+        EXPECT_EQ(coll->nodes(), (size + 1) / 2);
+      }
     });
   }
 }

@@ -177,10 +177,14 @@ TEST(PsAsync, LearnsAndKeepsTheStalenessBound) {
       for (const auto& h : shard["staleness_histogram"]) in_histogram += h.get<int64_t>();
       EXPECT_EQ(in_histogram, 3 * 12);
       applied += shard["updates"].get<int64_t>();
-      if (bound >= 0) EXPECT_LE(shard["staleness_max"].get<int64_t>(), bound);
+      if (bound >= 0) {
+        EXPECT_LE(shard["staleness_max"].get<int64_t>(), bound);
+      }
     }
     EXPECT_EQ(applied, 2 * 3 * 12);
-    if (bound == 0) EXPECT_EQ(ps["staleness_mean"], 0.0);
+    if (bound == 0) {
+      EXPECT_EQ(ps["staleness_mean"], 0.0);
+    }
     EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);  // the last pull waits for all
   }
 }

@@ -179,6 +179,13 @@ TEST(Planner, MalformedFilesGiveOneLineErrors) {
   EXPECT_EQ(plan_error("parameters: {batch: 8\n"), "test.yaml:2: not valid YAML: end of map flow not found");
   EXPECT_EQ(plan_error("extensions: [{when: {model: a}}]"), "test.yaml:1: extension 1 needs 'set' or 'skip: true'");
   EXPECT_EQ(plan_error("- 1\n- 2"), "test.yaml: a sweep file is a mapping with 'parameters', 'variables' and 'extensions'");
+  // Bytes that would reach terminals and the store verbatim (found by fuzz_sweep_file:
+  // invalid UTF-8 once threw out of the JSON run key, exit 1).
+  EXPECT_EQ(plan_error("parameters: {batch: 8}\nvariables: {model: [\"le\xffnet\"]}"),
+            "test.yaml:2: not valid UTF-8 text (byte 0xff)");
+  EXPECT_EQ(plan_error("parameters: {batch: 8, model: \"\x1b[31mred\"}"),
+            "test.yaml:1: control character 0x1b in the file");
+  EXPECT_EQ(plan("parameters: {batch: 8, _note: \"caf\xc3\xa9 \xe2\x9c\x93\"}").size(), 1u);  // UTF-8 is fine
   // A second block would silently replace the first; 'scaling' anywhere counts once.
   EXPECT_EQ(plan_error("parameters: {batch: 8}\nvariables: {workers: [1]}\nparameters: {steps: 5}"),
             "test.yaml:3: 'parameters' appears twice (lines 1 and 3); merge them");

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses with clang (Debian's clang and
+# libclang-rt-14-dev, installed by scripts/setup.sh --with-fuzzing) under
+# AddressSanitizer and UndefinedBehaviorSanitizer.
+#
+#   fuzz/build.sh [OUT_DIR]      (default build-fuzz)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-build-fuzz}
+mkdir -p "$out"
+command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/setup.sh --with-fuzzing)" >&2; exit 2; }
+flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+       -I"$root/src" -DDLSCALE_FUZZ)
+common=("$root/src/core/error.cpp")
+[ -f "${common[0]}" ] || common=()
+build() {
+  local name=$1; shift
+  # Up to date when newer than its sources, the headers and this script.
+  if [ -x "$out/$name" ] && [ -z "$(find "$root/fuzz/$name.cpp" "$@" "$root/src" "$0" -newer "$out/$name" \
+        \( -name '*.cpp' -o -name '*.h' -o -name '*.sh' \) -print -quit)" ]; then
+    echo "fuzz: $name is up to date"
+    return
+  fi
+  echo "fuzz: building $name"
+  clang++ "${flags[@]}" "$root/fuzz/$name.cpp" "$@" "${common[@]}" -o "$out/$name" -lfmt -lyaml-cpp -lpthread
+}
+sweep=("$root/src/sweep/expression.cpp" "$root/src/sweep/params.cpp")
+build fuzz_expression "${sweep[@]}"
+build fuzz_sweep_file "${sweep[@]}" "$root/src/sweep/sweep_file.cpp" "$root/src/sweep/planner.cpp" \
+  "$root/src/core/files.cpp" "$root/src/core/text_table.cpp"
+build fuzz_store "$root/src/comm/tcp_store.cpp" "$root/src/core/log.cpp" "$root/src/core/clock.cpp"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every harness built by fuzz/build.sh for the given number of
+# executions, starting from seed corpora (the examples' sweep files, a list of
+# expressions, a few store requests) kept under OUT_DIR/corpus so that later
+# runs continue where earlier ones stopped. Crashes are written to
+# OUT_DIR/artifacts; the script fails if any harness crashed or hung.
+#
+#   fuzz/run.sh [OUT_DIR] [RUNS]      (defaults: build-fuzz, 1000000)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-build-fuzz}
+runs=${2:-1000000}
+mkdir -p "$out/artifacts"
+
+seed() {
+  local name=$1 dir=$out/corpus/$1
+  [ -d "$dir" ] && return
+  mkdir -p "$dir"
+  case $name in
+    fuzz_expression)
+      local i=0
+      while IFS= read -r line; do printf '%s' "$line" > "$dir/seed$((i++))"; done < "$root/fuzz/seeds/expression.txt" ;;
+    fuzz_sweep_file)
+      cp "$root"/examples/*.yaml "$dir/" ;;
+    fuzz_store)
+      # first byte odd = after a valid hello; then SET k=v, GET k (10 ms), ADD n+1.
+      printf '\001\001\001\000\000\000k\001\000\000\000v' > "$dir/set"
+      printf '\001\002\001\000\000\000k\002\000\000\00010' > "$dir/get"
+      printf '\001\003\001\000\000\000n\001\000\000\0001' > "$dir/add"
+      printf '\000\004\017\000\000\000dlscale-store/1\005\000\000\000guess' > "$dir/hello" ;;
+  esac
+}
+
+failed=0
+for name in fuzz_expression fuzz_sweep_file fuzz_store; do
+  bin=$out/$name
+  [ -x "$bin" ] || { echo "fuzz: $bin is missing (run fuzz/build.sh)" >&2; exit 2; }
+  seed "$name"
+  log=$out/$name.log
+  start=$(date +%s)
+  "$bin" "$out/corpus/$name" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$out/artifacts/$name-" -print_final_stats=1 >"$log" 2>&1
+  rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  crashes=$(ls "$out/artifacts" 2>/dev/null | grep -c "^$name-" || true)
+  echo "$name: ${execs:-?} executions in $(( $(date +%s) - start )) s, exit $rc, $crashes artifact(s)"
+  if [ "$rc" -ne 0 ]; then
+    failed=1
+    grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5
+  fi
+done
+exit $failed
