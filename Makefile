@@ -52,7 +52,7 @@ fuzz-build: setup
 	bash fuzz/build.sh $(FUZZ_DIR)
 
 fuzz-smoke: fuzz-build
-	bash fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SMOKE_RUNS)
+	bash fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SMOKE_RUNS) -seed=1
 
 fuzz: fuzz-build
 	bash fuzz/run.sh $(FUZZ_DIR) $(FUZZ_RUNS)
