@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -257,7 +258,10 @@ bool TcpStoreServer::execute(uint8_t op, const std::string& key, const std::stri
 void TcpStoreServer::serve(int fd) {
   uint8_t op = 0;
   std::string key, value;
-  // The first message must be HELLO with the job's secret.
+  // The first message must be HELLO with the job's secret, within 10 s: a
+  // connection that says nothing must not hold one of the slots for good.
+  timeval hello_deadline{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &hello_deadline, sizeof(hello_deadline));
   if (!read_message(fd, &op, &key, &value)) return;
   if (op != kHello || key != kProtocol || value != secret_) {
     write_message(fd, kDenied, kProtocol, "");
@@ -267,6 +271,8 @@ void TcpStoreServer::serve(int fd) {
     return;
   }
   if (!write_message(fd, kOk, kProtocol, "")) return;
+  const timeval no_deadline{0, 0};  // a worker may wait as long as the job runs
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &no_deadline, sizeof(no_deadline));
   while (!stopping_) {
     bool too_large = false;
     if (!read_message(fd, &op, &key, &value, &too_large)) {

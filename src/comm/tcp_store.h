@@ -10,7 +10,8 @@
 // The server trusts nobody: a connection without the job's secret is
 // refused; a malformed request (unknown opcode, a number that is not one, a
 // key over 4 KiB, a value over 1 MiB, a store over 64 MiB) is answered with
-// an error and the connection dropped, with one log line; at most 1024
+// an error and the connection dropped, with one log line (rate-limited); a
+// connection that does not say hello within 10 s is dropped; at most 1024
 // connections are served at once. The job goes on in every case.
 #include <atomic>
 #include <chrono>

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
@@ -165,6 +166,22 @@ TEST(TcpStoreHardening, BadClientsLoseOnlyTheirConnection) {
   EXPECT_EQ(good.get("n"), "not a number");
   TcpStore late("127.0.0.1", server.port(), milliseconds(1000), "s");
   EXPECT_EQ(late.get("counter"), "5");
+}
+
+// A connection that never says hello is dropped after 10 s: silent
+// connections cannot hold the 1024 slots forever.
+TEST(TcpStoreHardening, SilentConnectionsAreDropped) {
+  TcpStoreServer server("127.0.0.1", 0, "s");
+  RawClient silent(server.port());
+  ASSERT_TRUE(silent.connected());
+  const auto start = std::chrono::steady_clock::now();
+  bool closed = false;
+  for (int i = 0; i < 8 && !closed; ++i) closed = silent.closed_by_server();  // 2 s each
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(closed);
+  EXPECT_GT(waited, 8.0);
+  EXPECT_LT(waited, 14.0);
 }
 
 TEST(TcpStoreHardening, ValuesAndTheStoreAreBounded) {
