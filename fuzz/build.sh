@@ -11,8 +11,6 @@ mkdir -p "$out"
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/setup.sh --with-fuzzing)" >&2; exit 2; }
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$root/src" -DDLSCALE_FUZZ)
-common=("$root/src/core/error.cpp")
-[ -f "${common[0]}" ] || common=()
 build() {
   local name=$1; shift
   # Up to date when newer than its sources, the headers and this script.
@@ -22,7 +20,7 @@ build() {
     return
   fi
   echo "fuzz: building $name"
-  clang++ "${flags[@]}" "$root/fuzz/$name.cpp" "$@" "${common[@]}" -o "$out/$name" -lfmt -lyaml-cpp -lpthread
+  clang++ "${flags[@]}" "$root/fuzz/$name.cpp" "$@" -o "$out/$name" -lfmt -lyaml-cpp -lpthread
 }
 sweep=("$root/src/sweep/expression.cpp" "$root/src/sweep/params.cpp")
 build fuzz_expression "${sweep[@]}"

@@ -70,7 +70,7 @@ void PsShard::fail(int w, const std::string& what) {
 
 void PsShard::serve(int w) {
   try {
-    grant(w, config_.steps == 0);
+    grant(w, false);  // steps >= 1: the first pull is never the last
     for (int64_t step = 0; step < config_.steps; ++step) {
       receive_push(w, step);
       apply(w, step);

@@ -1,5 +1,6 @@
 #include "dp/ps_sync.h"
 
+#include <numeric>
 #include <thread>
 
 #include "comm/inproc/inproc_communicator.h"
@@ -15,12 +16,6 @@ namespace {
 /// channels-last), the order shards store its elements in.
 torch::Tensor flat(const torch::Tensor& t) {
   return t.detach().as_strided({t.numel()}, {1});
-}
-
-int64_t total_bytes(const PsPlan& plan) {
-  int64_t total = 0;
-  for (const auto& s : plan.shards) total += s.bytes();
-  return total;
 }
 
 class PsSync : public GradientSync {
@@ -136,7 +131,8 @@ void PsSync::fill_info(const PsLayout& layout) {
   // What this process sends over the network per step: its pushes to other
   // processes' shards, plus the pulls its own shard (colocated) serves to the
   // other workers; its own worker and shard talk through memory.
-  const double s_bytes = static_cast<double>(total_bytes(plan_));
+  const double s_bytes = static_cast<double>(
+      std::accumulate(info_.shard_bytes.begin(), info_.shard_bytes.end(), int64_t{0}));
   const int n = std::max<int>(1, static_cast<int>(layout.worker_ranks.size()));
   const double local = layout.local_shard >= 0
                            ? static_cast<double>(plan_.shards[layout.local_shard].bytes())

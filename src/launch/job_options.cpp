@@ -5,8 +5,6 @@
 namespace dlscale::launch {
 
 void check_job_options(const JobOptions& o) {
-  // More processes than this on one node is a typo (docs/errors.md, "Limits").
-  constexpr int kMaxProcesses = 1024;
   DLSCALE_CHECK(o.workers >= 1 && o.workers <= kMaxProcesses, "--workers must be in [1, {}] (got {})",
                 kMaxProcesses, o.workers);
   DLSCALE_CHECK(o.servers >= 0 && o.servers <= kMaxProcesses,

@@ -6,6 +6,10 @@
 
 namespace dlscale::launch {
 
+/// The most workers, nodes, servers or threads per worker a job may ask for
+/// (docs/errors.md, "Limits"): more on one node is a typo.
+inline constexpr int kMaxProcesses = 1024;
+
 /// How a job's processes start and find each other.
 struct JobOptions {
   int workers = 1;                        ///< worker processes on this node

@@ -298,16 +298,18 @@ Table ps_table(const std::vector<std::vector<std::string>>& order,
     const char* header;
     const char* metric;
     const char* format;
+    double scale = 1;  // the metric's unit over the column's
   };
-  const std::vector<Column> columns = {{"samples/s", "samples_per_sec", "{:.1f}"},
-                                       {"shards", "ps_shards", "{:.0f}"},
-                                       {"shard MB in/step", "ps_shard_bytes_in_per_step_max", "{:.2f}"},
+  const std::vector<Column> columns = {{"shards", "ps_shards", "{:.0f}"},
+                                       {"shard MB in/step", "ps_shard_bytes_in_per_step_max", "{:.2f}", 1e-6},
                                        {"shard busy ms/step", "ps_shard_busy_ms_per_step_max", "{:.2f}"},
                                        {"imbalance", "ps_imbalance", "{:.2f}"},
                                        {"staleness mean", "ps_staleness_mean", "{:.2f}"},
                                        {"staleness max", "ps_staleness_max", "{:.0f}"}};
-  for (const auto& [header, unused, unused_format] : columns) {
-    t.headers.push_back(header);
+  t.headers.push_back("samples/s");  // the run's own median, as in the throughput table
+  t.numeric.push_back(true);
+  for (const Column& c : columns) {
+    t.headers.push_back(c.header);
     t.numeric.push_back(true);
   }
   for (const auto& key : order) {
@@ -318,10 +320,10 @@ Table ps_table(const std::vector<std::vector<std::string>>& order,
       std::vector<Cell> row;
       for (const std::string& k : key) row.push_back({k, {}});
       row.push_back({v, {}});
-      for (const auto& [unused, metric, format] : columns) {
-        std::optional<double> x = median_metric(*it->second.run, metric);
-        if (x && std::string(metric) == "ps_shard_bytes_in_per_step_max") *x /= 1e6;
-        row.push_back(x ? number(*x, format) : Cell{"", {}});
+      row.push_back(number(it->second.samples_per_sec, "{:.1f}"));
+      for (const Column& c : columns) {
+        const std::optional<double> x = median_metric(*it->second.run, c.metric);
+        row.push_back(x ? number(*x * c.scale, c.format) : Cell{"", {}});
       }
       t.rows.push_back(std::move(row));
     }

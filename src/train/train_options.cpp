@@ -71,8 +71,6 @@ namespace {
 constexpr int64_t kMaxSteps = 1000000000;
 constexpr int64_t kMaxBatch = 1 << 20;
 constexpr int64_t kMaxGlobalBatch = 1 << 30;
-constexpr int kMaxThreads = 1024;
-constexpr int kMaxProcesses = 1024;
 constexpr int64_t kMaxImageSize = 4096;
 constexpr int64_t kMaxClasses = 1000000;
 constexpr int64_t kMaxSyntheticBatches = 4096;
@@ -155,8 +153,7 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
                 "--steps ({}) must be greater than --warmup ({}): steps include the warm-up and "
                 "at least one step must be measured",
                 o.steps, o.warmup);
-  DLSCALE_CHECK(o.threads >= 0 && o.threads <= kMaxThreads,
-                "--threads must be in [0, {}] (got {}; 0 = all cores)", kMaxThreads, o.threads);
+  // --threads, like --workers, is checked with the job options above.
   if (o.threads == 0) o.threads = std::max(1, available_cores() / r.local_world_size);
   DLSCALE_CHECK(o.lr > 0 && o.lr <= kMaxRate, "--lr must be in (0, {:g}] (got {})", kMaxRate, o.lr);
   DLSCALE_CHECK(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1) (got {})",
@@ -178,8 +175,8 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
                                  std::pair{"--ps-partition-mb", o.ps_partition_mb}}) {
     DLSCALE_CHECK(mb <= kMaxMiB, "{} must be at most {:g} (got {})", flag, kMaxMiB, mb);
   }
-  DLSCALE_CHECK(o.ps_shards <= kMaxProcesses, "--ps-shards must be at most {} (got {})",
-                kMaxProcesses, o.ps_shards);
+  DLSCALE_CHECK(o.ps_shards <= launch::kMaxProcesses, "--ps-shards must be at most {} (got {})",
+                launch::kMaxProcesses, o.ps_shards);
   DLSCALE_CHECK(o.max_staleness <= kMaxSteps, "--max-staleness must be at most {} (got {})",
                 kMaxSteps, o.max_staleness);
   r.optimizer = parse_optimizer(o.optimizer);
