@@ -133,7 +133,7 @@ Trainer::~Trainer() = default;
 void Trainer::record_sync_info() {
   const dp::SyncInfo& info = sync_->info();
   const dp::SyncOptions& so = result_.config.sync;
-  if (so.strategy == dp::Strategy::kPs) {
+  if (!info.shard_bytes.empty()) {  // the strategy has servers (the parameter server)
     PsSummary& ps = result_.ps;
     ps.enabled = true;
     ps.placement = dp::to_string(so.ps.placement);
