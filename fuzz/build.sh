@@ -11,19 +11,27 @@ mkdir -p "$out"
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/setup.sh --with-fuzzing)" >&2; exit 2; }
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$root/src" -DDLSCALE_FUZZ)
+# build NAME SOURCES... [-lLIB...]: the harness fuzz/NAME.cpp with the sources it tests.
 build() {
   local name=$1; shift
+  local srcs=() libs=()
+  for a in "$@"; do
+    case $a in -l*) libs+=("$a") ;; *) srcs+=("$a") ;; esac
+  done
   # Up to date when newer than its sources, the headers and this script.
-  if [ -x "$out/$name" ] && [ -z "$(find "$root/fuzz/$name.cpp" "$@" "$root/src" "$0" -newer "$out/$name" \
+  if [ -x "$out/$name" ] && [ -z "$(find "$root/fuzz/$name.cpp" "${srcs[@]}" "$root/src" "$0" -newer "$out/$name" \
         \( -name '*.cpp' -o -name '*.h' -o -name '*.sh' \) -print -quit)" ]; then
     echo "fuzz: $name is up to date"
     return
   fi
   echo "fuzz: building $name"
-  clang++ "${flags[@]}" "$root/fuzz/$name.cpp" "$@" -o "$out/$name" -lfmt -lyaml-cpp -lpthread
+  clang++ "${flags[@]}" "$root/fuzz/$name.cpp" "${srcs[@]}" -o "$out/$name" "${libs[@]}" \
+    -lfmt -lyaml-cpp -lpthread
 }
 sweep=("$root/src/sweep/expression.cpp" "$root/src/sweep/params.cpp")
 build fuzz_expression "${sweep[@]}"
 build fuzz_sweep_file "${sweep[@]}" "$root/src/sweep/sweep_file.cpp" "$root/src/sweep/planner.cpp" \
   "$root/src/core/files.cpp" "$root/src/core/text_table.cpp"
 build fuzz_store "$root/src/comm/tcp_store.cpp" "$root/src/core/log.cpp" "$root/src/core/clock.cpp"
+build fuzz_records "$root/src/data/tfrecord.cpp" "$root/src/data/tar_shards.cpp" \
+  "$root/src/data/image_codec.cpp" -ljpeg -lpng

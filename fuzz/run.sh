@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every harness built by fuzz/build.sh for the given number of
 # executions, starting from seed corpora (the examples' sweep files, a list of
-# expressions, a few store requests) kept under OUT_DIR/corpus so that later
-# runs continue where earlier ones stopped. Crashes are written to
-# OUT_DIR/artifacts; the script fails if any harness crashed or hung.
+# expressions, a few store requests, the files in fuzz/seeds/fuzz_records/)
+# kept under OUT_DIR/corpus so that later runs continue where earlier ones
+# stopped. Crashes are written to OUT_DIR/artifacts; the script fails if any
+# harness crashed or hung.
 #
 #   fuzz/run.sh [OUT_DIR] [RUNS] [LIBFUZZER FLAGS...]   (defaults: build-fuzz, 1000000)
 #
@@ -32,11 +33,14 @@ seed() {
       printf '\001\002\001\000\000\000k\002\000\000\00010' > "$dir/get"
       printf '\001\003\001\000\000\000n\001\000\000\0001' > "$dir/add"
       printf '\000\004\017\000\000\000dlscale-store/1\005\000\000\000guess' > "$dir/hello" ;;
+    fuzz_records)
+      # a JPEG, PNGs, an Example, a TFRecord file and tar files (ours and GNU tar's).
+      cp "$root"/fuzz/seeds/fuzz_records/* "$dir/" ;;
   esac
 }
 
 failed=0
-for name in fuzz_expression fuzz_sweep_file fuzz_store; do
+for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records; do
   bin=$out/$name
   [ -x "$bin" ] || { echo "fuzz: $bin is missing (run fuzz/build.sh)" >&2; exit 2; }
   seed "$name"

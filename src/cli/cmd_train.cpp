@@ -11,11 +11,55 @@
 
 namespace dlscale::cli {
 
+void add_data_flags(CLI::App* cmd, data::DataOptions& d) {
+  const std::string group = "Data (docs/data.md)";
+  cmd->add_option("--data", d.spec,
+                  "What to train on: synthetic (generated per sample, the no-I/O baseline) | "
+                  "fashion-mnist (Debian's dataset-fashion-mnist) | idx:DIR (MNIST-family IDX "
+                  "files) | folder:DIR (one subfolder of JPEG/PNG images per class) | wds:PATH "
+                  "(WebDataset tar shards: a .tar file or a directory of them) | tfrecord:PATH "
+                  "(TFRecord shards of tf.train.Example, tf_cnn_benchmarks' ImageNet layout). "
+                  "Channels, image size and classes come from the data unless given")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--data-threads", d.threads,
+                  "Threads per worker that read, decode and augment samples (apart from the "
+                  "compute threads)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--prefetch", d.prefetch,
+                  "Batches prepared ahead of the training step on a background thread; 0 = each "
+                  "batch is prepared when the step asks for it")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_flag("--cache", d.cache, "Keep decoded samples in memory after their first use")
+      ->group(group);
+  cmd->add_option("--augment", d.augment,
+                  "Training augmentation: auto (crop-flip for raw pixels, rrc-flip for JPEG/PNG) "
+                  "| none | flip | crop-flip (random crop of the image padded by size/8, "
+                  "horizontal flip) | rrc-flip (random-resized crop, horizontal flip)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_flag("!--no-shuffle", d.shuffle,
+                "Read every epoch in dataset order (by default each epoch is a new seeded "
+                "permutation)")
+      ->group(group);
+  cmd->add_flag("--skip-corrupt", d.skip_corrupt,
+                "Replace an unreadable sample by the next readable one and count it, instead of "
+                "failing the run")
+      ->group(group);
+  cmd->add_option("--stage-dir", d.stage_dir,
+                  "Copy the data files to this (node-local) directory before training; the copy "
+                  "time is reported apart from the steps")
+      ->group(group);
+}
+
 void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto opts = std::make_shared<train::TrainOptions>();
   CLI::App* cmd = app.add_subcommand(
       "train",
-      "Train a model on synthetic data and measure throughput and where the time goes.\n"
+      "Train a model on synthetic or real data (--data) and measure throughput and where the "
+      "time goes.\n"
       "Prints a header, a line every --display-every steps and a summary (global samples/s, "
       "mean +/- standard error and jitter of per-step rates, p50/p95 step time, median "
       "per-phase breakdown).");
@@ -52,7 +96,8 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--momentum", opts->momentum, "Momentum for --optimizer momentum|nesterov")
       ->capture_default_str();
   cmd->add_option("--weight-decay", opts->weight_decay, "L2 weight decay")->capture_default_str();
-  cmd->add_option("--seed", opts->seed, "Seed of model initialization and synthetic data")
+  cmd->add_option("--seed", opts->seed,
+                  "Seed of model initialization, synthetic data, sample order and augmentation")
       ->capture_default_str();
   cmd->add_option("--display-every", opts->display_every,
                   "Print a step line every N steps (and the first and last); 0 = none")
@@ -73,6 +118,8 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "Write the self-describing JSON result record here (atomically)");
   cmd->add_option("--save-weights", opts->save_weights,
                   "Rank 0 saves the final parameters here (torch::save of the parameter list)");
+
+  add_data_flags(cmd, opts->data);
 
   const std::string dp = "Data parallelism";
   auto launch = std::make_shared<LaunchFlags>();

@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace dlscale::data {
+struct DataOptions;
+}
+
 namespace dlscale::cli {
 
 /// Thrown by a command that finished its work but must exit non-zero
@@ -15,6 +19,8 @@ struct ExitWith {
 };
 
 void add_models_command(CLI::App& app);
+/// The --data and pipeline flags, shared by `train` and `data bench`.
+void add_data_flags(CLI::App* command, data::DataOptions& options);
 void add_train_command(CLI::App& app, const std::vector<std::string>& argv);
 void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv);
 /// Needs the train command registered first (it checks sweep parameters
@@ -22,5 +28,6 @@ void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv);
 void add_sweep_command(CLI::App& app);
 void add_results_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+void add_data_command(CLI::App& app);
 
 }  // namespace dlscale::cli

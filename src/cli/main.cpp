@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   dlscale::cli::add_sweep_command(app);
   dlscale::cli::add_results_command(app);
   dlscale::cli::add_report_command(app);
+  dlscale::cli::add_data_command(app);
   dlscale::cli::check_number_flags(app);
 
   if (argc == 1) {

@@ -1,5 +1,6 @@
 #pragma once
-// Where a worker's batches come from. The trainer never names a concrete source.
+// Where a worker's batches come from. The trainer never names a concrete
+// source: data/data_spec.h opens one from the user's --data.
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -13,6 +14,15 @@ struct Batch {
   torch::Tensor labels;
 };
 
+/// What a source's own threads did so far (zero for sources without any).
+struct PipelineStats {
+  double busy_seconds = 0;   ///< wall time spent building batches (read, decode, transform)
+  int64_t batches = 0;       ///< batches built
+  int64_t samples = 0;       ///< samples read and transformed
+  int64_t skipped = 0;       ///< corrupt samples replaced (--skip-corrupt)
+  int64_t cache_hits = 0;    ///< samples served decoded from --cache
+};
+
 class DataSource {
  public:
   virtual ~DataSource() = default;
@@ -23,6 +33,8 @@ class DataSource {
   virtual int64_t local_batch() const = 0;
   /// Short description for headers and result records, e.g. "synthetic".
   virtual std::string name() const = 0;
+  /// Counters of the source's pipeline (thread-safe).
+  virtual PipelineStats stats() const { return {}; }
 };
 
 }  // namespace dlscale::data

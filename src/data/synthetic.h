@@ -1,7 +1,7 @@
 #pragma once
 // Synthetic data made once, like tf_cnn_benchmarks' synthetic mode: a small
 // pool of batches generated at start and cycled, so that measured steps time
-// the model, not data loading. Unlike pure noise the task is learnable: each
+// the model, not data loading (the baseline of the I/O overhead). Unlike pure noise the task is learnable: each
 // class has a fixed low-resolution pattern, upsampled to the image size and
 // added to unit Gaussian noise, so a model's loss falls as it trains.
 #include <cstdint>
@@ -25,9 +25,10 @@ struct SyntheticOptions {
   bool channels_last = false;  ///< store inputs in NHWC memory order
 };
 
-/// Every worker generates the same global batches from the seed and keeps its
-/// contiguous slice [rank·b, (rank+1)·b), so N workers together see exactly
-/// the samples that one worker sees with the whole global batch.
+/// Sample k of global batch i is generated from (seed, i·global_batch + k)
+/// alone, and each worker makes only its contiguous slice [rank·b,
+/// (rank+1)·b), so N workers together see exactly the samples that one worker
+/// sees with the whole global batch, at 1/N of the cost each.
 class SyntheticData : public DataSource {
  public:
   explicit SyntheticData(const SyntheticOptions& options);

@@ -370,6 +370,14 @@ std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOpti
     const Report rep = build_report(runs, {ReportType::kCompare, opt.compare_by, opt.baseline});
     o << "<h2 id=\"compare\">Comparison</h2>\n" << report_section(rep);
   }
+  if (!runs.empty()) {
+    try {
+      const Report rep = build_report(runs, {ReportType::kIo, "", ""});
+      o << "<h2 id=\"io\">" << esc(rep.title) << "</h2>\n" << report_section(rep);
+    } catch (const Error&) {
+      // No runs that differ in data with a synthetic baseline: no section.
+    }
+  }
   if (!any) o << "<p>No completed run has a throughput yet; see the runs below.</p>\n";
   o << runs_section(all);
   o << "<p class=\"meta\">Written by dlscale report. Metrics are defined in docs/metrics.md.</p>\n</body>\n</html>\n";

@@ -17,6 +17,8 @@ std::string type_name(ReportType t) {
     case ReportType::kStrong: return "strong";
     case ReportType::kBreakdown: return "breakdown";
     case ReportType::kCompare: return "compare";
+    case ReportType::kCommbench: return "commbench";
+    case ReportType::kIo: return "io";
   }
   return "?";
 }

@@ -19,11 +19,12 @@ namespace {
 using sweep::Params;
 using sweep::RunRecord;
 
-constexpr EnumNames<ReportType, 5> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
+constexpr EnumNames<ReportType, 6> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
                                                  {ReportType::kStrong, "strong"},
                                                  {ReportType::kBreakdown, "breakdown"},
                                                  {ReportType::kCompare, "compare"},
-                                                 {ReportType::kCommbench, "commbench"}}}};
+                                                 {ReportType::kCommbench, "commbench"},
+                                                 {ReportType::kIo, "io"}}}};
 constexpr EnumNames<Format, 4> kFormatNames{
     "format", {{{Format::kText, "text"}, {Format::kMarkdown, "markdown"}, {Format::kCsv, "csv"}, {Format::kJson, "json"}}}};
 
@@ -331,47 +332,67 @@ Table ps_table(const std::vector<std::vector<std::string>>& order,
   return t;
 }
 
-Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o) {
-  const std::string by = o.compare_by.empty() ? detect_compare_by(runs) : o.compare_by;
-  DLSCALE_CHECK(!by.empty(), "nothing to compare: no parameter among kind, backend, strategy, launcher or _name "
-                             "takes two values (name one with --compare-by)");
-  std::vector<std::string> values;
+/// Runs grouped for a side-by-side comparison: one row per configuration
+/// (everything but `by`), one entry per value of `by`.
+struct Comparison {
+  std::string by;
+  std::string baseline;
+  std::vector<std::string> values;  ///< the baseline first
+  std::vector<std::string> labels;  ///< the row label columns
+  std::vector<std::vector<std::string>> order;
+  std::map<std::vector<std::string>, std::map<std::string, Point>> grouped;
+};
+
+Comparison compare_runs(const std::vector<RunRecord>& runs, const std::string& by,
+                        const std::string& wanted_baseline) {
+  Comparison c;
+  c.by = by;
   std::vector<const RunRecord*> selected;
   for (const RunRecord& r : runs) {
     if (!r.params.count(by)) continue;
     selected.push_back(&r);
     const std::string v = text_of(r.params, by);
-    if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+    if (std::find(c.values.begin(), c.values.end(), v) == c.values.end()) c.values.push_back(v);
   }
-  DLSCALE_CHECK(values.size() >= 2, "--compare-by '{}': the selected runs have {} value(s) of it; need two or more",
-                by, values.size());
-  const std::string baseline = o.baseline.empty() ? values.front() : o.baseline;
-  DLSCALE_CHECK(std::find(values.begin(), values.end(), baseline) != values.end(),
-                "--baseline '{}' is not a value of '{}' in the selection (values: {})", baseline, by,
-                fmt::join(values, ", "));
-  std::stable_partition(values.begin(), values.end(), [&](const std::string& v) { return v == baseline; });
+  DLSCALE_CHECK(c.values.size() >= 2, "--compare-by '{}': the selected runs have {} value(s) of it; need two or more",
+                by, c.values.size());
+  c.baseline = wanted_baseline.empty() ? c.values.front() : wanted_baseline;
+  DLSCALE_CHECK(std::find(c.values.begin(), c.values.end(), c.baseline) != c.values.end(),
+                "--baseline '{}' is not a value of '{}' in the selection (values: {})", c.baseline, by,
+                fmt::join(c.values, ", "));
+  std::stable_partition(c.values.begin(), c.values.end(), [&](const std::string& v) { return v == c.baseline; });
 
   // Rows: everything but the compared parameter (and what never labels).
-  std::vector<std::string> labels;
   for (const char* fixed : {"model", "scaling", "workers", "batch/worker"}) {
-    if (fixed != by && !(by == "batch" && std::string(fixed) == "batch/worker")) labels.emplace_back(fixed);
+    if (fixed != by && !(by == "batch" && std::string(fixed) == "batch/worker")) c.labels.emplace_back(fixed);
   }
   std::set<std::string> exclude = {by};
   // The command of an external run differs by construction; it is not a label.
   // Neither is a parameter fixed by the compared value (ranks-per-node set
   // only for strategy hierarchical): it belongs to the column, not the row.
   for (const std::string& v : varying(selected, exclude)) {
-    if (v != "kind" && !determined_by(selected, by, v)) labels.push_back(v);
+    if (v != "kind" && !determined_by(selected, by, v)) c.labels.push_back(v);
   }
-  exclude.insert("kind");
-  std::map<std::vector<std::string>, std::map<std::string, Point>> grouped;
-  std::vector<std::vector<std::string>> order;
   for (const RunRecord* r : selected) {
     std::vector<std::string> key;
-    for (const std::string& l : labels) key.push_back(text_of(r->params, l == "batch/worker" ? "batch" : l));
-    if (!grouped.count(key)) order.push_back(key);
-    grouped[key][text_of(r->params, by)] = summarize_run(*r);
+    for (const std::string& l : c.labels) key.push_back(text_of(r->params, l == "batch/worker" ? "batch" : l));
+    if (!c.grouped.count(key)) c.order.push_back(key);
+    c.grouped[key][text_of(r->params, by)] = summarize_run(*r);
   }
+  return c;
+}
+
+Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o) {
+  const std::string by_param = o.compare_by.empty() ? detect_compare_by(runs) : o.compare_by;
+  DLSCALE_CHECK(!by_param.empty(), "nothing to compare: no parameter among kind, backend, strategy, launcher or _name "
+                                   "takes two values (name one with --compare-by)");
+  Comparison c = compare_runs(runs, by_param, o.baseline);
+  const std::string& by = c.by;
+  const std::string& baseline = c.baseline;
+  const std::vector<std::string>& values = c.values;
+  const std::vector<std::string>& labels = c.labels;
+  const auto& order = c.order;
+  auto& grouped = c.grouped;
   Report rep;
   rep.type = ReportType::kCompare;
   rep.title = fmt::format("Comparison by {} (throughput, samples/s; ratio = value / {})", by, baseline);
@@ -438,6 +459,87 @@ Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o
   if (Table ps = ps_table(order, grouped, labels, values, by); !ps.rows.empty()) {
     rep.tables.push_back(std::move(ps));
   }
+  return rep;
+}
+
+/// The I/O overhead (docs/data.md): runs that differ only in `data`, each
+/// real source against synthetic data, as the CSCS study reports it.
+Report io_report(const std::vector<RunRecord>& runs) {
+  std::vector<std::string> values;
+  for (const RunRecord& r : runs) {
+    const std::string v = r.params.count("data") ? text_of(r.params, "data") : "";
+    if (!v.empty() && std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+  }
+  DLSCALE_CHECK(values.size() >= 2 && std::find(values.begin(), values.end(), "synthetic") != values.end(),
+                "--type io needs runs that differ in the parameter 'data', one of them synthetic "
+                "(values in the selection: {})",
+                values.empty() ? std::string("none") : fmt::format("{}", fmt::join(values, ", ")));
+  const Comparison c = compare_runs(runs, "data", "synthetic");
+  Report rep;
+  rep.type = ReportType::kIo;
+  rep.title = "I/O overhead (samples/s; overhead = 1 - real / synthetic)";
+  rep.notes.push_back("overhead = (samples/s synthetic - samples/s real) / samples/s synthetic x 100%");
+  rep.notes.push_back("data ms = median time a step waited for its batch; pipeline ms = time to build one batch");
+  rep.notes.push_back("values are medians of the completed repeats");
+  Table t;
+  t.title = rep.title;
+  add_label_columns(t, c.labels);
+  t.headers.push_back("synthetic");
+  t.numeric.push_back(true);
+  for (std::size_t i = 1; i < c.values.size(); ++i) {
+    for (const std::string h : {"", " overhead %", " data ms", " pipeline ms"}) {
+      t.headers.push_back(c.values[i] + h);
+      t.numeric.push_back(true);
+    }
+  }
+  Table& d = rep.data;
+  d.title = rep.title;
+  add_label_columns(d, c.labels);
+  for (const char* h : {"data", "samples_per_sec", "overhead_pct", "data_wait_ms", "pipeline_ms_per_batch",
+                        "repeats", "status"}) {
+    d.headers.push_back(h);
+    d.numeric.push_back(std::string(h) != "data" && std::string(h) != "status");
+  }
+  for (const auto& key : c.order) {
+    const auto& by_value = c.grouped.at(key);
+    const auto base = by_value.find("synthetic");
+    const bool base_ok = base != by_value.end() && measured(base->second);
+    std::vector<Cell> cells;
+    for (const std::string& k : key) cells.push_back({k, {}});
+    cells.push_back(base == by_value.end() ? Cell{"", {}}
+                                           : base_ok ? throughput_cell(base->second) : Cell{base->second.status, {}});
+    for (const std::string& v : c.values) {
+      const auto it = by_value.find(v);
+      const bool ok = it != by_value.end() && measured(it->second);
+      std::optional<double> overhead, wait, pipeline;
+      if (ok) {
+        if (base_ok) overhead = 100.0 * (1.0 - it->second.samples_per_sec / base->second.samples_per_sec);
+        wait = median_metric(*it->second.run, "breakdown_data_ms");
+        pipeline = median_metric(*it->second.run, "data_pipeline_ms_per_batch");
+      }
+      auto opt = [](const std::optional<double>& x, const char* f) { return x ? number(*x, f) : Cell{"", {}}; };
+      if (v != "synthetic") {
+        cells.push_back(ok ? throughput_cell(it->second)
+                           : Cell{it == by_value.end() ? "" : it->second.status, {}});
+        cells.push_back(opt(overhead, "{:.1f}"));
+        cells.push_back(opt(wait, "{:.2f}"));
+        cells.push_back(opt(pipeline, "{:.2f}"));
+      }
+      if (it == by_value.end()) continue;
+      std::vector<Cell> row;
+      for (const std::string& k : key) row.push_back({k, {}});
+      row.push_back({v, {}});
+      row.push_back(ok ? number(it->second.samples_per_sec, "{:.6g}") : Cell{"", {}});
+      row.push_back(opt(overhead, "{:.4f}"));
+      row.push_back(opt(wait, "{:.4f}"));
+      row.push_back(opt(pipeline, "{:.4f}"));
+      row.push_back(number(it->second.repeats, "{:.0f}"));
+      row.push_back({it->second.status, {}});
+      d.rows.push_back(std::move(row));
+    }
+    t.rows.push_back(std::move(cells));
+  }
+  rep.tables.push_back(std::move(t));
   return rep;
 }
 
@@ -526,6 +628,8 @@ Report build_report(const std::vector<RunRecord>& all, const ReportOptions& o) {
       return breakdown_report(runs);
     case ReportType::kCompare:
       return compare_report(runs, o);
+    case ReportType::kIo:
+      return io_report(runs);
     case ReportType::kCommbench:
       break;
   }

@@ -11,7 +11,7 @@
 
 namespace dlscale::report {
 
-enum class ReportType { kWeak, kStrong, kBreakdown, kCompare, kCommbench };
+enum class ReportType { kWeak, kStrong, kBreakdown, kCompare, kCommbench, kIo };
 enum class Format { kText, kMarkdown, kCsv, kJson };
 
 /// A cell: its display text and, for numbers, the value CSV/JSON carry.

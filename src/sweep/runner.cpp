@@ -351,6 +351,10 @@ std::map<std::string, double> extract_metrics(const Params& p, const std::string
   if (r.contains("ps") && r["ps"].is_object()) {
     for (const auto& [k, v] : r["ps"].items()) take("ps_" + k, v);
   }
+  // The input pipeline: pipeline time per batch, staging, skipped samples.
+  if (r.contains("data") && r["data"].is_object()) {
+    for (const auto& [k, v] : r["data"].items()) take("data_" + k, v);
+  }
   return m;
 }
 

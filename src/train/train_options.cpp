@@ -183,6 +183,7 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   DLSCALE_CHECK(r.optimizer != OptimizerKind::kNesterov || o.momentum > 0,
                 "--optimizer nesterov needs --momentum > 0 (got {})", o.momentum);
   check_device(o.device);
+  data::check_data_options(o.data);
   r.memory_format = parse_memory_format(o.memory_format);
 
   const models::ModelOptions mo = models::resolve_options(spec, model_options(o));

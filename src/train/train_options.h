@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "data/data_options.h"
 #include "dp/sync_options.h"
 #include "launch/job_options.h"
 #include "models/model.h"
@@ -46,7 +47,7 @@ struct TrainOptions {
   double lr = 0.01;            ///< learning rate
   double momentum = 0.9;       ///< used by momentum and nesterov
   double weight_decay = 0.0;   ///< L2 penalty
-  uint64_t seed = 42;          ///< model initialization and synthetic data
+  uint64_t seed = 42;          ///< model initialization, data order and augmentation
   int64_t display_every = 10;  ///< print a step line every this many steps; 0 = never
   int64_t synthetic_batches = 1;  ///< distinct synthetic batches cycled through
   std::string device = "cpu";  ///< "cpu" or "cuda[:index]"
@@ -54,6 +55,7 @@ struct TrainOptions {
   bool keep_freed_memory = true;  ///< tune malloc to reuse freed activations (core/memory.h)
   std::string json_path;       ///< result record file; "" = none
   std::string save_weights;    ///< rank 0 saves the final parameters here (torch::save); "" = no
+  data::DataOptions data;      ///< --data and the input pipeline (docs/data.md)
 
   // Data parallelism (docs/launch.md, docs/strategies.md).
   int workers = 1;               ///< worker processes on this node

@@ -153,6 +153,14 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"seed", o.seed},
           {"display_every", o.display_every},
           {"synthetic_batches", o.synthetic_batches},
+          {"data", o.data.spec},
+          {"data_threads", o.data.threads},
+          {"prefetch", o.data.prefetch},
+          {"cache", o.data.cache},
+          {"augment", o.data.augment},
+          {"shuffle", o.data.shuffle},
+          {"skip_corrupt", o.data.skip_corrupt},
+          {"stage_dir", o.data.stage_dir},
           {"device", o.device},
           {"memory_format", to_string(c.memory_format)},
           {"keep_freed_memory", o.keep_freed_memory},
@@ -177,6 +185,26 @@ double max_of(const std::vector<double>& v) {
 }
 
 }  // namespace
+
+nlohmann::json data_json(const DataSummary& d, int64_t measured_steps) {
+  const data::PipelineStats& p = d.pipeline;
+  return {{"spec", d.spec},
+          {"format", d.format},
+          {"location", d.location},
+          {"samples", d.samples},
+          {"steps_per_epoch", d.steps_per_epoch},
+          {"bytes", d.bytes},
+          {"augment", d.augment},
+          {"stage_s", d.stage_seconds},
+          {"staged_bytes", d.staged_bytes},
+          {"pipeline_busy_s", p.busy_seconds},
+          {"pipeline_ms_per_batch", p.batches > 0 ? ms(p.busy_seconds) / p.batches : 0.0},
+          {"pipeline_batches", p.batches},
+          {"pipeline_samples", p.samples},
+          {"skipped_corrupt", p.skipped},
+          {"cache_hits", p.cache_hits},
+          {"measured_steps", measured_steps}};
+}
 
 nlohmann::json to_json(const TrainResult& r) {
   const TrainSummary& s = r.summary;
@@ -255,6 +283,7 @@ nlohmann::json to_json(const TrainResult& r) {
         {"breakdown_ms_per_rank", per_rank},
         {"comm", comm},
         {"ps", ps_json(r.ps)},
+        {"data", data_json(r.data, s.measured_steps)},
         {"loss_first", s.first_loss},
         {"loss_last", s.last_loss},
         // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
@@ -272,10 +301,22 @@ void print_header(std::ostream& out, const TrainResult& r) {
              o.batch, r.config.world_size, r.config.global_batch,
              r.config.strong_scaling ? "strong" : "weak", o.steps, o.warmup,
              to_string(r.config.optimizer), o.lr);
-  fmt::print(out, "  device {} | {} | threads {} (BLAS {}) | LibTorch {} | BLAS {} | data {}\n",
+  fmt::print(out, "  device {} | {} | threads {} (BLAS {}) | LibTorch {} | BLAS {}\n",
              r.runtime.device, to_string(r.config.memory_format), r.runtime.compute_threads,
-             r.runtime.blas_threads, r.runtime.torch_version, r.system.blas,
-             r.runtime.data_source);
+             r.runtime.blas_threads, r.runtime.torch_version, r.system.blas);
+  const DataSummary& d = r.data;
+  if (d.format == "synthetic") {
+    fmt::print(out, "  data synthetic ({} distinct global batch(es) generated at start and cycled)\n",
+               o.synthetic_batches);
+  } else {
+    fmt::print(out, "  data {} ({} samples, {} steps/epoch) | augment {} | {} data thread(s), prefetch {}{}{}\n",
+               d.spec, with_thousands(d.samples), d.steps_per_epoch, d.augment, o.data.threads,
+               o.data.prefetch, o.data.cache ? ", cache" : "",
+               o.data.stage_dir.empty()
+                   ? ""
+                   : fmt::format(" | staged to {} in {:.2f} s ({:.1f} MB copied)", o.data.stage_dir,
+                                 d.stage_seconds, d.staged_bytes / 1e6));
+  }
   fmt::print(out, "  host {} | {} | dlscale {} ({})\n", r.system.hostname, r.system.cpu_model,
              r.system.dlscale_version, r.system.git_revision);
   if (r.ps.enabled) {
@@ -367,6 +408,15 @@ void print_summary(std::ostream& out, const TrainResult& r) {
   fmt::print(out, "\n");
   if (r.config.world_size > 1 || r.ps.enabled) print_comm_summary(out, r);
   if (r.ps.enabled) print_ps_summary(out, r.ps);
+  const data::PipelineStats& p = r.data.pipeline;
+  if (p.batches > 0) {
+    fmt::print(out,
+               "input pipeline (rank 0): busy {:.2f} ms/batch on {} thread(s), step waited "
+               "{:.2f} ms (data phase){}\n",
+               ms(p.busy_seconds) / p.batches, r.config.options.data.threads,
+               ms(s.median_times.data),
+               p.skipped > 0 ? fmt::format(", {} corrupt sample(s) skipped", p.skipped) : "");
+  }
   fmt::print(out, "loss: {:.4f} -> {:.4f}\n", s.first_loss, s.last_loss);
   out.flush();
 }

@@ -10,6 +10,7 @@
 
 #include "core/stats.h"
 #include "core/sysinfo.h"
+#include "data/data_source.h"
 #include "dp/ps_report.h"
 #include "models/model.h"
 #include "train/train_options.h"
@@ -86,6 +87,20 @@ struct RuntimeInfo {
   std::string data_source;
 };
 
+/// What the run trained on and what its input pipeline did (docs/data.md).
+struct DataSummary {
+  std::string spec = "synthetic";  ///< --data as resolved (fashion-mnist → idx:DIR)
+  std::string format = "synthetic";
+  std::string location;
+  int64_t samples = 0;          ///< training samples in the dataset (0: synthetic)
+  int64_t steps_per_epoch = 0;  ///< global batches per epoch (0: synthetic)
+  int64_t bytes = 0;            ///< bytes of the data files
+  std::string augment = "none";
+  double stage_seconds = 0;     ///< --stage-dir copy, not counted in any step
+  int64_t staged_bytes = 0;
+  data::PipelineStats pipeline;  ///< rank 0's pipeline counters over the whole run
+};
+
 struct TrainSummary {
   int world_size = 1;
   int64_t measured_steps = 0;
@@ -110,6 +125,7 @@ struct TrainResult {
   TrainSummary summary;
   CommSummary comm;                       ///< empty when world size is 1 (unless ps)
   PsSummary ps;
+  DataSummary data;
   std::vector<StepTimes> rank_median_times;  ///< per rank: median per phase
 };
 

@@ -11,7 +11,7 @@
 #include "core/tcp_counters.h"
 #include "core/threads.h"
 #include "core/torch_compat.h"
-#include "data/synthetic.h"
+#include "data/data_spec.h"
 #include "dp/gradient_sync.h"
 #include "train/optimizer.h"
 #include "train/trace.h"
@@ -42,7 +42,7 @@ nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
       "optimizer", "lr",           "momentum",      "weight_decay", "seed",
       "memory_format", "bucket_mb", "first_bucket_mb", "sync_buffers",
       "strategy", "compress", "ranks_per_node", "ps_shards", "ps_placement", "ps_assign",
-      "ps_partition_mb", "ps_mode", "max_staleness"};
+      "ps_partition_mb", "ps_mode", "max_staleness", "data", "augment", "shuffle"};
   const nlohmann::json inputs = inputs_json(c);
   nlohmann::json agreed = nlohmann::json::object();
   for (const char* key : kAgreed) agreed[key] = inputs.at(key);
@@ -51,10 +51,28 @@ nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
 
 }  // namespace
 
+namespace {
+
+/// Image size and classes the data implies where the user gave none.
+TrainOptions shaped_by_data(TrainOptions o, const data::OpenedData& data) {
+  if (!data.dataset) return o;
+  const data::DatasetInfo& info = data.dataset->info();
+  if (o.image_size == 0) o.image_size = info.image_size;  // 0 (sizes vary): the model's default
+  if (o.num_classes == 0) o.num_classes = info.num_classes;
+  return o;
+}
+
+}  // namespace
+
 Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
                  std::vector<std::string> argv)
     : worker_(worker), device_(torch::kCPU) {
-  result_.config = resolve_train_options(options, worker.world_size, worker.local_world_size);
+  // The data is opened first: it shapes the model (channels, size, classes).
+  data::check_data_options(options.data);
+  const data::OpenedData opened = data::open_data(
+      options.data, models::find_model(options.model).channels, data::Split::kTrain);
+  result_.config = resolve_train_options(shaped_by_data(options, opened), worker.world_size,
+                                         worker.local_world_size);
   result_.argv = std::move(argv);
   const ResolvedTrainOptions& c = result_.config;
   const TrainOptions& o = c.options;
@@ -104,18 +122,19 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
   record_sync_info();
   optimizer_ = make_optimizer(c.optimizer, model_->parameters(), o);
 
-  data::SyntheticOptions so;
+  data::SourceOptions so;
   so.global_batch = c.global_batch;
   so.rank = worker.rank;
   so.world_size = c.world_size;
   so.channels = spec.channels;
   so.image_size = o.image_size;
   so.num_classes = o.num_classes;
-  so.pool_batches = o.synthetic_batches;
+  so.synthetic_batches = o.synthetic_batches;
   so.seed = o.seed + 1;  // data stream independent of the initialization stream
   so.device = device_;
   so.channels_last = channels_last;
-  data_ = std::make_unique<data::SyntheticData>(so);
+  data_ = data::make_data_source(opened, o.data, so);
+  record_data_info(opened);
 
   if (!o.trace_path.empty()) tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
 
@@ -129,6 +148,21 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::record_data_info(const data::OpenedData& opened) {
+  DataSummary& d = result_.data;
+  d.spec = opened.spec.text();
+  d.augment = data::resolve_augment(result_.config.options.data, opened);
+  if (!opened.dataset) return;
+  const data::DatasetInfo& info = opened.dataset->info();
+  d.format = info.format;
+  d.location = info.location;
+  d.samples = info.size;
+  d.steps_per_epoch = info.size / result_.config.global_batch;
+  d.bytes = info.bytes;
+  d.stage_seconds = opened.stage_seconds;
+  d.staged_bytes = opened.staged_bytes;
+}
 
 void Trainer::record_sync_info() {
   const dp::SyncInfo& info = sync_->info();
@@ -363,6 +397,7 @@ TrainResult Trainer::run(TrainObserver& observer) {
     result_.comm.formula_bytes_sent = {sync_->info().formula_bytes_sent};
     result_.comm.tcp_bytes_sent = {-1.0};
   }
+  result_.data.pipeline = data_->stats();
   result_.summary = summarize_steps(result_.steps, result_.config.global_batch, wall);
   result_.summary.world_size = worker_.world_size;
   write_outputs();

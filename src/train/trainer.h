@@ -13,6 +13,10 @@
 #include "models/model.h"
 #include "train/train_result.h"
 
+namespace dlscale::data {
+struct OpenedData;
+}
+
 namespace dlscale::dp {
 class GradientSync;
 struct PsLayout;
@@ -83,6 +87,7 @@ class Trainer {
  private:
   StepRecord run_step(int64_t step, TrainObserver& observer);
   void broadcast_buffers();
+  void record_data_info(const data::OpenedData& opened);
   void gather_rank_times();
   void gather_comm_facts(double tcp_bytes, int64_t tcp_steps);
   void write_outputs();

@@ -1,0 +1,91 @@
+// dlscale data pack | inspect | verify | bench (docs/data.md, "Tools").
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "data/data_bench.h"
+#include "data/data_tools.h"
+
+namespace dlscale::cli {
+
+namespace {
+
+void add_pack(CLI::App* data) {
+  auto o = std::make_shared<data::PackOptions>();
+  CLI::App* cmd = data->add_subcommand(
+      "pack",
+      "Pack an image folder or IDX dataset into shards: WebDataset tar files (SAMPLE.jpg|png + "
+      "SAMPLE.cls) or TFRecord files of tf.train.Example (image/encoded, image/class/label), "
+      "named train-KKKKK-of-NNNNN[.tar] and validation-... for a test split");
+  cmd->add_option("source", o->source, "folder:DIR, idx:DIR, fashion-mnist, or a bare directory")
+      ->required();
+  cmd->add_option("destination", o->destination, "Directory to write the shards in (created)")
+      ->required();
+  cmd->add_option("--format", o->format, "wds | tfrecord")->capture_default_str();
+  cmd->add_option("--shards", o->shards, "Shards per split")->capture_default_str();
+  cmd->add_option("--resize", o->resize,
+                  "Resize the shorter side to this many pixels and centre-crop a square; 0 = keep")
+      ->capture_default_str();
+  cmd->add_option("--encoding", o->encoding,
+                  "auto (png for IDX, jpeg for image folders) | jpeg | png")
+      ->capture_default_str();
+  cmd->add_option("--quality", o->quality, "JPEG quality, 1..100")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Samples are written in this seed's shuffled order")
+      ->capture_default_str();
+  cmd->callback([o] {
+    const int64_t n = data::pack_dataset(*o, std::cerr);
+    std::cout << fmt::format("packed {} samples into {}\n", n, o->destination);
+  });
+}
+
+void add_inspect_and_verify(CLI::App* data) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* inspect = data->add_subcommand(
+      "inspect", "Show a dataset's splits, samples, classes, first image shape and file sizes");
+  inspect->add_option("path", *path, "A --data value or a path (format detected)")->required();
+  inspect->callback([path] { data::inspect_dataset(*path, std::cout); });
+
+  auto vpath = std::make_shared<std::string>();
+  CLI::App* verify = data->add_subcommand(
+      "verify",
+      "Read and decode every sample of every split (TFRecord CRCs included); names the first "
+      "corrupt file and record and exits 2");
+  verify->add_option("path", *vpath, "A --data value or a path (format detected)")->required();
+  verify->callback([vpath] {
+    const int64_t n = data::verify_dataset(*vpath, std::cerr);
+    std::cout << fmt::format("verified {} samples: all readable\n", n);
+  });
+}
+
+void add_bench(CLI::App* data) {
+  auto o = std::make_shared<data::DataBenchOptions>();
+  CLI::App* cmd = data->add_subcommand(
+      "bench", "Measure the input pipeline alone (read, decode, augment, batch): samples/s");
+  add_data_flags(cmd, o->data);
+  cmd->add_option("--batch,-b", o->batch, "Samples per batch")->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Batches timed")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Batches read before the clock starts")
+      ->capture_default_str();
+  cmd->add_option("--image-size", o->image_size,
+                  "Output height = width; 0 = the data's (224 when image sizes vary)")
+      ->capture_default_str();
+  cmd->add_option("--channels", o->channels, "Output channels: 1 | 3; 0 = the data's")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Sample order and augmentation")->capture_default_str();
+  cmd->add_option("--json", o->json_path, "Write the result record here (atomically)");
+  cmd->callback([o] { data::run_data_bench(*o, std::cout); });
+}
+
+}  // namespace
+
+void add_data_command(CLI::App& app) {
+  CLI::App* data = app.add_subcommand("data", "Pack, inspect, verify and benchmark datasets");
+  data->require_subcommand(1);
+  add_pack(data);
+  add_inspect_and_verify(data);
+  add_bench(data);
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,76 @@
+#pragma once
+// Random-access bytes for the record indexers (tfrecord.cpp, tar_shards.cpp):
+// a file read with pread, or bytes already in memory. Internal to src/data.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace dlscale::data {
+
+/// Bytes already in memory; the viewed buffer must outlive the source.
+class MemoryBytes {
+ public:
+  explicit MemoryBytes(std::string_view bytes) : bytes_(bytes) {}
+  uint64_t size() const { return bytes_.size(); }
+  /// The `n` bytes at `offset` (the caller keeps offset + n <= size()).
+  std::string_view read(uint64_t offset, size_t n, std::string& /*scratch*/) const {
+    return bytes_.substr(offset, n);
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+/// A file opened read-only (RAII); reads go through `scratch`.
+class FileBytes {
+ public:
+  explicit FileBytes(std::string path) : path_(std::move(path)) {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    DLSCALE_CHECK(fd_ >= 0, "cannot open '{}': {}", path_, std::strerror(errno));
+    struct stat st {};
+    const bool stat_ok = ::fstat(fd_, &st) == 0;
+    const int err = errno;
+    if (!stat_ok || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      throw Error(fmt::format("cannot read '{}': {}", path_,
+                              stat_ok ? "not a regular file" : std::strerror(err)));
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+  }
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  ~FileBytes() { ::close(fd_); }
+
+  uint64_t size() const { return size_; }
+  /// The `n` bytes at `offset` (the caller keeps offset + n <= size()),
+  /// stored in `scratch`; throws dlscale::Error naming the file on a read
+  /// error or when the file shrank.
+  std::string_view read(uint64_t offset, size_t n, std::string& scratch) const {
+    scratch.resize(n);
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got =
+          ::pread(fd_, scratch.data() + done, n - done, static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      DLSCALE_CHECK(got >= 0, "cannot read '{}': {}", path_, std::strerror(errno));
+      DLSCALE_CHECK(got > 0, "cannot read '{}': the file shrank while being read", path_);
+      done += static_cast<size_t>(got);
+    }
+    return scratch;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+}  // namespace dlscale::data

@@ -1,0 +1,73 @@
+#include "data/data_spec.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "data/pipeline.h"
+#include "data/staging.h"
+#include "data/synthetic.h"
+
+namespace dlscale::data {
+
+OpenedData open_data(const DataOptions& o, int64_t channels, Split split) {
+  OpenedData out;
+  out.spec = parse_data_spec(o.spec);
+  if (out.spec.kind == "synthetic") return out;
+  std::shared_ptr<const Dataset> d = open_dataset(out.spec, split, channels);
+  if (!o.stage_dir.empty()) {
+    const StageResult staged = stage_files(d->info().files, out.spec.path, o.stage_dir);
+    out.stage_seconds = staged.seconds;
+    out.staged_bytes = staged.bytes_copied;
+    out.spec.path = staged.location;
+    d = open_dataset(out.spec, split, channels);
+  }
+  out.dataset = std::move(d);
+  return out;
+}
+
+std::string resolve_augment(const DataOptions& o, const OpenedData& data) {
+  if (o.augment != "auto") return o.augment;
+  if (!data.dataset) return "none";
+  return data.dataset->info().encoded ? "rrc-flip" : "crop-flip";
+}
+
+std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataOptions& o,
+                                             const SourceOptions& s) {
+  if (!data.dataset) {
+    SyntheticOptions so;
+    so.global_batch = s.global_batch;
+    so.rank = s.rank;
+    so.world_size = s.world_size;
+    so.channels = s.channels;
+    so.image_size = s.image_size;
+    so.num_classes = s.num_classes;
+    so.pool_batches = s.synthetic_batches;
+    so.seed = s.seed;
+    so.device = s.device;
+    so.channels_last = s.channels_last;
+    return std::make_unique<SyntheticData>(so);
+  }
+  check_labels(*data.dataset, s.num_classes);
+  PipelineOptions po;
+  po.global_batch = s.global_batch;
+  po.rank = s.rank;
+  po.world_size = s.world_size;
+  po.seed = s.seed;
+  po.shuffle = o.shuffle;
+  po.threads = o.threads;
+  po.prefetch = o.prefetch;
+  po.cache = o.cache;
+  po.skip_corrupt = o.skip_corrupt;
+  po.transform.size = s.image_size;
+  po.transform.channels = s.channels;
+  po.transform.train = s.train;
+  po.transform.augment = parse_augment(resolve_augment(o, data));
+  po.transform.pad = std::max<int64_t>(1, s.image_size / 8);
+  po.transform.mean = data.dataset->info().mean;
+  po.transform.std = data.dataset->info().std;
+  po.channels_last = s.channels_last;
+  po.device = s.device;
+  return std::make_unique<Pipeline>(data.dataset, po);
+}
+
+}  // namespace dlscale::data

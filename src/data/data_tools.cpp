@@ -1,0 +1,220 @@
+#include "data/data_tools.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "data/dataset.h"
+#include "data/encoded_dataset.h"
+#include "data/sampler.h"
+#include "data/tar_shards.h"
+#include "data/tfrecord.h"
+#include "data/transforms.h"
+
+namespace dlscale::data {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The splits a location has (train always; test when it opens).
+std::vector<std::pair<Split, std::unique_ptr<Dataset>>> open_splits(const DataSpec& spec) {
+  std::vector<std::pair<Split, std::unique_ptr<Dataset>>> out;
+  // Channels as stored: IDX is gray, encoded images as their first image.
+  const int64_t channels = spec.kind == "idx" ? 1 : 0;
+  out.emplace_back(Split::kTrain, open_dataset(spec, Split::kTrain, channels));
+  try {
+    out.emplace_back(Split::kTest, open_dataset(spec, Split::kTest, channels));
+  } catch (const Error& e) {
+    // No test split is normal; a corrupt one is not.
+    const std::string what = e.what();
+    const bool missing = what.find("no t10k") != std::string::npos ||
+                         what.find("for the test split") != std::string::npos ||
+                         what.find("no val*/test*") != std::string::npos;
+    if (!missing) throw;
+  }
+  return out;
+}
+
+/// Prints a progress line about once a second, and the last one always.
+class Progress {
+ public:
+  Progress(std::ostream& out, std::string what, int64_t total)
+      : out_(out), what_(std::move(what)), total_(total), start_(now_seconds()) {}
+  void update(int64_t done) {
+    const double now = now_seconds();
+    if (done < total_ && now - last_ < 1.0) return;
+    last_ = now;
+    const double rate = done / std::max(1e-9, now - start_);
+    out_ << fmt::format("{}: {}/{} samples ({:.0f} samples/s)\n", what_, done, total_, rate);
+    out_.flush();
+  }
+
+ private:
+  std::ostream& out_;
+  std::string what_;
+  int64_t total_;
+  double start_;
+  double last_ = 0;
+};
+
+Image pack_geometry(const Image& image, int64_t resize) {
+  if (resize <= 0) return image;
+  const double side = static_cast<double>(std::min(image.height, image.width));
+  return resize_region(image, (image.width - side) / 2, (image.height - side) / 2, side, side,
+                       resize, resize);
+}
+
+std::string encode(const Image& image, const std::string& encoding, int quality) {
+  const std::vector<uint8_t> bytes = encoding == "png" ? encode_png(image) : encode_jpeg(image, quality);
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+std::string shard_name(const std::string& split, int64_t k, int64_t n, const std::string& format) {
+  return fmt::format("{}-{:05d}-of-{:05d}{}", split, k, n, format == "wds" ? ".tar" : "");
+}
+
+/// Packs one split into options.shards shards; returns samples written.
+int64_t pack_split(const Dataset& d, Split split, const PackOptions& o, const std::string& encoding,
+                   std::ostream& progress) {
+  const int64_t n = d.info().size;
+  const std::string split_name = split == Split::kTrain ? "train" : "validation";
+  SamplerOptions so;
+  so.dataset_size = n;
+  so.global_batch = n;
+  so.seed = o.seed;
+  GlobalSampler order(so);
+  const std::vector<int64_t> indices = order.indices(0, 0, n);
+  const int64_t shards = std::min(o.shards, n);
+  Progress bar(progress, "pack " + split_name, n);
+  int64_t written = 0;
+  for (int64_t k = 0; k < shards; ++k) {
+    const int64_t begin = n * k / shards, end = n * (k + 1) / shards;
+    const std::string path =
+        (fs::path(o.destination) / shard_name(split_name, k, shards, o.format)).string();
+    std::unique_ptr<TarWriter> tar;
+    std::string records;
+    if (o.format == "wds") tar = std::make_unique<TarWriter>(path);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t index = indices[static_cast<size_t>(i)];
+      const std::string image = encode(pack_geometry(d.image(index), o.resize), encoding, o.quality);
+      const int64_t label = d.label(index);
+      if (tar) {
+        const std::string key = fmt::format("{:08d}", index);
+        tar->add(key + "." + (encoding == "png" ? "png" : "jpg"), image);
+        tar->add(key + ".cls", std::to_string(label));
+      } else {
+        append_tfrecord(records, encode_example(image, label, encoding == "png" ? "PNG" : "JPEG"));
+      }
+      bar.update(++written);
+    }
+    if (tar) {
+      tar->finish();
+    } else {
+      write_file_atomic(path, records);
+    }
+  }
+  return written;
+}
+
+}  // namespace
+
+DataSpec parse_data_location(const std::string& text) {
+  if (text == "synthetic") throw Error("synthetic data has nothing on disk to read");
+  if (text == "fashion-mnist" || text.find(':') != std::string::npos) {
+    const DataSpec spec = parse_data_spec(text);
+    if (spec.kind != "synthetic") return spec;
+  }
+  std::error_code ec;
+  const fs::path p(text);
+  DLSCALE_CHECK(fs::exists(p, ec), "{}: no such file or directory", text);
+  if (fs::is_regular_file(p, ec)) return {p.extension() == ".tar" ? "wds" : "tfrecord", text};
+  bool tar = false, idx = false, subdirs = false;
+  for (const auto& e : fs::directory_iterator(p, ec)) {
+    const std::string name = e.path().filename().string();
+    tar = tar || e.path().extension() == ".tar";
+    idx = idx || name.find("idx3-ubyte") != std::string::npos;
+    subdirs = subdirs || (e.is_directory(ec) && name.front() != '.');
+  }
+  if (idx) return {"idx", text};
+  if (tar) return {"wds", text};
+  if (subdirs) return {"folder", text};
+  return {"tfrecord", text};
+}
+
+int64_t pack_dataset(const PackOptions& o, std::ostream& progress) {
+  DLSCALE_CHECK(o.format == "wds" || o.format == "tfrecord",
+                "--format must be wds or tfrecord (got '{}')", o.format);
+  DLSCALE_CHECK(o.shards >= 1 && o.shards <= 100000, "--shards must be in [1, 100000] (got {})",
+                o.shards);
+  DLSCALE_CHECK(o.resize >= 0 && o.resize <= kMaxImageSide, "--resize must be in [0, {}] (got {})",
+                kMaxImageSide, o.resize);
+  DLSCALE_CHECK(o.quality >= 1 && o.quality <= 100, "--quality must be in [1, 100] (got {})",
+                o.quality);
+  DLSCALE_CHECK(o.encoding == "auto" || o.encoding == "jpeg" || o.encoding == "png",
+                "--encoding must be auto, jpeg or png (got '{}')", o.encoding);
+  const DataSpec spec = parse_data_location(o.source);
+  DLSCALE_CHECK(spec.kind == "idx" || spec.kind == "folder",
+                "data pack reads an image folder or IDX files (got {} data: {})", spec.kind, o.source);
+  const std::string encoding = o.encoding != "auto" ? o.encoding : spec.kind == "idx" ? "png" : "jpeg";
+  const auto splits = open_splits(spec);  // every input checked before anything is written
+  std::error_code ec;
+  fs::create_directories(o.destination, ec);
+  DLSCALE_CHECK(fs::is_directory(o.destination, ec), "{}: cannot create the directory{}",
+                o.destination, ec ? ": " + ec.message() : "");
+  int64_t total = 0;
+  for (const auto& [split, dataset] : splits) total += pack_split(*dataset, split, o, encoding, progress);
+  return total;
+}
+
+void inspect_dataset(const std::string& location, std::ostream& out) {
+  const DataSpec spec = parse_data_location(location);
+  out << fmt::format("{} ({})\n", spec.text(), spec.kind);
+  for (const auto& [split, d] : open_splits(spec)) {
+    const DatasetInfo& info = d->info();
+    std::map<int64_t, int64_t> per_class;
+    for (int64_t i = 0; i < info.size; ++i) ++per_class[d->label(i)];
+    int64_t smallest = info.size, largest = 0;
+    for (const auto& [label, count] : per_class) {
+      smallest = std::min(smallest, count);
+      largest = std::max(largest, count);
+    }
+    const Image first = d->image(0);
+    out << fmt::format("  {}: {} samples, {} classes (labels 0..{}; {} to {} per class), first "
+                       "image {}x{}x{}\n",
+                       to_string(split), info.size, per_class.size(), info.num_classes - 1,
+                       smallest, largest, first.channels, first.height, first.width);
+    int64_t min_file = -1, max_file = 0;
+    for (const auto& f : info.files) {
+      const auto size = static_cast<int64_t>(fs::file_size(f));
+      min_file = min_file < 0 ? size : std::min(min_file, size);
+      max_file = std::max(max_file, size);
+    }
+    out << fmt::format("  {}: {} file(s), {:.2f} MB ({:.2f} to {:.2f} MB per file)\n",
+                       to_string(split), info.files.size(), info.bytes / 1e6, min_file / 1e6,
+                       max_file / 1e6);
+  }
+}
+
+int64_t verify_dataset(const std::string& location, std::ostream& progress) {
+  const DataSpec spec = parse_data_location(location);
+  int64_t checked = 0;
+  for (const auto& [split, d] : open_splits(spec)) {
+    if (spec.kind == "tfrecord") {
+      for (const auto& f : d->info().files) index_tfrecord(f, /*verify_data=*/true);
+    }
+    Progress bar(progress, "verify " + to_string(split), d->info().size);
+    for (int64_t i = 0; i < d->info().size; ++i, ++checked) {
+      const Image image = d->image(i);
+      DLSCALE_CHECK(image.height > 0 && image.width > 0, "{}: an empty image", d->where(i));
+      DLSCALE_CHECK(d->label(i) >= 0, "{}: negative label {}", d->where(i), d->label(i));
+      bar.update(i + 1);
+    }
+  }
+  return checked;
+}
+
+}  // namespace dlscale::data

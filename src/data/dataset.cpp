@@ -1,0 +1,78 @@
+#include "data/dataset.h"
+
+#include "core/error.h"
+#include "data/encoded_dataset.h"
+#include "data/idx_dataset.h"
+#include "data/transforms.h"
+
+namespace dlscale::data {
+
+namespace {
+
+constexpr int kMaxDataThreads = 256;
+constexpr int kMaxPrefetch = 64;
+
+const char* const kForms =
+    "synthetic, fashion-mnist, idx:DIR, folder:DIR, wds:PATH, tfrecord:PATH";
+
+}  // namespace
+
+std::string to_string(Split split) { return split == Split::kTrain ? "train" : "test"; }
+
+DataSpec parse_data_spec(const std::string& text) {
+  if (text == "synthetic") return {"synthetic", ""};
+  if (text == "fashion-mnist") return {"idx", kFashionMnistDir};
+  const size_t colon = text.find(':');
+  DLSCALE_CHECK(colon != std::string::npos, "unknown --data '{}' (allowed: {})", text, kForms);
+  DataSpec spec{text.substr(0, colon), text.substr(colon + 1)};
+  DLSCALE_CHECK(spec.kind == "idx" || spec.kind == "folder" || spec.kind == "wds" ||
+                    spec.kind == "tfrecord",
+                "unknown --data kind '{}' in '{}' (allowed: {})", spec.kind, text, kForms);
+  DLSCALE_CHECK(!spec.path.empty(), "--data {}: the path after '{}:' is empty", text, spec.kind);
+  return spec;
+}
+
+void check_data_options(const DataOptions& o) {
+  parse_data_spec(o.spec);
+  DLSCALE_CHECK(o.threads >= 1 && o.threads <= kMaxDataThreads,
+                "--data-threads must be in [1, {}] (got {})", kMaxDataThreads, o.threads);
+  DLSCALE_CHECK(o.prefetch >= 0 && o.prefetch <= kMaxPrefetch,
+                "--prefetch must be in [0, {}] (got {})", kMaxPrefetch, o.prefetch);
+  if (o.augment != "auto") parse_augment(o.augment);
+}
+
+std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t channels) {
+  if (spec.kind == "idx") {
+    std::unique_ptr<Dataset> d = open_idx(spec.path, split);
+    DLSCALE_CHECK(d->info().channels == channels,
+                  "--data {}: the images have {} channel(s) but the model takes {} (choose a "
+                  "{}-channel model, e.g. lenet for 1)",
+                  spec.text(), d->info().channels, channels, d->info().channels);
+    return d;
+  }
+  if (spec.kind == "folder") return open_folder(spec.path, split, channels);
+  if (spec.kind == "wds") return open_wds(spec.path, split, channels);
+  DLSCALE_ASSERT(spec.kind == "tfrecord");
+  return open_tfrecord(spec.path, split, channels);
+}
+
+void imagenet_normalisation(int64_t channels, std::vector<float>& mean, std::vector<float>& std) {
+  if (channels == 3) {
+    mean = {0.485f, 0.456f, 0.406f};
+    std = {0.229f, 0.224f, 0.225f};
+  } else {
+    mean = {0.299f * 0.485f + 0.587f * 0.456f + 0.114f * 0.406f};
+    std = {0.299f * 0.229f + 0.587f * 0.224f + 0.114f * 0.225f};
+  }
+}
+
+void check_labels(const Dataset& d, int64_t classes) {
+  for (int64_t i = 0; i < d.info().size; ++i) {
+    const int64_t label = d.label(i);
+    DLSCALE_CHECK(label >= 0 && label < classes,
+                  "{}: label {} is outside the {} classes [0, {})", d.where(i), label, classes,
+                  classes);
+  }
+}
+
+}  // namespace dlscale::data

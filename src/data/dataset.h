@@ -1,0 +1,60 @@
+#pragma once
+// A dataset on disk, read by index (docs/data.md). Each format is one file
+// behind this interface; open_dataset() (data/data_spec.h) is the factory.
+// No LibTorch here: readers, packers and the fuzzers use it alone.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/data_options.h"
+#include "data/image_codec.h"
+
+namespace dlscale::data {
+
+/// Which part of a dataset to read.
+enum class Split { kTrain, kTest };
+std::string to_string(Split split);
+
+/// What a dataset holds, known once it is open.
+struct DatasetInfo {
+  std::string format;           ///< "idx" | "folder" | "wds" | "tfrecord"
+  std::string location;         ///< the directory or files it was opened from
+  int64_t size = 0;             ///< samples
+  int64_t channels = 0;         ///< 1 or 3 (encoded images: what the model asked for)
+  int64_t image_size = 0;       ///< height = width when every sample has it; 0 = varies
+  int64_t num_classes = 0;      ///< labels are in [0, num_classes)
+  bool encoded = false;         ///< samples are JPEG/PNG to decode (false: raw pixels)
+  std::vector<float> mean;      ///< per-channel normalisation, in [0, 1] pixel units
+  std::vector<float> std;
+  std::vector<std::string> files;  ///< the data files (shards), for staging and reports
+  int64_t bytes = 0;            ///< total bytes of those files
+};
+
+/// Random access to decoded samples. image() and label() are thread-safe.
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual const DatasetInfo& info() const = 0;
+  virtual int64_t label(int64_t index) const = 0;
+  /// The decoded sample `index`, HWC uint8 with info().channels channels.
+  /// Throws dlscale::Error naming the file (and record) when it is corrupt.
+  virtual Image image(int64_t index) const = 0;
+  /// Where sample `index` lives, for error messages ("FILE record K").
+  virtual std::string where(int64_t index) const = 0;
+};
+
+/// ImageNet's per-channel mean and std (torchvision's constants), for
+/// encoded-image datasets; `channels` 1 gives their luminance-weighted mean.
+void imagenet_normalisation(int64_t channels, std::vector<float>& mean, std::vector<float>& std);
+
+/// Opens a dataset from a parsed spec (not synthetic). Encoded images are
+/// decoded to `channels`; raw pixels (IDX) must have that many. Throws
+/// dlscale::Error naming the file that is wrong.
+std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t channels);
+
+/// Checks every label of `dataset` against its class count; throws
+/// dlscale::Error naming the first sample outside [0, classes).
+void check_labels(const Dataset& dataset, int64_t classes);
+
+}  // namespace dlscale::data

@@ -1,0 +1,302 @@
+#include "data/encoded_dataset.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "data/tar_shards.h"
+#include "data/tfrecord.h"
+
+namespace dlscale::data {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Where one sample's encoded bytes are.
+struct Record {
+  int32_t file = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  int64_t label = 0;
+  int64_t number = 0;  ///< the record's index in its file (TFRecord messages)
+  std::string name;    ///< what the sample is called in messages
+};
+
+/// A read-only file descriptor, closed on destruction.
+class ReadFile {
+ public:
+  explicit ReadFile(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    DLSCALE_CHECK(fd_ >= 0, "{}: cannot open: {}", path, std::strerror(errno));
+  }
+  ~ReadFile() { if (fd_ >= 0) ::close(fd_); }
+  ReadFile(const ReadFile&) = delete;
+  ReadFile& operator=(const ReadFile&) = delete;
+  /// Exactly `n` bytes at `offset`; thread-safe (pread).
+  std::string read(uint64_t offset, uint64_t n) const {
+    std::string out(n, '\0');
+    uint64_t done = 0;
+    while (done < n) {
+      const ssize_t got = ::pread(fd_, out.data() + done, n - done, static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      DLSCALE_CHECK(got > 0, "{}: truncated: {} bytes at offset {} cannot be read{}", path_, n, offset,
+                    got < 0 ? std::string(": ") + std::strerror(errno) : "");
+      done += static_cast<uint64_t>(got);
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+/// kFolder: one image per file (opened per read: a folder may hold more
+/// images than a process may open files); kTar: members of kept-open tar
+/// shards; kTfRecord: framed tf.train.Example records of kept-open shards.
+enum class Layout { kFolder, kTar, kTfRecord };
+
+class EncodedDataset : public Dataset {
+ public:
+  EncodedDataset(DatasetInfo info, std::vector<Record> records, Layout layout, int64_t channels)
+      : info_(std::move(info)), records_(std::move(records)), layout_(layout) {
+    if (layout_ != Layout::kFolder) {
+      for (const auto& f : info_.files) files_.push_back(std::make_unique<ReadFile>(f));
+    }
+    DLSCALE_CHECK(!records_.empty(), "{}: holds no samples", info_.location);
+    info_.size = static_cast<int64_t>(records_.size());
+    info_.encoded = true;
+    int64_t max_label = 0;
+    for (const auto& r : records_) max_label = std::max(max_label, r.label);
+    if (info_.num_classes == 0) info_.num_classes = max_label + 1;
+    const std::string first = bytes(0);
+    ImageInfo probe;
+    try {
+      probe = probe_image(reinterpret_cast<const uint8_t*>(first.data()), first.size());
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where(0), e.what()));
+    }
+    info_.image_size = probe.height == probe.width ? probe.height : 0;
+    info_.channels = channels > 0 ? channels : probe.channels;
+    imagenet_normalisation(info_.channels, info_.mean, info_.std);
+  }
+  const DatasetInfo& info() const override { return info_; }
+  int64_t label(int64_t i) const override { return records_[static_cast<size_t>(i)].label; }
+  Image image(int64_t i) const override {
+    const std::string b = bytes(i);
+    try {
+      return decode_image(reinterpret_cast<const uint8_t*>(b.data()), b.size(),
+                          static_cast<int>(info_.channels));
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where(i), e.what()));
+    }
+  }
+  std::string where(int64_t i) const override {
+    const Record& r = records_[static_cast<size_t>(i)];
+    const std::string& file = info_.files[static_cast<size_t>(r.file)];
+    return r.name.empty() ? file : fmt::format("{} {}", file, r.name);
+  }
+
+ private:
+  /// The encoded image of sample i (for TFRecord: CRC-checked, then unpacked).
+  std::string bytes(int64_t i) const {
+    const Record& r = records_[static_cast<size_t>(i)];
+    if (layout_ == Layout::kFolder) {
+      return ReadFile(info_.files[static_cast<size_t>(r.file)]).read(r.offset, r.length);
+    }
+    const ReadFile& f = *files_[static_cast<size_t>(r.file)];
+    if (layout_ == Layout::kTar) return f.read(r.offset, r.length);
+    const std::string framed = f.read(r.offset, r.length + 4);
+    const std::string_view payload(framed.data(), r.length);
+    uint32_t crc = 0;
+    std::memcpy(&crc, framed.data() + r.length, 4);  // little-endian hosts only (x86, arm64)
+    const std::string& path = info_.files[static_cast<size_t>(r.file)];
+    check_record_crc(payload, crc, path, r.number);
+    try {
+      return decode_example(payload).image;
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where(i), e.what()));
+    }
+  }
+
+  DatasetInfo info_;
+  std::vector<Record> records_;
+  Layout layout_;
+  std::vector<std::unique_ptr<ReadFile>> files_;
+};
+
+bool is_image_name(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+std::vector<fs::path> sorted_entries(const fs::path& dir, bool directories) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().front() == '.') continue;
+    if (directories ? e.is_directory(ec) : e.is_regular_file(ec)) out.push_back(e.path());
+  }
+  DLSCALE_CHECK(!ec, "{}: cannot list: {}", dir.string(), ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int64_t total_bytes(const std::vector<std::string>& files) {
+  int64_t n = 0;
+  std::error_code ec;
+  for (const auto& f : files) n += static_cast<int64_t>(fs::file_size(f, ec));
+  return n;
+}
+
+/// Parses a WebDataset .cls member: a decimal label, optional whitespace.
+int64_t parse_class(const std::string& text, const std::string& where) {
+  const char* b = text.data();
+  const char* e = b + text.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(*b))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(e[-1]))) --e;
+  int64_t v = -1;
+  const auto [end, ec] = std::from_chars(b, e, v);
+  DLSCALE_CHECK(ec == std::errc() && end == e && b != e && v >= 0,
+                "{}: the .cls member '{}' is not a non-negative integer label", where,
+                text.substr(0, 40));
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::string> shard_files(const std::string& path, Split split,
+                                     const std::string& extension) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return {path};
+  DLSCALE_CHECK(fs::is_directory(path, ec), "{}: no such file or directory", path);
+  std::vector<std::string> all, train, test;
+  for (const auto& p : sorted_entries(path, false)) {
+    const std::string name = p.filename().string();
+    if (!extension.empty() && p.extension() != extension) continue;
+    all.push_back(p.string());
+    if (name.rfind("train", 0) == 0) train.push_back(p.string());
+    if (name.rfind("val", 0) == 0 || name.rfind("test", 0) == 0) test.push_back(p.string());
+  }
+  DLSCALE_CHECK(!all.empty(), "{}: no {}shard files in this directory", path,
+                extension.empty() ? "" : extension + " ");
+  if (train.empty() && test.empty()) {
+    DLSCALE_CHECK(split == Split::kTrain, "{}: no val*/test* shards for the test split", path);
+    return all;
+  }
+  const auto& chosen = split == Split::kTrain ? train : test;
+  DLSCALE_CHECK(!chosen.empty(), "{}: no {} shards", path,
+                split == Split::kTrain ? "train*" : "val*/test*");
+  return chosen;
+}
+
+std::unique_ptr<Dataset> open_folder(const std::string& dir, Split split, int64_t channels) {
+  std::error_code ec;
+  DLSCALE_CHECK(fs::is_directory(dir, ec), "{}: no such directory", dir);
+  fs::path root = dir;
+  const bool has_splits = fs::is_directory(root / "train", ec) &&
+                          (fs::is_directory(root / "val", ec) || fs::is_directory(root / "test", ec));
+  if (has_splits) {
+    root = split == Split::kTrain ? root / "train"
+                                  : (fs::is_directory(root / "val", ec) ? root / "val" : root / "test");
+  } else {
+    DLSCALE_CHECK(split == Split::kTrain, "{}: no val/ or test/ folder for the test split", dir);
+  }
+  DatasetInfo info;
+  info.format = "folder";
+  info.location = dir;
+  std::vector<Record> records;
+  const std::vector<fs::path> classes = sorted_entries(root, true);
+  DLSCALE_CHECK(!classes.empty(), "{}: no class folders (expected DIR/<class>/<image>)", root.string());
+  for (size_t c = 0; c < classes.size(); ++c) {
+    size_t before = records.size();
+    for (const auto& f : sorted_entries(classes[c], false)) {
+      if (!is_image_name(f)) continue;
+      info.files.push_back(f.string());
+      records.push_back({static_cast<int32_t>(info.files.size() - 1), 0,
+                         static_cast<uint64_t>(fs::file_size(f, ec)), static_cast<int64_t>(c), 0,
+                         ""});
+    }
+    DLSCALE_CHECK(records.size() > before, "{}: empty class folder (no .jpg, .jpeg or .png files)",
+                  classes[c].string());
+  }
+  info.num_classes = static_cast<int64_t>(classes.size());
+  info.bytes = total_bytes(info.files);
+  return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kFolder,
+                                          channels);
+}
+
+std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t channels) {
+  DatasetInfo info;
+  info.format = "wds";
+  info.location = path;
+  info.files = shard_files(path, split, ".tar");
+  std::vector<Record> records;
+  for (size_t f = 0; f < info.files.size(); ++f) {
+    const std::string& file = info.files[f];
+    const ReadFile reader(file);
+    std::vector<WdsSample> samples;
+    try {
+      samples = group_wds(list_tar(file));
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      throw Error(what.rfind(file, 0) == 0 ? what : file + ": " + what);
+    }
+    for (const auto& s : samples) {
+      const std::string where = fmt::format("{} sample {}", file, s.key);
+      const TarMember* image = nullptr;
+      for (const char* ext : {"jpg", "jpeg", "png"}) {
+        const auto it = s.parts.find(ext);
+        if (it != s.parts.end()) image = &it->second;
+      }
+      const auto cls = s.parts.find("cls");
+      DLSCALE_CHECK(image != nullptr, "{}: no .jpg, .jpeg or .png member", where);
+      DLSCALE_CHECK(cls != s.parts.end(), "{}: no .cls member (the label)", where);
+      DLSCALE_CHECK(cls->second.size <= 64, "{}: the .cls member is {} bytes, not a label", where,
+                    cls->second.size);
+      const int64_t label = parse_class(reader.read(cls->second.offset, cls->second.size), where);
+      records.push_back({static_cast<int32_t>(f), image->offset, image->size, label, 0,
+                         "sample " + s.key});
+    }
+  }
+  info.bytes = total_bytes(info.files);
+  return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kTar, channels);
+}
+
+std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int64_t channels) {
+  DatasetInfo info;
+  info.format = "tfrecord";
+  info.location = path;
+  info.files = shard_files(path, split, "");
+  std::vector<Record> records;
+  for (size_t f = 0; f < info.files.size(); ++f) {
+    const std::string& file = info.files[f];
+    const ReadFile reader(file);
+    const std::vector<RecordSpan> spans = index_tfrecord(file, /*verify_data=*/false);
+    for (size_t k = 0; k < spans.size(); ++k) {
+      const std::string payload = reader.read(spans[k].offset, spans[k].length);
+      ExampleFields ex;
+      try {
+        ex = decode_example(payload);
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}: record {}: {}", file, k, e.what()));
+      }
+      DLSCALE_CHECK(ex.has_image && ex.has_label,
+                    "{}: record {}: no image/encoded or image/class/label feature", file, k);
+      records.push_back({static_cast<int32_t>(f), spans[k].offset, spans[k].length, ex.label,
+                         static_cast<int64_t>(k), fmt::format("record {}", k)});
+    }
+  }
+  info.bytes = total_bytes(info.files);
+  return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kTfRecord,
+                                          channels);
+}
+
+}  // namespace dlscale::data

@@ -1,0 +1,161 @@
+#include "data/pipeline.h"
+
+#include <atomic>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/work_pool.h"
+
+namespace dlscale::data {
+
+namespace {
+
+SamplerOptions sampler_options(const std::shared_ptr<const Dataset>& d, const PipelineOptions& o) {
+  DLSCALE_ASSERT(d != nullptr);
+  SamplerOptions s;
+  s.dataset_size = d->info().size;
+  s.global_batch = o.global_batch;
+  s.seed = o.seed;
+  s.shuffle = o.shuffle;
+  return s;
+}
+
+constexpr int kMaxReplacements = 64;  // consecutive corrupt samples --skip-corrupt tolerates
+
+}  // namespace
+
+Pipeline::Pipeline(std::shared_ptr<const Dataset> dataset, const PipelineOptions& o)
+    : dataset_(std::move(dataset)),
+      options_(o),
+      sampler_(sampler_options(dataset_, o)) {
+  DLSCALE_CHECK(o.world_size >= 1 && o.global_batch % o.world_size == 0,
+                "global batch {} is not divisible by {} workers", o.global_batch, o.world_size);
+  DLSCALE_CHECK(o.threads >= 1, "--data-threads must be >= 1 (got {})", o.threads);
+  DLSCALE_CHECK(o.prefetch >= 0, "--prefetch must be >= 0 (got {})", o.prefetch);
+  local_batch_ = o.global_batch / o.world_size;
+  pool_ = std::make_unique<WorkPool>(o.threads);
+  if (o.prefetch > 0) producer_ = std::thread([this] { produce(); });
+}
+
+Pipeline::~Pipeline() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (producer_.joinable()) producer_.join();
+}
+
+std::string Pipeline::name() const {
+  return fmt::format("{}:{}", dataset_->info().format, dataset_->info().location);
+}
+
+PipelineStats Pipeline::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+Image Pipeline::load(int64_t index) {
+  if (options_.cache) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = cache_.find(index);
+    if (it != cache_.end()) {
+      ++stats_.cache_hits;
+      return *it->second;
+    }
+  }
+  Image image = dataset_->image(index);
+  if (options_.cache) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cache_.emplace(index, std::make_shared<const Image>(image));
+  }
+  return image;
+}
+
+Batch Pipeline::build(int64_t step) {
+  const double start = now_seconds();
+  const TransformOptions& t = options_.transform;
+  const std::vector<int64_t> indices =
+      sampler_.indices(step, options_.rank * local_batch_, local_batch_);
+  const uint64_t epoch_seed =
+      mix_seed(options_.seed, static_cast<uint64_t>(sampler_.epoch_of(step)));
+  const int64_t n = dataset_->info().size;
+  const auto memory_format =
+      options_.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+  torch::Tensor inputs = torch::empty({local_batch_, t.channels, t.size, t.size},
+                                      torch::TensorOptions().dtype(torch::kFloat32)
+                                          .memory_format(memory_format));
+  std::vector<int64_t> labels(indices.size());
+  const OutputLayout layout = options_.channels_last ? OutputLayout::hwc(t.channels, t.size)
+                                                     : OutputLayout::chw(t.channels, t.size);
+  float* base = inputs.data_ptr<float>();
+  std::atomic<int64_t> skipped{0};
+  pool_->run(local_batch_, [&](int64_t j) {
+    int64_t index = indices[static_cast<size_t>(j)];
+    for (int attempt = 0;; ++attempt) {
+      try {
+        const Image image = load(index);
+        transform_image(image, t, mix_seed(epoch_seed, static_cast<uint64_t>(index)),
+                        base + j * t.channels * t.size * t.size, layout);
+        labels[static_cast<size_t>(j)] = dataset_->label(index);
+        return;
+      } catch (const Error&) {
+        // The replacement is the next index, so every rank and worker count
+        // substitutes the same sample and runs stay comparable.
+        if (!options_.skip_corrupt || attempt + 1 >= kMaxReplacements) throw;
+        ++skipped;
+        index = (index + 1) % n;
+      }
+    }
+  });
+  Batch batch{inputs, torch::tensor(labels, torch::kInt64)};
+  if (options_.device != torch::kCPU) {
+    batch.inputs = batch.inputs.to(options_.device, /*non_blocking=*/false);
+    batch.labels = batch.labels.to(options_.device);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.busy_seconds += now_seconds() - start;
+  stats_.batches += 1;
+  stats_.samples += local_batch_;
+  stats_.skipped += skipped.load();
+  return batch;
+}
+
+void Pipeline::produce() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || next_ < wanted_ + options_.prefetch; });
+    if (stopping_) return;
+    const int64_t step = next_++;
+    lock.unlock();
+    Ready ready;
+    try {
+      ready.batch = build(step);
+    } catch (...) {
+      ready.error = std::current_exception();
+    }
+    lock.lock();
+    if (step >= wanted_) ready_[step] = std::move(ready);  // else a jump made it stale
+    changed_.notify_all();
+  }
+}
+
+Batch Pipeline::batch(int64_t step) {
+  if (options_.prefetch == 0) return build(step);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (step != wanted_) {  // a jump: restart the prefetch from here
+    ready_.clear();
+    next_ = step;
+  }
+  wanted_ = step;
+  changed_.notify_all();
+  changed_.wait(lock, [&] { return ready_.count(step) != 0; });
+  Ready ready = std::move(ready_.at(step));
+  ready_.erase(step);
+  wanted_ = step + 1;
+  changed_.notify_all();
+  if (ready.error) std::rethrow_exception(ready.error);
+  return ready.batch;
+}
+
+}  // namespace dlscale::data

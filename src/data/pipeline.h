@@ -1,0 +1,82 @@
+#pragma once
+// The input pipeline over a Dataset (docs/data.md, "The pipeline"): the
+// global sampler picks this rank's slice of each global batch; --data-threads
+// threads read, decode and transform its samples; a prefetch thread keeps up
+// to --prefetch batches ready ahead of the training loop.
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "data/data_source.h"
+#include "data/dataset.h"
+#include "data/sampler.h"
+#include "data/transforms.h"
+
+namespace dlscale {
+class WorkPool;
+}
+
+namespace dlscale::data {
+
+struct PipelineOptions {
+  int64_t global_batch = 32;
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  uint64_t seed = 42;          ///< sample order and augmentation
+  bool shuffle = true;         ///< false: every epoch in index order
+  int threads = 1;             ///< decode/transform threads (not LibTorch's pool)
+  int prefetch = 2;            ///< batches built ahead; 0 = built when asked, on the caller's clock
+  bool cache = false;          ///< keep decoded samples in memory after first use
+  bool skip_corrupt = false;   ///< replace a corrupt sample by the next readable one and count it
+  TransformOptions transform;  ///< size, channels, augmentation, normalisation
+  bool channels_last = false;  ///< write NHWC memory order
+  torch::Device device = torch::kCPU;
+};
+
+class Pipeline : public DataSource {
+ public:
+  /// Throws dlscale::Error when the dataset holds fewer samples than one
+  /// global batch or the batch does not divide over the workers.
+  Pipeline(std::shared_ptr<const Dataset> dataset, const PipelineOptions& options);
+  ~Pipeline() override;
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  /// Steps are expected in order; a jump restarts the prefetch there.
+  Batch batch(int64_t step) override;
+  int64_t local_batch() const override { return local_batch_; }
+  std::string name() const override;
+  PipelineStats stats() const override;
+  int64_t steps_per_epoch() const { return sampler_.steps_per_epoch(); }
+
+ private:
+  struct Ready {
+    Batch batch;
+    std::exception_ptr error;
+  };
+  Batch build(int64_t step);
+  Image load(int64_t index);
+  void produce();
+
+  std::shared_ptr<const Dataset> dataset_;
+  PipelineOptions options_;
+  int64_t local_batch_ = 0;
+  GlobalSampler sampler_;
+  std::unique_ptr<WorkPool> pool_;
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable changed_;
+  std::map<int64_t, Ready> ready_;
+  int64_t next_ = 0;       // the next step the prefetch thread builds
+  int64_t wanted_ = 0;     // the step the trainer asks for next
+  bool stopping_ = false;
+  PipelineStats stats_;
+  std::unordered_map<int64_t, std::shared_ptr<const Image>> cache_;
+  std::thread producer_;
+};
+
+}  // namespace dlscale::data

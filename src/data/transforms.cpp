@@ -1,0 +1,162 @@
+#include "data/transforms.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "data/sampler.h"
+
+namespace dlscale::data {
+
+namespace {
+
+/// Uniform doubles in [0, 1) from splitmix64 of a seed.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  double uniform() {
+    state_ = mix_seed(state_, 0x5bd1e995u);
+    return static_cast<double>(state_ >> 11) * 0x1.0p-53;
+  }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+
+ private:
+  uint64_t state_;
+};
+
+struct Region {
+  double x0, y0, w, h;
+};
+
+/// torchvision's RandomResizedCrop.get_params: 10 tries, then the centre crop
+/// of the largest in-ratio region.
+Region random_resized_region(const Image& img, Rng& rng) {
+  const double area = static_cast<double>(img.height * img.width);
+  const double log_lo = std::log(3.0 / 4.0), log_hi = std::log(4.0 / 3.0);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * rng.uniform(0.08, 1.0);
+    const double ratio = std::exp(rng.uniform(log_lo, log_hi));
+    const double w = std::round(std::sqrt(target * ratio));
+    const double h = std::round(std::sqrt(target / ratio));
+    if (w > 0 && h > 0 && w <= img.width && h <= img.height) {
+      const double y0 = std::floor(rng.uniform() * (img.height - h + 1));
+      const double x0 = std::floor(rng.uniform() * (img.width - w + 1));
+      return {x0, y0, w, h};
+    }
+  }
+  const double side = static_cast<double>(std::min(img.height, img.width));
+  return {(img.width - side) / 2, (img.height - side) / 2, side, side};
+}
+
+/// The evaluation geometry: shorter side to `size`, centre crop.
+Image resize_center(const Image& img, int64_t size) {
+  if (img.height == size && img.width == size) return img;
+  const double side = static_cast<double>(std::min(img.height, img.width));
+  return resize_region(img, (img.width - side) / 2, (img.height - side) / 2, side, side, size, size);
+}
+
+/// Writes `img` (already size × size) normalised in `layout`, flipped if asked, with
+/// the crop offset (dx, dy) applied to a zero-padded view.
+void write_out(const Image& img, const TransformOptions& o, bool flip, int64_t dx, int64_t dy,
+               float* out, const OutputLayout& layout) {
+  const int64_t s = o.size;
+  for (int64_t c = 0; c < o.channels; ++c) {
+    const float scale = 1.0f / (255.0f * o.std[static_cast<size_t>(c)]);
+    const float shift = o.mean[static_cast<size_t>(c)] / o.std[static_cast<size_t>(c)];
+    const int64_t src_c = img.channels == o.channels ? c : 0;
+    float* plane = out + c * layout.channel;
+    for (int64_t y = 0; y < s; ++y) {
+      const int64_t sy = y + dy;
+      for (int64_t x = 0; x < s; ++x) {
+        const int64_t sx = (flip ? s - 1 - x : x) + dx;
+        float v = 0;
+        if (sy >= 0 && sy < s && sx >= 0 && sx < s) {
+          const uint8_t* px = &img.pixels[static_cast<size_t>((sy * s + sx) * img.channels)];
+          v = (o.channels == 1 && img.channels == 3)
+                  ? 0.299f * px[0] + 0.587f * px[1] + 0.114f * px[2]
+                  : static_cast<float>(px[src_c]);
+        }
+        plane[y * layout.row + x * layout.column] = v * scale - shift;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Augment parse_augment(const std::string& name) {
+  if (name == "none") return Augment::kNone;
+  if (name == "flip") return Augment::kFlip;
+  if (name == "crop-flip") return Augment::kCropFlip;
+  if (name == "rrc-flip") return Augment::kResizedCropFlip;
+  throw Error(fmt::format("unknown augmentation '{}' (allowed: none, flip, crop-flip, rrc-flip)",
+                          name));
+}
+
+std::string to_string(Augment a) {
+  switch (a) {
+    case Augment::kNone: return "none";
+    case Augment::kFlip: return "flip";
+    case Augment::kCropFlip: return "crop-flip";
+    case Augment::kResizedCropFlip: return "rrc-flip";
+  }
+  return "none";
+}
+
+Image resize_region(const Image& img, double x0, double y0, double w, double h, int64_t out_h,
+                    int64_t out_w) {
+  Image out;
+  out.height = out_h;
+  out.width = out_w;
+  out.channels = img.channels;
+  out.pixels.resize(static_cast<size_t>(out_h * out_w * img.channels));
+  const double sy = h / static_cast<double>(out_h), sx = w / static_cast<double>(out_w);
+  const int64_t c = img.channels;
+  for (int64_t y = 0; y < out_h; ++y) {
+    const double fy = std::clamp(y0 + (y + 0.5) * sy - 0.5, 0.0, static_cast<double>(img.height - 1));
+    const auto y_lo = static_cast<int64_t>(fy);
+    const int64_t y_hi = std::min(y_lo + 1, img.height - 1);
+    const double wy = fy - static_cast<double>(y_lo);
+    for (int64_t x = 0; x < out_w; ++x) {
+      const double fx = std::clamp(x0 + (x + 0.5) * sx - 0.5, 0.0, static_cast<double>(img.width - 1));
+      const auto x_lo = static_cast<int64_t>(fx);
+      const int64_t x_hi = std::min(x_lo + 1, img.width - 1);
+      const double wx = fx - static_cast<double>(x_lo);
+      for (int64_t k = 0; k < c; ++k) {
+        auto at = [&](int64_t yy, int64_t xx) {
+          return static_cast<double>(img.pixels[static_cast<size_t>((yy * img.width + xx) * c + k)]);
+        };
+        const double top = at(y_lo, x_lo) * (1 - wx) + at(y_lo, x_hi) * wx;
+        const double bottom = at(y_hi, x_lo) * (1 - wx) + at(y_hi, x_hi) * wx;
+        out.pixels[static_cast<size_t>((y * out_w + x) * c + k)] =
+            static_cast<uint8_t>(std::lround(std::clamp(top * (1 - wy) + bottom * wy, 0.0, 255.0)));
+      }
+    }
+  }
+  return out;
+}
+
+void transform_image(const Image& image, const TransformOptions& o, uint64_t seed, float* out,
+                     const OutputLayout& layout) {
+  DLSCALE_ASSERT(o.size >= 1 && (o.channels == 1 || o.channels == 3));
+  DLSCALE_ASSERT(o.mean.size() == static_cast<size_t>(o.channels) && o.std.size() == o.mean.size());
+  DLSCALE_CHECK(image.height >= 1 && image.width >= 1, "an image has no pixels");
+  Rng rng(seed);
+  const Augment a = o.train ? o.augment : Augment::kNone;
+  if (a == Augment::kResizedCropFlip) {
+    const Region r = random_resized_region(image, rng);
+    const Image crop = resize_region(image, r.x0, r.y0, r.w, r.h, o.size, o.size);
+    write_out(crop, o, rng.uniform() < 0.5, 0, 0, out, layout);
+    return;
+  }
+  const Image sized = resize_center(image, o.size);
+  int64_t dx = 0, dy = 0;
+  if (a == Augment::kCropFlip) {
+    dx = static_cast<int64_t>(rng.uniform() * static_cast<double>(2 * o.pad + 1)) - o.pad;
+    dy = static_cast<int64_t>(rng.uniform() * static_cast<double>(2 * o.pad + 1)) - o.pad;
+  }
+  const bool flip = a != Augment::kNone && rng.uniform() < 0.5;
+  write_out(sized, o, flip, dx, dy, out, layout);
+}
+
+}  // namespace dlscale::data

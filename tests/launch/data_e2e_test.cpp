@@ -1,0 +1,105 @@
+// Real data end to end through the binary: N worker processes on an IDX
+// dataset reach one worker's weights on the same global batches, the record
+// says what was read, and bad data fails before training in one line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "data/data_util.h"
+#include "process_util.h"
+#include "weights_util.h"
+
+namespace dlscale {
+namespace {
+
+using testing::closeness;
+using testing::run_dlscale;
+using testing::train;
+using testing::TrainRun;
+
+// 36 training samples, global batch 12: 3 steps per epoch, so 5 steps cross
+// into a second (reshuffled) epoch.
+const std::string& idx_dir() {
+  static const std::string dir = testing::write_idx_dataset(36, 12, 28, true);
+  return dir;
+}
+
+std::string lenet_on_idx() {
+  return "train --model lenet --dropout 0 --threads 1 --steps 5 --warmup 1 --optimizer momentum "
+         "--lr 0.05 --display-every 0 --global-batch 12 --first-bucket-mb 0.01 --bucket-mb 0.2 "
+         "--data idx:" + idx_dir();
+}
+
+TEST(DataTraining, TwoAndThreeWorkersMatchOneWorkerOnIdxData) {
+  const TrainRun one = train(lenet_on_idx());
+  ASSERT_FALSE(one.weights.empty());
+  const nlohmann::json& d = one.record["results"]["data"];
+  EXPECT_EQ(d["spec"], "idx:" + idx_dir());
+  EXPECT_EQ(d["format"], "idx");
+  EXPECT_EQ(d["samples"], 36);
+  EXPECT_EQ(d["steps_per_epoch"], 3);
+  EXPECT_EQ(d["augment"], "crop-flip");
+  EXPECT_GE(d["pipeline_batches"].get<int64_t>(), 5);
+  EXPECT_EQ(one.record["inputs"]["data"], "idx:" + idx_dir());
+  EXPECT_EQ(one.record["inputs"]["image_size"], 28);
+  EXPECT_EQ(one.record["inputs"]["num_classes"], 10);
+  for (const int n : {2, 3}) {
+    const TrainRun many = train(lenet_on_idx() + " --workers " + std::to_string(n));
+    EXPECT_LE(closeness(many.weights, one.weights, 1e-5, 1e-7), 1.0) << n;
+    EXPECT_EQ(many.record["results"]["comm"]["replicas_identical"], true);
+  }
+  // Another seed reads another order (and so ends elsewhere).
+  const TrainRun other = train(lenet_on_idx() + " --seed 5");
+  EXPECT_GT(closeness(other.weights, one.weights, 1e-5, 1e-7), 1.0);
+}
+
+TEST(DataTraining, PrefetchAndThreadsDoNotChangeTheResult) {
+  const TrainRun base = train(lenet_on_idx() + " --prefetch 0 --data-threads 1");
+  const TrainRun fast = train(lenet_on_idx() + " --prefetch 3 --data-threads 2 --cache");
+  EXPECT_LE(closeness(fast.weights, base.weights, 0, 0), 1.0);
+}
+
+TEST(DataTraining, FashionMnistFromDebiansPackageTrains) {
+  ASSERT_TRUE(std::filesystem::exists("/usr/share/datasets/fashion-mnist"))
+      << "scripts/setup.sh installs dataset-fashion-mnist";
+  const auto o = run_dlscale(
+      "train --model lenet --data fashion-mnist --batch 32 --steps 3 --warmup 1 --threads 1");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("data idx:/usr/share/datasets/fashion-mnist (60,000 samples, 1875 "
+                       "steps/epoch)"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("input pipeline (rank 0): busy"), std::string::npos) << o.out;
+}
+
+/// The one-line error of `args`, which must fail with exit code 2.
+std::string fails(const std::string& args) {
+  const auto o = run_dlscale(args);
+  EXPECT_EQ(o.code, 2) << args << "\n" << o.out << o.err;
+  return o.err;
+}
+
+TEST(DataTraining, BadDataFailsBeforeTrainingInOneLine) {
+  const std::string lenet = "train --model lenet --steps 2 --warmup 1 --threads 1 ";
+  EXPECT_EQ(fails(lenet + "--data nonsense"),
+            "dlscale: error: unknown --data 'nonsense' (allowed: synthetic, fashion-mnist, idx:DIR, "
+            "folder:DIR, wds:PATH, tfrecord:PATH)\n");
+  EXPECT_EQ(fails(lenet + "--data idx:/no/such/dir"), "dlscale: error: /no/such/dir: no such directory\n");
+  EXPECT_EQ(fails(lenet + "--data-threads 0"),
+            "dlscale: error: --data-threads must be in [1, 256] (got 0)\n");
+  EXPECT_EQ(fails(lenet + "--data idx:" + idx_dir() + " --batch 40"),
+            "dlscale: error: the dataset holds 36 samples, fewer than one global batch of 40\n");
+  const std::string labels = fails(lenet + "--data idx:" + idx_dir() + " --classes 5");
+  EXPECT_NE(labels.find("train-labels-idx1-ubyte.gz"), std::string::npos) << labels;
+  EXPECT_NE(labels.find("is outside the 5 classes [0, 5)"), std::string::npos) << labels;
+  EXPECT_EQ(fails("train --model resnet18 --steps 2 --warmup 1 --data idx:" + idx_dir()),
+            "dlscale: error: --data idx:" + idx_dir() +
+                ": the images have 1 channel(s) but the model takes 3 (choose a 1-channel "
+                "model, e.g. lenet for 1)\n");
+  // Two workers: the error comes once, from the launcher's first failing rank.
+  const std::string two = fails(lenet + "--workers 2 --data idx:/no/such/dir");
+  EXPECT_NE(two.find("/no/such/dir: no such directory"), std::string::npos) << two;
+}
+
+}  // namespace
+}  // namespace dlscale
