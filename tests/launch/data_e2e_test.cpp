@@ -5,7 +5,9 @@
 
 #include <filesystem>
 
+#include "core/files.h"
 #include "data/data_util.h"
+#include "data/image_codec.h"
 #include "process_util.h"
 #include "weights_util.h"
 
@@ -99,6 +101,72 @@ TEST(DataTraining, BadDataFailsBeforeTrainingInOneLine) {
   // Two workers: the error comes once, from the launcher's first failing rank.
   const std::string two = fails(lenet + "--workers 2 --data idx:/no/such/dir");
   EXPECT_NE(two.find("/no/such/dir: no such directory"), std::string::npos) << two;
+}
+
+TEST(DataTools, PackInspectVerifyAndBenchThroughTheBinary) {
+  const std::string out = testing::temp_path("wds");
+  auto o = run_dlscale("data pack idx:" + idx_dir() + " " + out + " --format wds --shards 3");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out, "packed 48 samples into " + out + "\n");  // 36 train + 12 test
+  o = run_dlscale("data inspect " + out);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("train: 36 samples, 10 classes"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("test: 12 samples"), std::string::npos) << o.out;
+  o = run_dlscale("data verify " + out);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out, "verified 48 samples: all readable\n");
+  const std::string json = testing::temp_path("bench.json");
+  o = run_dlscale("data bench --data wds:" + out + " --batch 12 --steps 3 --warmup 1 --json " + json);
+  EXPECT_EQ(o.code, 0) << o.err;
+  const nlohmann::json record = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(record["schema"], "dlscale.data_bench/1");
+  EXPECT_GT(record["results"]["samples_per_sec"].get<double>(), 0);
+  // A truncated shard: verify names it and fails.
+  const std::string shard = out + "/train-00001-of-00003.tar";
+  const std::string bytes = read_file(shard);
+  write_file_atomic(shard, bytes.substr(0, bytes.size() / 2 + 100));
+  o = run_dlscale("data verify " + out);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find(shard), std::string::npos) << o.err;
+  std::filesystem::remove_all(out);
+  std::filesystem::remove(json);
+}
+
+/// An image folder of 24 PNGs (classes a, b) and one corrupt file in a.
+std::string folder_with_a_corrupt_image() {
+  const std::string dir = testing::temp_path("folder");
+  for (int i = 0; i < 24; ++i) {
+    const std::string cls = dir + (i % 2 ? "/b" : "/a");
+    std::filesystem::create_directories(cls);
+    data::Image img;
+    img.height = img.width = 28;
+    img.channels = 3;
+    for (int p = 0; p < 28 * 28 * 3; ++p) img.pixels.push_back(static_cast<uint8_t>((p * 5 + i * 30) % 256));
+    const std::vector<uint8_t> png = data::encode_png(img);
+    write_file_atomic(cls + "/" + std::to_string(i) + ".png", std::string(png.begin(), png.end()));
+  }
+  write_file_atomic(dir + "/a/bad.png", "\x89PNG\r\n\x1a\nthis is not a png");
+  return dir;
+}
+
+TEST(DataTraining, CorruptImagesFailOrAreSkippedAndStagingIsReported) {
+  const std::string dir = folder_with_a_corrupt_image();
+  const std::string lenet =
+      "train --model lenet --threads 1 --steps 4 --warmup 1 --batch 8 --display-every 0 --data folder:" + dir;
+  const auto failed = run_dlscale(lenet);  // 25 images, 3 steps per epoch: every one is read
+  EXPECT_EQ(failed.code, 2);
+  EXPECT_NE(failed.err.find(dir + "/a/bad.png: corrupt PNG"), std::string::npos) << failed.err;
+  const TrainRun skipped = train(lenet + " --skip-corrupt");
+  EXPECT_GE(skipped.record["results"]["data"]["skipped_corrupt"].get<int64_t>(), 1);
+  EXPECT_EQ(skipped.record["results"]["data"]["samples"], 25);
+  const std::string stage = testing::temp_path("stage");
+  const TrainRun staged = train(lenet + " --skip-corrupt --stage-dir " + stage);
+  EXPECT_GT(staged.record["results"]["data"]["staged_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(staged.record["results"]["data"]["stage_s"].get<double>(), 0);
+  EXPECT_TRUE(std::filesystem::exists(stage + "/b/1.png"));
+  EXPECT_EQ(staged.record["results"]["data"]["location"], stage);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(stage);
 }
 
 }  // namespace

@@ -237,6 +237,45 @@ TEST(ReportGolden, CompareWithParameterServerTable) {
   EXPECT_EQ(build_report(golden_runs(), {ReportType::kCompare, "", ""}).tables.size(), 1u);
 }
 
+/// Runs of an I/O-overhead study: lenet on 1 and 2 workers, each on
+/// synthetic data and on two real sources (one run of them failed).
+std::vector<RunRecord> io_runs() {
+  std::vector<RunRecord> runs;
+  const std::vector<std::tuple<std::string, int, double, double>> cases = {
+      {"synthetic", 1, 1000, 0.1}, {"fashion-mnist", 1, 950, 0.6}, {"wds:/data/fm", 1, 800, 3.5},
+      {"synthetic", 2, 1800, 0.1}, {"fashion-mnist", 2, 1530, 0.9}, {"wds:/data/fm", 2, 0, 0}};
+  std::int64_t id = 40;
+  for (const auto& [data, workers, sps, pipeline] : cases) {
+    RunRecord r = sps > 0 ? run(++id, "lenet", "weak", workers, 64, {sps, sps * 1.01, sps * 0.99})
+                          : run(++id, "lenet", "weak", workers, 64, {}, "dlscale", "oom");
+    r.params.erase("_tool");
+    r.params["data"] = Value(data);
+    for (auto& rep : r.repeats) rep.metrics["data_pipeline_ms_per_batch"] = pipeline;
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+TEST(ReportGolden, IoOverheadInEveryFormat) {
+  const Report r = build_report(io_runs(), {ReportType::kIo, "", ""});
+  ASSERT_EQ(r.tables.size(), 1u);
+  ASSERT_EQ(r.tables[0].rows.size(), 2u);
+  // 1 worker, fashion-mnist: 1 - 950 / 1000 = 5%.
+  EXPECT_NEAR(*r.tables[0].rows[0][6].value, 5.0, 1e-9);  // after 4 labels, synthetic, samples/s
+  expect_golden("io.txt", render(r, Format::kText));
+  expect_golden("io.md", render(r, Format::kMarkdown));
+  expect_golden("io.csv", render(r, Format::kCsv));
+  expect_golden("io.json", render(r, Format::kJson));
+  // Without a synthetic baseline there is no overhead to compute.
+  try {
+    build_report(golden_runs(), {ReportType::kIo, "", ""});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "--type io needs runs that differ in the parameter 'data', one of them synthetic "
+                           "(values in the selection: none)");
+  }
+}
+
 TEST(ReportGolden, ResultsExport) {
   const auto runs = golden_runs();
   expect_golden("export.csv", export_runs({runs[0], runs[5]}, Format::kCsv));
