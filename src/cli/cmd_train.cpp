@@ -44,6 +44,17 @@ void add_data_flags(CLI::App* cmd, data::DataOptions& d) {
                 "Read every epoch in dataset order (by default each epoch is a new seeded "
                 "permutation)")
       ->group(group);
+  cmd->add_option("--data-order", d.order,
+                  "global (every epoch one seeded permutation of the whole dataset; each global "
+                  "batch is the same whatever the worker count) | streaming (each worker reads only "
+                  "its own shards, front to back in a seeded shard order, through a shuffle buffer: "
+                  "less reading, but the batches depend on the worker count)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--shuffle-buffer", d.shuffle_buffer,
+                  "streaming: samples held in the shuffle buffer (1 = shard order)")
+      ->capture_default_str()
+      ->group(group);
   cmd->add_flag("--skip-corrupt", d.skip_corrupt,
                 "Replace an unreadable sample by the next readable one and count it, instead of "
                 "failing the run")

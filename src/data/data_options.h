@@ -12,6 +12,8 @@ struct DataOptions {
   bool cache = false;              ///< keep decoded samples in memory
   std::string augment = "auto";    ///< auto | none | flip | crop-flip | rrc-flip
   bool shuffle = true;             ///< a new seeded order every epoch
+  std::string order = "global";    ///< global (exact global batches) | streaming (own shards, shuffle buffer)
+  int64_t shuffle_buffer = 1024;   ///< streaming: samples held for shuffling
   bool skip_corrupt = false;       ///< replace corrupt samples instead of failing
   std::string stage_dir;           ///< copy the data files here before training; "" = read in place
 };

@@ -33,6 +33,8 @@ class DataSource {
   virtual int64_t local_batch() const = 0;
   /// Short description for headers and result records, e.g. "synthetic".
   virtual std::string name() const = 0;
+  /// Global batches per epoch (0: not a finite dataset).
+  virtual int64_t steps_per_epoch() const { return 0; }
   /// Counters of the source's pipeline (thread-safe).
   virtual PipelineStats stats() const { return {}; }
 };

@@ -11,6 +11,7 @@ namespace {
 
 constexpr int kMaxDataThreads = 256;
 constexpr int kMaxPrefetch = 64;
+constexpr int64_t kMaxShuffleBuffer = int64_t{1} << 24;
 
 const char* const kForms =
     "synthetic, fashion-mnist, idx:DIR, folder:DIR, wds:PATH, tfrecord:PATH";
@@ -39,6 +40,10 @@ void check_data_options(const DataOptions& o) {
   DLSCALE_CHECK(o.prefetch >= 0 && o.prefetch <= kMaxPrefetch,
                 "--prefetch must be in [0, {}] (got {})", kMaxPrefetch, o.prefetch);
   if (o.augment != "auto") parse_augment(o.augment);
+  DLSCALE_CHECK(o.order == "global" || o.order == "streaming",
+                "--data-order must be global or streaming (got '{}')", o.order);
+  DLSCALE_CHECK(o.shuffle_buffer >= 1 && o.shuffle_buffer <= kMaxShuffleBuffer,
+                "--shuffle-buffer must be in [1, {}] (got {})", kMaxShuffleBuffer, o.shuffle_buffer);
 }
 
 std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t channels) {

@@ -28,6 +28,7 @@ struct DatasetInfo {
   std::vector<float> mean;      ///< per-channel normalisation, in [0, 1] pixel units
   std::vector<float> std;
   std::vector<std::string> files;  ///< the data files (shards), for staging and reports
+  std::vector<int64_t> shard_starts;  ///< first sample of each shard ({0}: one shard)
   int64_t bytes = 0;            ///< total bytes of those files
 };
 

@@ -72,6 +72,13 @@ class EncodedDataset : public Dataset {
     DLSCALE_CHECK(!records_.empty(), "{}: holds no samples", info_.location);
     info_.size = static_cast<int64_t>(records_.size());
     info_.encoded = true;
+    // Shards are files of records; a folder's images are one shard.
+    info_.shard_starts = {0};
+    if (layout_ != Layout::kFolder) {
+      for (size_t i = 1; i < records_.size(); ++i) {
+        if (records_[i].file != records_[i - 1].file) info_.shard_starts.push_back(static_cast<int64_t>(i));
+      }
+    }
     int64_t max_label = 0;
     for (const auto& r : records_) max_label = std::max(max_label, r.label);
     if (info_.num_classes == 0) info_.num_classes = max_label + 1;

@@ -10,14 +10,24 @@ namespace dlscale::data {
 
 namespace {
 
-SamplerOptions sampler_options(const std::shared_ptr<const Dataset>& d, const PipelineOptions& o) {
-  DLSCALE_ASSERT(d != nullptr);
+std::unique_ptr<BatchSampler> make_sampler(const Dataset& d, const PipelineOptions& o) {
+  if (o.streaming) {
+    StreamingOptions s;
+    s.shard_starts = d.info().shard_starts;
+    s.dataset_size = d.info().size;
+    s.local_batch = o.global_batch / o.world_size;
+    s.rank = o.rank;
+    s.world_size = o.world_size;
+    s.shuffle_buffer = o.shuffle_buffer;
+    s.seed = o.seed;
+    return std::make_unique<StreamingSampler>(s);
+  }
   SamplerOptions s;
-  s.dataset_size = d->info().size;
+  s.dataset_size = d.info().size;
   s.global_batch = o.global_batch;
   s.seed = o.seed;
   s.shuffle = o.shuffle;
-  return s;
+  return std::make_unique<GlobalSlice>(s, o.rank, o.world_size);
 }
 
 constexpr int kMaxReplacements = 64;  // consecutive corrupt samples --skip-corrupt tolerates
@@ -25,11 +35,11 @@ constexpr int kMaxReplacements = 64;  // consecutive corrupt samples --skip-corr
 }  // namespace
 
 Pipeline::Pipeline(std::shared_ptr<const Dataset> dataset, const PipelineOptions& o)
-    : dataset_(std::move(dataset)),
-      options_(o),
-      sampler_(sampler_options(dataset_, o)) {
+    : dataset_(std::move(dataset)), options_(o) {
+  DLSCALE_ASSERT(dataset_ != nullptr);
   DLSCALE_CHECK(o.world_size >= 1 && o.global_batch % o.world_size == 0,
                 "global batch {} is not divisible by {} workers", o.global_batch, o.world_size);
+  sampler_ = make_sampler(*dataset_, o);
   DLSCALE_CHECK(o.threads >= 1, "--data-threads must be >= 1 (got {})", o.threads);
   DLSCALE_CHECK(o.prefetch >= 0, "--prefetch must be >= 0 (got {})", o.prefetch);
   local_batch_ = o.global_batch / o.world_size;
@@ -75,10 +85,9 @@ Image Pipeline::load(int64_t index) {
 Batch Pipeline::build(int64_t step) {
   const double start = now_seconds();
   const TransformOptions& t = options_.transform;
-  const std::vector<int64_t> indices =
-      sampler_.indices(step, options_.rank * local_batch_, local_batch_);
+  const std::vector<int64_t> indices = sampler_->rank_indices(step);
   const uint64_t epoch_seed =
-      mix_seed(options_.seed, static_cast<uint64_t>(sampler_.epoch_of(step)));
+      mix_seed(options_.seed, static_cast<uint64_t>(sampler_->epoch_of(step)));
   const int64_t n = dataset_->info().size;
   const auto memory_format =
       options_.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;

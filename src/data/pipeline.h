@@ -27,7 +27,9 @@ struct PipelineOptions {
   int64_t rank = 0;
   int64_t world_size = 1;
   uint64_t seed = 42;          ///< sample order and augmentation
-  bool shuffle = true;         ///< false: every epoch in index order
+  bool shuffle = true;         ///< false: every epoch in index order (global order)
+  bool streaming = false;      ///< each rank reads its own shards through a shuffle buffer
+  int64_t shuffle_buffer = 1024;
   int threads = 1;             ///< decode/transform threads (not LibTorch's pool)
   int prefetch = 2;            ///< batches built ahead; 0 = built when asked, on the caller's clock
   bool cache = false;          ///< keep decoded samples in memory after first use
@@ -51,7 +53,7 @@ class Pipeline : public DataSource {
   int64_t local_batch() const override { return local_batch_; }
   std::string name() const override;
   PipelineStats stats() const override;
-  int64_t steps_per_epoch() const { return sampler_.steps_per_epoch(); }
+  int64_t steps_per_epoch() const override { return sampler_->steps_per_epoch(); }
 
  private:
   struct Ready {
@@ -65,7 +67,7 @@ class Pipeline : public DataSource {
   std::shared_ptr<const Dataset> dataset_;
   PipelineOptions options_;
   int64_t local_batch_ = 0;
-  GlobalSampler sampler_;
+  std::unique_ptr<BatchSampler> sampler_;
   std::unique_ptr<WorkPool> pool_;
 
   mutable std::mutex mutex_;  // guards everything below

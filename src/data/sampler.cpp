@@ -15,6 +15,13 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+/// A value in [0, bound) from 64 random bits: multiply-shift, without modulo
+/// bias worth speaking of at dataset sizes (< 2^40).
+uint64_t below(uint64_t random, uint64_t bound) {
+  __extension__ typedef unsigned __int128 wide;
+  return static_cast<uint64_t>((static_cast<wide>(random) * bound) >> 64);
+}
+
 }  // namespace
 
 uint64_t mix_seed(uint64_t seed, uint64_t value) {
@@ -47,16 +54,107 @@ std::vector<int64_t> GlobalSampler::indices(int64_t step, int64_t begin, int64_t
     std::iota(order_.begin(), order_.end(), int64_t{0});
     uint64_t state = mix_seed(options_.seed, static_cast<uint64_t>(epoch));
     for (size_t i = order_.size() - 1; i > 0; --i) {
-      // Multiply-shift maps 64 random bits to [0, i] without modulo bias
-      // worth speaking of at dataset sizes (< 2^40).
-      const auto j = static_cast<size_t>(
-          (static_cast<unsigned __int128>(splitmix64(state)) * (i + 1)) >> 64);
+      const auto j = static_cast<size_t>(below(splitmix64(state), i + 1));
       std::swap(order_[i], order_[j]);
     }
     cached_epoch_ = epoch;
   }
   for (int64_t k = 0; k < count; ++k) out[static_cast<size_t>(k)] = order_[static_cast<size_t>(first + k)];
   return out;
+}
+
+}  // namespace dlscale::data
+
+namespace dlscale::data {
+
+GlobalSlice::GlobalSlice(const SamplerOptions& options, int64_t rank, int64_t world_size)
+    : sampler_(options), rank_(rank), local_batch_(options.global_batch / world_size) {
+  DLSCALE_ASSERT(world_size >= 1 && rank >= 0 && rank < world_size);
+}
+
+namespace {
+
+/// Samples of shard k: [starts[k], starts[k + 1]) with the dataset's end last.
+int64_t shard_end(const StreamingOptions& o, size_t k) {
+  return k + 1 < o.shard_starts.size() ? o.shard_starts[k + 1] : o.dataset_size;
+}
+
+int64_t rank_samples(const StreamingOptions& o, int64_t rank) {
+  int64_t n = 0;
+  for (size_t k = static_cast<size_t>(rank); k < o.shard_starts.size(); k += static_cast<size_t>(o.world_size)) {
+    n += shard_end(o, k) - o.shard_starts[k];
+  }
+  return n;
+}
+
+}  // namespace
+
+StreamingSampler::StreamingSampler(StreamingOptions o) : options_(std::move(o)) {
+  const auto shards = static_cast<int64_t>(options_.shard_starts.size());
+  DLSCALE_CHECK(shards >= options_.world_size,
+                "--data-order streaming gives each worker its own shards: {} shard(s) cannot feed {} "
+                "workers (pack more shards, or use --data-order global)",
+                shards, options_.world_size);
+  DLSCALE_CHECK(options_.shuffle_buffer >= 1, "--shuffle-buffer must be >= 1 (got {})",
+                options_.shuffle_buffer);
+  int64_t smallest = -1;
+  int64_t smallest_rank = 0;
+  for (int64_t r = 0; r < options_.world_size; ++r) {
+    const int64_t n = rank_samples(options_, r);
+    if (smallest < 0 || n < smallest) {
+      smallest = n;
+      smallest_rank = r;
+    }
+  }
+  steps_per_epoch_ = smallest / options_.local_batch;
+  DLSCALE_CHECK(steps_per_epoch_ >= 1,
+                "--data-order streaming: worker {}'s shards hold {} samples, fewer than one batch of {}",
+                smallest_rank, smallest, options_.local_batch);
+}
+
+std::vector<int64_t> StreamingSampler::epoch_order(int64_t epoch) const {
+  const StreamingOptions& o = options_;
+  std::vector<size_t> mine;
+  for (size_t k = static_cast<size_t>(o.rank); k < o.shard_starts.size(); k += static_cast<size_t>(o.world_size)) {
+    mine.push_back(k);
+  }
+  uint64_t state = mix_seed(mix_seed(o.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(o.rank));
+  auto next = [&state](uint64_t bound) {
+    state = mix_seed(state, 0x2545f491u);
+    return static_cast<size_t>(below(state, bound));
+  };
+  for (size_t i = mine.size(); i > 1; --i) std::swap(mine[i - 1], mine[next(i)]);
+  std::vector<int64_t> buffer, out;
+  const auto capacity = static_cast<size_t>(o.shuffle_buffer);
+  for (size_t k : mine) {
+    for (int64_t index = o.shard_starts[k]; index < shard_end(o, k); ++index) {
+      if (buffer.size() < capacity) {
+        buffer.push_back(index);
+        continue;
+      }
+      const size_t j = next(buffer.size());
+      out.push_back(buffer[j]);
+      buffer[j] = index;
+    }
+  }
+  while (!buffer.empty()) {  // drain in random order
+    const size_t j = next(buffer.size());
+    out.push_back(buffer[j]);
+    buffer[j] = buffer.back();
+    buffer.pop_back();
+  }
+  return out;
+}
+
+std::vector<int64_t> StreamingSampler::rank_indices(int64_t step) {
+  const int64_t epoch = epoch_of(step);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (epoch != cached_epoch_) {
+    order_ = epoch_order(epoch);
+    cached_epoch_ = epoch;
+  }
+  const auto first = order_.begin() + (step % steps_per_epoch_) * options_.local_batch;
+  return {first, first + options_.local_batch};
 }
 
 }  // namespace dlscale::data

@@ -11,6 +11,16 @@ namespace dlscale::data {
 /// per-sample randomness so it depends only on what the sample is.
 uint64_t mix_seed(uint64_t seed, uint64_t value);
 
+/// Which samples one rank trains on at each step.
+class BatchSampler {
+ public:
+  virtual ~BatchSampler() = default;
+  /// Dataset indices of this rank's samples in `step`.
+  virtual std::vector<int64_t> rank_indices(int64_t step) = 0;
+  virtual int64_t steps_per_epoch() const = 0;
+  int64_t epoch_of(int64_t step) const { return step / steps_per_epoch(); }
+};
+
 struct SamplerOptions {
   int64_t dataset_size = 0;  ///< samples in the dataset
   int64_t global_batch = 1;  ///< samples per step over all workers
@@ -37,6 +47,54 @@ class GlobalSampler {
 
  private:
   SamplerOptions options_;
+  int64_t steps_per_epoch_ = 0;
+  std::mutex mutex_;
+  int64_t cached_epoch_ = -1;
+  std::vector<int64_t> order_;
+};
+
+/// Rank r's slice [r·b, (r+1)·b) of each global batch of a GlobalSampler.
+class GlobalSlice : public BatchSampler {
+ public:
+  GlobalSlice(const SamplerOptions& options, int64_t rank, int64_t world_size);
+  std::vector<int64_t> rank_indices(int64_t step) override {
+    return sampler_.indices(step, rank_ * local_batch_, local_batch_);
+  }
+  int64_t steps_per_epoch() const override { return sampler_.steps_per_epoch(); }
+
+ private:
+  GlobalSampler sampler_;
+  int64_t rank_ = 0;
+  int64_t local_batch_ = 0;
+};
+
+struct StreamingOptions {
+  std::vector<int64_t> shard_starts;  ///< first sample index of each shard, ascending, from 0
+  int64_t dataset_size = 0;
+  int64_t local_batch = 1;            ///< samples per step on each rank
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  int64_t shuffle_buffer = 1024;      ///< samples held for shuffling; 1 = shard order
+  uint64_t seed = 42;
+};
+
+/// Streaming order (docs/data.md): rank r reads only shards r, r + N, r + 2N…,
+/// in a seeded order per epoch, each shard front to back, through a shuffle
+/// buffer (each sample out is a random one of the buffer's, replaced by the
+/// next read). Every rank runs the same number of steps per epoch: the
+/// smallest rank's samples / local batch. Unlike GlobalSlice, the samples a
+/// step trains on depend on the number of workers.
+class StreamingSampler : public BatchSampler {
+ public:
+  /// Throws dlscale::Error when there are fewer shards than workers or a
+  /// rank's shards hold fewer samples than one local batch.
+  explicit StreamingSampler(StreamingOptions options);
+  std::vector<int64_t> rank_indices(int64_t step) override;
+  int64_t steps_per_epoch() const override { return steps_per_epoch_; }
+
+ private:
+  std::vector<int64_t> epoch_order(int64_t epoch) const;
+  StreamingOptions options_;
   int64_t steps_per_epoch_ = 0;
   std::mutex mutex_;
   int64_t cached_epoch_ = -1;

@@ -159,6 +159,8 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"cache", o.data.cache},
           {"augment", o.data.augment},
           {"shuffle", o.data.shuffle},
+          {"data_order", o.data.order},
+          {"shuffle_buffer", o.data.shuffle_buffer},
           {"skip_corrupt", o.data.skip_corrupt},
           {"stage_dir", o.data.stage_dir},
           {"device", o.device},
@@ -309,8 +311,12 @@ void print_header(std::ostream& out, const TrainResult& r) {
     fmt::print(out, "  data synthetic ({} distinct global batch(es) generated at start and cycled)\n",
                o.synthetic_batches);
   } else {
-    fmt::print(out, "  data {} ({} samples, {} steps/epoch) | augment {} | {} data thread(s), prefetch {}{}{}\n",
-               d.spec, with_thousands(d.samples), d.steps_per_epoch, d.augment, o.data.threads,
+    fmt::print(out, "  data {} ({} samples, {} steps/epoch{}) | augment {} | {} data thread(s), prefetch {}{}{}\n",
+               d.spec, with_thousands(d.samples), d.steps_per_epoch,
+               o.data.order == "streaming"
+                   ? fmt::format(", streaming, shuffle buffer {}", o.data.shuffle_buffer)
+                   : "",
+               d.augment, o.data.threads,
                o.data.prefetch, o.data.cache ? ", cache" : "",
                o.data.stage_dir.empty()
                    ? ""

@@ -42,7 +42,8 @@ nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
       "optimizer", "lr",           "momentum",      "weight_decay", "seed",
       "memory_format", "bucket_mb", "first_bucket_mb", "sync_buffers",
       "strategy", "compress", "ranks_per_node", "ps_shards", "ps_placement", "ps_assign",
-      "ps_partition_mb", "ps_mode", "max_staleness", "data", "augment", "shuffle"};
+      "ps_partition_mb", "ps_mode", "max_staleness", "data", "augment", "shuffle", "data_order",
+      "shuffle_buffer"};
   const nlohmann::json inputs = inputs_json(c);
   nlohmann::json agreed = nlohmann::json::object();
   for (const char* key : kAgreed) agreed[key] = inputs.at(key);
@@ -158,7 +159,7 @@ void Trainer::record_data_info(const data::OpenedData& opened) {
   d.format = info.format;
   d.location = info.location;
   d.samples = info.size;
-  d.steps_per_epoch = info.size / result_.config.global_batch;
+  d.steps_per_epoch = data_->steps_per_epoch();
   d.bytes = info.bytes;
   d.stage_seconds = opened.stage_seconds;
   d.staged_bytes = opened.staged_bytes;

@@ -132,6 +132,24 @@ TEST(DataTools, PackInspectVerifyAndBenchThroughTheBinary) {
   std::filesystem::remove(json);
 }
 
+TEST(DataTraining, StreamingOrderReadsEachWorkersOwnShards) {
+  const std::string out = testing::temp_path("shards");
+  ASSERT_EQ(run_dlscale("data pack idx:" + idx_dir() + " " + out + " --format tfrecord --shards 4").code, 0);
+  // 4 shards of 9 training samples: each of 2 workers streams 18, 3 steps of 6.
+  const TrainRun r = train("train --model lenet --threads 1 --steps 4 --warmup 1 --display-every 0 "
+                           "--workers 2 --global-batch 12 --data-order streaming --shuffle-buffer 4 "
+                           "--data tfrecord:" + out);
+  EXPECT_EQ(r.record["inputs"]["data_order"], "streaming");
+  EXPECT_EQ(r.record["results"]["data"]["steps_per_epoch"], 3);
+  EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
+  // 8 workers cannot each have their own of 4 shards.
+  const auto o = run_dlscale("train --model lenet --threads 1 --steps 2 --warmup 1 --workers 8 --batch 1 "
+                             "--data-order streaming --data tfrecord:" + out);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("4 shard(s) cannot feed 8 workers"), std::string::npos) << o.err;
+  std::filesystem::remove_all(out);
+}
+
 /// An image folder of 24 PNGs (classes a, b) and one corrupt file in a.
 std::string folder_with_a_corrupt_image() {
   const std::string dir = testing::temp_path("folder");
