@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -165,6 +166,24 @@ int64_t pack_dataset(const PackOptions& o, std::ostream& progress) {
   fs::create_directories(o.destination, ec);
   DLSCALE_CHECK(fs::is_directory(o.destination, ec), "{}: cannot create the directory{}",
                 o.destination, ec ? ": " + ec.message() : "");
+  // Shards of an earlier pack with another shard count would be read with
+  // these as one dataset: refuse rather than mix them.
+  std::set<std::string> planned;
+  for (const auto& [split, dataset] : splits) {
+    const int64_t shards = std::min(o.shards, dataset->info().size);
+    for (int64_t k = 0; k < shards; ++k) {
+      planned.insert(shard_name(split == Split::kTrain ? "train" : "validation", k, shards, o.format));
+    }
+  }
+  for (const auto& e : fs::directory_iterator(o.destination, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool shard_like = name.rfind("train", 0) == 0 || name.rfind("val", 0) == 0 ||
+                            name.rfind("test", 0) == 0;
+    DLSCALE_CHECK(!shard_like || planned.count(name) != 0,
+                  "{}: already holds {}, which this pack would not replace (readers would mix both); "
+                  "remove it or pack into an empty directory",
+                  o.destination, name);
+  }
   int64_t total = 0;
   for (const auto& [split, dataset] : splits) total += pack_split(*dataset, split, o, encoding, progress);
   return total;

@@ -183,7 +183,8 @@ std::vector<std::string> shard_files(const std::string& path, Split split,
                                      const std::string& extension) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return {path};
-  DLSCALE_CHECK(fs::is_directory(path, ec), "{}: no such file or directory", path);
+  DLSCALE_CHECK(fs::exists(path, ec), "{}: no such file or directory", path);
+  DLSCALE_CHECK(fs::is_directory(path, ec), "{}: not a regular file or a directory of shards", path);
   std::vector<std::string> all, train, test;
   for (const auto& p : sorted_entries(path, false)) {
     const std::string name = p.filename().string();

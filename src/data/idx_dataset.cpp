@@ -44,6 +44,19 @@ class GzFile {
       n -= got;
     }
   }
+  /// Reads exactly `n` bytes into `out`, growing it as data arrives, so a
+  /// header that claims more than the file holds costs no more memory than
+  /// the file.
+  void read_growing(std::vector<uint8_t>& out, int64_t n, const char* what) {
+    constexpr int64_t kChunk = int64_t{64} << 20;
+    out.clear();
+    for (int64_t done = 0; done < n;) {
+      const int64_t chunk = std::min(kChunk, n - done);
+      out.resize(static_cast<size_t>(done + chunk));
+      read(out.data() + done, chunk, what);
+      done += chunk;
+    }
+  }
   bool at_end() {
     char c = 0;
     return gzread(file_, &c, 1) == 0;
@@ -120,8 +133,7 @@ void IdxDataset::load_images(const std::string& path) {
   DLSCALE_CHECK(dims[0] * dims[1] * dims[2] <= kMaxBytes, "{}: {} images of {}x{} exceed {} GiB",
                 path, dims[0], dims[1], dims[2], kMaxBytes >> 30);
   side_ = dims[1];
-  pixels_.resize(static_cast<size_t>(dims[0] * side_ * side_));
-  f.read(pixels_.data(), static_cast<int64_t>(pixels_.size()), "pixels");
+  f.read_growing(pixels_, dims[0] * side_ * side_, "pixels");
   DLSCALE_CHECK(f.at_end(), "{}: unexpected bytes after {} images", path, dims[0]);
 }
 
@@ -129,8 +141,7 @@ void IdxDataset::load_labels(const std::string& path) {
   GzFile f(path);
   const int64_t n = read_header(f, path, 1)[0];
   DLSCALE_CHECK(n <= kMaxBytes, "{}: {} labels are too many", path, n);
-  labels_.resize(static_cast<size_t>(n));
-  f.read(labels_.data(), n, "labels");
+  f.read_growing(labels_, n, "labels");
   DLSCALE_CHECK(f.at_end(), "{}: unexpected bytes after {} labels", path, n);
 }
 
