@@ -1,6 +1,9 @@
 #include "sweep/results_store.h"
 
+#include <sys/stat.h>
+
 #include "core/error.h"
+#include "core/log.h"
 
 namespace dlscale::sweep {
 namespace {
@@ -107,7 +110,28 @@ std::int64_t int_or(const Params& p, const char* name) {
 
 }  // namespace
 
+namespace {
+
+/// A store is a regular file (or nothing yet, or a link to one: links are
+/// followed as for every output path). SQLite on a device, a pipe or a
+/// directory fails with a raw I/O error, or worse, writes through a device.
+void check_store_path(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // created (or refused) by SQLite
+  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISFIFO(st.st_mode) ? "a named pipe"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : nullptr;
+  DLSCALE_CHECK(kind == nullptr, "results store '{}' is {}, not a file (--db names an SQLite file)", path,
+                kind);
+}
+
+}  // namespace
+
 ResultsStore::ResultsStore(const std::string& path) : path_(path) {
+  check_store_path(path);
   const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                                  nullptr);
   if (rc != SQLITE_OK) {
@@ -161,12 +185,22 @@ namespace {
 constexpr const char* kRunColumns =
     "SELECT id, sweep, run_key, params, status, reason, started_at, ended_at, host, pid, versions FROM runs ";
 
-RunRecord read_run(const Statement& q) {
+/// Reads the row at `q`; nullopt (after a warning naming the row) when its
+/// stored parameters are not what dlscale wrote, so one damaged row does
+/// not make the whole store unreadable.
+std::optional<RunRecord> read_run(const Statement& q, const std::string& path) {
   RunRecord r;
   r.id = q.int64(0);
   r.sweep = q.text(1);
   r.key = q.text(2);
-  r.params = params_from_json(nlohmann::json::parse(q.text(3)));
+  const nlohmann::json params = nlohmann::json::parse(q.text(3), nullptr, false);
+  try {
+    DLSCALE_CHECK(!params.is_discarded(), "its parameters are not valid JSON");
+    r.params = params_from_json(params);
+  } catch (const Error& e) {
+    DLSCALE_LOG_WARN("results store {}: skipping run {} of sweep '{}': {}", path, r.id, r.sweep, e.what());
+    return std::nullopt;
+  }
   r.status = q.text(4);
   r.reason = q.text(5);
   r.started_at = q.text(6);
@@ -184,7 +218,7 @@ std::optional<RunRecord> ResultsStore::find_run(const std::string& sweep, const 
   Statement q(db_, std::string(kRunColumns) + "WHERE sweep = ? AND run_key = ?");
   q.bind(1, sweep).bind(2, key);
   if (!q.step()) return std::nullopt;
-  return read_run(q);
+  return read_run(q, path_);  // a damaged row is run again, which rewrites it
 }
 
 std::optional<std::int64_t> ResultsStore::claim_run(const RunStart& start, const ClaimPolicy& may_start) {
@@ -262,9 +296,10 @@ std::vector<RunRecord> ResultsStore::runs(const std::string& sweep, bool with_re
     Statement q(db_, std::string(kRunColumns) + "WHERE (? = '' OR sweep = ?) ORDER BY id");
     q.bind(1, sweep).bind(2, sweep);
     while (q.step()) {
-      RunRecord r = read_run(q);
-      by_id[r.id] = out.size();
-      out.push_back(std::move(r));
+      std::optional<RunRecord> r = read_run(q, path_);
+      if (!r) continue;
+      by_id[r->id] = out.size();
+      out.push_back(std::move(*r));
     }
   }
   if (!with_repeats) return out;

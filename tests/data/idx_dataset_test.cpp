@@ -106,6 +106,10 @@ TEST(IdxDataset, BadFilesAreNamedInOneLine) {
   EXPECT_NE(error_message([&] { open_idx(gz_dir, Split::kTrain); }).find(gz + ": "), std::string::npos);
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(gz_dir);
+  const std::string empty = write_idx_dataset(0, 0, 5, false);
+  EXPECT_EQ(error_message([&] { open_idx(empty, Split::kTrain); }),
+            empty + "/train-images-idx3-ubyte: holds no samples");
+  std::filesystem::remove_all(empty);
 }
 
 Image ramp(int64_t h, int64_t w, int64_t c) {

@@ -1,6 +1,8 @@
 #include "sweep/results_store.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <thread>
@@ -73,6 +75,56 @@ TEST(ResultsStore, RefusesFilesThatAreNotStores) {
   }
   std::filesystem::remove(path);
   EXPECT_THROW(ResultsStore("/nonexistent-dir/x.db"), Error);
+  // Special files are refused before SQLite touches them (nothing replaced).
+  const std::string fifo = temp_path("fifo.db");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [special, kind] : {std::pair{std::string("/dev/null"), "a character device"},
+                                      std::pair{fifo, "a named pipe"},
+                                      std::pair{std::filesystem::temp_directory_path().string(), "a directory"}}) {
+    try {
+      ResultsStore store(special);
+      FAIL() << special;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "results store '" + special + "' is " + kind + ", not a file (--db names an SQLite file)");
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  std::filesystem::remove(fifo);
+  // A link is followed: the store is made at its target, the link stays.
+  const std::string target = temp_path("target.db"), link = temp_path("link.db");
+  std::filesystem::create_symlink(target, link);
+  { ResultsStore store(link); }
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_TRUE(std::filesystem::is_regular_file(target));
+  std::filesystem::remove(link);
+  std::filesystem::remove(target);
+}
+
+// A row damaged outside dlscale (its parameters are not JSON) is skipped with
+// a warning naming it; the other rows still read, and running it again heals it.
+TEST(ResultsStore, ADamagedRowIsSkippedAndTheRestStillReads) {
+  const std::string path = temp_path("damaged.db");
+  std::string damaged_key;
+  {
+    ResultsStore store(path);
+    store.start_run(start_of("s", 8));
+    store.start_run(start_of("s", 16));
+    damaged_key = run_key(start_of("s", 16).params);
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET params = '{\"batch\": [1,' WHERE id = 2", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  ResultsStore store(path);
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].params.at("batch"), Value(8));
+  EXPECT_FALSE(store.find_run("s", damaged_key).has_value());
+  store.start_run(start_of("s", 16));  // the sweep runs it again
+  EXPECT_EQ(store.runs().size(), 2u);
+  std::filesystem::remove(path);
 }
 
 TEST(ResultsStore, ConcurrentWritersLoseNothing) {
