@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
     return fail(e.exit_code(), e.what());
   } catch (const dlscale::PeerFailure& e) {
     return fail(dlscale::kExitPeerFailure, e.what());
+  } catch (const dlscale::IoError& e) {
+    return fail(dlscale::kExitIo, e.what());
   } catch (const dlscale::Error& e) {
     return fail(dlscale::kExitUsage, e.what());
   } catch (const std::bad_alloc&) {

@@ -24,6 +24,18 @@ class PeerFailure : public Error {
   using Error::Error;
 };
 
+/// Writing failed for want of space or a failing device (ENOSPC, EDQUOT,
+/// EIO, or SQLite's "database or disk is full"). Exit code 6: not the user's
+/// input, and not a peer's failure.
+class IoError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Throws IoError for errno values that mean the storage failed (no space,
+/// quota, device error), dlscale::Error otherwise: "cannot write 'PATH': why".
+[[noreturn]] void throw_write_error(const std::string& path, int err);
+
 /// A violated internal invariant (a dlscale bug). Exit code 1.
 class InternalError : public std::logic_error {
  public:
@@ -37,6 +49,7 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitOutOfMemory = 3;
 inline constexpr int kExitRunsFailed = 4;  ///< a sweep finished, but some runs failed
 inline constexpr int kExitPeerFailure = 5; ///< a worker died or stalled, or a collective failed
+inline constexpr int kExitIo = 6;          ///< no space left, or the storage device failed
 
 }  // namespace dlscale
 

@@ -119,21 +119,30 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     const int fd = open_stream(path, t.path, 2.0);
     const int err = write_all(fd, content);
     ::close(fd);
-    if (err != 0) throw Error(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+    if (err != 0) throw_write_error(path, err);
     return;
   }
   check_file_target(path, t.path);
   const std::string tmp = t.path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  DLSCALE_CHECK(fd >= 0, "cannot write '{}': {}", tmp, std::strerror(errno));
+  if (fd < 0) throw_write_error(tmp, errno);
   int err = write_all(fd, content);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err == 0 && ::rename(tmp.c_str(), t.path.c_str()) != 0) err = errno;
   if (err != 0) {
     ::unlink(tmp.c_str());
-    throw Error(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+    throw_write_error(path, err);
   }
+}
+
+void throw_write_error(const std::string& path, int err) {
+  if (err == ENOSPC || err == EDQUOT) {
+    throw IoError(fmt::format("cannot write '{}': no space left on the device{}", path,
+                              err == EDQUOT ? " (disk quota exceeded)" : ""));
+  }
+  if (err == EIO) throw IoError(fmt::format("cannot write '{}': input/output error of the device", path));
+  throw Error(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
 }
 
 std::string read_file(const std::string& path) {

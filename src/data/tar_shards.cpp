@@ -130,7 +130,7 @@ std::string header_name(std::string_view header) {
 TarWriter::TarWriter(std::string path) : path_(std::move(path)) {
   std::string tmpl = path_ + ".tmp-XXXXXX";
   fd_ = ::mkstemp(tmpl.data());
-  DLSCALE_CHECK(fd_ >= 0, "cannot write '{}': {}", path_, std::strerror(errno));
+  if (fd_ < 0) throw_write_error(path_, errno);
   tmp_ = tmpl;
   ::fchmod(fd_, 0644);  // mkstemp creates 0600; shards are shared data
 }
@@ -144,7 +144,7 @@ void TarWriter::write(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
-    DLSCALE_CHECK(n >= 0, "cannot write '{}': {}", path_, std::strerror(errno));
+    if (n < 0) throw_write_error(path_, errno);
     bytes.remove_prefix(static_cast<size_t>(n));
   }
 }
@@ -184,7 +184,7 @@ void TarWriter::finish() {
   if (::close(fd_) != 0 && err == 0) err = errno;
   fd_ = -1;
   if (err == 0 && ::rename(tmp_.c_str(), path_.c_str()) != 0) err = errno;
-  DLSCALE_CHECK(err == 0, "cannot write '{}': {}", path_, std::strerror(err));
+  if (err != 0) throw_write_error(path_, err);
   finished_ = true;
 }
 

@@ -32,13 +32,21 @@ CREATE TABLE IF NOT EXISTS metrics(
   FOREIGN KEY(run_id, repeat) REFERENCES repeats(run_id, repeat) ON DELETE CASCADE);
 )sql";
 
+/// An SQLite failure as a dlscale error: a full disk or a failing device is
+/// an IoError (exit 6), anything else names the store's message.
+[[noreturn]] void throw_sqlite(sqlite3* db, const std::string& what) {
+  const std::string msg = what.empty() ? sqlite3_errmsg(db) : what;
+  const int code = sqlite3_errcode(db) & 0xff;
+  if (code == SQLITE_FULL) throw IoError(fmt::format("results store: no space left on the device ({})", msg));
+  if (code == SQLITE_IOERR) throw IoError(fmt::format("results store: input/output error ({})", msg));
+  throw Error(fmt::format("results store: {}", msg));
+}
+
 /// A prepared statement, finalized on scope exit.
 class Statement {
  public:
   Statement(sqlite3* db, const std::string& sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
-      throw Error(fmt::format("results store: {}", sqlite3_errmsg(db)));
-    }
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) throw_sqlite(db, "");
   }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement(const Statement&) = delete;
@@ -61,7 +69,7 @@ class Statement {
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    throw Error(fmt::format("results store: {}", sqlite3_errmsg(db_)));
+    throw_sqlite(db_, "");
   }
   std::string text(int col) const {
     const unsigned char* t = sqlite3_column_text(stmt_, col);
@@ -95,7 +103,7 @@ class Transaction {
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
       const std::string msg = err ? err : "unknown error";
       sqlite3_free(err);
-      throw Error(fmt::format("results store: {}: {}", sql, msg));
+      throw_sqlite(db_, fmt::format("{}: {}", sql, msg));
     }
   }
   sqlite3* db_;
@@ -158,6 +166,13 @@ ResultsStore::ResultsStore(const std::string& path) : path_(path) {
       Statement(db_, "INSERT INTO meta(key, value) VALUES('schema', ?)").bind(1, std::string(kSchema)).step();
     }
     tx.commit();
+  } catch (const IoError& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    const std::string msg = e.what();
+    const std::string prefix = "results store: ";
+    throw IoError(fmt::format("results store '{}': {}", path,
+                              msg.rfind(prefix, 0) == 0 ? msg.substr(prefix.size()) : msg));
   } catch (const Error& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -176,7 +191,7 @@ void ResultsStore::exec(const std::string& sql) {
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     const std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
-    throw Error(fmt::format("results store: {}", msg));
+    throw_sqlite(db_, msg);
   }
 }
 

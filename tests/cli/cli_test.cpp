@@ -79,9 +79,24 @@ TEST(Cli, HelpExplainsEveryTrainFlag) {
   EXPECT_EQ(o.code, 0);
   for (const char* flag : {"--model", "--batch", "--steps", "--warmup", "--threads", "--image-size",
                            "--classes", "--lr", "--optimizer", "--seed", "--json", "--momentum",
-                           "--weight-decay", "--display-every", "--device"}) {
+                           "--weight-decay", "--display-every", "--device", "--data",
+                           "--data-threads", "--prefetch", "--cache", "--augment", "--no-shuffle",
+                           "--data-order", "--shuffle-buffer", "--skip-corrupt", "--stage-dir"}) {
     EXPECT_NE(o.out.find(flag), std::string::npos) << flag;
   }
+  const Outcome data = run("data --help");
+  EXPECT_EQ(data.code, 0);
+  for (const char* command : {"pack", "inspect", "verify", "bench"}) {
+    EXPECT_NE(data.out.find(command), std::string::npos) << command;
+  }
+}
+
+// A full device: the message says so and the exit code is the storage one (6).
+TEST(Cli, NoSpaceLeftIsTheStorageExitCode) {
+  const Outcome o = run("train --model lenet --batch 8 --steps 2 --warmup 1 --threads 1 --display-every 0 "
+                        "--json /dev/full");
+  EXPECT_EQ(o.code, 6) << o.err;
+  EXPECT_EQ(o.err, "dlscale: error: cannot write '/dev/full': no space left on the device\n");
 }
 
 TEST(Cli, ModelsTable) {
