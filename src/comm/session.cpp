@@ -5,7 +5,44 @@
 #include "comm/tcp_store.h"
 #include "core/error.h"
 
+#include <chrono>
+#include <thread>
+
 namespace dlscale::comm {
+
+namespace {
+
+/// Before Gloo's full mesh: every rank checks that it was started for the
+/// same world size as the first rank to join, and waits until all have
+/// joined. Nodes given different --nnodes/--workers would otherwise meet a
+/// raw Gloo error on one side and a full timeout on the other.
+void agree_world_size(TcpStore& store, int rank, int size, std::chrono::milliseconds timeout) {
+  if (store.add("dlscale/world/claims", 1) == 1) store.set("dlscale/world/size", std::to_string(size));
+  const std::string first = store.get("dlscale/world/size");
+  if (first != std::to_string(size)) {
+    const std::string why = fmt::format(
+        "rank {} was started for a job of {} ranks, but the first rank to join for {}: every node "
+        "must be given the same --nnodes and --workers",
+        rank, size, first);
+    store.set("dlscale/world/mismatch", why);
+    store.add("dlscale/world/mismatches", 1);
+    throw Error(why);
+  }
+  store.add("dlscale/world/arrived", 1);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (store.add("dlscale/world/mismatches", 0) > 0) throw Error(store.get("dlscale/world/mismatch"));
+    const int64_t arrived = store.add("dlscale/world/arrived", 0);
+    if (arrived >= size) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw PeerFailure(fmt::format("rendezvous: only {} of {} ranks joined within {} s", arrived, size,
+                                    timeout.count() / 1000.0));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
 
 CommSession::CommSession(const SessionOptions& o) {
   if (o.backend == "mpi") {
@@ -24,6 +61,7 @@ CommSession::CommSession(const SessionOptions& o) {
     }
     store_ = std::make_unique<TcpStore>(o.store_addr, static_cast<uint16_t>(o.store_port),
                                         o.timeout, o.store_secret);
+    agree_world_size(*store_, o.rank, o.size, o.timeout);
     GlooOptions go;
     go.timeout = o.timeout;
     go.hostname = o.gloo_hostname;

@@ -2,6 +2,8 @@
 // mpirun with MPI, equivalence with one worker, and failing workers.
 #include <dirent.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -161,6 +163,33 @@ TEST(LaunchErrors, NodesWithAnotherJobSecretAreRefused) {
                 " --node-rank 0 >/dev/null 2>&1; wait $other; exit $?");
   EXPECT_NE(o.code, 0);
   EXPECT_NE(o.out.find("refused this process: wrong job secret"), std::string::npos) << o.out;
+}
+
+// Nodes started with different --workers disagree on the world size: the
+// rendezvous names it on both sides, well before the timeout, exit 2.
+TEST(LaunchErrors, NodesThatDisagreeOnTheWorldSizeAreNamed) {
+  uint16_t port = 0;
+  {
+    comm::TcpStoreServer probe("127.0.0.1", 0);
+    port = probe.port();
+  }
+  const std::string node = std::string(DLSCALE_BINARY) +
+                           " train --model lenet --batch 4 --steps 3 --warmup 1 --threads 1 "
+                           "--display-every 0 --timeout 30 --nnodes 2 --master-addr 127.0.0.1 "
+                           "--host-addr 127.0.0.1 --master-port " +
+                           std::to_string(port);
+  const auto start = std::chrono::steady_clock::now();
+  const auto o = run_shell(node + " --workers 1 --node-rank 0 2>&1 & other=$!; sleep 0.3; " + node +
+                           " --workers 2 --node-rank 1 2>&1; rc=$?; wait $other; rc0=$?; "
+                           "echo codes $rc $rc0");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(o.out.find("codes 2 2"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("was started for a job of 4 ranks, but the first rank to join for 2: every node "
+                       "must be given the same --nnodes and --workers"),
+            std::string::npos)
+      << o.out;
+  EXPECT_LT(seconds, 20) << "waited for the timeout instead of naming the mismatch";
 }
 
 // Garbage, strangers, requests that once killed the store (a GET whose wait
