@@ -10,7 +10,7 @@ packages=(
   libgloo-dev libopenmpi-dev openmpi-bin
   libcli11-dev nlohmann-json3-dev libfmt-dev libyaml-cpp-dev libsqlite3-dev
   libgtest-dev libgmock-dev
-  zlib1g-dev libjpeg62-turbo-dev libpng-dev dataset-fashion-mnist
+  zlib1g-dev libjpeg62-turbo-dev libpng-dev libre2-dev dataset-fashion-mnist
   clang libclang-rt-14-dev
   python3-torch python3-torchvision
 )

@@ -1,5 +1,9 @@
 #include "sweep/planner.h"
 
+#include <re2/re2.h>
+
+#include <memory>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -186,7 +190,7 @@ std::string complete_params(Params& p, const PlanOptions& options) {
   if (kind == "external") {
     DLSCALE_CHECK(p.count("command") && p["command"].is_string() && !p["command"].string().empty(),
                   "parameter 'command' (the program to run) is required when kind is external");
-    throughput_regex(param_text(p, "throughput-pattern", kDefaultThroughputPattern));
+    check_throughput_pattern(param_text(p, "throughput-pattern", kDefaultThroughputPattern));
     return "";
   }
   check_command_options(p, "train", options.train_options);
@@ -195,17 +199,34 @@ std::string complete_params(Params& p, const PlanOptions& options) {
 
 }  // namespace
 
-std::regex throughput_regex(const std::string& pattern) {
-  std::regex re;
-  try {
-    re = std::regex(pattern);
-  } catch (const std::regex_error& e) {
-    throw Error(fmt::format("parameter 'throughput-pattern' '{}' is not a valid regular expression: {}", pattern,
-                            e.what()));
-  }
-  DLSCALE_CHECK(re.mark_count() >= 1, "parameter 'throughput-pattern' '{}' needs one (group) around the number",
-                pattern);
+namespace {
+
+std::unique_ptr<re2::RE2> compile_throughput_pattern(const std::string& pattern) {
+  re2::RE2::Options options;
+  options.set_log_errors(false);
+  auto re = std::make_unique<re2::RE2>(pattern, options);
+  DLSCALE_CHECK(re->ok(), "parameter 'throughput-pattern' '{}' is not a valid regular expression (RE2 syntax): {}",
+                pattern, re->error());
+  DLSCALE_CHECK(re->NumberOfCapturingGroups() >= 1,
+                "parameter 'throughput-pattern' '{}' needs one (group) around the number", pattern);
   return re;
+}
+
+}  // namespace
+
+void check_throughput_pattern(const std::string& pattern) { compile_throughput_pattern(pattern); }
+
+std::string last_throughput_match(const std::string& pattern, const std::string& text) {
+  const std::unique_ptr<re2::RE2> re = compile_throughput_pattern(pattern);
+  re2::StringPiece input(text);
+  std::string group, last;
+  while (!input.empty()) {
+    const char* before = input.data();
+    if (!re2::RE2::FindAndConsume(&input, *re, &group)) break;
+    last = group;
+    if (input.data() == before) input.remove_prefix(1);  // an empty match: step past it
+  }
+  return last;
 }
 
 std::size_t closing_paren(const std::string& text, std::size_t open) {

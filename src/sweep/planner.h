@@ -4,7 +4,6 @@
 // applied in order, and the per-worker / global batch derived from the
 // scaling mode (docs/sweep-files.md).
 #include <ostream>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,9 +53,15 @@ void print_plan(std::ostream& out, const std::vector<PlannedRun>& plan);
 inline constexpr const char* kDefaultThroughputPattern =
     R"(([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*samples/s)";
 
-/// Compiles an external run's 'throughput-pattern'; throws dlscale::Error
-/// when it is not a valid regular expression or has no (group) for the
-/// number. The planner calls it, so a bad pattern fails before any run.
-std::regex throughput_regex(const std::string& pattern);
+/// Checks an external run's 'throughput-pattern' (RE2 syntax: matching
+/// takes time linear in the text, whatever the pattern); throws
+/// dlscale::Error when it is not a valid regular expression or has no
+/// (group) for the number. The planner calls it, so a bad pattern fails
+/// before any run.
+void check_throughput_pattern(const std::string& pattern);
+
+/// The first group of the last match of `pattern` in `text`; "" when nothing
+/// matches. Throws like check_throughput_pattern for a bad pattern.
+std::string last_throughput_match(const std::string& pattern, const std::string& text);
 
 }  // namespace dlscale::sweep

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <regex>
 #include <set>
 
 #include "core/clock.h"
@@ -296,11 +295,7 @@ std::map<std::string, double> extract_metrics(const Params& p, const std::string
   std::map<std::string, double> m;
   if (param_text(p, "kind") == "external") {
     const std::string pattern = param_text(p, "throughput-pattern", kDefaultThroughputPattern);
-    const std::regex re = throughput_regex(pattern);
-    std::string last;
-    for (auto it = std::sregex_iterator(log_text.begin(), log_text.end(), re); it != std::sregex_iterator(); ++it) {
-      last = (*it)[1].str();
-    }
+    const std::string last = last_throughput_match(pattern, log_text);
     DLSCALE_CHECK(!last.empty(), "no line of the output matches the throughput pattern '{}'", pattern);
     double sps = 0;
     try {

@@ -1,4 +1,5 @@
 #include "sweep/runner.h"
+#include "sweep/planner.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -175,6 +176,27 @@ TEST(Runner, ExternalThroughputPattern) {
     EXPECT_EQ(std::string(e.what()),
               R"re(no line of the output matches the throughput pattern '"samples_per_sec": ([0-9.]+)')re");
   }
+}
+
+// User patterns run in linear time (RE2): a 50,000-character line with the
+// default pattern (which overflowed std::regex's stack) and a catastrophic
+// pattern on 50,000 characters both finish; the result is still the last match.
+TEST(Runner, ThroughputPatternsAreLinearTime) {
+  const Params by_default = {{"kind", Value("external")}, {"global-batch", Value(8)}};
+  const std::string long_line = std::string(50000, '7') + " x\n12.5 samples/s\n";
+  EXPECT_EQ(extract_metrics(by_default, "", long_line).at("samples_per_sec"), 12.5);
+  const std::string digits = "1.5e3 samples/s " + std::string(50000, '9') + "\n";
+  EXPECT_GT(extract_metrics(by_default, "", digits).at("samples_per_sec"), 1e3);
+  EXPECT_EQ(last_throughput_match("(a+)+$", std::string(50000, 'a') + "b"), "");
+  EXPECT_EQ(last_throughput_match("(a*)", "xaay"), "");  // empty matches end; the last is after 'y'
+  try {
+    check_throughput_pattern("(?<=x)([0-9]+)");  // look-behind: not RE2
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a valid regular expression (RE2 syntax)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(check_throughput_pattern("[0-9]+ samples/s"), Error);  // no group
 }
 
 }  // namespace
