@@ -3,6 +3,7 @@
 #include <re2/re2.h>
 
 #include <memory>
+#include <unordered_map>
 
 #include <algorithm>
 #include <cmath>
@@ -281,6 +282,7 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const PlanOptions& opt
   }
 
   std::vector<PlannedRun> plan;
+  std::unordered_map<std::string, int> first_with_key;  // key → index of the first run that runs
   for (std::size_t n = 0; n < total; ++n) {
     std::map<std::string, RawValue> raw = base;
     for (std::size_t v = 0; v < spec.variables.size(); ++v) {
@@ -305,11 +307,9 @@ std::vector<PlannedRun> plan_sweep(const SweepSpec& spec, const PlanOptions& opt
     run.key = run_key(run.params);
     // Extensions can make two combinations identical; the second would only
     // overwrite the first one's results.
-    for (const PlannedRun& earlier : plan) {
-      if (earlier.key == run.key && !earlier.skipped() && run.skip_reason.empty()) {
-        run.skip_reason = fmt::format("same parameters as run {}", earlier.index);
-        break;
-      }
+    if (run.skip_reason.empty()) {
+      const auto [it, first] = first_with_key.emplace(run.key, run.index);
+      if (!first) run.skip_reason = fmt::format("same parameters as run {}", it->second);
     }
     plan.push_back(std::move(run));
     for (std::size_t v = spec.variables.size(); v-- > 0;) {
