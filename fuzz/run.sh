@@ -33,6 +33,11 @@ seed() {
       printf '\001\002\001\000\000\000k\002\000\000\00010' > "$dir/get"
       printf '\001\003\001\000\000\000n\001\000\000\0001' > "$dir/add"
       printf '\000\004\017\000\000\000dlscale-store/1\005\000\000\000guess' > "$dir/hello" ;;
+    fuzz_idx)
+      # byte 0: where the images file ends (180/255 of the rest); byte 1: which
+      # files the harness gzips; then a 2-image 2x2 IDX file and its 2 labels.
+      printf '\264\000\000\000\010\003\000\000\000\002\000\000\000\002\000\000\000\002\001\002\003\004\005\006\007\010\000\000\010\001\000\000\000\002\001\011' > "$dir/two"
+      printf '\264\003\000\000\010\003\000\000\000\002\000\000\000\002\000\000\000\002\001\002\003\004\005\006\007\010\000\000\010\001\000\000\000\002\001\011' > "$dir/two-gz" ;;
     fuzz_records)
       # a JPEG, PNGs, an Example, a TFRecord file and tar files (ours and GNU tar's).
       cp "$root"/fuzz/seeds/fuzz_records/* "$dir/" ;;
@@ -40,7 +45,7 @@ seed() {
 }
 
 failed=0
-for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records; do
+for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx; do
   bin=$out/$name
   [ -x "$bin" ] || { echo "fuzz: $bin is missing (run fuzz/build.sh)" >&2; exit 2; }
   seed "$name"
