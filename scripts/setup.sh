@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev
   zlib1g-dev libjpeg62-turbo-dev libpng-dev libre2-dev dataset-fashion-mnist
   clang libclang-rt-14-dev
-  python3-torch python3-torchvision
+  python3-torch python3-torchvision jq
 )
 
 # `--with-chromium` adds Debian's chromium for scripts/check_html.sh (the

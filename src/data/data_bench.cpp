@@ -3,6 +3,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/memory.h"
 #include "core/stats.h"
 #include "data/data_spec.h"
 
@@ -32,6 +33,7 @@ void check(const DataBenchOptions& o) {
 
 nlohmann::json run_data_bench(const DataBenchOptions& o, std::ostream& out) {
   check(o);
+  keep_freed_memory();  // as train does: batches freed on one thread, made on another
   const DataSpec spec = parse_data_spec(o.data.spec);
   const int64_t channels = o.channels > 0 ? o.channels : spec.kind == "idx" ? 1 : 3;
   const OpenedData opened = open_data(o.data, channels, Split::kTrain);
