@@ -241,11 +241,20 @@ std::unique_ptr<Dataset> open_folder(const std::string& dir, Split split, int64_
                                           channels);
 }
 
-std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t channels) {
+namespace {
+
+DatasetInfo shard_info(const char* format, const std::string& path, Split split, const std::string& ext) {
   DatasetInfo info;
-  info.format = "wds";
+  info.format = format;
   info.location = path;
-  info.files = shard_files(path, split, ".tar");
+  info.files = shard_files(path, split, ext);
+  return info;
+}
+
+}  // namespace
+
+std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t channels) {
+  DatasetInfo info = shard_info("wds", path, split, ".tar");
   std::vector<Record> records;
   for (size_t f = 0; f < info.files.size(); ++f) {
     const std::string& file = info.files[f];
@@ -279,10 +288,7 @@ std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t 
 }
 
 std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int64_t channels) {
-  DatasetInfo info;
-  info.format = "tfrecord";
-  info.location = path;
-  info.files = shard_files(path, split, "");
+  DatasetInfo info = shard_info("tfrecord", path, split, "");
   std::vector<Record> records;
   for (size_t f = 0; f < info.files.size(); ++f) {
     const std::string& file = info.files[f];

@@ -139,20 +139,25 @@ TEST_F(Processes, TwoNodesMatchOneWorker) {
   }
 }
 
+/// A small lenet job of 2 nodes on loopback at a free port; append
+/// --node-rank (and --workers) per node.
+std::string two_node_lenet(int timeout_s) {
+  uint16_t port = 0;
+  {
+    comm::TcpStoreServer probe("127.0.0.1", 0);  // a free port, released for the job
+    port = probe.port();
+  }
+  return std::string(DLSCALE_BINARY) +
+         " train --model lenet --batch 4 --steps 3 --warmup 1 --threads 1 --display-every 0 --timeout " +
+         std::to_string(timeout_s) +
+         " --nnodes 2 --master-addr 127.0.0.1 --host-addr 127.0.0.1 --master-port " + std::to_string(port);
+}
+
 // Multi-node jobs share DLSCALE_JOB_SECRET: with the same secret on both
 // nodes the job runs; a node with another secret is refused by the store,
 // naming the secret, and the job fails instead of mixing with a stranger.
 TEST(LaunchErrors, NodesWithAnotherJobSecretAreRefused) {
-  uint16_t port = 0;
-  {
-    comm::TcpStoreServer probe("127.0.0.1", 0);
-    port = probe.port();
-  }
-  const std::string node = std::string(DLSCALE_BINARY) +
-                           " train --model lenet --batch 4 --steps 3 --warmup 1 --threads 1 "
-                           "--display-every 0 --timeout 5 --nnodes 2 --master-addr 127.0.0.1 "
-                           "--host-addr 127.0.0.1 --master-port " +
-                           std::to_string(port);
+  const std::string node = two_node_lenet(5);
   auto o = run_shell("DLSCALE_JOB_SECRET=abc " + node + " --node-rank 1 >/dev/null & other=$!; " +
                      "DLSCALE_JOB_SECRET=abc " + node +
                      " --node-rank 0; rc=$?; wait $other; exit $((rc | $?))");
@@ -168,16 +173,7 @@ TEST(LaunchErrors, NodesWithAnotherJobSecretAreRefused) {
 // Nodes started with different --workers disagree on the world size: the
 // rendezvous names it on both sides, well before the timeout, exit 2.
 TEST(LaunchErrors, NodesThatDisagreeOnTheWorldSizeAreNamed) {
-  uint16_t port = 0;
-  {
-    comm::TcpStoreServer probe("127.0.0.1", 0);
-    port = probe.port();
-  }
-  const std::string node = std::string(DLSCALE_BINARY) +
-                           " train --model lenet --batch 4 --steps 3 --warmup 1 --threads 1 "
-                           "--display-every 0 --timeout 30 --nnodes 2 --master-addr 127.0.0.1 "
-                           "--host-addr 127.0.0.1 --master-port " +
-                           std::to_string(port);
+  const std::string node = two_node_lenet(30);
   const auto start = std::chrono::steady_clock::now();
   const auto o = run_shell(node + " --workers 1 --node-rank 0 2>&1 & other=$!; sleep 0.3; " + node +
                            " --workers 2 --node-rank 1 2>&1; rc=$?; wait $other; rc0=$?; "
