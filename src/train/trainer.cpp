@@ -50,10 +50,6 @@ nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
   return agreed;
 }
 
-}  // namespace
-
-namespace {
-
 /// Image size and classes the data implies where the user gave none.
 TrainOptions shaped_by_data(TrainOptions o, const data::OpenedData& data) {
   if (!data.dataset) return o;
