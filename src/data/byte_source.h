@@ -1,5 +1,6 @@
 #pragma once
-// Random-access bytes for the record indexers (tfrecord.cpp, tar_shards.cpp):
+// Random-access bytes for the record indexers (tfrecord.cpp, tar_shards.cpp)
+// and the encoded-image datasets (encoded_dataset.cpp):
 // a file read with pread, or bytes already in memory. Internal to src/data.
 #include <fcntl.h>
 #include <sys/stat.h>

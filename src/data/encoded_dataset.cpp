@@ -1,15 +1,12 @@
 #include "data/encoded_dataset.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
+#include "data/byte_source.h"
 #include "data/tar_shards.h"
 #include "data/tfrecord.h"
 
@@ -29,37 +26,13 @@ struct Record {
   std::string name;    ///< what the sample is called in messages
 };
 
-/// A read-only file descriptor, closed on destruction.
-class ReadFile {
- public:
-  explicit ReadFile(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    DLSCALE_CHECK(fd_ >= 0, "{}: cannot open: {}", path, std::strerror(errno));
-  }
-  ~ReadFile() { if (fd_ >= 0) ::close(fd_); }
-  ReadFile(const ReadFile&) = delete;
-  ReadFile& operator=(const ReadFile&) = delete;
-  /// Exactly `n` bytes at `offset`; thread-safe (pread).
-  std::string read(uint64_t offset, uint64_t n) const {
-    std::string out(n, '\0');
-    uint64_t done = 0;
-    while (done < n) {
-      const ssize_t got = ::pread(fd_, out.data() + done, n - done, static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      DLSCALE_CHECK(got > 0, "{}: truncated: {} bytes at offset {} cannot be read{}", path_, n, offset,
-                    got < 0 ? std::string(": ") + std::strerror(errno) : "");
-      done += static_cast<uint64_t>(got);
-    }
-    return out;
-  }
+/// The `n` bytes at `offset` of `file`, as a string of their own.
+std::string read_at(const FileBytes& file, uint64_t offset, uint64_t n) {
+  std::string bytes;
+  file.read(offset, static_cast<size_t>(n), bytes);  // fills `bytes`
+  return bytes;
+}
 
- private:
-  std::string path_;
-  int fd_;
-};
-
-/// kFolder: one image per file (opened per read: a folder may hold more
-/// images than a process may open files); kTar: members of kept-open tar
-/// shards; kTfRecord: framed tf.train.Example records of kept-open shards.
 enum class Layout { kFolder, kTar, kTfRecord };
 
 class EncodedDataset : public Dataset {
@@ -67,7 +40,7 @@ class EncodedDataset : public Dataset {
   EncodedDataset(DatasetInfo info, std::vector<Record> records, Layout layout, int64_t channels)
       : info_(std::move(info)), records_(std::move(records)), layout_(layout) {
     if (layout_ != Layout::kFolder) {
-      for (const auto& f : info_.files) files_.push_back(std::make_unique<ReadFile>(f));
+      for (const auto& f : info_.files) files_.push_back(std::make_unique<FileBytes>(f));
     }
     DLSCALE_CHECK(!records_.empty(), "{}: holds no samples", info_.location);
     info_.size = static_cast<int64_t>(records_.size());
@@ -115,11 +88,11 @@ class EncodedDataset : public Dataset {
   std::string bytes(int64_t i) const {
     const Record& r = records_[static_cast<size_t>(i)];
     if (layout_ == Layout::kFolder) {
-      return ReadFile(info_.files[static_cast<size_t>(r.file)]).read(r.offset, r.length);
+      return read_at(FileBytes(info_.files[static_cast<size_t>(r.file)]), r.offset, r.length);
     }
-    const ReadFile& f = *files_[static_cast<size_t>(r.file)];
-    if (layout_ == Layout::kTar) return f.read(r.offset, r.length);
-    const std::string framed = f.read(r.offset, r.length + 4);
+    const FileBytes& f = *files_[static_cast<size_t>(r.file)];
+    if (layout_ == Layout::kTar) return read_at(f, r.offset, r.length);
+    const std::string framed = read_at(f, r.offset, r.length + 4);
     const std::string_view payload(framed.data(), r.length);
     uint32_t crc = 0;
     std::memcpy(&crc, framed.data() + r.length, 4);  // little-endian hosts only (x86, arm64)
@@ -135,7 +108,7 @@ class EncodedDataset : public Dataset {
   DatasetInfo info_;
   std::vector<Record> records_;
   Layout layout_;
-  std::vector<std::unique_ptr<ReadFile>> files_;
+  std::vector<std::unique_ptr<FileBytes>> files_;
 };
 
 bool is_image_name(const fs::path& p) {
@@ -258,7 +231,7 @@ std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t 
   std::vector<Record> records;
   for (size_t f = 0; f < info.files.size(); ++f) {
     const std::string& file = info.files[f];
-    const ReadFile reader(file);
+    const FileBytes reader(file);
     std::vector<WdsSample> samples;
     try {
       samples = group_wds(list_tar(file));
@@ -278,7 +251,7 @@ std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t 
       DLSCALE_CHECK(cls != s.parts.end(), "{}: no .cls member (the label)", where);
       DLSCALE_CHECK(cls->second.size <= 64, "{}: the .cls member is {} bytes, not a label", where,
                     cls->second.size);
-      const int64_t label = parse_class(reader.read(cls->second.offset, cls->second.size), where);
+      const int64_t label = parse_class(read_at(reader, cls->second.offset, cls->second.size), where);
       records.push_back({static_cast<int32_t>(f), image->offset, image->size, label, 0,
                          "sample " + s.key});
     }
@@ -292,10 +265,10 @@ std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int
   std::vector<Record> records;
   for (size_t f = 0; f < info.files.size(); ++f) {
     const std::string& file = info.files[f];
-    const ReadFile reader(file);
+    const FileBytes reader(file);
     const std::vector<RecordSpan> spans = index_tfrecord(file, /*verify_data=*/false);
     for (size_t k = 0; k < spans.size(); ++k) {
-      const std::string payload = reader.read(spans[k].offset, spans[k].length);
+      const std::string payload = read_at(reader, spans[k].offset, spans[k].length);
       ExampleFields ex;
       try {
         ex = decode_example(payload);
