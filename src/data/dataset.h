@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "data/data_options.h"
 #include "data/image_codec.h"
 
@@ -15,6 +16,14 @@ namespace dlscale::data {
 /// Which part of a dataset to read.
 enum class Split { kTrain, kTest };
 std::string to_string(Split split);
+
+/// The data is there but has no files for the split asked for (a dataset
+/// without a test split). Callers that probe for a split catch this type;
+/// anything else wrong with the data stays a plain dlscale::Error.
+class MissingSplit : public Error {
+ public:
+  using Error::Error;
+};
 
 /// What a dataset holds, known once it is open.
 struct DatasetInfo {

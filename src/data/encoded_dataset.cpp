@@ -169,12 +169,13 @@ std::vector<std::string> shard_files(const std::string& path, Split split,
   DLSCALE_CHECK(!all.empty(), "{}: no {}shard files in this directory", path,
                 extension.empty() ? "" : extension + " ");
   if (train.empty() && test.empty()) {
-    DLSCALE_CHECK(split == Split::kTrain, "{}: no val*/test* shards for the test split", path);
+    if (split != Split::kTrain) throw MissingSplit(fmt::format("{}: no val*/test* shards for the test split", path));
     return all;
   }
   const auto& chosen = split == Split::kTrain ? train : test;
-  DLSCALE_CHECK(!chosen.empty(), "{}: no {} shards", path,
-                split == Split::kTrain ? "train*" : "val*/test*");
+  if (chosen.empty()) {
+    throw MissingSplit(fmt::format("{}: no {} shards", path, split == Split::kTrain ? "train*" : "val*/test*"));
+  }
   return chosen;
 }
 
@@ -188,7 +189,7 @@ std::unique_ptr<Dataset> open_folder(const std::string& dir, Split split, int64_
     root = split == Split::kTrain ? root / "train"
                                   : (fs::is_directory(root / "val", ec) ? root / "val" : root / "test");
   } else {
-    DLSCALE_CHECK(split == Split::kTrain, "{}: no val/ or test/ folder for the test split", dir);
+    if (split != Split::kTrain) throw MissingSplit(fmt::format("{}: no val/ or test/ folder for the test split", dir));
   }
   DatasetInfo info;
   info.format = "folder";

@@ -95,7 +95,7 @@ std::string find_file(const std::string& dir, const std::string& prefix, const s
     std::error_code ec;
     if (fs::is_regular_file(p, ec)) return p.string();
   }
-  throw Error(fmt::format("{}: no {}-{}-ubyte[.gz] file in this directory", dir, prefix, kind));
+  throw MissingSplit(fmt::format("{}: no {}-{}-ubyte[.gz] file in this directory", dir, prefix, kind));
 }
 
 class IdxDataset : public Dataset {
