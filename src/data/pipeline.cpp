@@ -65,19 +65,19 @@ PipelineStats Pipeline::stats() const {
   return stats_;
 }
 
-Image Pipeline::load(int64_t index) {
+std::shared_ptr<const Image> Pipeline::load(int64_t index) {
   if (options_.cache) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = cache_.find(index);
     if (it != cache_.end()) {
       ++stats_.cache_hits;
-      return *it->second;
+      return it->second;
     }
   }
-  Image image = dataset_->image(index);
+  auto image = std::make_shared<const Image>(dataset_->image(index));
   if (options_.cache) {
     std::lock_guard<std::mutex> lock(mutex_);
-    cache_.emplace(index, std::make_shared<const Image>(image));
+    cache_.emplace(index, image);
   }
   return image;
 }
@@ -103,8 +103,8 @@ Batch Pipeline::build(int64_t step) {
     int64_t index = indices[static_cast<size_t>(j)];
     for (int attempt = 0;; ++attempt) {
       try {
-        const Image image = load(index);
-        transform_image(image, t, mix_seed(epoch_seed, static_cast<uint64_t>(index)),
+        const std::shared_ptr<const Image> image = load(index);
+        transform_image(*image, t, mix_seed(epoch_seed, static_cast<uint64_t>(index)),
                         base + j * t.channels * t.size * t.size, layout);
         labels[static_cast<size_t>(j)] = dataset_->label(index);
         return;

@@ -61,7 +61,9 @@ class Pipeline : public DataSource {
     std::exception_ptr error;
   };
   Batch build(int64_t step);
-  Image load(int64_t index);
+  /// Sample `index` decoded: from the cache when --cache holds it (shared,
+  /// not copied), else from the dataset.
+  std::shared_ptr<const Image> load(int64_t index);
   void produce();
 
   std::shared_ptr<const Dataset> dataset_;

@@ -49,9 +49,9 @@ Region random_resized_region(const Image& img, Rng& rng) {
   return {(img.width - side) / 2, (img.height - side) / 2, side, side};
 }
 
-/// The evaluation geometry: shorter side to `size`, centre crop.
+/// The evaluation geometry: shorter side to `size`, centre crop (callers
+/// skip it for an image already size × size rather than copy it).
 Image resize_center(const Image& img, int64_t size) {
-  if (img.height == size && img.width == size) return img;
   const double side = static_cast<double>(std::min(img.height, img.width));
   return resize_region(img, (img.width - side) / 2, (img.height - side) / 2, side, side, size, size);
 }
@@ -165,7 +165,10 @@ void transform_image(const Image& image, const TransformOptions& o, uint64_t see
     write_out(crop, o, rng.uniform() < 0.5, 0, 0, out, layout);
     return;
   }
-  const Image sized = resize_center(image, o.size);
+  Image resized;
+  const bool fits = image.height == o.size && image.width == o.size;
+  if (!fits) resized = resize_center(image, o.size);
+  const Image& sized = fits ? image : resized;
   int64_t dx = 0, dy = 0;
   if (a == Augment::kCropFlip) {
     dx = static_cast<int64_t>(rng.uniform() * static_cast<double>(2 * o.pad + 1)) - o.pad;
