@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -23,6 +24,16 @@ extern char** environ;
 
 namespace dlscale::launch {
 namespace {
+
+/// Whether the kernel shows `pid` stopped (state T or t in /proc/PID/stat).
+bool is_stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t close = stat.rfind(')');  // the command name may hold spaces
+  return close != std::string::npos && close + 2 < stat.size() &&
+         (stat[close + 2] == 'T' || stat[close + 2] == 't');
+}
 
 constexpr int kStatusFd = 3;  // workers find their progress pipe here
 
@@ -192,15 +203,19 @@ std::string find_failure(const std::vector<Child>& children, double now,
     exit_code = 128 + g_interrupted;
     return fmt::format("interrupted by signal {}", static_cast<int>(g_interrupted));
   }
-  // Peers waiting on a stalled rank fall silent too, but later: name the
-  // rank silent longest.
+  // Peers waiting on a stalled rank fall silent too, usually later: name a
+  // rank the kernel shows stopped (SIGSTOP, a debugger) first, else the rank
+  // silent longest. Progress reports alone race: a rank stopped just after
+  // its report looks fresher than the peer that then waits on it.
   const Child* stalled = nullptr;
   for (const auto& c : children) {
     const double silent = now - c.last_progress;
-    if (c.running && silent * 1000 > static_cast<double>(timeout.count()) &&
-        (stalled == nullptr || c.last_progress < stalled->last_progress)) {
-      stalled = &c;
-    }
+    if (!c.running || silent * 1000 <= static_cast<double>(timeout.count())) continue;
+    const bool better = stalled == nullptr ||
+                        (is_stopped(c.pid) != is_stopped(stalled->pid)
+                             ? is_stopped(c.pid)
+                             : c.last_progress < stalled->last_progress);
+    if (better) stalled = &c;
   }
   if (stalled != nullptr) {
     exit_code = kExitPeerFailure;
