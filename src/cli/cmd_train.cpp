@@ -77,9 +77,10 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--model,-m", opts->model, "Model to train; one of: " + models::known_model_names())
       ->capture_default_str();
   cmd->add_option("--batch,-b", opts->batch, "Samples per step per worker")->capture_default_str();
-  cmd->add_option("--steps", opts->steps,
-                  "Total steps including warm-up; measured steps = steps - warmup")
-      ->capture_default_str();
+  CLI::Option* steps = cmd->add_option("--steps", opts->steps,
+                                       "Total steps including warm-up; measured steps = steps - "
+                                       "warmup")
+                           ->capture_default_str();
   cmd->add_option("--warmup", opts->warmup, "Warm-up steps excluded from the measurement")
       ->capture_default_str();
   cmd->add_option("--threads,-t,--threads-per-worker", opts->threads,
@@ -101,7 +102,7 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "Probability of every dropout layer; negative = the model's own (0 disables "
                   "dropout, which makes N-worker runs comparable to one worker step for step)")
       ->capture_default_str();
-  cmd->add_option("--optimizer", opts->optimizer, "sgd | momentum | nesterov | adam")
+  cmd->add_option("--optimizer", opts->optimizer, "sgd | momentum | nesterov | adam | lars (docs/convergence.md)")
       ->capture_default_str();
   cmd->add_option("--lr", opts->lr, "Learning rate")->capture_default_str();
   cmd->add_option("--momentum", opts->momentum, "Momentum for --optimizer momentum|nesterov")
@@ -131,6 +132,7 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "Rank 0 saves the final parameters here (torch::save of the parameter list)");
 
   add_data_flags(cmd, opts->data);
+  add_recipe_flags(cmd, opts->recipe)->excludes(steps);
 
   const std::string dp = "Data parallelism";
   auto launch = std::make_shared<LaunchFlags>();

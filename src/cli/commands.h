@@ -9,6 +9,9 @@
 namespace dlscale::data {
 struct DataOptions;
 }
+namespace dlscale::train {
+struct RecipeOptions;
+}
 
 namespace dlscale::cli {
 
@@ -21,6 +24,8 @@ struct ExitWith {
 void add_models_command(CLI::App& app);
 /// The --data and pipeline flags, shared by `train` and `data bench`.
 void add_data_flags(CLI::App* command, data::DataOptions& options);
+/// `train`'s convergence flags; returns --epochs (which excludes --steps).
+CLI::Option* add_recipe_flags(CLI::App* command, train::RecipeOptions& options);
 void add_train_command(CLI::App& app, const std::vector<std::string>& argv);
 void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv);
 /// Needs the train command registered first (it checks sweep parameters

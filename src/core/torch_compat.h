@@ -2,7 +2,10 @@
 // The one place where differences between LibTorch versions live: Debian's
 // 1.13 (CPU) and the 2.x shipped inside a CUDA PyTorch install. Everything
 // else in dlscale calls these helpers instead of version-specific APIs.
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
+
+#include <mutex>
 #include <torch/version.h>
 
 #include <string>
@@ -46,6 +49,19 @@ inline bool cuda_available() { return torch::cuda::is_available(); }
 /// timestamps bracket the device work they are meant to time.
 inline void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+/// The default CPU generator's state (dropout masks, random init) and back:
+/// what a checkpoint keeps so a resumed run draws the same numbers.
+inline torch::Tensor cpu_rng_state() {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle: shares the generator
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+inline void set_cpu_rng_state(const torch::Tensor& state) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
 }
 
 }  // namespace dlscale::compat

@@ -54,7 +54,8 @@ std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataO
   po.world_size = s.world_size;
   po.seed = s.seed;
   po.shuffle = o.shuffle;
-  po.streaming = o.order == "streaming";
+  po.streaming = s.train && o.order == "streaming";
+  po.evaluation = !s.train;
   po.shuffle_buffer = o.shuffle_buffer;
   po.threads = o.threads;
   po.prefetch = o.prefetch;

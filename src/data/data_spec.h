@@ -31,7 +31,9 @@ struct SourceOptions {
   int64_t num_classes = 1000;
   uint64_t seed = 42;
   int64_t synthetic_batches = 1;  ///< synthetic only
-  bool train = true;              ///< training transforms (augmentation) or evaluation ones
+  /// Training (augmentation, the sampler's order) or evaluation (evaluation
+  /// transform; every sample once per pass, split over ranks, shorter last batch).
+  bool train = true;
   bool channels_last = false;
   torch::Device device = torch::kCPU;
 };

@@ -11,6 +11,10 @@ namespace dlscale::data {
 namespace {
 
 std::unique_ptr<BatchSampler> make_sampler(const Dataset& d, const PipelineOptions& o) {
+  if (o.evaluation) {
+    return std::make_unique<EvalSlice>(d.info().size, o.global_batch / o.world_size, o.rank,
+                                       o.world_size);
+  }
   if (o.streaming) {
     StreamingOptions s;
     s.shard_starts = d.info().shard_starts;
@@ -91,7 +95,8 @@ Batch Pipeline::build(int64_t step) {
   const int64_t n = dataset_->info().size;
   const auto memory_format =
       options_.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
-  torch::Tensor inputs = torch::empty({local_batch_, t.channels, t.size, t.size},
+  const auto count = static_cast<int64_t>(indices.size());
+  torch::Tensor inputs = torch::empty({count, t.channels, t.size, t.size},
                                       torch::TensorOptions().dtype(torch::kFloat32)
                                           .memory_format(memory_format));
   std::vector<int64_t> labels(indices.size());
@@ -99,7 +104,7 @@ Batch Pipeline::build(int64_t step) {
                                                      : OutputLayout::chw(t.channels, t.size);
   float* base = inputs.data_ptr<float>();
   std::atomic<int64_t> skipped{0};
-  pool_->run(local_batch_, [&](int64_t j) {
+  pool_->run(count, [&](int64_t j) {
     int64_t index = indices[static_cast<size_t>(j)];
     for (int attempt = 0;; ++attempt) {
       try {
@@ -125,7 +130,7 @@ Batch Pipeline::build(int64_t step) {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.busy_seconds += now_seconds() - start;
   stats_.batches += 1;
-  stats_.samples += local_batch_;
+  stats_.samples += count;
   stats_.skipped += skipped.load();
   return batch;
 }

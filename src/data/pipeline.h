@@ -29,6 +29,7 @@ struct PipelineOptions {
   uint64_t seed = 42;          ///< sample order and augmentation
   bool shuffle = true;         ///< false: every epoch in index order (global order)
   bool streaming = false;      ///< each rank reads its own shards through a shuffle buffer
+  bool evaluation = false;     ///< every sample once per pass, in order, split over ranks (EvalSlice)
   int64_t shuffle_buffer = 1024;
   int threads = 1;             ///< decode/transform threads (not LibTorch's pool)
   int prefetch = 2;            ///< batches built ahead; 0 = built when asked, on the caller's clock
@@ -48,7 +49,8 @@ class Pipeline : public DataSource {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  /// Steps are expected in order; a jump restarts the prefetch there.
+  /// Steps are expected in order; a jump restarts the prefetch there. In
+  /// evaluation order a batch can be shorter than local_batch().
   Batch batch(int64_t step) override;
   int64_t local_batch() const override { return local_batch_; }
   std::string name() const override;

@@ -1,5 +1,6 @@
 #include "data/sampler.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/error.h"
@@ -70,6 +71,22 @@ namespace dlscale::data {
 GlobalSlice::GlobalSlice(const SamplerOptions& options, int64_t rank, int64_t world_size)
     : sampler_(options), rank_(rank), local_batch_(options.global_batch / world_size) {
   DLSCALE_ASSERT(world_size >= 1 && rank >= 0 && rank < world_size);
+}
+
+EvalSlice::EvalSlice(int64_t dataset_size, int64_t local_batch, int64_t rank, int64_t world_size)
+    : begin_(rank * dataset_size / world_size),
+      end_((rank + 1) * dataset_size / world_size),
+      local_batch_(local_batch),
+      batches_((end_ - begin_ + local_batch - 1) / local_batch) {
+  DLSCALE_ASSERT(world_size >= 1 && rank >= 0 && rank < world_size && local_batch >= 1);
+}
+
+std::vector<int64_t> EvalSlice::rank_indices(int64_t step) {
+  if (batches_ == 0) return {};
+  const int64_t first = begin_ + (step % batches_) * local_batch_;
+  std::vector<int64_t> indices;
+  for (int64_t i = first; i < std::min(end_, first + local_batch_); ++i) indices.push_back(i);
+  return indices;
 }
 
 namespace {

@@ -78,6 +78,24 @@ struct StreamingOptions {
   uint64_t seed = 42;
 };
 
+/// Evaluation order: rank r of N takes the contiguous part [r·n/N, (r+1)·n/N)
+/// of the whole dataset, in index order, in batches of `local_batch` (the
+/// last one shorter), so the ranks together see every sample exactly once.
+/// Step s is batch s mod (this rank's batches): one pass after another.
+class EvalSlice : public BatchSampler {
+ public:
+  EvalSlice(int64_t dataset_size, int64_t local_batch, int64_t rank, int64_t world_size);
+  std::vector<int64_t> rank_indices(int64_t step) override;
+  /// This rank's batches per pass (0 when its part is empty).
+  int64_t steps_per_epoch() const override { return batches_; }
+
+ private:
+  int64_t begin_ = 0;
+  int64_t end_ = 0;
+  int64_t local_batch_ = 1;
+  int64_t batches_ = 0;
+};
+
 /// Streaming order (docs/data.md): rank r reads only shards r, r + N, r + 2N…,
 /// in a seeded order per epoch, each shard front to back, through a shuffle
 /// buffer (each sample out is a random one of the buffer's, replaced by the

@@ -28,6 +28,9 @@ class WorkerObserver : public train::TrainObserver {
   void on_step(const train::StepRecord& s, const train::TrainResult& r) override {
     if (console_) console_->on_step(s, r);
   }
+  void on_eval(const train::EvalRecord& e, const train::TrainResult& r) override {
+    if (console_) console_->on_eval(e, r);
+  }
   void on_finish(const train::TrainResult& r) override {
     status_.write("finishing");
     if (console_) console_->on_finish(r);

@@ -12,6 +12,7 @@ const std::vector<ModelSpec>& model_specs() {
   static const std::vector<ModelSpec> specs = [] {
     std::vector<ModelSpec> all;
     all.push_back(lenet_spec());
+    all.push_back(tinycnn_spec());
     all.push_back(alexnet_spec());
     for (auto& s : vgg_specs()) all.push_back(std::move(s));
     for (auto& s : resnet_specs()) all.push_back(std::move(s));

@@ -7,6 +7,7 @@
 namespace dlscale::models {
 
 ModelSpec lenet_spec();
+ModelSpec tinycnn_spec();
 ModelSpec alexnet_spec();
 std::vector<ModelSpec> vgg_specs();
 std::vector<ModelSpec> resnet_specs();

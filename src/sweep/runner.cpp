@@ -350,6 +350,15 @@ std::map<std::string, double> extract_metrics(const Params& p, const std::string
   if (r.contains("data") && r["data"].is_object()) {
     for (const auto& [k, v] : r["data"].items()) take("data_" + k, v);
   }
+  // Convergence: time to accuracy, epochs, final accuracy; conv_success is
+  // 1 when the target was reached, 0 when the run was aborted.
+  if (r.contains("convergence") && r["convergence"].is_object()) {
+    const nlohmann::json& c = r["convergence"];
+    for (const auto& [k, v] : c.items()) take("conv_" + k, v);
+    if (c.contains("status") && c["status"].is_string() && !c["status"].get<std::string>().empty()) {
+      m["conv_success"] = c["status"] == "success" ? 1.0 : 0.0;
+    }
+  }
   return m;
 }
 

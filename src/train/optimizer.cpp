@@ -1,26 +1,73 @@
 #include "train/optimizer.h"
 
+#include "train/lars.h"
+
 namespace dlscale::train {
+
+namespace {
+
+using torch::optim::OptimizerParamGroup;
+
+/// The optimizer's options for one group; `full` = weight decay (and LARS's
+/// trust ratio) apply to it.
+std::unique_ptr<torch::optim::OptimizerOptions> group_options(OptimizerKind kind,
+                                                              const TrainOptions& o, bool full) {
+  using torch::optim::SGDOptions;
+  const double wd = full ? o.weight_decay : 0.0;
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      return std::make_unique<SGDOptions>(SGDOptions(o.lr).weight_decay(wd));
+    case OptimizerKind::kMomentum:
+      return std::make_unique<SGDOptions>(SGDOptions(o.lr).momentum(o.momentum).weight_decay(wd));
+    case OptimizerKind::kNesterov:
+      return std::make_unique<SGDOptions>(
+          SGDOptions(o.lr).momentum(o.momentum).nesterov(true).weight_decay(wd));
+    case OptimizerKind::kAdam:
+      return std::make_unique<torch::optim::AdamOptions>(
+          torch::optim::AdamOptions(o.lr).weight_decay(wd));
+    case OptimizerKind::kLars:
+      return std::make_unique<LarsOptions>(LarsOptions(o.lr)
+                                               .momentum(o.momentum)
+                                               .weight_decay(wd)
+                                               .eta(o.recipe.lars_eta)
+                                               .adapt(full));
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool excludes_bias_norm(OptimizerKind kind, const RecipeOptions& recipe) {
+  if (recipe.wd_exclude == "auto") return kind == OptimizerKind::kLars;
+  return recipe.wd_exclude == "bias-norm";
+}
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind,
                                                         std::vector<torch::Tensor> params,
                                                         const TrainOptions& o) {
-  using torch::optim::SGDOptions;
-  switch (kind) {
-    case OptimizerKind::kSgd:
-      return std::make_unique<torch::optim::SGD>(params, SGDOptions(o.lr).weight_decay(o.weight_decay));
-    case OptimizerKind::kMomentum:
-      return std::make_unique<torch::optim::SGD>(
-          params, SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
-    case OptimizerKind::kNesterov:
-      return std::make_unique<torch::optim::SGD>(
-          params,
-          SGDOptions(o.lr).momentum(o.momentum).nesterov(true).weight_decay(o.weight_decay));
-    case OptimizerKind::kAdam:
-      return std::make_unique<torch::optim::Adam>(
-          params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
+  std::vector<OptimizerParamGroup> groups;
+  if (excludes_bias_norm(kind, o.recipe)) {
+    // Biases and batch-norm scales/shifts are the tensors of at most one dimension.
+    std::vector<torch::Tensor> full, light;
+    for (auto& p : params) (p.dim() <= 1 ? light : full).push_back(p);
+    groups.emplace_back(std::move(full), group_options(kind, o, true));
+    groups.emplace_back(std::move(light), group_options(kind, o, false));
+  } else {
+    groups.emplace_back(std::move(params), group_options(kind, o, true));
   }
-  return nullptr;
+  switch (kind) {
+    case OptimizerKind::kAdam:
+      return std::make_unique<torch::optim::Adam>(std::move(groups),
+                                                  torch::optim::AdamOptions(o.lr));
+    case OptimizerKind::kLars:
+      return std::make_unique<Lars>(std::move(groups), LarsOptions(o.lr));
+    default:
+      return std::make_unique<torch::optim::SGD>(std::move(groups), torch::optim::SGDOptions(o.lr));
+  }
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
 dp::OptimizerFactory optimizer_factory(const ResolvedTrainOptions& config) {

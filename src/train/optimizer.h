@@ -10,10 +10,19 @@
 namespace dlscale::train {
 
 /// The LibTorch optimizer for `kind` over `params`: plain SGD, SGD with
-/// (Nesterov) momentum, or Adam; with learning rate and weight decay.
+/// (Nesterov) momentum, Adam or LARS (train/lars.h); with learning rate and
+/// weight decay. When the recipe excludes biases and norm weights, those
+/// (every tensor of at most one dimension) form a second group without
+/// weight decay (and, for LARS, without the trust ratio).
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind,
                                                         std::vector<torch::Tensor> params,
                                                         const TrainOptions& options);
+
+/// Whether --wd-exclude (auto: for LARS only) puts 1-D tensors in their own group.
+bool excludes_bias_norm(OptimizerKind kind, const RecipeOptions& recipe);
+
+/// Sets every group's learning rate (the schedule's value for the step).
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 
 /// make_optimizer() for `config`, as a parameter-server shard takes it.
 dp::OptimizerFactory optimizer_factory(const ResolvedTrainOptions& config);

@@ -1,6 +1,7 @@
 #include "train/train_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <torch/torch.h>
 
 #include "core/enum_names.h"
@@ -14,12 +15,13 @@ namespace dlscale::train {
 
 namespace {
 
-constexpr EnumNames<OptimizerKind, 4> kOptimizers{
+constexpr EnumNames<OptimizerKind, 5> kOptimizers{
     "optimizer",
     {{{OptimizerKind::kSgd, "sgd"},
       {OptimizerKind::kMomentum, "momentum"},
       {OptimizerKind::kNesterov, "nesterov"},
-      {OptimizerKind::kAdam, "adam"}}}};
+      {OptimizerKind::kAdam, "adam"},
+      {OptimizerKind::kLars, "lars"}}}};
 constexpr EnumNames<MemoryFormat, 2> kMemoryFormats{
     "memory format",
     {{{MemoryFormat::kChannelsLast, "channels-last"}, {MemoryFormat::kContiguous, "contiguous"}}}};
@@ -77,6 +79,34 @@ constexpr int64_t kMaxSyntheticBatches = 4096;
 constexpr double kMaxRate = 1e6;
 constexpr double kMaxMiB = 1e6;
 constexpr double kMaxTimeoutS = 1e7;
+
+/// The parts of a recipe a strategy cannot honour, refused up front.
+void check_recipe_strategy(const ResolvedTrainOptions& r) {
+  const RecipeOptions& recipe = r.options.recipe;
+  if (r.sync.strategy == dp::Strategy::kPs) {
+    // Shards hold the optimizer over flat slices of the variables: no
+    // per-tensor groups and no per-step rate from the workers.
+    DLSCALE_CHECK(r.optimizer != OptimizerKind::kLars && recipe.wd_exclude != "bias-norm" &&
+                      recipe.lr_schedule == "constant" && recipe.warmup_epochs == 0,
+                  "--strategy ps applies updates on its shards over flat slices of the variables "
+                  "with a constant rate: --optimizer lars, --wd-exclude bias-norm, "
+                  "--lr-schedule and --warmup-epochs need another strategy");
+  }
+  const bool checkpoints = !recipe.checkpoint_path.empty() || !recipe.resume_path.empty();
+  DLSCALE_CHECK(!checkpoints || (r.sync.strategy != dp::Strategy::kPs &&
+                                 r.sync.strategy != dp::Strategy::kIndependent),
+                "--checkpoint/--resume save one replica and its optimizer; --strategy {} keeps "
+                "{}, so it cannot be checkpointed",
+                r.options.strategy,
+                r.sync.strategy == dp::Strategy::kPs ? "optimizer state on its shards"
+                                                     : "replicas that differ");
+  DLSCALE_CHECK(recipe.target_accuracy == 0 || r.sync.strategy != dp::Strategy::kPs,
+                "--target-accuracy stops a run early, which --strategy ps cannot: its shards "
+                "serve a fixed number of steps");
+  DLSCALE_CHECK(!checkpoints || r.options.data.order != "streaming",
+                "--checkpoint/--resume need --data-order global: a streaming shuffle buffer's "
+                "position is not saved");
+}
 
 }  // namespace
 
@@ -184,6 +214,8 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
                 "--optimizer nesterov needs --momentum > 0 (got {})", o.momentum);
   check_device(o.device);
   data::check_data_options(o.data);
+  check_recipe(o.recipe, o.data.spec != "synthetic");
+  check_recipe_strategy(r);
   r.memory_format = parse_memory_format(o.memory_format);
 
   const models::ModelOptions mo = models::resolve_options(spec, model_options(o));
@@ -192,10 +224,24 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   r.channels = spec.channels;
   r.measured_steps = o.steps - o.warmup;
   r.global_batch = o.batch * r.world_size;
-  for (const std::string* path : {&o.json_path, &o.trace_path, &o.save_weights}) {
+  for (const std::string* path : {&o.json_path, &o.trace_path, &o.save_weights,
+                                  &o.recipe.mllog_path, &o.recipe.checkpoint_path}) {
     if (!path->empty()) check_output_path(*path);
   }
   return r;
+}
+
+void apply_epochs(ResolvedTrainOptions& r, int64_t steps_per_epoch) {
+  TrainOptions& o = r.options;
+  if (o.recipe.epochs <= 0) return;
+  DLSCALE_ASSERT(steps_per_epoch >= 1);
+  o.steps = std::max<int64_t>(
+      1, std::llround(o.recipe.epochs * static_cast<double>(steps_per_epoch)));
+  DLSCALE_CHECK(o.steps > o.warmup,
+                "--epochs {:g} is {} steps of {} per epoch, not more than --warmup {}: train "
+                "longer or lower --warmup",
+                o.recipe.epochs, o.steps, steps_per_epoch, o.warmup);
+  r.measured_steps = o.steps - o.warmup;
 }
 
 }  // namespace dlscale::train

@@ -8,16 +8,17 @@
 #include "dp/sync_options.h"
 #include "launch/job_options.h"
 #include "models/model.h"
+#include "train/recipe.h"
 
 namespace dlscale::train {
 
-enum class OptimizerKind { kSgd, kMomentum, kNesterov, kAdam };
+enum class OptimizerKind { kSgd, kMomentum, kNesterov, kAdam, kLars };
 
 /// Layout of 4-D activations and weights. oneDNN's CPU convolutions run
 /// faster on channels-last (NHWC) tensors; see docs/metrics.md.
 enum class MemoryFormat { kChannelsLast, kContiguous };
 
-/// "sgd" | "momentum" | "nesterov" | "adam"; throws dlscale::Error otherwise.
+/// "sgd" | "momentum" | "nesterov" | "adam" | "lars"; throws dlscale::Error otherwise.
 OptimizerKind parse_optimizer(const std::string& name);
 std::string to_string(OptimizerKind kind);
 
@@ -45,7 +46,7 @@ struct TrainOptions {
   double dropout = -1;         ///< override every dropout probability; < 0 = the model's own
   std::string optimizer = "sgd";
   double lr = 0.01;            ///< learning rate
-  double momentum = 0.9;       ///< used by momentum and nesterov
+  double momentum = 0.9;       ///< used by momentum, nesterov and lars
   double weight_decay = 0.0;   ///< L2 penalty
   uint64_t seed = 42;          ///< model initialization, data order and augmentation
   int64_t display_every = 10;  ///< print a step line every this many steps; 0 = never
@@ -56,6 +57,7 @@ struct TrainOptions {
   std::string json_path;       ///< result record file; "" = none
   std::string save_weights;    ///< rank 0 saves the final parameters here (torch::save); "" = no
   data::DataOptions data;      ///< --data and the input pipeline (docs/data.md)
+  RecipeOptions recipe;        ///< epochs, evaluation, schedule, LARS, checkpoints (docs/convergence.md)
 
   // Data parallelism (docs/launch.md, docs/strategies.md).
   int workers = 1;               ///< worker processes on this node
@@ -114,5 +116,9 @@ launch::JobOptions job_options(const TrainOptions& options);
 /// lost result. With world_size = 0 the size is nnodes × workers.
 ResolvedTrainOptions resolve_train_options(const TrainOptions& options, int world_size = 0,
                                            int local_world_size = 0);
+
+/// With --epochs, sets the steps to epochs × `steps_per_epoch` (the data's
+/// global batches per epoch) and re-checks them against --warmup.
+void apply_epochs(ResolvedTrainOptions& resolved, int64_t steps_per_epoch);
 
 }  // namespace dlscale::train

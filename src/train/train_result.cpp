@@ -166,7 +166,8 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"device", o.device},
           {"memory_format", to_string(c.memory_format)},
           {"keep_freed_memory", o.keep_freed_memory},
-          {"json", o.json_path}};
+          {"json", o.json_path},
+          {"recipe", recipe_json(o.recipe)}};
 }
 
 namespace {
@@ -245,10 +246,15 @@ nlohmann::json to_json(const TrainResult& r) {
             {"replicas_should_match", r.comm.replicas_should_match},
             {"replicas_identical", r.comm.replicas_identical}};
   }
-  nlohmann::json per_step = {{"loss", nlohmann::json::array()}, {"measured", nlohmann::json::array()}};
+  nlohmann::json per_step = {{"step", nlohmann::json::array()},
+                             {"loss", nlohmann::json::array()},
+                             {"lr", nlohmann::json::array()},
+                             {"measured", nlohmann::json::array()}};
   for (const char* name : kPhaseNames) per_step[std::string(name) + "_ms"] = nlohmann::json::array();
   for (const auto& step : r.steps) {
+    per_step["step"].push_back(step.step);
     per_step["loss"].push_back(step.loss);
+    per_step["lr"].push_back(step.lr);
     per_step["measured"].push_back(step.measured);
     for (size_t p = 0; p < kNumPhases; ++p) {
       per_step[std::string(kPhaseNames[p]) + "_ms"].push_back(ms(phase_seconds(step.times, p)));
@@ -286,6 +292,7 @@ nlohmann::json to_json(const TrainResult& r) {
         {"comm", comm},
         {"ps", ps_json(r.ps)},
         {"data", data_json(r.data, s.measured_steps)},
+        {"convergence", to_json(r.convergence)},
         {"loss_first", s.first_loss},
         {"loss_last", s.last_loss},
         // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
@@ -424,6 +431,7 @@ void print_summary(std::ostream& out, const TrainResult& r) {
                p.skipped > 0 ? fmt::format(", {} corrupt sample(s) skipped", p.skipped) : "");
   }
   fmt::print(out, "loss: {:.4f} -> {:.4f}\n", s.first_loss, s.last_loss);
+  print_convergence_summary(out, r.convergence);
   out.flush();
 }
 

@@ -13,6 +13,7 @@
 #include "data/data_source.h"
 #include "dp/ps_report.h"
 #include "models/model.h"
+#include "train/convergence.h"
 #include "train/train_options.h"
 
 namespace dlscale::train {
@@ -39,6 +40,7 @@ struct StepRecord {
   double loss = 0;   ///< rank 0's loss on its shard
   bool measured = false;  ///< false during warm-up
   double comm_busy = 0;   ///< seconds the communication thread spent in collectives
+  double lr = 0;          ///< the learning rate the step's update used
 };
 
 /// How gradients were exchanged (world size > 1).
@@ -126,6 +128,7 @@ struct TrainResult {
   CommSummary comm;                       ///< empty when world size is 1 (unless ps)
   PsSummary ps;
   DataSummary data;
+  ConvergenceSummary convergence;         ///< evaluations and time to accuracy
   std::vector<StepTimes> rank_median_times;  ///< per rank: median per phase
 };
 

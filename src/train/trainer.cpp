@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 
@@ -13,21 +14,39 @@
 #include "core/torch_compat.h"
 #include "data/data_spec.h"
 #include "dp/gradient_sync.h"
+#include "train/evaluator.h"
+#include "train/mllog.h"
 #include "train/optimizer.h"
 #include "train/trace.h"
 
 namespace dlscale::train {
 
-void ConsoleObserver::on_start(const TrainResult& result) { print_header(out_, result); }
+void ConsoleObserver::on_start(const TrainResult& result) {
+  print_header(out_, result);
+  start_ = now_seconds();
+  first_step_ = -1;
+}
 
 void ConsoleObserver::on_step(const StepRecord& step, const TrainResult& result) {
   const TrainOptions& o = result.config.options;
+  if (first_step_ < 0) first_step_ = step.step;
   if (o.display_every == 0) return;
-  const bool first = step.step == 0;
+  const bool first = step.step == first_step_;
   const bool last = step.step + 1 == o.steps;
-  if (first || last || (step.step + 1) % o.display_every == 0) {
+  if (!first && !last && (step.step + 1) % o.display_every != 0) return;
+  if (result.convergence.enabled && result.data.steps_per_epoch > 0) {
+    // Evaluations included: the ETA is the run's own pace so far.
+    const double per_step =
+        (now_seconds() - start_) / static_cast<double>(step.step + 1 - first_step_);
+    print_progress_line(out_, step.step, o.steps, result.data.steps_per_epoch, step.loss, step.lr,
+                        result.convergence, per_step);
+  } else {
     print_step_line(out_, step, o.steps, result.config.global_batch);
   }
+}
+
+void ConsoleObserver::on_eval(const EvalRecord& eval, const TrainResult& result) {
+  print_eval_line(out_, eval);
 }
 
 void ConsoleObserver::on_finish(const TrainResult& result) { print_summary(out_, result); }
@@ -63,7 +82,7 @@ TrainOptions shaped_by_data(TrainOptions o, const data::OpenedData& data) {
 
 Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
                  std::vector<std::string> argv)
-    : worker_(worker), device_(torch::kCPU) {
+    : worker_(worker), device_(torch::kCPU), init_start_(now_seconds()) {
   // The data is opened first: it shapes the model (channels, size, classes).
   data::check_data_options(options.data);
   const data::OpenedData opened = data::open_data(
@@ -79,6 +98,23 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
   if (o.keep_freed_memory) keep_freed_memory();
 
   const models::ModelSpec& spec = models::find_model(o.model);
+  const bool channels_last = c.memory_format == MemoryFormat::kChannelsLast;
+  data::SourceOptions so;
+  so.global_batch = c.global_batch;
+  so.rank = worker.rank;
+  so.world_size = c.world_size;
+  so.channels = spec.channels;
+  so.image_size = o.image_size;
+  so.num_classes = o.num_classes;
+  so.synthetic_batches = o.synthetic_batches;
+  so.seed = o.seed + 1;  // data stream independent of the initialization stream
+  so.device = device_;
+  so.channels_last = channels_last;
+  data_ = data::make_data_source(opened, o.data, so);
+  steps_per_epoch_ = data_->steps_per_epoch();
+  apply_epochs(result_.config, steps_per_epoch_);  // --epochs: the steps are known now
+  record_data_info(opened);
+
   torch::manual_seed(o.seed + static_cast<uint64_t>(worker.rank));  // dropout masks differ per rank
   const models::ModelOptions mo = models::resolve_options(spec, model_options(o));
   model_ = spec.make(mo);
@@ -86,7 +122,6 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
   result_.model = models::measure_model(spec, mo, *model_);
 
   model_->to(device_);
-  const bool channels_last = c.memory_format == MemoryFormat::kChannelsLast;
   {
     torch::NoGradGuard no_grad;
     for (auto& p : model_->parameters()) {
@@ -118,20 +153,8 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
                                  ps ? &*ps : nullptr);
   record_sync_info();
   optimizer_ = make_optimizer(c.optimizer, model_->parameters(), o);
-
-  data::SourceOptions so;
-  so.global_batch = c.global_batch;
-  so.rank = worker.rank;
-  so.world_size = c.world_size;
-  so.channels = spec.channels;
-  so.image_size = o.image_size;
-  so.num_classes = o.num_classes;
-  so.synthetic_batches = o.synthetic_batches;
-  so.seed = o.seed + 1;  // data stream independent of the initialization stream
-  so.device = device_;
-  so.channels_last = channels_last;
-  data_ = data::make_data_source(opened, o.data, so);
-  record_data_info(opened);
+  setup_convergence(so);
+  if (!o.recipe.resume_path.empty()) resume_from(o.recipe.resume_path);
 
   if (!o.trace_path.empty()) tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
 
@@ -200,7 +223,7 @@ void Trainer::broadcast_buffers() {
 StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   StepRecord rec;
   rec.step = step;
-  rec.measured = step >= result_.config.options.warmup;
+  rec.measured = step >= start_step_ + result_.config.options.warmup;
   auto stamp = [this] {
     compat::synchronize(device_);
     return now_seconds();
@@ -215,9 +238,12 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
     broadcast_buffers();
   }
   const models::Logits logits = model_->forward(batch.inputs);
-  torch::Tensor loss = torch::nn::functional::cross_entropy(logits.main, batch.labels);
+  namespace F = torch::nn::functional;
+  const auto ce = F::CrossEntropyFuncOptions().label_smoothing(
+      result_.config.options.recipe.label_smoothing);
+  torch::Tensor loss = F::cross_entropy(logits.main, batch.labels, ce);
   for (const auto& aux : logits.aux) {
-    loss = loss + aux_loss_weight_ * torch::nn::functional::cross_entropy(aux, batch.labels);
+    loss = loss + aux_loss_weight_ * F::cross_entropy(aux, batch.labels, ce);
   }
   const double t2 = stamp();
   observer.on_phase(step, "backward");
@@ -369,26 +395,35 @@ TrainResult Trainer::run(TrainObserver& observer) {
   result_.steps.clear();
   if (worker_.world_size > 1) worker_.comm->barrier();  // start the clocks together
   result_.started_at = utc_timestamp();
+  log_run_start();
   observer.on_start(result_);
   double measure_start = 0;
   std::optional<int64_t> tcp_start;
-  for (int64_t step = 0; step < o.steps; ++step) {
-    if (step == o.warmup) {
+  for (int64_t step = start_step_; step < o.steps; ++step) {
+    if (step == start_step_ + o.warmup) {
       measure_start = now_seconds();
+      measuring_ = true;
       if (worker_.world_size > 1) tcp_start = tcp_bytes_acked();
     }
+    const double lr = schedule_.at(step);
+    set_learning_rate(*optimizer_, lr);
     result_.steps.push_back(run_step(step, observer));
+    result_.steps.back().lr = lr;
     observer.on_step(result_.steps.back(), result_);
+    if (after_step(step, observer)) break;  // the target is reached
   }
-  const double wall = now_seconds() - measure_start;
+  const double wall = measuring_ ? now_seconds() - measure_start - paused_seconds_ : 0.0;
+  finish_convergence();
   const std::optional<int64_t> tcp_end = tcp_start ? tcp_bytes_acked() : std::nullopt;
   record_shard_reports(sync_->finish());
   result_.finished_at = utc_timestamp();
   if (worker_.world_size > 1) {
+    const auto measured = std::count_if(result_.steps.begin(), result_.steps.end(),
+                                        [](const StepRecord& r) { return r.measured; });
     summarize_comm(result_.steps, worker_.world_size, result_.comm);
     gather_rank_times();
     gather_comm_facts(tcp_end ? static_cast<double>(*tcp_end - *tcp_start) : -1.0,
-                      result_.config.measured_steps);
+                      std::max<int64_t>(1, measured));
   } else if (result_.ps.enabled) {  // one worker and its shard(s)
     summarize_comm(result_.steps, 1, result_.comm);
     result_.comm.formula_bytes_sent = {sync_->info().formula_bytes_sent};

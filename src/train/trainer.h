@@ -11,10 +11,12 @@
 #include "comm/communicator.h"
 #include "data/data_source.h"
 #include "models/model.h"
+#include "train/recipe.h"
 #include "train/train_result.h"
 
 namespace dlscale::data {
 struct OpenedData;
+struct SourceOptions;
 }
 
 namespace dlscale::dp {
@@ -25,6 +27,8 @@ struct ShardReport;
 
 namespace dlscale::train {
 
+class Evaluator;
+class Mllog;
 class Tracer;
 
 /// Receives progress from Trainer::run (on the calling thread).
@@ -32,9 +36,12 @@ class TrainObserver {
  public:
   virtual ~TrainObserver() = default;
   virtual void on_start(const TrainResult& result) {}
-  /// A phase ("data", "forward", "backward", "comm", "optimizer") of `step` begins.
+  /// A phase ("data", "forward", "backward", "comm", "optimizer") of `step`
+  /// begins; "eval" is reported before each evaluation batch after `step`.
   virtual void on_phase(int64_t step, const char* phase) {}
   virtual void on_step(const StepRecord& step, const TrainResult& result) {}
+  /// An evaluation finished (its record is also result.convergence.evals.back()).
+  virtual void on_eval(const EvalRecord& eval, const TrainResult& result) {}
   virtual void on_finish(const TrainResult& result) {}
 };
 
@@ -45,10 +52,13 @@ class ConsoleObserver : public TrainObserver {
   explicit ConsoleObserver(std::ostream& out) : out_(out) {}
   void on_start(const TrainResult& result) override;
   void on_step(const StepRecord& step, const TrainResult& result) override;
+  void on_eval(const EvalRecord& eval, const TrainResult& result) override;
   void on_finish(const TrainResult& result) override;
 
  private:
   std::ostream& out_;
+  double start_ = 0;           ///< when on_start ran
+  int64_t first_step_ = -1;    ///< the run's first step (> 0 when resumed)
 };
 
 /// Where this worker sits in the job.
@@ -93,6 +103,16 @@ class Trainer {
   void write_outputs();
   void record_sync_info();
   void record_shard_reports(std::vector<dp::ShardReport> reports);
+  // Convergence (train/trainer_convergence.cpp).
+  void setup_convergence(const data::SourceOptions& source);
+  void log_run_start();
+  bool after_step(int64_t step, TrainObserver& observer);
+  bool evaluate(int64_t done, TrainObserver& observer);
+  void finish_convergence();
+  void save_checkpoint(int64_t next_step);
+  void resume_from(const std::string& path);
+  nlohmann::json checkpoint_meta(int64_t next_step) const;
+  double run_seconds() const;
 
   TrainResult result_;
   WorkerContext worker_;
@@ -103,6 +123,16 @@ class Trainer {
   std::unique_ptr<data::DataSource> data_;
   std::unique_ptr<dp::GradientSync> sync_;
   std::unique_ptr<Tracer> tracer_;
+  std::unique_ptr<Evaluator> evaluator_;  ///< null when the run does not evaluate
+  std::unique_ptr<Mllog> mllog_;          ///< rank 0 with --mllog only
+  LrSchedule schedule_;
+  double init_start_ = 0;        ///< when the constructor began (MLPerf init_start)
+  double run_start_ = 0;         ///< when run() began (MLPerf run_start)
+  double prior_run_seconds_ = 0; ///< run time of the runs a checkpoint continues
+  double paused_seconds_ = 0;    ///< evaluation and checkpoint time inside the measurement
+  bool measuring_ = false;
+  int64_t start_step_ = 0;       ///< > 0 when resumed
+  int64_t steps_per_epoch_ = 0;  ///< 0 for synthetic data
 };
 
 }  // namespace dlscale::train

@@ -1,0 +1,41 @@
+#pragma once
+// LARS, layer-wise adaptive rate scaling (You, Gitman and Ginsburg, 2017,
+// "Large Batch Training of Convolutional Networks"), as MLPerf's ResNet-50
+// reference applies it: for every parameter tensor w with gradient g,
+//   trust = η·‖w‖ / (‖g‖ + λ·‖w‖)   (1 when ‖w‖ or ‖g‖ is 0)
+//   v ← m·v + lr·trust·(g + λ·w)
+//   w ← w − v
+// A group with adapt = false (biases and norm weights by default) takes
+// v ← m·v + lr·g with neither trust ratio nor weight decay.
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace dlscale::train {
+
+struct LarsOptions : public torch::optim::OptimizerCloneableOptions<LarsOptions> {
+  explicit LarsOptions(double lr = 0.1) : lr_(lr) {}
+  TORCH_ARG(double, lr);
+  TORCH_ARG(double, momentum) = 0.9;
+  TORCH_ARG(double, weight_decay) = 0;
+  TORCH_ARG(double, eta) = 0.001;  ///< trust coefficient
+  TORCH_ARG(bool, adapt) = true;   ///< apply the trust ratio and weight decay to this group
+
+ public:
+  double get_lr() const override { return lr(); }
+  void set_lr(const double lr) override { this->lr(lr); }
+};
+
+class Lars : public torch::optim::Optimizer {
+ public:
+  Lars(std::vector<torch::optim::OptimizerParamGroup> groups, LarsOptions defaults);
+  torch::Tensor step(LossClosure closure = nullptr) override;
+  /// Momentum buffers, by group then parameter (for checkpoints).
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+ private:
+  std::vector<std::vector<torch::Tensor>> velocity_;  ///< [group][param], undefined until first used
+};
+
+}  // namespace dlscale::train

@@ -1,0 +1,300 @@
+// The Trainer's convergence side (docs/convergence.md): the learning-rate
+// schedule, evaluations and the target, the MLPerf-style log, checkpoints
+// and resuming.
+#include <chrono>
+#include <cmath>
+
+#include "comm/agreement.h"
+#include "core/clock.h"
+#include <cstring>
+#include "core/error.h"
+#include "core/files.h"
+#include "core/torch_compat.h"
+#include "train/checkpoint.h"
+#include "train/evaluator.h"
+#include "train/mllog.h"
+#include "train/optimizer.h"
+#include "train/trainer.h"
+
+namespace dlscale::train {
+
+namespace {
+
+/// Wall-clock milliseconds since the Unix epoch of a (steady) now_seconds() reading.
+int64_t wall_ms_at(double steady_seconds) {
+  const auto wall_now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  return wall_now - static_cast<int64_t>((now_seconds() - steady_seconds) * 1e3);
+}
+
+/// Steps between two events every `epochs` epochs (at least 1).
+int64_t epoch_interval(double epochs, int64_t steps_per_epoch) {
+  return std::max<int64_t>(
+      1, std::llround(epochs * static_cast<double>(steps_per_epoch)));
+}
+
+bool every(int64_t done, int64_t interval) { return interval > 0 && done % interval == 0; }
+
+}  // namespace
+
+void Trainer::setup_convergence(const data::SourceOptions& source) {
+  const ResolvedTrainOptions& c = result_.config;
+  const RecipeOptions& r = c.options.recipe;
+  schedule_ = LrSchedule(r, c.options.lr, c.global_batch, std::max<int64_t>(1, steps_per_epoch_),
+                         c.options.steps);
+  ConvergenceSummary& conv = result_.convergence;
+  conv.lr_peak = schedule_.peak();
+  conv.lr_warmup_steps = schedule_.warmup_steps();
+  conv.target = target_fraction(r.target_accuracy);
+  conv.enabled = r.epochs > 0 || r.eval_every > 0 || r.eval_every_steps > 0 || conv.target > 0;
+  if (worker_.rank == 0 && !r.mllog_path.empty()) {
+    mllog_ = std::make_unique<Mllog>(r.mllog_path);
+    mllog_->start("init_start", nlohmann::json::object(), wall_ms_at(init_start_));
+  }
+  if (!conv.enabled) return;
+  const data::OpenedData test = [&] {
+    try {
+      return data::open_data(c.options.data, c.channels, data::Split::kTest);
+    } catch (const data::MissingSplit& e) {
+      throw Error(fmt::format("evaluation (--epochs, --eval-every, --target-accuracy) needs a "
+                              "test split: {}",
+                              e.what()));
+    }
+  }();
+  data::SourceOptions eval_source = source;
+  eval_source.global_batch = r.eval_batch * c.world_size;
+  evaluator_ = std::make_unique<Evaluator>(test, c.options.data, eval_source);
+}
+
+void Trainer::log_run_start() {
+  run_start_ = now_seconds();
+  result_.convergence.init_seconds = run_start_ - init_start_;
+  if (!mllog_) return;
+  const ResolvedTrainOptions& c = result_.config;
+  const RecipeOptions& r = c.options.recipe;
+  mllog_->point("submission_benchmark", c.options.model);
+  mllog_->point("seed", c.options.seed);
+  mllog_->point("global_batch_size", c.global_batch);
+  mllog_->point("opt_name", to_string(c.optimizer));
+  mllog_->point("opt_base_learning_rate", schedule_.peak());
+  mllog_->point("opt_learning_rate_warmup_epochs", r.warmup_epochs);
+  mllog_->point("opt_learning_rate_schedule", r.lr_schedule);
+  mllog_->point("opt_weight_decay", c.options.weight_decay);
+  mllog_->point("train_samples", result_.data.samples);
+  mllog_->point("eval_samples", evaluator_ ? evaluator_->samples() : 0);
+  mllog_->end("init_stop");
+  mllog_->start("run_start");
+  if (steps_per_epoch_ > 0 && start_step_ % steps_per_epoch_ == 0) {
+    mllog_->start("epoch_start", {{"epoch_num", start_step_ / steps_per_epoch_ + 1}});
+  }
+}
+
+double Trainer::run_seconds() const { return prior_run_seconds_ + now_seconds() - run_start_; }
+
+bool Trainer::after_step(int64_t step, TrainObserver& observer) {
+  const RecipeOptions& r = result_.config.options.recipe;
+  const int64_t done = step + 1;
+  const bool last = done == result_.config.options.steps;
+  const int64_t spe = steps_per_epoch_;
+  if (mllog_ && spe > 0 && every(done, spe)) {
+    mllog_->end("epoch_stop", {{"epoch_num", done / spe}});
+    if (!last) mllog_->start("epoch_start", {{"epoch_num", done / spe + 1}});
+  }
+  bool stop = false;
+  if (evaluator_) {
+    const bool due = r.eval_every_steps > 0 ? every(done, r.eval_every_steps)
+                     : r.eval_every > 0     ? every(done, epoch_interval(r.eval_every, spe))
+                                            : every(done, spe);
+    if (due || last) stop = evaluate(done, observer);
+  }
+  const int64_t ckpt_interval = r.checkpoint_every > 0 ? r.checkpoint_every
+                                : r.checkpoint_every_epochs > 0
+                                    ? epoch_interval(r.checkpoint_every_epochs, spe)
+                                    : 0;
+  if (!stop && every(done, ckpt_interval)) save_checkpoint(done);
+  return stop;
+}
+
+bool Trainer::evaluate(int64_t done, TrainObserver& observer) {
+  const double start = now_seconds();
+  ConvergenceSummary& conv = result_.convergence;
+  const double epoch = static_cast<double>(done) / static_cast<double>(steps_per_epoch_);
+  if (mllog_) mllog_->start("eval_start", {{"epoch_num", epoch}});
+  // Every rank evaluates rank 0's batch-norm statistics, as one process would.
+  if (worker_.world_size > 1) broadcast_buffers();
+  const EvalCounts counts =
+      evaluator_->run(*model_, worker_.comm, [&] { observer.on_phase(done - 1, "eval"); });
+  EvalRecord e;
+  e.step = done;
+  e.epoch = epoch;
+  e.samples = counts.samples;
+  e.top1 = counts.samples > 0 ? static_cast<double>(counts.top1) / counts.samples : 0.0;
+  e.top5 = counts.samples > 0 ? static_cast<double>(counts.top5) / counts.samples : 0.0;
+  e.seconds = now_seconds() - start;
+  e.run_seconds = run_seconds();
+  conv.eval_seconds += e.seconds;
+  if (measuring_) paused_seconds_ += e.seconds;
+  conv.evals.push_back(e);
+  if (mllog_) {
+    mllog_->end("eval_stop", {{"epoch_num", epoch}});
+    mllog_->point("eval_accuracy", e.top1, {{"epoch_num", epoch}});
+  }
+  observer.on_eval(e, result_);
+  if (conv.target > 0 && e.top1 >= conv.target) {
+    conv.status = "success";
+    conv.epochs_to_target = epoch;
+    return true;
+  }
+  return false;
+}
+
+void Trainer::finish_convergence() {
+  ConvergenceSummary& conv = result_.convergence;
+  const int64_t done = result_.steps.empty() ? start_step_ : result_.steps.back().step + 1;
+  conv.steps_done = done;
+  conv.epochs_done =
+      steps_per_epoch_ > 0 ? static_cast<double>(done) / static_cast<double>(steps_per_epoch_) : 0;
+  conv.run_seconds = run_seconds();
+  if (conv.target > 0 && conv.status.empty()) conv.status = "aborted";
+  if (!mllog_) return;
+  if (steps_per_epoch_ > 0 && done % steps_per_epoch_ != 0) {
+    mllog_->end("epoch_stop", {{"epoch_num", done / steps_per_epoch_ + 1}});
+  }
+  mllog_->end("run_stop", {{"status", conv.status.empty() ? "success" : conv.status}});
+}
+
+nlohmann::json Trainer::checkpoint_meta(int64_t next_step) const {
+  const ResolvedTrainOptions& c = result_.config;
+  nlohmann::json evals = nlohmann::json::array();
+  for (const auto& e : result_.convergence.evals) evals.push_back(to_json(e));
+  return {{"schema", "dlscale.checkpoint/1"},
+          {"model", c.options.model},
+          {"world_size", c.world_size},
+          {"global_batch", c.global_batch},
+          {"optimizer", to_string(c.optimizer)},
+          {"parameters", model_->parameters().size()},
+          {"buffers", model_->buffers().size()},
+          {"seed", c.options.seed},
+          {"data", c.options.data.spec},
+          {"next_step", next_step},
+          {"steps", c.options.steps},
+          {"run_seconds", run_seconds()},
+          {"evals", evals}};
+}
+
+void Trainer::save_checkpoint(int64_t next_step) {
+  const double start = now_seconds();
+  CheckpointState state;
+  const torch::Tensor rng = compat::cpu_rng_state();
+  if (worker_.world_size > 1) {
+    const torch::Tensor all = worker_.comm->allgather(rng);  // every rank's dropout stream
+    for (int r = 0; r < worker_.world_size; ++r) state.rng.push_back(all[r].clone());
+  } else {
+    state.rng.push_back(rng);
+  }
+  if (worker_.rank == 0) {
+    state.meta = checkpoint_meta(next_step);
+    for (const auto& p : model_->parameters()) state.tensors.push_back(p.detach().cpu().contiguous());
+    for (const auto& b : model_->buffers()) state.tensors.push_back(b.detach().cpu().contiguous());
+    state.optimizer = save_optimizer(*optimizer_);
+    write_file_atomic(result_.config.options.recipe.checkpoint_path, encode_checkpoint(state));
+  }
+  const double seconds = now_seconds() - start;
+  result_.convergence.checkpoint_seconds += seconds;
+  if (measuring_) paused_seconds_ += seconds;
+}
+
+namespace {
+
+/// The checkpoint's bytes on every rank: rank 0 reads the file (it need not
+/// be on a file system the other nodes share) and broadcasts it.
+std::string read_checkpoint(const std::string& path, int rank, comm::Communicator* comm) {
+  std::string bytes;
+  std::string error;
+  if (rank == 0) {
+    try {
+      bytes = read_file(path);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  if (comm == nullptr || comm->size() == 1) {
+    if (!error.empty()) throw Error(error);
+    return bytes;
+  }
+  torch::Tensor size = torch::tensor({error.empty() ? static_cast<int64_t>(bytes.size()) : -1});
+  comm->broadcast(size, 0);
+  DLSCALE_CHECK(size.item<int64_t>() >= 0, "{}", error.empty() ? "rank 0 could not read --resume " + path : error);
+  torch::Tensor data = torch::empty({size.item<int64_t>()}, torch::kUInt8);
+  if (rank == 0) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
+  comm->broadcast(data, 0);
+  return {static_cast<const char*>(data.data_ptr()), static_cast<size_t>(data.numel())};
+}
+
+template <typename T>
+T meta_value(const nlohmann::json& meta, const char* key, const std::string& path) {
+  try {
+    return meta.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(fmt::format("checkpoint {} is damaged (metadata has no valid '{}')", path, key));
+  }
+}
+
+}  // namespace
+
+void Trainer::resume_from(const std::string& path) {
+  const ResolvedTrainOptions& c = result_.config;
+  const CheckpointState state =
+      decode_checkpoint(read_checkpoint(path, worker_.rank, worker_.comm), path);
+  const nlohmann::json& m = state.meta;
+  const auto model = meta_value<std::string>(m, "model", path);
+  DLSCALE_CHECK(model == c.options.model, "checkpoint {} is of model {}, not {}", path, model,
+                c.options.model);
+  const int world = meta_value<int>(m, "world_size", path);
+  DLSCALE_CHECK(world == c.world_size,
+                "checkpoint {} was written by {} workers; this run has {} (resume with the same "
+                "worker count)",
+                path, world, c.world_size);
+  const auto batch = meta_value<int64_t>(m, "global_batch", path);
+  DLSCALE_CHECK(batch == c.global_batch, "checkpoint {} trained with global batch {}, not {}",
+                path, batch, c.global_batch);
+  const auto optimizer = meta_value<std::string>(m, "optimizer", path);
+  DLSCALE_CHECK(optimizer == to_string(c.optimizer), "checkpoint {} used --optimizer {}, not {}",
+                path, optimizer, to_string(c.optimizer));
+  std::vector<torch::Tensor> targets = model_->parameters();
+  for (const auto& b : model_->buffers()) targets.push_back(b);
+  DLSCALE_CHECK(state.tensors.size() == targets.size(),
+                "checkpoint {} holds {} tensors; model {} has {}", path, state.tensors.size(),
+                model, targets.size());
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      DLSCALE_CHECK(state.tensors[i].sizes() == targets[i].sizes(),
+                    "checkpoint {}: tensor {} has shape {}, the model's is {}", path, i,
+                    fmt::format("{}", fmt::join(state.tensors[i].sizes(), "x")),
+                    fmt::format("{}", fmt::join(targets[i].sizes(), "x")));
+      targets[i].copy_(state.tensors[i]);
+    }
+  }
+  try {
+    load_optimizer(*optimizer_, state.optimizer);
+  } catch (const c10::Error& e) {
+    throw Error(fmt::format("checkpoint {}: its optimizer state does not fit: {}", path,
+                            e.what_without_backtrace()));
+  }
+  if (state.rng.size() == static_cast<size_t>(c.world_size)) {
+    compat::set_cpu_rng_state(state.rng[static_cast<size_t>(worker_.rank)]);
+  }
+  start_step_ = meta_value<int64_t>(m, "next_step", path);
+  DLSCALE_CHECK(start_step_ < c.options.steps,
+                "checkpoint {} is at step {}: nothing is left of this run's {} steps", path,
+                start_step_, c.options.steps);
+  prior_run_seconds_ = meta_value<double>(m, "run_seconds", path);
+  for (const auto& e : meta_value<nlohmann::json>(m, "evals", path)) {
+    result_.convergence.evals.push_back(eval_from_json(e));
+  }
+  result_.convergence.resumed_from_step = start_step_;
+}
+
+}  // namespace dlscale::train

@@ -1,0 +1,226 @@
+// Training to a target through the binary: Fashion-MNIST reaches a real
+// accuracy with 1 and 2 workers, a run without its target is aborted, the
+// MLPerf-style log follows docs/mllog.md, and resuming a checkpoint gives
+// bit-for-bit the weights of an uninterrupted run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "core/files.h"
+#include "data/data_util.h"
+#include "process_util.h"
+#include "weights_util.h"
+
+namespace dlscale {
+namespace {
+
+using testing::run_dlscale;
+using testing::temp_path;
+using testing::train;
+using testing::TrainRun;
+
+// 36 training samples (3 steps per epoch at global batch 12), 17 test samples.
+const std::string& idx_dir() {
+  static const std::string dir = testing::write_idx_dataset(36, 17, 28, false);
+  return dir;
+}
+
+std::string tiny_run(const std::string& model = "tinycnn") {
+  return "train --model " + model + " --threads 1 --warmup 1 --global-batch 12 "
+         "--display-every 0 --lr 0.05 --data idx:" + idx_dir();
+}
+
+TEST(TimeToAccuracy, FashionMnistReachesEightyPercentWithOneAndTwoWorkers) {
+  for (const std::string workers : {"1", "2"}) {
+    const TrainRun r = train(
+        "train --model tinycnn --data fashion-mnist --augment none --global-batch 128 --epochs 1 "
+        "--optimizer momentum --lr 0.05 --warmup 5 --display-every 0 --target-accuracy 80 "
+        "--workers " + workers);
+    const nlohmann::json& c = r.record["results"]["convergence"];
+    ASSERT_TRUE(c.is_object()) << r.record.dump();
+    EXPECT_EQ(c["status"], "success") << workers << ": " << c.dump();
+    EXPECT_GE(c["evals"].back()["top1"].get<double>(), 0.80) << workers;
+    EXPECT_EQ(c["evals"].back()["samples"], 10000) << workers;
+    EXPECT_GT(c["time_to_accuracy_s"].get<double>(), c["eval_s"].get<double>());
+    EXPECT_DOUBLE_EQ(c["epochs_to_target"].get<double>(), 1.0);
+  }
+}
+
+TEST(TimeToAccuracy, AnUnreachedTargetEndsAbortedAndAReachedOneStopsEarly) {
+  const TrainRun missed =
+      train(tiny_run() + " --epochs 2 --target-accuracy 1.0 --eval-every-steps 2");
+  const nlohmann::json& m = missed.record["results"]["convergence"];
+  EXPECT_EQ(m["status"], "aborted");
+  EXPECT_TRUE(m["time_to_accuracy_s"].is_null());
+  EXPECT_EQ(m["steps_done"], 6);
+  // Evaluations after steps 2, 4 and 6 (the last step always evaluates).
+  ASSERT_EQ(m["evals"].size(), 3u);
+  EXPECT_EQ(m["evals"][2]["step"], 6);
+  EXPECT_EQ(m["evals"][0]["samples"], 17);
+  // Any accuracy reaches 0.01%: the first evaluation stops the run.
+  const TrainRun hit = train(tiny_run() + " --epochs 3 --target-accuracy 0.0001");
+  const nlohmann::json& h = hit.record["results"]["convergence"];
+  EXPECT_EQ(h["status"], "success");
+  EXPECT_EQ(h["steps_done"], 3);
+  EXPECT_DOUBLE_EQ(h["epochs_to_target"].get<double>(), 1.0);
+  EXPECT_EQ(hit.record["steps"]["loss"].size(), 3u);
+}
+
+TEST(TimeToAccuracy, TheRecordHoldsTheLearningRateOfEveryStep) {
+  const TrainRun r = train(tiny_run() +
+                           " --epochs 3 --lr-scaling linear --base-batch 6 --warmup-epochs 1 "
+                           "--lr-schedule step --lr-milestones 2 --lr-gamma 0.5");
+  const nlohmann::json& lr = r.record["steps"]["lr"];
+  ASSERT_EQ(lr.size(), 9u);
+  // Peak 0.05 × 12 / 6 = 0.1; warm-up over 3 steps; × 0.5 from step 6.
+  const double expected[] = {0.1 / 3, 0.2 / 3, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.05};
+  for (size_t i = 0; i < 9; ++i) EXPECT_NEAR(lr[i].get<double>(), expected[i], 1e-12) << i;
+  EXPECT_EQ(r.record["inputs"]["recipe"]["lr_schedule"], "step");
+  EXPECT_DOUBLE_EQ(r.record["results"]["convergence"]["lr_peak"].get<double>(), 0.1);
+}
+
+/// Every line of an MLPerf-style log, parsed, checked against docs/mllog.md.
+std::vector<nlohmann::json> parse_mllog(const std::string& text) {
+  std::vector<nlohmann::json> events;
+  std::istringstream in(text);
+  std::string line;
+  const std::set<std::string> types = {"POINT", "INTERVAL_START", "INTERVAL_END"};
+  int64_t last_time = 0;
+  while (std::getline(in, line)) {
+    EXPECT_EQ(line.rfind(":::MLLOG {", 0), 0u) << line;
+    const nlohmann::json j = nlohmann::json::parse(line.substr(9));
+    std::set<std::string> keys;
+    for (const auto& [k, v] : j.items()) keys.insert(k);
+    EXPECT_EQ(keys, (std::set<std::string>{"namespace", "time_ms", "event_type", "key", "value",
+                                            "metadata"}))
+        << line;
+    EXPECT_TRUE(j["time_ms"].is_number_integer()) << line;
+    EXPECT_GE(j["time_ms"].get<int64_t>(), last_time) << line;
+    last_time = j["time_ms"].get<int64_t>();
+    EXPECT_EQ(types.count(j["event_type"].get<std::string>()), 1u) << line;
+    EXPECT_TRUE(j["metadata"].is_object()) << line;
+    events.push_back(j);
+  }
+  return events;
+}
+
+TEST(TimeToAccuracy, MllogFollowsTheDocumentedSchema) {
+  const std::string log = temp_path("mllog.txt");
+  const auto o = run_dlscale(tiny_run() + " --workers 2 --epochs 2 --target-accuracy 1.0 "
+                                          "--mllog " + log);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::vector<nlohmann::json> events = parse_mllog(read_file(log));
+  std::vector<std::string> order;
+  std::map<std::string, nlohmann::json> first;
+  for (const auto& e : events) {
+    order.push_back(e["key"]);
+    first.emplace(e["key"], e);
+  }
+  for (const char* key :
+       {"submission_benchmark", "seed", "global_batch_size", "opt_base_learning_rate",
+        "opt_learning_rate_warmup_epochs", "train_samples", "eval_samples", "init_start",
+        "init_stop", "run_start", "run_stop", "epoch_start", "epoch_stop", "eval_start",
+        "eval_stop", "eval_accuracy"}) {
+    EXPECT_EQ(first.count(key), 1u) << key;
+  }
+  EXPECT_EQ(first["submission_benchmark"]["value"], "tinycnn");
+  EXPECT_EQ(first["global_batch_size"]["value"], 12);
+  EXPECT_EQ(first["train_samples"]["value"], 36);
+  EXPECT_EQ(first["eval_samples"]["value"], 17);
+  EXPECT_EQ(order.front(), "init_start");
+  EXPECT_EQ(order.back(), "run_stop");
+  EXPECT_EQ(events.back()["metadata"]["status"], "aborted");
+  EXPECT_LT(std::find(order.begin(), order.end(), "init_stop") - order.begin(),
+            std::find(order.begin(), order.end(), "run_start") - order.begin());
+  int accuracies = 0;
+  for (const auto& e : events) {
+    if (e["key"] == "eval_accuracy") {
+      ++accuracies;
+      EXPECT_TRUE(e["metadata"].contains("epoch_num"));
+      EXPECT_TRUE(e["value"].is_number());
+    }
+    if (e["key"] == "epoch_start" || e["key"] == "epoch_stop") {
+      EXPECT_TRUE(e["metadata"]["epoch_num"].is_number_integer()) << e.dump();
+    }
+  }
+  EXPECT_EQ(accuracies, 2);
+  std::filesystem::remove(log);
+}
+
+bool same_weights(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!torch::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+TEST(Checkpoints, KStepsResumeKStepsEqualsTwoKStepsBitForBit) {
+  // Schedule with warm-up and a milestone, augmentation, batch norm,
+  // dropout: every piece of state a resumed run must restore.
+  const std::string recipe = " --dropout 0.3 --warmup-epochs 1 --lr-schedule step "
+                             "--lr-milestones 2 --data-threads 2";
+  for (const std::string optimizer : {"momentum", "lars", "adam"}) {
+    for (const std::string workers : {"1", "2"}) {
+      const std::string base = tiny_run() + recipe + " --optimizer " + optimizer +
+                               " --workers " + workers + " --steps ";
+      const std::string ckpt = temp_path("ckpt");
+      const TrainRun first = train(base + "4 --checkpoint " + ckpt + " --checkpoint-every 4");
+      ASSERT_TRUE(std::filesystem::exists(ckpt)) << optimizer;
+      const TrainRun resumed = train(base + "8 --resume " + ckpt);
+      const TrainRun straight = train(base + "8");
+      EXPECT_TRUE(same_weights(resumed.weights, straight.weights)) << optimizer << " x" << workers;
+      EXPECT_FALSE(same_weights(first.weights, straight.weights)) << optimizer;
+      EXPECT_EQ(resumed.record["results"]["convergence"].is_null(), true);
+      EXPECT_EQ(resumed.record["steps"]["step"].front(), 4);
+      std::filesystem::remove(ckpt);
+    }
+  }
+}
+
+/// The one-line error of `args`, which must fail with exit code 2.
+std::string fails(const std::string& args) {
+  const auto o = run_dlscale(args);
+  EXPECT_EQ(o.code, 2) << args << "\n" << o.out << o.err;
+  return o.err;
+}
+
+TEST(Checkpoints, AForeignOrDamagedCheckpointIsRefused) {
+  const std::string ckpt = temp_path("ckpt");
+  ASSERT_EQ(run_dlscale(tiny_run() + " --steps 3 --checkpoint " + ckpt + " --checkpoint-every 3")
+                .code,
+            0);
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --workers 2 --resume " + ckpt)
+                .find("was written by 1 workers; this run has 2"),
+            std::string::npos);
+  EXPECT_NE(fails(tiny_run("lenet") + " --steps 6 --resume " + ckpt)
+                .find("is of model tinycnn, not lenet"),
+            std::string::npos);
+  EXPECT_NE(fails(tiny_run() + " --steps 3 --resume " + ckpt).find("nothing is left"),
+            std::string::npos);
+  std::string bytes = read_file(ckpt);
+  write_file_atomic(ckpt, bytes.substr(0, bytes.size() / 2));
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + ckpt).find("is damaged"),
+            std::string::npos);
+  bytes[bytes.size() / 2] ^= 0x20;
+  write_file_atomic(ckpt, bytes);
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + ckpt).find("checksum mismatch"),
+            std::string::npos);
+  write_file_atomic(ckpt, "not a checkpoint");
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + ckpt).find("is not a dlscale checkpoint"),
+            std::string::npos);
+  std::filesystem::remove(ckpt);
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --strategy ps --checkpoint " + ckpt +
+                  " --checkpoint-every 2")
+                .find("cannot be checkpointed"),
+            std::string::npos);
+  EXPECT_NE(fails("train --model tinycnn --epochs 1").find("--epochs needs a dataset"),
+            std::string::npos);
+  EXPECT_NE(fails(tiny_run() + " --epochs 1 --steps 5").find("excludes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlscale
