@@ -24,6 +24,12 @@ double mean(const std::vector<double>& values) {
   return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
 }
 
+double olympic_mean(std::vector<double> values) {
+  if (values.size() < 3) return mean(values);
+  std::sort(values.begin(), values.end());
+  return mean(std::vector<double>(values.begin() + 1, values.end() - 1));
+}
+
 double stddev(const std::vector<double>& values) {
   if (values.size() < 2) return 0.0;
   const double m = mean(values);

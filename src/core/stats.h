@@ -15,6 +15,11 @@ double percentile(std::vector<double> values, double p);
 /// Arithmetic mean; 0 when empty.
 double mean(const std::vector<double>& values);
 
+/// MLPerf Training's score of a set of runs ("olympic mean"; training_rules.adoc,
+/// "Benchmark Results"): the mean after dropping the smallest and the largest
+/// value (one of each); the plain mean of fewer than 3 values; 0 when empty.
+double olympic_mean(std::vector<double> values);
+
 /// Sample standard deviation (n - 1 denominator); 0 for fewer than 2 values.
 double stddev(const std::vector<double>& values);
 

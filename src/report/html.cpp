@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "core/stats.h"
 #include "report/commbench_report.h"
 #include "report/report.h"
+#include "report/tta_report.h"
 
 namespace dlscale::report {
 namespace {
@@ -49,9 +51,10 @@ std::string tick_label(double v) {
 
 struct Series {
   std::string name;
-  std::vector<std::pair<double, double>> points;  ///< (x category value, y)
+  std::vector<std::pair<double, double>> points;  ///< (x: a category or, on a continuous axis, a value; y)
   int color = 0;
   bool dashed = false;
+  const char* stroke = nullptr;  ///< a colour instead of the palette's
 };
 
 /// "4", "64K", "256M": a message size in bytes (powers of 1024).
@@ -62,16 +65,52 @@ std::string bytes_label(double v) {
   return fmt::format("{:g}", v);
 }
 
-/// The x axis of a line chart: its title and how its ticks read.
+/// The x axis of a line chart: its title, how its ticks read, and whether
+/// x is a category (evenly spaced) or a quantity (placed by value from 0).
 struct XAxis {
   const char* label = "workers";
   std::string (*tick)(double) = tick_label;
+  bool continuous = false;
 };
 
+/// Where a chart puts x values, and the ticks it labels.
+struct XPlacement {
+  std::vector<double> ticks;
+  std::function<double(double)> px;
+};
+
+/// Categories: `xs` evenly spaced with a margin. Continuous: 0 to a round
+/// number past the largest x of `series`, about six ticks.
+XPlacement place_x(const std::vector<double>& xs, const std::vector<Series>& series, const XAxis& axis, int left,
+                   int pw) {
+  XPlacement p;
+  if (!axis.continuous) {
+    p.ticks = xs;
+    p.px = [xs, left, pw](double x) {
+      const auto it = std::find(xs.begin(), xs.end(), x);
+      const double i = static_cast<double>(it - xs.begin());
+      return xs.size() == 1 ? left + pw / 2.0 : left + 20 + i * (pw - 40) / (xs.size() - 1.0);
+    };
+    return p;
+  }
+  double xmax = 0;
+  for (const Series& s : series) {
+    for (const auto& [x, y] : s.points) xmax = std::max(xmax, x);
+  }
+  const double step = nice_step(xmax / 6);
+  const int n = std::max(1, static_cast<int>(std::ceil(xmax / step - 1e-9)));
+  for (int i = 0; i <= n; ++i) p.ticks.push_back(i * step);
+  const double xtop = n * step;
+  p.px = [left, pw, xtop](double x) { return left + x / xtop * pw; };
+  return p;
+}
+
 /// A line chart over categorical x values (the worker counts, or message
-/// sizes: evenly spaced, so doubling sizes read as a log scale).
+/// sizes: evenly spaced, so doubling sizes read as a log scale), or over a
+/// continuous axis. The y axis runs from `y_floor` to at least `y_min_top`.
 std::string line_chart(const std::string& title, const std::string& y_label, const std::vector<double>& xs,
-                       const std::vector<Series>& series, double y_min_top, const XAxis& axis = {}) {
+                       const std::vector<Series>& series, double y_min_top, const XAxis& axis = {},
+                       double y_floor = 0) {
   // The legend goes under the plot, one line per series (dashed ideal lines
   // share their series' colour and are explained in the title).
   int legend_rows = 0;
@@ -83,25 +122,22 @@ std::string line_chart(const std::string& title, const std::string& y_label, con
   for (const Series& s : series) {
     for (const auto& [x, y] : s.points) ymax = std::max(ymax, y);
   }
-  const double step = nice_step(ymax / 5);
-  const double ytop = std::ceil(ymax / step - 1e-9) * step;
-  auto px = [&](double x) {
-    const auto it = std::find(xs.begin(), xs.end(), x);
-    const double i = static_cast<double>(it - xs.begin());
-    return xs.size() == 1 ? left + pw / 2.0 : left + 20 + i * (pw - 40) / (xs.size() - 1.0);
-  };
-  auto py = [&](double y) { return top + ph - y / ytop * ph; };
+  const double step = nice_step((ymax - y_floor) / 5);
+  const double ytop = y_floor + std::ceil((ymax - y_floor) / step - 1e-9) * step;
+  const XPlacement placement = place_x(xs, series, axis, left, pw);
+  const auto& px = placement.px;
+  auto py = [&](double y) { return top + ph - (y - y_floor) / (ytop - y_floor) * ph; };
   std::ostringstream o;
   o << fmt::format(R"svg(<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)svg",
                    w, h, w, h, esc(title))
     << "\n";
   o << fmt::format(R"svg(<text x="{}" y="20" class="ct">{}</text>)svg", left, esc(title)) << "\n";
-  for (double y = 0; y <= ytop + step / 2; y += step) {
+  for (double y = y_floor; y <= ytop + step / 2; y += step) {
     o << fmt::format(R"svg(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" class="grid"/><text x="{}" y="{:.1f}" class="yt">{}</text>)svg",
                      left, left + pw, py(y), py(y), left - 6, py(y) + 4, tick_label(y))
       << "\n";
   }
-  for (double x : xs) {
+  for (double x : placement.ticks) {
     o << fmt::format(R"svg(<text x="{:.1f}" y="{}" class="xt">{}</text>)svg", px(x), top + ph + 18, axis.tick(x)) << "\n";
   }
   o << fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/><line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg",
@@ -113,7 +149,7 @@ std::string line_chart(const std::string& title, const std::string& y_label, con
     << "\n";
   int legend_y = plot_h + 8;
   for (const Series& s : series) {
-    const char* color = kColors[s.color % kColorCount];
+    const char* color = s.stroke != nullptr ? s.stroke : kColors[s.color % kColorCount];
     std::string pts;
     for (const auto& [x, y] : s.points) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
     o << fmt::format(R"svg(<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>)svg", pts, color,
@@ -121,8 +157,10 @@ std::string line_chart(const std::string& title, const std::string& y_label, con
       << "\n";
     if (!s.dashed) {
       for (const auto& [x, y] : s.points) {
-        o << fmt::format(R"svg(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}: {} {}, {}</title></circle>)svg",
-                         px(x), py(y), color, esc(s.name), axis.tick(x), axis.label, fmt::format(y >= 1 ? "{:.1f}" : "{:.3g}", y))
+        const std::string at = axis.continuous ? fmt::format("{} {}", axis.label, axis.tick(x))
+                                               : fmt::format("{} {}", axis.tick(x), axis.label);
+        o << fmt::format(R"svg(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}: {}, {}</title></circle>)svg",
+                         px(x), py(y), color, esc(s.name), at, fmt::format(y >= 1 ? "{:.1f}" : "{:.3g}", y))
           << "\n";
       }
     }
@@ -208,6 +246,65 @@ std::string commbench_charts(const std::vector<BusbwSeries>& all) {
     o << line_chart(op + ": bus bandwidth vs message size", "busbw (GB/s)", xs, series, 0,
                     {"message size (bytes)", bytes_label});
   }
+  o << "</div>\n";
+  return o.str();
+}
+
+/// A legend name for a time-to-accuracy row: "tinycnn 2 workers lr=0.2".
+std::string tta_name(const TtaRow& r) {
+  std::string s = fmt::format("{} {} worker{}", r.labels.front().second, r.workers, r.workers == 1 ? "" : "s");
+  for (std::size_t i = 1; i < r.labels.size(); ++i) {  // the model comes first
+    const auto& [k, v] = r.labels[i];
+    s += " " + (k[0] == '_' ? v : k + "=" + v);
+  }
+  return s;
+}
+
+/// Top-1 accuracy against epochs and against run time: one line per row
+/// (worker count and configuration), its representative_run; the target
+/// dashed when the runs share one. "" when no run has evaluations.
+std::string tta_charts(const std::vector<TtaRow>& rows) {
+  std::vector<Series> by_epoch, by_time;
+  std::set<double> targets;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const TtaRun& run = representative_run(rows[i]);
+    Series e{tta_name(rows[i]), {}, static_cast<int>(i), false};
+    Series t = e;
+    for (const EvalPoint& p : convergence_evals(*run.repeat)) {
+      e.points.emplace_back(p.epoch, 100 * p.top1);
+      t.points.emplace_back(p.run_seconds, 100 * p.top1);
+    }
+    if (e.points.empty()) continue;
+    const auto target = run.repeat->metrics.find("conv_target");
+    targets.insert(target == run.repeat->metrics.end() ? 0.0 : target->second);
+    by_epoch.push_back(std::move(e));
+    by_time.push_back(std::move(t));
+  }
+  if (by_epoch.empty()) return "";
+  // Accuracy curves sit near the top: start the y axis at a multiple of 10
+  // at least 5 points below the lowest value (the target included).
+  double lowest = 100;
+  for (const Series& s : by_epoch) {
+    for (const auto& [x, y] : s.points) lowest = std::min(lowest, y);
+  }
+  for (double t : targets) lowest = t > 0 ? std::min(lowest, 100 * t) : lowest;
+  const double y_floor = std::max(0.0, std::floor((lowest - 5) / 10) * 10);
+  std::string dashed;
+  if (targets.size() == 1 && *targets.begin() > 0) {
+    const double y = 100 * *targets.begin();
+    dashed = fmt::format(" (dashed: target {:g}%)", y);
+    for (std::vector<Series>* chart : {&by_epoch, &by_time}) {
+      double xmax = 0;
+      for (const Series& s : *chart) xmax = std::max(xmax, s.points.back().first);
+      chart->push_back({"target", {{0.0, y}, {xmax, y}}, 0, true, "#888"});
+    }
+  }
+  std::ostringstream o;
+  o << "<div class=\"charts\">\n";
+  o << line_chart("Top-1 accuracy vs epoch" + dashed, "top-1 (%)", {}, by_epoch, 100, {"epoch", tick_label, true},
+                  y_floor);
+  o << line_chart("Top-1 accuracy vs run time" + dashed, "top-1 (%)", {}, by_time, 100,
+                  {"run time (s)", tick_label, true}, y_floor);
   o << "</div>\n";
   return o.str();
 }
@@ -377,6 +474,11 @@ std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOpti
     } catch (const Error&) {
       // No runs that differ in data with a synthetic baseline: no section.
     }
+  }
+  if (const std::vector<TtaRow> rows = tta_rows(runs); !rows.empty()) {
+    const Report rep = build_report(runs, {ReportType::kTta, "", ""});
+    o << "<h2 id=\"tta\">" << esc(rep.title) << "</h2>\n" << tta_charts(rows) << report_section(rep);
+    any = true;
   }
   if (!any) o << "<p>No completed run has a throughput yet; see the runs below.</p>\n";
   o << runs_section(all);

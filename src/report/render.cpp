@@ -19,6 +19,7 @@ std::string type_name(ReportType t) {
     case ReportType::kCompare: return "compare";
     case ReportType::kCommbench: return "commbench";
     case ReportType::kIo: return "io";
+    case ReportType::kTta: return "tta";
   }
   return "?";
 }

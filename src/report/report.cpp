@@ -1,6 +1,7 @@
 #include "report/report.h"
 
 #include "report/commbench_report.h"
+#include "report/tta_report.h"
 
 #include <algorithm>
 #include <functional>
@@ -19,12 +20,13 @@ namespace {
 using sweep::Params;
 using sweep::RunRecord;
 
-constexpr EnumNames<ReportType, 6> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
+constexpr EnumNames<ReportType, 7> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
                                                  {ReportType::kStrong, "strong"},
                                                  {ReportType::kBreakdown, "breakdown"},
                                                  {ReportType::kCompare, "compare"},
                                                  {ReportType::kCommbench, "commbench"},
-                                                 {ReportType::kIo, "io"}}}};
+                                                 {ReportType::kIo, "io"},
+                                                 {ReportType::kTta, "tta"}}}};
 constexpr EnumNames<Format, 4> kFormatNames{
     "format", {{{Format::kText, "text"}, {Format::kMarkdown, "markdown"}, {Format::kCsv, "csv"}, {Format::kJson, "json"}}}};
 
@@ -630,6 +632,8 @@ Report build_report(const std::vector<RunRecord>& all, const ReportOptions& o) {
       return compare_report(runs, o);
     case ReportType::kIo:
       return io_report(runs);
+    case ReportType::kTta:
+      return tta_report(runs);
     case ReportType::kCommbench:
       break;
   }

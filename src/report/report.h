@@ -2,7 +2,8 @@
 // Scaling reports from the results store (docs/reports.md): DLBS-style
 // tables with one row per (model, batch, other varying parameters) and one
 // column per worker count, a step-time breakdown, and side-by-side
-// comparisons. Built once as tables, then rendered in any format.
+// comparisons, the I/O overhead and time to accuracy. Built once as tables,
+// then rendered in any format.
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,7 +12,7 @@
 
 namespace dlscale::report {
 
-enum class ReportType { kWeak, kStrong, kBreakdown, kCompare, kCommbench, kIo };
+enum class ReportType { kWeak, kStrong, kBreakdown, kCompare, kCommbench, kIo, kTta };
 enum class Format { kText, kMarkdown, kCsv, kJson };
 
 /// A cell: its display text and, for numbers, the value CSV/JSON carry.

@@ -27,6 +27,17 @@ TEST(Stats, MeanAndSampleStddev) {
   EXPECT_DOUBLE_EQ(stddev({1.0}), 0.0);
 }
 
+TEST(Stats, OlympicMeanDropsTheFastestAndSlowest) {
+  // MLPerf: drop one smallest and one largest, average the rest.
+  EXPECT_DOUBLE_EQ(olympic_mean({12, 10, 30, 11, 13}), 12.0);  // (11 + 12 + 13) / 3
+  EXPECT_DOUBLE_EQ(olympic_mean({5, 1, 9}), 5.0);
+  EXPECT_DOUBLE_EQ(olympic_mean({4, 4, 4, 8}), 4.0);            // only one 4 is dropped
+  // Fewer than 3 values: the plain mean.
+  EXPECT_DOUBLE_EQ(olympic_mean({10, 20}), 15.0);
+  EXPECT_DOUBLE_EQ(olympic_mean({7}), 7.0);
+  EXPECT_DOUBLE_EQ(olympic_mean({}), 0.0);
+}
+
 TEST(Stats, JitterIsScaledMedianAbsoluteDeviation) {
   // median 3; |deviations| = 2 1 0 1 97 -> median 1
   const std::vector<double> v{1, 2, 3, 4, 100};

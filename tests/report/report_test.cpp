@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 #include <filesystem>
 #include <tuple>
@@ -14,6 +16,7 @@
 #include "core/files.h"
 #include "report/html.h"
 #include "report/results_view.h"
+#include "report/tta_report.h"
 
 namespace dlscale::report {
 namespace {
@@ -274,6 +277,139 @@ TEST(ReportGolden, IoOverheadInEveryFormat) {
     EXPECT_STREQ(e.what(), "--type io needs runs that differ in the parameter 'data', one of them synthetic "
                            "(values in the selection: none)");
   }
+}
+
+/// A repeat of a run to 90% top-1 that evaluated after every epoch: it
+/// reached the target at its last epoch after `seconds`, or (aborted) ran
+/// `epochs` epochs in `seconds` without reaching it.
+sweep::RepeatRecord tta_repeat(int repeat, double seconds, int epochs, bool aborted) {
+  sweep::RepeatRecord rep;
+  rep.repeat = repeat;
+  rep.status = "completed";
+  const double final_top1 = aborted ? 0.86 : 0.905;
+  nlohmann::json evals = nlohmann::json::array();
+  for (int e = 1; e <= epochs; ++e) {
+    evals.push_back({{"step", 100 * e}, {"epoch", 1.0 * e}, {"top1", final_top1 - 0.04 * (epochs - e)},
+                     {"top5", 0.99}, {"samples", 10000}, {"seconds", 0.5}, {"run_seconds", seconds * e / epochs}});
+  }
+  rep.record = nlohmann::json({{"results",
+                                {{"convergence",
+                                  {{"target", 0.9}, {"status", aborted ? "aborted" : "success"}, {"evals", evals}}}}}})
+                   .dump();
+  rep.metrics = {{"samples_per_sec", 1000},        {"step_time_ms", 128},           {"conv_target", 0.9},
+                 {"conv_run_s", seconds},          {"conv_success", aborted ? 0 : 1}, {"conv_final_top1", final_top1},
+                 {"conv_epochs_done", 1.0 * epochs}};
+  if (!aborted) {
+    rep.metrics["conv_time_to_accuracy_s"] = seconds;
+    rep.metrics["conv_epochs_to_target"] = epochs;
+  }
+  return rep;
+}
+
+/// A time-to-accuracy study: tinycnn, weak scaling (batch 128 per worker)
+/// on 1, 2 and 4 workers over seeds, with repeats; one seed per worker count
+/// aborted on 1 and 2 workers; and lr-scaling none on 2 workers, which never
+/// reaches the target. A run without evaluations and a failed one are left out.
+std::vector<RunRecord> tta_runs() {
+  struct Case {
+    int workers;
+    int seed;
+    std::string lr_scaling;
+    std::vector<std::tuple<double, int, bool>> repeats;  // seconds, epochs, aborted
+  };
+  const std::vector<Case> cases = {
+      {1, 1, "linear", {{20.0, 2, false}, {22.0, 2, false}}},  // two repeats of one seed
+      {1, 2, "linear", {{21.0, 2, false}}},
+      {1, 3, "linear", {{30.0, 3, true}}},
+      {2, 1, "linear", {{12.0, 2, false}}},
+      {2, 2, "linear", {{11.0, 2, false}}},
+      {2, 3, "linear", {{15.0, 3, false}}},
+      {2, 4, "linear", {{10.5, 2, false}}},
+      {2, 5, "linear", {{16.0, 3, true}}},
+      {4, 1, "linear", {{8.0, 3, false}}},
+      {4, 2, "linear", {{9.0, 3, false}}},
+      {2, 1, "none", {{16.0, 3, true}}},
+      {2, 2, "none", {{16.5, 3, true}}},
+  };
+  std::vector<RunRecord> runs;
+  std::int64_t id = 60;
+  for (const Case& c : cases) {
+    RunRecord r = run(++id, "tinycnn", "weak", c.workers, 128, {});
+    r.sweep = "golden-tta";
+    r.params.erase("_tool");
+    r.params["seed"] = Value(c.seed);
+    r.params["lr-scaling"] = Value(c.lr_scaling);
+    r.params["repeats"] = Value(static_cast<int>(c.repeats.size()));
+    for (const auto& [seconds, epochs, aborted] : c.repeats) {
+      r.repeats.push_back(tta_repeat(static_cast<int>(r.repeats.size()) + 1, seconds, epochs, aborted));
+    }
+    runs.push_back(std::move(r));
+  }
+  RunRecord no_eval = run(++id, "lenet", "weak", 1, 64, {1000, 1010, 990});
+  no_eval.sweep = "golden-tta";
+  no_eval.params.erase("_tool");
+  runs.push_back(no_eval);
+  RunRecord oom = run(++id, "tinycnn", "weak", 8, 128, {}, "dlscale", "oom");
+  oom.sweep = "golden-tta";
+  oom.params.erase("_tool");
+  runs.push_back(oom);
+  return runs;
+}
+
+TEST(ReportGolden, TimeToAccuracyInEveryFormat) {
+  const Report r = build_report(tta_runs(), {ReportType::kTta, "", ""});
+  ASSERT_EQ(r.tables.size(), 1u);
+  const Table& t = r.tables[0];
+  ASSERT_EQ(t.rows.size(), 4u);  // linear on 1, 2, 4 workers; none on 2
+  ASSERT_EQ(t.headers[1], "lr-scaling");
+  const std::size_t runs_col = 4, aborted_col = 5, tta_col = 6, speedup_col = 10;
+  // 1 worker: 20, 22, 21 s and one aborted: olympic mean 21 (20 and 22 dropped).
+  EXPECT_EQ(t.rows[0][runs_col].text, "4");
+  EXPECT_EQ(t.rows[0][aborted_col].text, "1");
+  EXPECT_DOUBLE_EQ(*t.rows[0][tta_col].value, 21.0);
+  // 2 workers: 10.5, 11, 12, 15 s: (11 + 12) / 2; speedup 21 / 11.5.
+  EXPECT_DOUBLE_EQ(*t.rows[1][tta_col].value, 11.5);
+  EXPECT_DOUBLE_EQ(*t.rows[1][speedup_col].value, 21.0 / 11.5);
+  // 4 workers: two runs, the plain mean.
+  EXPECT_DOUBLE_EQ(*t.rows[2][tta_col].value, 8.5);
+  // lr-scaling none never reached the target: no time, no speedup.
+  EXPECT_EQ(t.rows[3][aborted_col].text, "2");
+  EXPECT_EQ(t.rows[3][tta_col].text, "-");
+  EXPECT_EQ(t.rows[3][speedup_col].text, "-");
+  expect_golden("tta.txt", render(r, Format::kText));
+  expect_golden("tta.md", render(r, Format::kMarkdown));
+  expect_golden("tta.csv", render(r, Format::kCsv));
+  expect_golden("tta.json", render(r, Format::kJson));
+  // The chart draws the median successful run of each row.
+  const std::vector<RunRecord> runs = tta_runs();  // the rows point into it
+  const std::vector<TtaRow> rows = tta_rows(runs);
+  EXPECT_DOUBLE_EQ(*representative_run(rows[0]).time_to_accuracy_s, 21.0);
+  EXPECT_DOUBLE_EQ(*representative_run(rows[1]).time_to_accuracy_s, 11.0);
+  EXPECT_EQ(convergence_evals(*representative_run(rows[0]).repeat).size(), 2u);
+}
+
+TEST(ReportGolden, TimeToAccuracyHtml) {
+  HtmlOptions o;
+  o.source = "golden.db";
+  const std::string html = render_html(tta_runs(), o);
+  expect_golden("tta.html", html);
+  EXPECT_NE(html.find("<h2 id=\"tta\">Time to accuracy"), std::string::npos);
+  EXPECT_NE(html.find("Top-1 accuracy vs epoch (dashed: target 90%)"), std::string::npos);
+  EXPECT_NE(html.find("Top-1 accuracy vs run time"), std::string::npos);
+  EXPECT_NE(html.find("tinycnn 2 workers lr-scaling=linear"), std::string::npos);
+  // Runs that did not evaluate: no section.
+  EXPECT_EQ(render_html(golden_runs(), o).find("id=\"tta\""), std::string::npos);
+}
+
+TEST(Report, TimeToAccuracyNeedsRunsThatEvaluated) {
+  try {
+    build_report(golden_runs(), {ReportType::kTta, "", ""});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "no run of sweep 'golden' evaluated accuracy (--type tta needs runs trained with "
+                           "--epochs, --eval-every or --target-accuracy; docs/convergence.md)");
+  }
+  EXPECT_EQ(parse_report_type("tta"), ReportType::kTta);
 }
 
 TEST(ReportGolden, ResultsExport) {
