@@ -65,12 +65,22 @@ TEST(ModelZoo, AuxiliaryClassifierParameters) {
   EXPECT_EQ(count_parameters(*make_model(find_model("inception3"), o)), 27161264);
 }
 
-TEST(ModelZoo, ListsAllTwelveModels) {
+TEST(ModelZoo, ListsAllThirteenModels) {
   std::vector<std::string> names;
   for (const auto& s : model_specs()) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"lenet", "alexnet", "vgg11", "vgg16", "vgg19",
-                                             "resnet18", "resnet34", "resnet50", "resnet101",
-                                             "resnet152", "googlenet", "inception3"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"lenet", "tinycnn", "alexnet", "vgg11", "vgg16",
+                                             "vgg19", "resnet18", "resnet34", "resnet50",
+                                             "resnet101", "resnet152", "googlenet",
+                                             "inception3"}));
+}
+
+TEST(ModelZoo, TinyCnnParametersByHand) {
+  // conv 1→16 (3×3, no bias) + BN 16; conv 16→32 + BN 32; FC (side/4)²·32 → 10.
+  const int64_t blocks = 1 * 16 * 9 + 2 * 16 + 16 * 32 * 9 + 2 * 32;
+  ModelOptions o;
+  EXPECT_EQ(count_parameters(*make_model(find_model("tinycnn"), o)), blocks + 7 * 7 * 32 * 10 + 10);
+  o.image_size = 32;
+  EXPECT_EQ(count_parameters(*make_model(find_model("tinycnn"), o)), blocks + 8 * 8 * 32 * 10 + 10);
 }
 
 TEST(ModelZoo, UnknownModelListsKnownOnes) {

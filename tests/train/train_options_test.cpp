@@ -33,7 +33,7 @@ TEST(TrainOptions, DefaultsResolve) {
 TEST(TrainOptions, EachBadInputIsNamed) {
   TrainOptions o;
   o.model = "nope";
-  EXPECT_NE(error_of(o).find("unknown model 'nope'; known models: lenet, alexnet"),
+  EXPECT_NE(error_of(o).find("unknown model 'nope'; known models: lenet, tinycnn, alexnet"),
             std::string::npos);
   o = {};
   o.batch = 0;
@@ -54,7 +54,7 @@ TEST(TrainOptions, EachBadInputIsNamed) {
   EXPECT_EQ(error_of(o), "model 'inception3' needs --image-size >= 75 (got 32)");
   o = {};
   o.optimizer = "rmsprop";
-  EXPECT_EQ(error_of(o), "unknown optimizer 'rmsprop'; allowed: sgd, momentum, nesterov, adam");
+  EXPECT_EQ(error_of(o), "unknown optimizer 'rmsprop'; allowed: sgd, momentum, nesterov, adam, lars");
   o = {};
   o.lr = 0;
   EXPECT_EQ(error_of(o), "--lr must be in (0, 1e+06] (got 0)");
