@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "core/files.h"
 
 namespace dlscale::testing {
@@ -46,6 +48,13 @@ inline Outcome run_shell(const std::string& command) {
 /// Runs dlscale with `args` (a shell-quoted string).
 inline Outcome run_dlscale(const std::string& args) {
   return run_shell(std::string(DLSCALE_BINARY) + " " + args);
+}
+
+/// The one-line error of `args`, which must fail with exit code 2.
+inline std::string fails(const std::string& args) {
+  const auto o = run_dlscale(args);
+  EXPECT_EQ(o.code, 2) << args << "\n" << o.out << o.err;
+  return o.err;
 }
 
 }  // namespace dlscale::testing

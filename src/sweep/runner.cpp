@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/hash.h"
 #include "core/stats.h"
 #include "core/subprocess.h"
 
@@ -159,9 +160,7 @@ void add_program_versions(const std::string& record, nlohmann::json& versions) {
 }
 
 std::string short_hash(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return fmt::format("{:016x}", h).substr(0, 10);
+  return fmt::format("{:016x}", fnv1a(s.data(), s.size())).substr(0, 10);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace dlscale::train {
 
@@ -11,12 +12,6 @@ namespace {
 
 constexpr char kMagic[] = "DLSCALE-CHECKPOINT 1\n";
 constexpr size_t kMagicSize = sizeof(kMagic) - 1;
-
-uint64_t fnv1a(const char* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
-  return h;
-}
 
 void put_u64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -67,11 +62,14 @@ std::vector<std::string> sections(const std::string& bytes, const std::string& n
 
 std::string encode_checkpoint(const CheckpointState& state) {
   std::string out(kMagic, kMagicSize);
-  for (const std::string& part : {state.meta.dump(), tensors_bytes(state.tensors), state.optimizer,
-                                  tensors_bytes(state.rng)}) {
+  auto add = [&out](const std::string& part) {
     put_u64(out, part.size());
     out += part;
-  }
+  };
+  add(state.meta.dump());
+  add(tensors_bytes(state.tensors));
+  add(state.optimizer);
+  add(tensors_bytes(state.rng));
   put_u64(out, fnv1a(out.data(), out.size()));
   return out;
 }

@@ -1,21 +1,12 @@
 #include "train/mllog.h"
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace dlscale::train {
-
-namespace {
-
-int64_t epoch_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 Mllog::Mllog(const std::string& path) : path_(path) {
   file_ = std::fopen(path.c_str(), "w");
@@ -41,7 +32,7 @@ std::string Mllog::line(int64_t time_ms, const std::string& event_type, const st
 void Mllog::write(const std::string& event_type, const std::string& key,
                   const nlohmann::json& value, const nlohmann::json& metadata, int64_t at_ms) {
   const std::string text =
-      line(at_ms >= 0 ? at_ms : epoch_ms(), event_type, key, value, metadata) + "\n";
+      line(at_ms >= 0 ? at_ms : wall_ms_at(), event_type, key, value, metadata) + "\n";
   const bool ok = std::fwrite(text.data(), 1, text.size(), file_) == text.size() &&
                   std::fflush(file_) == 0;
   if (!ok) throw_write_error(path_, errno);

@@ -23,10 +23,6 @@ constexpr double kMaxEpochs = 1e6;
 constexpr int64_t kMaxSteps = 1000000000;
 constexpr int64_t kMaxBatch = 1 << 30;
 
-int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch) {
-  return static_cast<int64_t>(std::llround(epochs * static_cast<double>(steps_per_epoch)));
-}
-
 /// PyTorch's cosine annealing from `start` to `end` at `pct` ∈ [0, 1].
 double cosine_anneal(double start, double end, double pct) {
   return end + (start - end) / 2.0 * (1.0 + std::cos(M_PI * pct));
@@ -63,6 +59,10 @@ LrScaling parse_lr_scaling(const std::string& name) { return kScalings.parse(nam
 std::string to_string(LrScaling scaling) { return kScalings.name(scaling); }
 LrScheduleKind parse_lr_schedule(const std::string& name) { return kSchedules.parse(name); }
 std::string to_string(LrScheduleKind kind) { return kSchedules.name(kind); }
+
+int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch) {
+  return static_cast<int64_t>(std::llround(epochs * static_cast<double>(steps_per_epoch)));
+}
 
 double target_fraction(double target) { return target > 1 ? target / 100.0 : target; }
 

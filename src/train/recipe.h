@@ -55,6 +55,9 @@ struct RecipeOptions {
 /// for synthetic data, which has no epochs.
 void check_recipe(const RecipeOptions& recipe, bool has_dataset);
 
+/// `epochs` in steps of an epoch of `steps_per_epoch`, rounded to the nearest.
+int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch);
+
 /// The recipe's target as a fraction: values above 1 are percentages.
 double target_fraction(double target);
 

@@ -235,8 +235,7 @@ void apply_epochs(ResolvedTrainOptions& r, int64_t steps_per_epoch) {
   TrainOptions& o = r.options;
   if (o.recipe.epochs <= 0) return;
   DLSCALE_ASSERT(steps_per_epoch >= 1);
-  o.steps = std::max<int64_t>(
-      1, std::llround(o.recipe.epochs * static_cast<double>(steps_per_epoch)));
+  o.steps = std::max<int64_t>(1, epochs_to_steps(o.recipe.epochs, steps_per_epoch));
   DLSCALE_CHECK(o.steps > o.warmup,
                 "--epochs {:g} is {} steps of {} per epoch, not more than --warmup {}: train "
                 "longer or lower --warmup",

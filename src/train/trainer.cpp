@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/hash.h"
 #include "core/memory.h"
 #include "core/tcp_counters.h"
 #include "core/threads.h"
@@ -24,20 +25,19 @@ namespace dlscale::train {
 void ConsoleObserver::on_start(const TrainResult& result) {
   print_header(out_, result);
   start_ = now_seconds();
-  first_step_ = -1;
 }
 
 void ConsoleObserver::on_step(const StepRecord& step, const TrainResult& result) {
   const TrainOptions& o = result.config.options;
-  if (first_step_ < 0) first_step_ = step.step;
   if (o.display_every == 0) return;
-  const bool first = step.step == first_step_;
+  const int64_t first_step = result.convergence.resumed_from_step;  // 0 unless resumed
+  const bool first = step.step == first_step;
   const bool last = step.step + 1 == o.steps;
   if (!first && !last && (step.step + 1) % o.display_every != 0) return;
   if (result.convergence.enabled && result.data.steps_per_epoch > 0) {
     // Evaluations included: the ETA is the run's own pace so far.
     const double per_step =
-        (now_seconds() - start_) / static_cast<double>(step.step + 1 - first_step_);
+        (now_seconds() - start_) / static_cast<double>(step.step + 1 - first_step);
     print_progress_line(out_, step.step, o.steps, result.data.steps_per_epoch, step.loss, step.lr,
                         result.convergence, per_step);
   } else {
@@ -308,12 +308,10 @@ namespace {
 /// FNV-1a over every parameter's bytes: equal on two ranks iff (barring a
 /// 2^-64 collision) their replicas are bit-identical.
 int64_t parameter_checksum(const std::vector<torch::Tensor>& params) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnv1aOffset;
   for (const auto& p : params) {
     const torch::Tensor c = p.detach().contiguous();
-    const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
-    const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
-    for (size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    h = fnv1a(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size(), h);
   }
   return static_cast<int64_t>(h);
 }

@@ -57,8 +57,7 @@ class ConsoleObserver : public TrainObserver {
 
  private:
   std::ostream& out_;
-  double start_ = 0;           ///< when on_start ran
-  int64_t first_step_ = -1;    ///< the run's first step (> 0 when resumed)
+  double start_ = 0;  ///< when on_start ran
 };
 
 /// Where this worker sits in the job.

@@ -1,12 +1,10 @@
 // The Trainer's convergence side (docs/convergence.md): the learning-rate
 // schedule, evaluations and the target, the MLPerf-style log, checkpoints
 // and resuming.
-#include <chrono>
-#include <cmath>
+#include <cstring>
 
 #include "comm/agreement.h"
 #include "core/clock.h"
-#include <cstring>
 #include "core/error.h"
 #include "core/files.h"
 #include "core/torch_compat.h"
@@ -20,18 +18,9 @@ namespace dlscale::train {
 
 namespace {
 
-/// Wall-clock milliseconds since the Unix epoch of a (steady) now_seconds() reading.
-int64_t wall_ms_at(double steady_seconds) {
-  const auto wall_now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-  return wall_now - static_cast<int64_t>((now_seconds() - steady_seconds) * 1e3);
-}
-
 /// Steps between two events every `epochs` epochs (at least 1).
 int64_t epoch_interval(double epochs, int64_t steps_per_epoch) {
-  return std::max<int64_t>(
-      1, std::llround(epochs * static_cast<double>(steps_per_epoch)));
+  return std::max<int64_t>(1, epochs_to_steps(epochs, steps_per_epoch));
 }
 
 bool every(int64_t done, int64_t interval) { return interval > 0 && done % interval == 0; }

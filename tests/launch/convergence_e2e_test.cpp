@@ -17,6 +17,7 @@
 namespace dlscale {
 namespace {
 
+using testing::fails;
 using testing::run_dlscale;
 using testing::temp_path;
 using testing::train;
@@ -179,13 +180,6 @@ TEST(Checkpoints, KStepsResumeKStepsEqualsTwoKStepsBitForBit) {
       std::filesystem::remove(ckpt);
     }
   }
-}
-
-/// The one-line error of `args`, which must fail with exit code 2.
-std::string fails(const std::string& args) {
-  const auto o = run_dlscale(args);
-  EXPECT_EQ(o.code, 2) << args << "\n" << o.out << o.err;
-  return o.err;
 }
 
 TEST(Checkpoints, AForeignOrDamagedCheckpointIsRefused) {

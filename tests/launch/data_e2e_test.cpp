@@ -15,6 +15,7 @@ namespace dlscale {
 namespace {
 
 using testing::closeness;
+using testing::fails;
 using testing::run_dlscale;
 using testing::train;
 using testing::TrainRun;
@@ -72,13 +73,6 @@ TEST(DataTraining, FashionMnistFromDebiansPackageTrains) {
             std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("input pipeline (rank 0): busy"), std::string::npos) << o.out;
-}
-
-/// The one-line error of `args`, which must fail with exit code 2.
-std::string fails(const std::string& args) {
-  const auto o = run_dlscale(args);
-  EXPECT_EQ(o.code, 2) << args << "\n" << o.out << o.err;
-  return o.err;
 }
 
 TEST(DataTraining, BadDataFailsBeforeTrainingInOneLine) {
