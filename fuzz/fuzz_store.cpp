@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -43,15 +44,33 @@ std::string hello() {
   return f;
 }
 
+/// A fresh connection to the server. The harness closes first, so each
+/// connection leaves a TIME_WAIT entry for 60 s; where the kernel does not
+/// reuse those (net.ipv4.tcp_tw_reuse=0), one source address runs out of
+/// ephemeral ports after a few thousand inputs. Each connection therefore
+/// comes from the next of 65536 loopback addresses (127.1.0.0/16).
+int connect_fresh() {
+  static uint32_t next = 0;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  from.sin_addr.s_addr = htonl((127u << 24) | (1u << 16) | (next++ & 0xffffu));
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(server().port());
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    std::perror("fuzz_store: cannot connect to the store");
+    std::abort();
+  }
+  return fd;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(server().port());
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) std::abort();
+  const int fd = connect_fresh();
   // The first byte chooses: garbage from the start, or after a valid hello.
   std::string bytes = size > 0 && (data[0] & 1) ? hello() : std::string();
   if (size > 1) bytes.append(reinterpret_cast<const char*>(data + 1), size - 1);
