@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev libjpeg62-turbo-dev libpng-dev libre2-dev dataset-fashion-mnist
   clang libclang-rt-14-dev
   python3-torch python3-torchvision jq
+  iproute2
 )
 
 # `--with-chromium` adds Debian's chromium for scripts/check_html.sh (the

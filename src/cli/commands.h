@@ -34,5 +34,6 @@ void add_sweep_command(CLI::App& app);
 void add_results_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_data_command(CLI::App& app);
+void add_cluster_command(CLI::App& app);
 
 }  // namespace dlscale::cli

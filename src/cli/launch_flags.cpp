@@ -45,6 +45,15 @@ void add_launch_flags(CLI::App* cmd, LaunchFlags& flags, const std::string& grou
                   "Address at which the other nodes reach this node's workers (multi-node Gloo); "
                   "default: the address of this host's name")
       ->group(group);
+  cmd->add_option("--cluster", flags.cluster,
+                  "Run on the emulated cluster of this name (dlscale cluster up; needs root): "
+                  "--workers-per-host workers in each of its hosts, across its shaped links "
+                  "(docs/cluster.md)")
+      ->group(group);
+  cmd->add_option("--workers-per-host", flags.workers_per_host,
+                  "--cluster: worker processes in each host")
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--master-port", flags.master_port,
                   "Port of the rendezvous store (multi-node, mpirun/srun with gloo)")
       ->capture_default_str()
@@ -61,6 +70,8 @@ void LaunchFlags::copy_into(train::TrainOptions& o) const {
   o.host_addr = host_addr;
   o.backend = backend;
   o.mpi_collectives = mpi_collectives;
+  o.cluster = cluster;
+  o.workers_per_host = workers_per_host;
   o.timeout_s = timeout_s;
   o.bind_cores = bind_cores;
   o.verbose_ranks = verbose_ranks;

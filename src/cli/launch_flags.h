@@ -19,6 +19,8 @@ struct LaunchFlags {
   std::string host_addr;
   std::string backend;
   std::string mpi_collectives = "blocking";
+  std::string cluster;
+  int workers_per_host = 1;
   double timeout_s = 60.0;
   bool bind_cores = false;
   bool verbose_ranks = false;

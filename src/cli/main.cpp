@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   dlscale::cli::add_results_command(app);
   dlscale::cli::add_report_command(app);
   dlscale::cli::add_data_command(app);
+  dlscale::cli::add_cluster_command(app);
   dlscale::cli::check_number_flags(app);
 
   if (argc == 1) {

@@ -262,7 +262,15 @@ void TcpStoreServer::serve(int fd) {
   // connection that says nothing must not hold one of the slots for good.
   timeval hello_deadline{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &hello_deadline, sizeof(hello_deadline));
-  if (!read_message(fd, &op, &key, &value)) return;
+  bool too_large = false;
+  if (!read_message(fd, &op, &key, &value, &too_large)) {
+    // Something that is not a greeting (op 0 = nothing arrived, a port probe).
+    if (op != 0 || too_large) {
+      std::lock_guard<std::mutex> lock(mu_);
+      warn(fmt::format("refused {}: not a dlscale worker (a malformed greeting)", peer_name(fd)));
+    }
+    return;
+  }
   if (op != kHello || key != kProtocol || value != secret_) {
     write_message(fd, kDenied, kProtocol, "");
     std::lock_guard<std::mutex> lock(mu_);
@@ -274,7 +282,7 @@ void TcpStoreServer::serve(int fd) {
   const timeval no_deadline{0, 0};  // a worker may wait as long as the job runs
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &no_deadline, sizeof(no_deadline));
   while (!stopping_) {
-    bool too_large = false;
+    too_large = false;
     if (!read_message(fd, &op, &key, &value, &too_large)) {
       if (too_large) {
         std::lock_guard<std::mutex> lock(mu_);

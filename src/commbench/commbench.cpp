@@ -291,7 +291,8 @@ AlphaBeta fit_alpha_beta(const std::vector<double>& bytes, const std::vector<dou
 }
 
 CommbenchResult run_commbench(const CommbenchOptions& o, comm::Communicator& comm,
-                              const std::string& node_name, std::ostream* out) {
+                              const std::string& node_name, std::ostream* out,
+                              const std::function<void(const std::string&)>& progress) {
   CommbenchResult result;
   const int64_t element_bytes = o.dtype == "float32" ? 4 : 2;
   if (out) print_table_header(*out, o, comm);
@@ -302,6 +303,7 @@ CommbenchResult run_commbench(const CommbenchOptions& o, comm::Communicator& com
     for (const int64_t bytes : message_sizes(o, element_bytes)) {
       int64_t count = bytes / element_bytes;
       if (name == "allgather") count = std::max<int64_t>(1, count / comm.size()) * comm.size();
+      if (progress) progress(fmt::format("commbench {} {} B", name, count * element_bytes));
       const CommRow row = measure(*op, name, count, element_bytes, o, comm);
       if (out) print_row(*out, row, o.dtype);
       xs.push_back(static_cast<double>(row.bytes));

@@ -4,6 +4,7 @@
 // against the known answer, and fits time = alpha + bytes / bandwidth per
 // operation for the prediction model.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -74,8 +75,11 @@ struct CommbenchResult {
 /// Runs every operation and size over `comm` (collective: every rank calls
 /// it with the same options). `node_name` groups ranks for hierarchical.
 /// Rank 0 prints the table to `out` as rows complete, and the fits.
+/// `progress` (optional) hears "allreduce 1048576 B" before each size: a
+/// launcher's watchdog must see a slow link make progress.
 CommbenchResult run_commbench(const CommbenchOptions& options, comm::Communicator& comm,
-                              const std::string& node_name, std::ostream* out);
+                              const std::string& node_name, std::ostream* out,
+                              const std::function<void(const std::string&)>& progress = {});
 
 /// The record (schema "dlscale.commbench/1").
 nlohmann::json to_json(const CommbenchOptions& options, const CommbenchResult& result,

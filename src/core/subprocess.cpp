@@ -114,4 +114,43 @@ SubprocessResult run_subprocess(const SubprocessOptions& o) {
   return r;
 }
 
+int run_captured(const std::vector<std::string>& argv, std::string* output) {
+  DLSCALE_ASSERT(!argv.empty());
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int fds[2];
+  DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(fmt::format("cannot start '{}': {}", argv[0], std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(fds[1], STDERR_FILENO);
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::execvp(args[0], args.data());
+    const std::string msg = fmt::format("cannot run '{}': {}\n", argv[0], std::strerror(errno));
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(kExecFailed);
+  }
+  ::close(fds[1]);
+  output->clear();
+  char buf[4096];
+  while (true) {
+    const ssize_t n = ::read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    output->append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 }  // namespace dlscale

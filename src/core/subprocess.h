@@ -36,4 +36,9 @@ struct SubprocessResult {
 /// the log file cannot be created.
 SubprocessResult run_subprocess(const SubprocessOptions& options);
 
+/// Runs a short command (`ip`, `tc`) to completion with stdin from
+/// /dev/null, its stdout and stderr together in `output`. Returns its exit
+/// code (127 when it could not be started, 128 + n when killed by signal n).
+int run_captured(const std::vector<std::string>& argv, std::string* output);
+
 }  // namespace dlscale

@@ -7,6 +7,7 @@
 #include "comm/session.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "launch/cluster_launcher.h"
 #include "train/ps_server.h"
 #include "train/trainer.h"
 
@@ -120,12 +121,29 @@ void run_launcher(const JobOptions& options, const std::vector<std::string>& arg
   run_local_workers(plan);
 }
 
+void run_on_cluster(const JobOptions& options, const std::vector<std::string>& argv) {
+  ClusterPlan plan;
+  plan.cluster = options.cluster;
+  plan.workers_per_host = options.workers_per_host;
+  plan.servers = options.servers;
+  plan.master_port = options.master_port;
+  plan.argv = argv;
+  run_cluster_job(plan);
+}
+
 }  // namespace
 
 void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<std::string>& argv,
              const WorkerBody& body) {
+  DLSCALE_CHECK(options.cluster.empty() || env.kind == LaunchKind::kStandalone ||
+                    env.kind == LaunchKind::kSpawned,
+                "--cluster starts the job on the cluster's hosts itself: run it by hand, not "
+                "under {}",
+                to_string(env.kind));
   if (env.is_worker() && env.world_size > 1) {
     run_worker(options, env, body);
+  } else if (!options.cluster.empty() && env.cluster.name.empty()) {
+    run_on_cluster(options, argv);
   } else if (!env.is_worker() && (options.workers + options.servers > 1 || options.nnodes > 1)) {
     run_launcher(options, argv);
   } else {
@@ -211,15 +229,18 @@ void run_train(const train::TrainOptions& options, const LaunchEnv& env,
                 "--ps-shards {} dedicated server(s) leave no worker among the job's {} ranks; "
                 "start more ranks or use fewer shards",
                 job.servers, env.world_size);
-  const train::ResolvedTrainOptions resolved = train::resolve_train_options(options, workers);
+  train::TrainOptions with_cluster = options;
+  with_cluster.cluster_hosts = env.cluster.hosts;  // for the record
+  with_cluster.cluster_link_mbit = env.cluster.link_mbit;
+  const train::ResolvedTrainOptions resolved = train::resolve_train_options(with_cluster, workers);
   if (resolved.sync.strategy == dp::Strategy::kPs && !env.is_worker()) {
     train::plan_ps_variables(resolved);  // more shards than variables: one error, now
   }
   run_job(train::job_options(resolved.options), env, argv, [&](WorkerSlot& slot) {
     if (resolved.sync.strategy == dp::Strategy::kPs) {
-      ps_job(options, resolved.sync.ps, slot, argv, out);
+      ps_job(with_cluster, resolved.sync.ps, slot, argv, out);
     } else {
-      train_worker(options, worker_context(slot), slot, argv, out);
+      train_worker(with_cluster, worker_context(slot), slot, argv, out);
     }
   });
 }

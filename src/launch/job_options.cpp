@@ -12,6 +12,9 @@ void check_job_options(const JobOptions& o) {
                 o.servers);
   DLSCALE_CHECK(o.nnodes >= 1 && o.nnodes <= kMaxProcesses, "--nnodes must be in [1, {}] (got {})",
                 kMaxProcesses, o.nnodes);
+  DLSCALE_CHECK(o.workers_per_host >= 1 && o.workers_per_host <= kMaxProcesses,
+                "--workers-per-host must be in [1, {}] (got {})", kMaxProcesses,
+                o.workers_per_host);
   DLSCALE_CHECK(o.threads_per_worker >= 0 && o.threads_per_worker <= kMaxProcesses,
                 "--threads must be in [0, {}] (got {})", kMaxProcesses, o.threads_per_worker);
   DLSCALE_CHECK(o.node_rank >= 0 && o.node_rank < o.nnodes,

@@ -28,6 +28,10 @@ struct JobOptions {
   /// else falls back) or "polled" (non-blocking, polled against the deadline).
   std::string mpi_collectives = "blocking";
   std::chrono::milliseconds timeout{60000};  ///< collectives, rendezvous, stalled workers
+  /// An emulated cluster (docs/cluster.md) to run on: one node per host,
+  /// `workers_per_host` workers each; "" = this machine's own network.
+  std::string cluster;
+  int workers_per_host = 1;
   int threads_per_worker = 1;  ///< OMP_NUM_THREADS of spawned workers and core pinning
   bool bind_cores = false;
   bool verbose_ranks = false;

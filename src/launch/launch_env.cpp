@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -35,6 +36,31 @@ std::string read_string(const EnvLookup& env, const char* name) {
   return v ? std::string(v) : std::string();
 }
 
+ClusterHost read_cluster(const EnvLookup& env) {
+  ClusterHost c;
+  const std::string v = read_string(env, kEnvCluster);
+  if (v.empty()) return c;
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (true) {
+    const size_t colon = v.find(':', pos);
+    parts.push_back(v.substr(pos, colon == std::string::npos ? colon : colon - pos));
+    if (colon == std::string::npos) break;
+    pos = colon + 1;
+  }
+  char* end = nullptr;
+  const bool ok = parts.size() == 4 && !parts[0].empty();
+  if (ok) {
+    c.name = parts[0];
+    c.host = static_cast<int>(std::strtol(parts[1].c_str(), &end, 10));
+    c.hosts = static_cast<int>(std::strtol(parts[2].c_str(), &end, 10));
+    c.link_mbit = std::strtod(parts[3].c_str(), &end);
+  }
+  DLSCALE_CHECK(ok && c.host >= 0 && c.host < c.hosts && c.link_mbit >= 0,
+                "environment variable {}='{}' is not NAME:HOST:HOSTS:LINK_MBIT", kEnvCluster, v);
+  return c;
+}
+
 }  // namespace
 
 LaunchEnv detect_launch_env(const EnvLookup& env) {
@@ -66,6 +92,7 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
     e.master_port = read_int(env, "MASTER_PORT", 0);
   }
   e.job_secret = read_string(env, kEnvJobSecret);
+  e.cluster = read_cluster(env);
   DLSCALE_CHECK(e.world_size >= 1 && e.rank < e.world_size,
                 "launch environment ({}) gives rank {} outside world size {}", to_string(e.kind),
                 e.rank, e.world_size);

@@ -15,6 +15,15 @@ enum class LaunchKind {
 };
 std::string to_string(LaunchKind kind);
 
+/// Where a process of an emulated-cluster job runs (DLSCALE_CLUSTER, set by
+/// the cluster launcher for each host's node launcher and its workers).
+struct ClusterHost {
+  std::string name;      ///< "" = not in a cluster job
+  int host = -1;         ///< this host's index
+  int hosts = 0;         ///< hosts in the cluster
+  double link_mbit = 0;  ///< each link's rate; 0 = unshaped
+};
+
 struct LaunchEnv {
   LaunchKind kind = LaunchKind::kStandalone;
   int rank = 0;
@@ -27,6 +36,7 @@ struct LaunchEnv {
   /// The job's shared secret for the rendezvous store (DLSCALE_JOB_SECRET;
   /// dlscale's launcher makes one for its workers); "" = none.
   std::string job_secret;
+  ClusterHost cluster;
   bool is_worker() const { return kind != LaunchKind::kStandalone; }
 };
 
@@ -46,5 +56,7 @@ inline constexpr const char* kEnvMasterAddr = "DLSCALE_MASTER_ADDR";
 inline constexpr const char* kEnvMasterPort = "DLSCALE_MASTER_PORT";
 inline constexpr const char* kEnvStatusFd = "DLSCALE_STATUS_FD";
 inline constexpr const char* kEnvJobSecret = "DLSCALE_JOB_SECRET";
+/// "NAME:HOST:HOSTS:LINK_MBIT".
+inline constexpr const char* kEnvCluster = "DLSCALE_CLUSTER";
 
 }  // namespace dlscale::launch

@@ -129,10 +129,7 @@ std::string job_secret(const LaunchPlan& plan) {
     }
     return "";
   }
-  std::random_device rd;
-  std::string secret;
-  for (int i = 0; i < 4; ++i) secret += fmt::format("{:08x}", rd());
-  return secret;
+  return random_job_secret();
 }
 
 Exec prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int local_world, int world,
@@ -228,6 +225,13 @@ std::string find_failure(const std::vector<Child>& children, double now,
 }
 
 }  // namespace
+
+std::string random_job_secret() {
+  std::random_device rd;
+  std::string secret;
+  for (int i = 0; i < 4; ++i) secret += fmt::format("{:08x}", rd());
+  return secret;
+}
 
 void StatusWriter::write(const std::string& status) const {
   if (fd_ < 0) return;

@@ -43,6 +43,9 @@ class JobFailed : public Error {
 /// throws JobFailed otherwise (after every worker has been stopped and reaped).
 void run_local_workers(const LaunchPlan& plan);
 
+/// 128 random bits as hex: a rendezvous secret for a job dlscale starts.
+std::string random_job_secret();
+
 /// Writes one progress line ("step 12 backward") to dlscale's launcher; a
 /// no-op without a status pipe. Never blocks: if the pipe is full the line is
 /// dropped.

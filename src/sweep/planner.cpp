@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 
+#include "cluster/cluster.h"
 #include "core/error.h"
 #include "core/text_table.h"
 
@@ -150,19 +151,45 @@ void check_command_options(const Params& p, const std::string& command,
   }
 }
 
+/// launcher: cluster — the emulated cluster of `hosts` hosts with links of
+/// `link-mbit` (0 = unshaped), named after its topology so that runs with
+/// the same network share it; workers = hosts x workers-per-host.
+void complete_cluster_params(Params& p) {
+  DLSCALE_CHECK(!p.count("cluster"),
+                "parameter 'cluster' is set, but launcher cluster names the cluster itself "
+                "(from hosts and link-mbit)");
+  const long long hosts = require_positive(p, "hosts", 2, cluster::kMaxHosts);
+  const long long per_host = require_positive(p, "workers-per-host", 1, 1024);
+  const Value link = param_or(p, "link-mbit", Value(0));
+  DLSCALE_CHECK(link.is_number() && (link.number() == 0 || (link.number() >= 1 && link.number() <= 1e5)),
+                "parameter 'link-mbit' must be 0 (unshaped) or Mbit/s in [1, 100000] (got '{}')",
+                link.to_string());
+  DLSCALE_CHECK(!p.count("workers") || (is_whole(p["workers"]) && p["workers"].number() == hosts * per_host),
+                "parameter 'workers' is {} but launcher cluster runs hosts x workers-per-host = {}: "
+                "drop 'workers'",
+                p.count("workers") ? p["workers"].to_string() : "", hosts * per_host);
+  p["hosts"] = Value(hosts);
+  p["workers-per-host"] = Value(per_host);
+  p["link-mbit"] = link;
+  p["workers"] = Value(hosts * per_host);
+  p["cluster"] = Value(link.number() > 0 ? fmt::format("s{}l{}", hosts, std::llround(link.number()))
+                                         : fmt::format("s{}lu", hosts));
+}
+
 /// Checks and completes the sweep's own parameters, derives the batches.
 /// Returns a skip reason, or "".
 std::string complete_params(Params& p, const PlanOptions& options) {
   const std::string kind =
       require_choice(p, "kind", {"dlscale", "external", "commbench"}, "dlscale").string();
   p["kind"] = kind;
-  p["launcher"] = require_choice(p, "launcher", {"local", "mpirun", "srun"}, "local");
+  p["launcher"] = require_choice(p, "launcher", {"local", "mpirun", "srun", "cluster"}, "local");
   p["scaling"] = require_choice(p, "scaling", {"weak", "strong"}, "weak");
   p["repeats"] = Value(require_positive(p, "repeats", 1, 1000));
   const Value timeout = param_or(p, "timeout", Value(600));
   DLSCALE_CHECK(timeout.is_number() && timeout.number() > 0 && timeout.number() <= 1e7,
                 "parameter 'timeout' must be seconds in (0, 1e7] (got '{}')", timeout.to_string());
   p["timeout"] = timeout;
+  if (p["launcher"].string() == "cluster") complete_cluster_params(p);
   const long long workers = require_positive(p, "workers", 1, 1024);
   p["workers"] = Value(workers);
   if (kind == "commbench") {

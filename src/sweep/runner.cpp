@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "cluster/cluster.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -361,6 +362,25 @@ std::map<std::string, double> extract_metrics(const Params& p, const std::string
   return m;
 }
 
+namespace {
+
+/// launcher: cluster — brings the run's emulated cluster up (a no-op when it
+/// is); throws dlscale::Error (the run fails) when it cannot.
+void bring_up_cluster(const Params& p, std::set<std::string>& made, Progress& progress) {
+  cluster::ClusterSpec spec;
+  spec.name = param_text(p, "cluster");
+  spec.hosts = static_cast<int>(param_int(p, "hosts"));
+  spec.link_mbit = param_or(p, "link-mbit", Value(0)).number();
+  // Also a cluster a killed sweep left up: the sweep's clusters (named after
+  // their topology) are removed when it ends.
+  made.insert(spec.name);
+  if (cluster::cluster_up(spec) == cluster::UpOutcome::kCreated) {
+    progress.line(fmt::format("cluster '{}' is up: {}", spec.name, cluster::describe(spec)));
+  }
+}
+
+}  // namespace
+
 SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store, const SweepRunOptions& o) {
   SweepOutcome outcome;
   outcome.planned = static_cast<int>(plan.size());
@@ -404,6 +424,7 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
   progress.line(fmt::format("sweep '{}': {} run(s) planned, {} to run, results in {}", o.sweep_name, plan.size(),
                             to_run, store.path()));
 
+  std::set<std::string> made;  // clusters this sweep used, removed at its end
   const int n = static_cast<int>(plan.size());
   for (const PlannedRun& run : plan) {
     if (o.keep_going && !o.keep_going()) {
@@ -453,6 +474,7 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
       if (!o.live_progress) progress.line(what + " ...");
       SubprocessResult result;
       try {
+        if (param_text(run.params, "launcher") == "cluster") bring_up_cluster(run.params, made, progress);
         SubprocessOptions so;
         so.argv = build_command(run.params, o.dlscale_binary, record_path);
         so.log_path = rec.log_path;
@@ -516,6 +538,14 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
                                 (dir / fmt::format("{:04}-{}-r*.log", run.index, short_hash(run.key))).string()));
     }
     if (outcome.interrupted) break;
+  }
+  for (const std::string& name : made) {
+    try {
+      cluster::cluster_down(name);
+      progress.line(fmt::format("sweep '{}': removed cluster '{}'", o.sweep_name, name));
+    } catch (const Error& e) {
+      progress.line(fmt::format("sweep '{}': could not remove cluster '{}': {}", o.sweep_name, name, e.what()));
+    }
   }
   progress.line(fmt::format("sweep '{}': {} completed, {} failed, {} skipped, {} already done of {} planned, in {}{}",
                             o.sweep_name, outcome.completed, outcome.failed, outcome.skipped, outcome.already_done,

@@ -121,6 +121,8 @@ launch::JobOptions job_options(const TrainOptions& o) {
   j.host_addr = o.host_addr;
   j.backend = o.backend;
   j.mpi_collectives = o.mpi_collectives;
+  j.cluster = o.cluster;
+  j.workers_per_host = o.workers_per_host;
   DLSCALE_CHECK(o.timeout_s > 0 && o.timeout_s <= kMaxTimeoutS,
                 "--timeout must be in (0, {:g}] seconds (got {})", kMaxTimeoutS, o.timeout_s);
   j.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));

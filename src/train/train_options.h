@@ -69,6 +69,10 @@ struct TrainOptions {
   std::string host_addr;         ///< address other nodes reach this node's workers at; "" = host name
   std::string backend;           ///< "gloo" | "mpi"; "" = mpi under mpirun, gloo otherwise
   std::string mpi_collectives = "blocking";  ///< blocking | polled (launch/job_options.h)
+  std::string cluster;           ///< emulated cluster to run on (docs/cluster.md); "" = none
+  int workers_per_host = 1;      ///< --cluster: workers in each host
+  int cluster_hosts = 0;         ///< --cluster: its hosts (from the launch, for the record)
+  double cluster_link_mbit = 0;  ///< --cluster: its link rate; 0 = unshaped (for the record)
   std::string strategy = "allreduce";  ///< allreduce | tree | hierarchical | independent
   std::string compress = "none";  ///< none | fp16 | bf16: the type gradients travel in
   int ranks_per_node = 0;        ///< hierarchical: ranks per node group; 0 = by host

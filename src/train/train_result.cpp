@@ -121,6 +121,11 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"master_bind", o.master_bind},
           {"backend", o.backend},
           {"mpi_collectives", o.mpi_collectives},
+          {"cluster", o.cluster.empty() ? nlohmann::json(nullptr)
+                                        : nlohmann::json{{"name", o.cluster},
+                                                         {"hosts", o.cluster_hosts},
+                                                         {"workers_per_host", o.workers_per_host},
+                                                         {"link_mbit", o.cluster_link_mbit}}},
           {"strategy", o.strategy},
           {"compress", o.compress},
           {"ranks_per_node", o.ranks_per_node},

@@ -1,0 +1,353 @@
+#include "cluster/cluster.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/subprocess.h"
+
+namespace dlscale::cluster {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kNetnsDir = "/run/netns";
+constexpr const char* kStateDir = "/run/dlscale/clusters";
+constexpr double kMaxMbit = 100000;
+
+std::string state_path(const std::string& name) {
+  return std::string(kStateDir) + "/" + name + ".json";
+}
+
+/// Runs `ip`/`tc`; throws dlscale::Error naming the command and its message.
+void run_tool(const std::vector<std::string>& argv) {
+  std::string output;
+  const int rc = run_captured(argv, &output);
+  if (rc == 0) return;
+  std::string cmd;
+  for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+  throw Error(fmt::format("cluster: '{}' failed: {}", cmd,
+                          output.substr(0, output.find('\n'))));
+}
+
+/// The cluster a namespace belongs to ("dls-NAME-sw" / "dls-NAME-hI"), or "".
+std::string cluster_of(const std::string& ns) {
+  if (ns.rfind("dls-", 0) != 0) return "";
+  const size_t dash = ns.rfind('-');
+  if (dash <= 4) return "";
+  const std::string tail = ns.substr(dash + 1);
+  const bool host = tail.size() > 1 && tail[0] == 'h' &&
+                    std::all_of(tail.begin() + 1, tail.end(), ::isdigit);
+  if (tail != "sw" && !host) return "";
+  return ns.substr(4, dash - 4);
+}
+
+/// Namespaces that exist now, by cluster.
+std::map<std::string, std::vector<std::string>> namespaces_by_cluster() {
+  std::map<std::string, std::vector<std::string>> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(kNetnsDir, ec)) {
+    const std::string ns = e.path().filename();
+    const std::string name = cluster_of(ns);
+    if (!name.empty()) out[name].push_back(ns);
+  }
+  for (auto& [name, list] : out) std::sort(list.begin(), list.end());
+  return out;
+}
+
+std::optional<ClusterSpec> read_state(const std::string& name) {
+  std::error_code ec;
+  if (!fs::exists(state_path(name), ec)) return std::nullopt;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_file(state_path(name)));
+    ClusterSpec s;
+    s.name = j.at("name").get<std::string>();
+    s.hosts = j.at("hosts").get<int>();
+    s.link_mbit = j.at("link_mbit").get<double>();
+    return s;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a torn or foreign file: the cluster is incomplete
+  }
+}
+
+ClusterStatus status_of(const std::string& name,
+                        const std::map<std::string, std::vector<std::string>>& all) {
+  ClusterStatus st;
+  st.spec.name = name;
+  st.spec.hosts = 0;
+  if (const auto it = all.find(name); it != all.end()) st.namespaces = it->second;
+  if (const std::optional<ClusterSpec> s = read_state(name)) {
+    st.spec = *s;
+    bool all_there = std::count(st.namespaces.begin(), st.namespaces.end(),
+                                switch_namespace(name)) == 1;
+    for (int h = 0; h < s->hosts; ++h) {
+      all_there = all_there && std::count(st.namespaces.begin(), st.namespaces.end(),
+                                          host_namespace(name, h)) == 1;
+    }
+    st.complete = all_there && static_cast<int>(st.namespaces.size()) == s->hosts + 1;
+  }
+  return st;
+}
+
+/// Serialises `up` and `down` between processes (a sweep and a user).
+class StateLock {
+ public:
+  StateLock() {
+    std::error_code ec;
+    fs::create_directories(kStateDir, ec);
+    fd_ = ::open((std::string(kStateDir) + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    DLSCALE_CHECK(fd_ >= 0, "cluster: cannot open {}/.lock: {}", kStateDir, std::strerror(errno));
+    ::flock(fd_, LOCK_EX);
+  }
+  ~StateLock() { ::close(fd_); }
+  StateLock(const StateLock&) = delete;
+  StateLock& operator=(const StateLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+/// Kills whatever still runs in `ns` (a crashed job's workers), then deletes it.
+void remove_namespace(const std::string& ns) {
+  std::string pids;
+  if (run_captured({"ip", "netns", "pids", ns}, &pids) == 0) {
+    size_t pos = 0;
+    while (pos < pids.size()) {
+      const size_t end = pids.find('\n', pos);
+      const std::string line = pids.substr(pos, end == std::string::npos ? end : end - pos);
+      if (!line.empty()) ::kill(static_cast<pid_t>(std::atoll(line.c_str())), SIGKILL);
+      if (end == std::string::npos) break;
+      pos = end + 1;
+    }
+  }
+  run_tool({"ip", "netns", "delete", ns});
+}
+
+void remove_all(const std::string& name) {
+  const auto all = namespaces_by_cluster();
+  if (const auto it = all.find(name); it != all.end()) {
+    for (const std::string& ns : it->second) remove_namespace(ns);
+  }
+  std::error_code ec;
+  fs::remove(state_path(name), ec);
+}
+
+void shape(const std::string& ns, const std::string& dev, double mbit) {
+  const double bytes_per_s = mbit * 1e6 / 8;
+  // tbf needs a bucket of at least one timer tick of traffic; 64 KiB also
+  // lets a whole GSO packet through without splitting it.
+  const long long burst = std::max(65536LL, std::llround(bytes_per_s * 0.005));
+  run_tool({"tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
+            fmt::format("{}kbit", std::llround(mbit * 1000)), "burst", std::to_string(burst),
+            "latency", "100ms"});
+}
+
+void build(const ClusterSpec& spec) {
+  const std::string sw = switch_namespace(spec.name);
+  run_tool({"ip", "netns", "add", sw});
+  run_tool({"ip", "-n", sw, "link", "set", "lo", "up"});
+  run_tool({"ip", "-n", sw, "link", "add", "br0", "type", "bridge"});
+  run_tool({"ip", "-n", sw, "link", "set", "br0", "up"});
+  for (int h = 0; h < spec.hosts; ++h) {
+    const std::string ns = host_namespace(spec.name, h);
+    const std::string port = "p" + std::to_string(h);
+    run_tool({"ip", "netns", "add", ns});
+    // Both ends are created inside their namespaces: nothing ever appears
+    // among the machine's own interfaces.
+    run_tool({"ip", "link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", port,
+              "netns", sw});
+    run_tool({"ip", "-n", sw, "link", "set", port, "master", "br0"});
+    run_tool({"ip", "-n", sw, "link", "set", port, "up"});
+    run_tool({"ip", "-n", ns, "addr", "add", host_address(h) + "/24", "dev", "eth0"});
+    run_tool({"ip", "-n", ns, "link", "set", "eth0", "up"});
+    run_tool({"ip", "-n", ns, "link", "set", "lo", "up"});
+    if (spec.link_mbit > 0) {
+      shape(ns, "eth0", spec.link_mbit);  // host -> switch
+      shape(sw, port, spec.link_mbit);    // switch -> host
+    }
+  }
+}
+
+}  // namespace
+
+void check_cluster_spec(const ClusterSpec& s) {
+  DLSCALE_CHECK(!s.name.empty() && s.name.size() <= 12 &&
+                    std::all_of(s.name.begin(), s.name.end(),
+                                [](char c) { return std::islower(c) || std::isdigit(c); }),
+                "cluster name '{}' must be 1 to 12 lower-case letters or digits", s.name);
+  DLSCALE_CHECK(s.hosts >= 1 && s.hosts <= kMaxHosts, "--hosts must be in [1, {}] (got {})",
+                kMaxHosts, s.hosts);
+  DLSCALE_CHECK(s.link_mbit == 0 || (s.link_mbit >= 1 && s.link_mbit <= kMaxMbit),
+                "--link-mbit must be 0 (unshaped) or in [1, {:g}] Mbit/s (got {:g})", kMaxMbit,
+                s.link_mbit);
+}
+
+std::string describe(const ClusterSpec& s) {
+  const std::string hosts = fmt::format("{} host{}", s.hosts, s.hosts == 1 ? "" : "s");
+  if (s.link_mbit <= 0) return hosts + ", unshaped links";
+  return fmt::format("{}, links of {:g} Mbit/s each way", hosts, s.link_mbit);
+}
+
+std::string host_namespace(const std::string& name, int host) {
+  return fmt::format("dls-{}-h{}", name, host);
+}
+std::string switch_namespace(const std::string& name) { return fmt::format("dls-{}-sw", name); }
+std::string host_address(int host) { return fmt::format("10.77.0.{}", host + 1); }
+std::string host_name(const std::string& name, int host) { return fmt::format("{}-h{}", name, host); }
+
+int parse_host(const ClusterSpec& spec, const std::string& text) {
+  for (int h = 0; h < spec.hosts; ++h) {
+    if (text == std::to_string(h) || text == "h" + std::to_string(h) ||
+        text == host_name(spec.name, h) || text == host_address(h)) {
+      return h;
+    }
+  }
+  throw Error(fmt::format("cluster '{}' has no host '{}'; hosts are 0..{} (or h0, {}, {})",
+                          spec.name, text, spec.hosts - 1, host_name(spec.name, 0),
+                          host_address(0)));
+}
+
+void check_can_manage() {
+  DLSCALE_CHECK(::geteuid() == 0,
+                "dlscale cluster needs root (CAP_NET_ADMIN) to create network namespaces; run "
+                "it as root or with sudo");
+  std::string out;
+  for (const char* tool : {"ip", "tc"}) {
+    DLSCALE_CHECK(run_captured({tool, "-V"}, &out) == 0,
+                  "dlscale cluster needs '{}' (Debian package iproute2; scripts/setup.sh "
+                  "installs it)",
+                  tool);
+  }
+}
+
+UpOutcome cluster_up(const ClusterSpec& spec) {
+  check_cluster_spec(spec);
+  check_can_manage();
+  StateLock lock;
+  const ClusterStatus now = status_of(spec.name, namespaces_by_cluster());
+  if (now.complete) {
+    DLSCALE_CHECK(now.spec == spec,
+                  "cluster '{}' is up with {}; run 'dlscale cluster down --name {}' first to "
+                  "change it",
+                  spec.name, describe(now.spec), spec.name);
+    return UpOutcome::kAlreadyUp;
+  }
+  remove_all(spec.name);  // leftovers of a crashed up or a crashed down
+  try {
+    build(spec);
+    nlohmann::json state = {{"name", spec.name}, {"hosts", spec.hosts},
+                            {"link_mbit", spec.link_mbit}, {"subnet", kSubnet}};
+    std::error_code ec;
+    fs::create_directories(kStateDir, ec);
+    write_file_atomic(state_path(spec.name), state.dump(2) + "\n");
+  } catch (...) {
+    remove_all(spec.name);
+    throw;
+  }
+  return UpOutcome::kCreated;
+}
+
+bool cluster_down(const std::string& name) {
+  check_can_manage();
+  StateLock lock;
+  const ClusterStatus now = status_of(name, namespaces_by_cluster());
+  std::error_code ec;
+  const bool existed = !now.namespaces.empty() || fs::exists(state_path(name), ec);
+  remove_all(name);
+  return existed;
+}
+
+std::vector<ClusterStatus> cluster_list() {
+  const auto all = namespaces_by_cluster();
+  std::vector<std::string> names;
+  for (const auto& [name, list] : all) names.push_back(name);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(kStateDir, ec)) {
+    if (e.path().extension() == ".json") names.push_back(e.path().stem());
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::vector<ClusterStatus> out;
+  for (const std::string& name : names) out.push_back(status_of(name, all));
+  return out;
+}
+
+std::optional<ClusterSpec> find_cluster(const std::string& name) {
+  const ClusterStatus st = status_of(name, namespaces_by_cluster());
+  if (!st.complete) return std::nullopt;
+  return st.spec;
+}
+
+ClusterSpec require_cluster(const std::string& name) {
+  const std::optional<ClusterSpec> spec = find_cluster(name);
+  DLSCALE_CHECK(spec.has_value(),
+                "cluster '{}' is not up; create it with 'dlscale cluster up --name {} --hosts K' "
+                "(docs/cluster.md)",
+                name, name);
+  return *spec;
+}
+
+namespace {
+
+/// Whether `dev` in `ns` is administratively or physically down.
+bool link_down(const std::string& ns, const std::string& dev) {
+  std::string out;
+  if (run_captured({"ip", "-n", ns, "-o", "link", "show", "dev", dev}, &out) != 0) return true;
+  const size_t open = out.find('<'), close = out.find('>');
+  if (open == std::string::npos || close == std::string::npos) return true;
+  const std::string flags = "," + out.substr(open + 1, close - open - 1) + ",";
+  return flags.find(",UP,") == std::string::npos || flags.find(",LOWER_UP,") == std::string::npos;
+}
+
+}  // namespace
+
+std::vector<int> hosts_with_link_down(const ClusterSpec& spec) {
+  std::vector<int> down;
+  for (int h = 0; h < spec.hosts; ++h) {
+    if (link_down(host_namespace(spec.name, h), "eth0") ||
+        link_down(switch_namespace(spec.name), "p" + std::to_string(h))) {
+      down.push_back(h);
+    }
+  }
+  return down;
+}
+
+HostEntry host_entry(const std::string& name, int host) {
+  return {std::string(kNetnsDir) + "/" + host_namespace(name, host), host_name(name, host)};
+}
+
+int enter_host(const HostEntry& entry, const char** what) {
+  const int fd = ::open(entry.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *what = "open the host's network namespace";
+    return errno;
+  }
+  const int rc = ::setns(fd, CLONE_NEWNET);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) {
+    *what = "enter the host's network namespace";
+    return err;
+  }
+  if (::unshare(CLONE_NEWUTS) != 0 ||
+      ::sethostname(entry.hostname.data(), entry.hostname.size()) != 0) {
+    *what = "set the host's name";
+    return errno;
+  }
+  return 0;
+}
+
+}  // namespace dlscale::cluster

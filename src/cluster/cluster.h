@@ -1,0 +1,90 @@
+#pragma once
+// An emulated multi-host cluster on one machine (docs/cluster.md): K network
+// namespaces ("hosts"), each with its own address on a private subnet, joined
+// through a bridge that lives in a namespace of its own (the "switch") by
+// veth links, optionally shaped with tbf to X Mbit/s each way. Nothing is
+// ever configured in the machine's own network namespace, so `down` (which
+// deletes every namespace of the cluster) removes everything `up` made, even
+// after a crash. Needs root (CAP_NET_ADMIN) and iproute2's `ip` and `tc`.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlscale::cluster {
+
+inline constexpr int kMaxHosts = 64;
+/// The hosts' subnet, the same in every cluster (each cluster is isolated):
+/// host i has 10.77.0.(i+1)/24.
+inline constexpr const char* kSubnet = "10.77.0.0/24";
+
+/// What `cluster up` builds.
+struct ClusterSpec {
+  std::string name = "dls";  ///< [a-z0-9], 1..12 characters
+  int hosts = 2;             ///< namespaces with one address each, 1..kMaxHosts
+  double link_mbit = 0;      ///< each host's link rate each way; 0 = unshaped
+  bool operator==(const ClusterSpec& o) const {
+    return name == o.name && hosts == o.hosts && link_mbit == o.link_mbit;
+  }
+};
+
+/// Throws dlscale::Error naming the bad value.
+void check_cluster_spec(const ClusterSpec& spec);
+/// "2 hosts, links of 100 Mbit/s" / "2 hosts, unshaped links".
+std::string describe(const ClusterSpec& spec);
+
+/// The namespace of host `host` of cluster `name`: "dls-NAME-hHOST".
+std::string host_namespace(const std::string& name, int host);
+/// The namespace holding the cluster's bridge: "dls-NAME-sw".
+std::string switch_namespace(const std::string& name);
+/// Host `host`'s address: "10.77.0.(host+1)".
+std::string host_address(int host);
+/// Host `host`'s host name inside its namespace: "NAME-hHOST".
+std::string host_name(const std::string& name, int host);
+/// The host a user named: an index ("2"), "h2", the host name or the address.
+/// Throws dlscale::Error naming the allowed forms.
+int parse_host(const ClusterSpec& spec, const std::string& text);
+
+/// Throws dlscale::Error (one line; the CLI exits 2) unless this process can
+/// build clusters: root, and `ip` and `tc` on PATH.
+void check_can_manage();
+
+enum class UpOutcome { kCreated, kAlreadyUp };
+/// Creates the cluster, or does nothing when it is already up as specified.
+/// A cluster of the same name with another spec is refused (down it first);
+/// leftovers of a crashed `up` are removed first. On failure, whatever was
+/// made is removed again and dlscale::Error names the failing command.
+UpOutcome cluster_up(const ClusterSpec& spec);
+/// Removes every namespace (and so every link and the bridge) of the cluster
+/// and its state. Returns false when there was nothing to remove.
+bool cluster_down(const std::string& name);
+
+struct ClusterStatus {
+  ClusterSpec spec;             ///< as recorded by `up` (hosts = 0 when unknown)
+  std::vector<std::string> namespaces;  ///< those that exist now
+  bool complete = false;        ///< every namespace there and the state recorded
+};
+/// Every cluster with a namespace or a state file, by name.
+std::vector<ClusterStatus> cluster_list();
+/// The spec of cluster `name` when it is up and complete.
+std::optional<ClusterSpec> find_cluster(const std::string& name);
+/// find_cluster, or dlscale::Error saying how to create it.
+ClusterSpec require_cluster(const std::string& name);
+
+/// Hosts whose link is down at either end (`ip link set ... down` on the
+/// host's eth0 or the switch's port): what a failed job's error names first.
+std::vector<int> hosts_with_link_down(const ClusterSpec& spec);
+
+/// What a process needs to become a process of one host, prepared before
+/// fork so that the child only makes system calls.
+struct HostEntry {
+  std::string netns_path;  ///< /run/netns/dls-NAME-hI
+  std::string hostname;    ///< NAME-hI
+};
+HostEntry host_entry(const std::string& name, int host);
+/// Moves the calling thread into the host's network namespace and a UTS
+/// namespace of its own carrying the host's name. Call it in a fresh child
+/// before exec. Returns 0, or the errno of the failing call with `what`
+/// naming it.
+int enter_host(const HostEntry& entry, const char** what);
+
+}  // namespace dlscale::cluster

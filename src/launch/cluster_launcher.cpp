@@ -1,0 +1,347 @@
+#include "launch/cluster_launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cluster/cluster.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/sysinfo.h"
+#include "launch/launch_env.h"
+#include "launch/local_launcher.h"
+
+extern char** environ;
+
+namespace dlscale::launch {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_stop(int sig) { g_stop = sig; }
+
+/// One host's node launcher.
+struct NodeProc {
+  int host = 0;
+  pid_t pid = -1;
+  int err_fd = -1;           // its (and its workers') stderr, forwarded by us
+  std::string partial;       // an unfinished stderr line
+  std::string error;         // its last "dlscale: error: " line, without the prefix
+  bool running = true;
+  int exit_code = 0;
+  int signal = 0;
+  bool failed() const { return !running && (exit_code != 0 || signal != 0); }
+};
+
+/// The flags --cluster sets for every host itself.
+void refuse_own_flags(const std::vector<std::string>& argv) {
+  for (const char* flag :
+       {"--workers", "-n", "--nnodes", "--node-rank", "--master-addr", "--host-addr",
+        "--master-bind"}) {
+    for (size_t i = 1; i < argv.size(); ++i) {
+      const std::string& a = argv[i];
+      DLSCALE_CHECK(a != flag && a.rfind(std::string(flag) + "=", 0) != 0,
+                    "{} cannot be given with --cluster, which starts --workers-per-host workers "
+                    "on each host and sets the nodes and addresses itself",
+                    flag);
+    }
+  }
+}
+
+/// Every host's workers share this machine's cores: unless --threads was
+/// given, each worker gets cores / (hosts x workers per host).
+void add_default_threads(ClusterPlan& plan, const cluster::ClusterSpec& spec) {
+  for (const std::string& a : plan.argv) {
+    for (const char* f : {"--threads", "-t", "--threads-per-worker"}) {
+      if (a == f || a.rfind(std::string(f) + "=", 0) == 0) return;
+    }
+  }
+  const int threads = std::max(1, available_cores() / (spec.hosts * plan.workers_per_host));
+  plan.argv.insert(plan.argv.end(), {"--threads", std::to_string(threads)});
+}
+
+/// argv and environment of host `h`'s node launcher, built before fork.
+struct NodeExec {
+  std::vector<std::string> strings;
+  std::vector<char*> argv, envp;
+};
+
+NodeExec node_exec(const ClusterPlan& plan, const cluster::ClusterSpec& spec, int h,
+                   const std::string& secret) {
+  NodeExec e;
+  std::vector<std::string> args = plan.argv;
+  args.insert(args.end(), {"--nnodes", std::to_string(spec.hosts), "--node-rank",
+                           std::to_string(h), "--workers", std::to_string(plan.workers_per_host),
+                           "--master-addr", cluster::host_address(0), "--host-addr",
+                           cluster::host_address(h)});
+  std::vector<std::string> env;
+  for (char** p = environ; *p != nullptr; ++p) {
+    const std::string kv = *p;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key != kEnvJobSecret && key != kEnvCluster) env.push_back(kv);
+  }
+  env.push_back(std::string(kEnvJobSecret) + "=" + secret);
+  env.push_back(fmt::format("{}={}:{}:{}:{:g}", kEnvCluster, spec.name, h, spec.hosts,
+                            spec.link_mbit));
+  e.strings = std::move(args);
+  const size_t nargs = e.strings.size();
+  for (auto& s : env) e.strings.push_back(std::move(s));
+  for (size_t i = 0; i < e.strings.size(); ++i) {
+    (i < nargs ? e.argv : e.envp).push_back(e.strings[i].data());
+  }
+  e.argv.push_back(nullptr);
+  e.envp.push_back(nullptr);
+  return e;
+}
+
+NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, int h,
+                    const std::string& secret) {
+  NodeExec exec = node_exec(plan, spec, h, secret);
+  const cluster::HostEntry entry = cluster::host_entry(spec.name, h);
+  int fds[2];
+  DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
+  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::dup2(fds[1], STDERR_FILENO);
+    const char* what = "";
+    if (const int err = cluster::enter_host(entry, &what); err != 0) {
+      const std::string msg = fmt::format("dlscale: error: host {}: cannot {}: {}\n", h, what,
+                                          std::strerror(err));
+      [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg.data(), msg.size());
+      ::_exit(2);
+    }
+    ::execve(plan.binary.c_str(), exec.argv.data(), exec.envp.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    throw Error(fmt::format("cannot start host {}'s launcher: {}", h, std::strerror(errno)));
+  }
+  NodeProc n;
+  n.host = h;
+  n.pid = pid;
+  n.err_fd = fds[0];
+  return n;
+}
+
+/// Forwards complete stderr lines to ours, remembering the last error line.
+void forward_stderr(NodeProc& n, bool flush) {
+  char buf[4096];
+  ssize_t got;
+  while ((got = ::read(n.err_fd, buf, sizeof(buf))) > 0) n.partial.append(buf, got);
+  if (flush && !n.partial.empty() && n.partial.back() != '\n') n.partial += '\n';
+  size_t nl;
+  while ((nl = n.partial.find('\n')) != std::string::npos) {
+    const std::string line = n.partial.substr(0, nl + 1);
+    n.partial.erase(0, nl + 1);
+    constexpr const char* kPrefix = "dlscale: error: ";
+    if (line.rfind(kPrefix, 0) == 0) {
+      n.error = line.substr(std::strlen(kPrefix), line.size() - std::strlen(kPrefix) - 1);
+    }
+    std::fputs(line.c_str(), stderr);
+  }
+}
+
+void reap(std::vector<NodeProc>& nodes, bool block) {
+  for (NodeProc& n : nodes) {
+    if (!n.running) continue;
+    int st = 0;
+    if (::waitpid(n.pid, &st, block ? 0 : WNOHANG) != n.pid) continue;
+    n.running = false;
+    if (WIFEXITED(st)) n.exit_code = WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) n.signal = WTERMSIG(st);
+  }
+}
+
+/// SIGTERM (each launcher stops its workers), then SIGKILL after 5 s.
+void stop_nodes(std::vector<NodeProc>& nodes) {
+  for (NodeProc& n : nodes) {
+    if (n.running) ::kill(n.pid, SIGTERM);
+  }
+  const double deadline = now_seconds() + 5.0;
+  while (now_seconds() < deadline) {
+    reap(nodes, false);
+    bool any = false;
+    for (NodeProc& n : nodes) {
+      forward_stderr(n, false);
+      any = any || n.running;
+    }
+    if (!any) return;
+    ::usleep(20000);
+  }
+  for (NodeProc& n : nodes) {
+    if (n.running) ::kill(n.pid, SIGKILL);
+  }
+  reap(nodes, true);
+}
+
+std::string describe_host(const ClusterPlan& plan, int h) {
+  const int first = h == 0 ? 0 : plan.servers + h * plan.workers_per_host;
+  const int last = plan.servers + (h + 1) * plan.workers_per_host - 1;
+  return fmt::format("host {} ({}, rank{} {})", h, cluster::host_address(h),
+                     first == last ? "" : "s",
+                     first == last ? std::to_string(first) : fmt::format("{}-{}", first, last));
+}
+
+std::string describe_failure(const ClusterPlan& plan, const NodeProc& n) {
+  if (n.signal != 0) {
+    const char* name = ::sigabbrev_np(n.signal);
+    return fmt::format("{}: its launcher was killed by signal {} (SIG{})", describe_host(plan, n.host),
+                       n.signal, name ? name : "?");
+  }
+  return fmt::format("{}: {}", describe_host(plan, n.host),
+                     n.error.empty() ? fmt::format("exited with code {}", n.exit_code) : n.error);
+}
+
+/// The cause a host's own launcher cannot see, looked for when the first
+/// host fails: a worker stopped (SIGSTOP, a debugger) makes its peers on
+/// other hosts stall too, and a link down makes every host stall; the
+/// hosts' errors then name whichever rank noticed first.
+struct Diagnosis {
+  int host = -1;  ///< -1 = nothing found
+  std::string what;
+};
+
+/// A stopped process whose parent is one of the node launchers.
+Diagnosis find_stopped_worker(const std::vector<NodeProc>& nodes) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = e.path().filename();
+    if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0]))) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const size_t close = stat.rfind(')');  // the command name may hold spaces
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    std::istringstream fields(stat.substr(close + 1));
+    fields >> state >> ppid;
+    if (state != 'T' && state != 't') continue;
+    for (const NodeProc& n : nodes) {
+      if (n.pid != ppid) continue;
+      std::ifstream env_in(e.path() / "environ");
+      const std::string env((std::istreambuf_iterator<char>(env_in)), std::istreambuf_iterator<char>());
+      const std::string key = std::string(kEnvRank) + "=";
+      const size_t at = env.find(key);
+      const std::string rank = at == std::string::npos ? "?" : env.substr(at + key.size(), env.find('\0', at) - at - key.size());
+      return {n.host, fmt::format("rank {} is stopped (SIGSTOP or a debugger)", rank)};
+    }
+  }
+  return {};
+}
+
+Diagnosis diagnose(const cluster::ClusterSpec& spec, const std::vector<NodeProc>& nodes) {
+  Diagnosis d = find_stopped_worker(nodes);
+  if (d.host >= 0) return d;
+  const std::vector<int> down = cluster::hosts_with_link_down(spec);
+  if (!down.empty()) return {down.front(), "its link is down"};
+  return d;
+}
+
+/// Waits until every host ended, or until `grace` after the first failure.
+/// Returns the index of the first host that failed, or -1.
+int supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
+              std::vector<NodeProc>& nodes, Diagnosis* diagnosis) {
+  int first = -1;
+  double failed_at = 0;
+  while (true) {
+    std::vector<pollfd> fds;
+    for (const NodeProc& n : nodes) fds.push_back({n.err_fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 100);
+    for (NodeProc& n : nodes) forward_stderr(n, false);
+    reap(nodes, false);
+    bool any_running = false;
+    for (NodeProc& n : nodes) {
+      any_running = any_running || n.running;
+      if (first < 0 && n.failed()) {
+        first = n.host;
+        failed_at = now_seconds();
+        *diagnosis = diagnose(spec, nodes);
+      }
+    }
+    if (!any_running || g_stop != 0) return first;
+    if (first >= 0 && (now_seconds() - failed_at) * 1000 > static_cast<double>(plan.grace.count())) {
+      return first;
+    }
+  }
+}
+
+}  // namespace
+
+void run_cluster_job(const ClusterPlan& given) {
+  refuse_own_flags(given.argv);
+  DLSCALE_CHECK(given.workers_per_host >= 1, "--workers-per-host must be at least 1 (got {})",
+                given.workers_per_host);
+  cluster::check_can_manage();
+  const cluster::ClusterSpec spec = cluster::require_cluster(given.cluster);
+  ClusterPlan plan = given;
+  add_default_threads(plan, spec);
+  const char* set = std::getenv(kEnvJobSecret);
+  const std::string secret = set != nullptr && *set != '\0' ? set : random_job_secret();
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  struct sigaction old_int {}, old_term {};
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  g_stop = 0;
+  std::vector<NodeProc> nodes;
+  try {
+    for (int h = 0; h < spec.hosts; ++h) nodes.push_back(start_node(plan, spec, h, secret));
+  } catch (...) {
+    stop_nodes(nodes);
+    throw;
+  }
+  DLSCALE_LOG_INFO("cluster '{}' ({}): {} worker(s) per host, rendezvous {}:{}", spec.name,
+                   cluster::describe(spec), plan.workers_per_host, cluster::host_address(0),
+                   plan.master_port);
+  Diagnosis diagnosis;
+  const int first = supervise(plan, spec, nodes, &diagnosis);
+  stop_nodes(nodes);
+  for (NodeProc& n : nodes) {
+    forward_stderr(n, true);
+    ::close(n.err_fd);
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  if (first < 0 && g_stop != 0) {
+    throw JobFailed(fmt::format("interrupted by signal {}; stopped the job on all {} hosts",
+                                static_cast<int>(g_stop), spec.hosts),
+                    128 + g_stop);
+  }
+  if (first < 0) return;
+  const NodeProc& culprit = nodes[static_cast<size_t>(first)];
+  std::string others;
+  for (const NodeProc& n : nodes) {
+    if (n.host != first && n.failed()) others += fmt::format("{}{}", others.empty() ? "" : ", ", n.host);
+  }
+  const std::string cause =
+      diagnosis.host < 0 ? "" : fmt::format("{}: {}; first error from ", describe_host(plan, diagnosis.host),
+                                            diagnosis.what);
+  throw JobFailed(fmt::format("{}{}{}; stopped the job on all {} hosts of cluster '{}'", cause,
+                              describe_failure(plan, culprit),
+                              others.empty() ? "" : "; hosts " + others + " failed after it",
+                              spec.hosts, spec.name),
+                  culprit.signal != 0 ? kExitPeerFailure : culprit.exit_code);
+}
+
+}  // namespace dlscale::launch

@@ -1,0 +1,445 @@
+// The emulated cluster for real, as root (ctest label `cluster`): its
+// commands, training across its hosts, what listens where, a stranger's
+// garbage, randomised fault drills and a sweep killed mid-run. Without root
+// or network namespaces every test is reported skipped, with the reason.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cluster/cluster.h"
+#include "core/files.h"
+#include "core/subprocess.h"
+#include "process_util.h"
+
+namespace dlscale {
+namespace {
+
+using testing::run_dlscale;
+using testing::run_shell;
+using testing::temp_path;
+
+/// Why clusters cannot be built here, or "".
+std::string why_no_clusters() {
+  if (::geteuid() != 0) return "needs root (CAP_NET_ADMIN) for network namespaces";
+  std::string out;
+  if (run_captured({"ip", "-V"}, &out) != 0 || run_captured({"tc", "-V"}, &out) != 0) {
+    return "needs ip and tc (iproute2)";
+  }
+  const std::string probe = "dlsprobe" + std::to_string(::getpid());
+  if (run_captured({"ip", "netns", "add", probe}, &out) != 0) {
+    return "cannot create a network namespace: " + out.substr(0, out.find('\n'));
+  }
+  run_captured({"ip", "netns", "delete", probe}, &out);
+  return "";
+}
+
+std::vector<pid_t> pids_in(const std::string& ns) {
+  std::string out;
+  std::vector<pid_t> pids;
+  if (run_captured({"ip", "netns", "pids", ns}, &out) != 0) return pids;
+  std::istringstream in(out);
+  for (pid_t p; in >> p;) pids.push_back(p);
+  return pids;
+}
+
+bool has_env(pid_t pid, const std::string& var) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ");
+  std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return env.find(var + "=") != std::string::npos;
+}
+
+/// Worker processes (they carry a rank) or launchers on one host.
+std::vector<pid_t> processes(const std::string& name, int host, bool workers) {
+  std::vector<pid_t> out;
+  for (pid_t p : pids_in(cluster::host_namespace(name, host))) {
+    if (has_env(p, "DLSCALE_RANK") == workers) out.push_back(p);
+  }
+  return out;
+}
+
+/// A dlscale job in the background, its output in files.
+struct Job {
+  pid_t pid = -1;
+  std::string out_path = temp_path("out");
+  std::string err_path = temp_path("err");
+  std::chrono::steady_clock::time_point started;
+
+  explicit Job(const std::string& args) {
+    started = std::chrono::steady_clock::now();
+    pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(out, 1);
+      ::dup2(err, 2);
+      const std::string cmd = std::string("exec ") + DLSCALE_BINARY + " " + args;
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~Job() {
+    if (pid > 0) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    std::filesystem::remove(out_path);
+    std::filesystem::remove(err_path);
+  }
+  /// The exit code, or -1 when it ran past `bound_s` (a hang: it is killed).
+  int wait(double bound_s, double* took = nullptr) {
+    const auto deadline = started + std::chrono::milliseconds(static_cast<int>(bound_s * 1000));
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) != pid) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(-pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        pid = -1;
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pid = -1;
+    if (took != nullptr) {
+      *took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  std::string err() const { return read_file(err_path); }
+  std::string out() const { return read_file(out_path); }
+};
+
+/// The last line of `text` that starts with "dlscale: error: ".
+std::string last_error(const std::string& text) {
+  std::string last;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("dlscale: error: ", 0) == 0) last = line;
+  }
+  return last;
+}
+
+class ClusterDrill : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static const std::string why = why_no_clusters();
+    if (!why.empty()) GTEST_SKIP() << "cluster drills skipped: " << why;
+    static int counter = 0;
+    name_ = fmt::format("t{}x{}", ::getpid() % 100000, counter++);
+  }
+  void TearDown() override {
+    if (name_.empty()) return;
+    cluster::cluster_down(name_);
+    for (const cluster::ClusterStatus& c : cluster::cluster_list()) {
+      EXPECT_NE(c.spec.name, name_) << "cluster down left a namespace of " << name_;
+    }
+  }
+  void up(int hosts, double link_mbit = 0) {
+    cluster::ClusterSpec spec;
+    spec.name = name_;
+    spec.hosts = hosts;
+    spec.link_mbit = link_mbit;
+    ASSERT_EQ(cluster::cluster_up(spec), cluster::UpOutcome::kCreated);
+  }
+  /// Waits until every host runs `per_host` workers; false after 30 s.
+  bool wait_for_workers(int hosts, int per_host) {
+    for (int i = 0; i < 1500; ++i) {
+      bool all = true;
+      for (int h = 0; h < hosts; ++h) {
+        all = all && static_cast<int>(processes(name_, h, true).size()) == per_host;
+      }
+      if (all) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  void expect_no_process_left(int hosts) {
+    for (int h = 0; h < hosts; ++h) {
+      EXPECT_TRUE(pids_in(cluster::host_namespace(name_, h)).empty()) << "a process was left on host " << h;
+    }
+  }
+  std::string train_args(int steps, double timeout_s) const {
+    return fmt::format("train --cluster {} --model tinycnn --batch 16 --steps {} --display-every 0 "
+                       "--timeout {}",
+                       name_, steps, timeout_s);
+  }
+  std::string name_;
+};
+
+TEST_F(ClusterDrill, CommandsBuildListEnterAndRemoveEverything) {
+  std::string before;
+  run_captured({"ip", "-o", "link"}, &before);
+  auto o = run_dlscale(fmt::format("cluster up --name {} --hosts 3 --link-mbit 200", name_));
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("is up: 3 hosts, links of 200 Mbit/s each way, addresses 10.77.0.1 .. 10.77.0.3"),
+            std::string::npos)
+      << o.out;
+  o = run_dlscale(fmt::format("cluster up --name {} --hosts 3 --link-mbit 200", name_));
+  EXPECT_EQ(o.code, 0);
+  EXPECT_NE(o.out.find("was already up"), std::string::npos) << o.out;
+  EXPECT_NE(testing::fails(fmt::format("cluster up --name {} --hosts 2", name_)).find("first to change it"),
+            std::string::npos);
+  o = run_dlscale("cluster list");
+  const std::string row = o.out.substr(o.out.find("\n" + name_ + " ") + 1);
+  EXPECT_EQ(row.rfind(name_, 0), 0u) << o.out;
+  EXPECT_NE(row.find(" 3  200 Mbit/s  up "), std::string::npos) << o.out;
+  o = run_dlscale(fmt::format("cluster exec --name {} h1 -- hostname", name_));
+  EXPECT_EQ(o.out, name_ + "-h1\n");
+  o = run_dlscale(fmt::format("cluster exec --name {} 10.77.0.3 -- ip -o -4 addr show dev eth0", name_));
+  EXPECT_NE(o.out.find("10.77.0.3/24"), std::string::npos) << o.out;
+  o = run_dlscale(fmt::format("cluster exec --name {} 2 -- tc qdisc show dev eth0", name_));
+  EXPECT_NE(o.out.find("tbf"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("rate 200Mbit"), std::string::npos) << o.out;
+  // The hosts reach each other, and nothing of the cluster shows among the
+  // machine's own interfaces.
+  o = run_dlscale(fmt::format("cluster exec --name {} 0 -- bash -c 'echo > /dev/tcp/10.77.0.3/1'", name_));
+  EXPECT_NE(o.err.find("Connection refused"), std::string::npos) << o.err;  // reached, nobody listens
+  std::string during;
+  run_captured({"ip", "-o", "link"}, &during);
+  EXPECT_EQ(during, before);
+  o = run_dlscale(fmt::format("cluster down --name {}", name_));
+  EXPECT_NE(o.out.find("removed"), std::string::npos);
+  o = run_dlscale(fmt::format("cluster down --name {}", name_));
+  EXPECT_NE(o.out.find("did not exist"), std::string::npos);
+  EXPECT_NE(testing::fails(fmt::format("cluster exec --name {} 0 -- true", name_)).find("is not up"),
+            std::string::npos);
+}
+
+TEST_F(ClusterDrill, DownCleansUpAfterACrashedJobAndUp) {
+  up(2);
+  // A process left running in a host (a crashed job's worker) and a half-built cluster.
+  Job sleeper(fmt::format("cluster exec --name {} 1 -- sleep 600", name_));
+  for (int i = 0; i < 100 && pids_in(cluster::host_namespace(name_, 1)).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::string out;
+  ASSERT_EQ(run_captured({"ip", "netns", "delete", cluster::host_namespace(name_, 0)}, &out), 0) << out;
+  auto o = run_dlscale("cluster list");
+  EXPECT_NE(o.out.find("incomplete"), std::string::npos) << o.out;
+  o = run_dlscale(fmt::format("cluster down --name {}", name_));
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(sleeper.wait(5), 128 + SIGKILL);  // down killed what ran in the host
+  EXPECT_TRUE(cluster::cluster_list().empty() || cluster::find_cluster(name_) == std::nullopt);
+}
+
+TEST_F(ClusterDrill, TrainingAcrossHostsEqualsLocalWorkersAndBindsOnlyItsAddresses) {
+  up(2, 500);
+  const std::string record = temp_path("cluster.json");
+  Job job(train_args(400, 30) + " --seed 7 --json " + record);
+  ASSERT_TRUE(wait_for_workers(2, 1)) << job.err();
+  // A stranger on host 1 sends garbage to the store: refused and logged.
+  run_dlscale(fmt::format("cluster exec --name {} 1 -- bash -c 'printf garbage-garbage > /dev/tcp/10.77.0.1/29500'",
+                          name_));
+  // What listens in each host: the store on host 0's address, Gloo on each
+  // host's own; never every interface.
+  std::set<std::string> listeners;
+  for (int i = 0; i < 20; ++i) {
+    for (int h = 0; h < 2; ++h) {
+      const auto o = run_dlscale(fmt::format("cluster exec --name {} {} -- ss -ltnH", name_, h));
+      std::istringstream in(o.out);
+      for (std::string line; std::getline(in, line);) {
+        std::istringstream words(line);
+        std::string state, recvq, sendq, local;
+        words >> state >> recvq >> sendq >> local;
+        listeners.insert(fmt::format("h{} {}", h, local));
+      }
+    }
+  }
+  ASSERT_EQ(job.wait(60), 0) << job.err();
+  EXPECT_NE(job.err().find("rendezvous store: refused 10.77.0.2"), std::string::npos) << job.err();
+  ASSERT_FALSE(listeners.empty());
+  for (const std::string& l : listeners) {
+    const bool own = l.rfind("h0 10.77.0.1:", 0) == 0 || l.rfind("h1 10.77.0.2:", 0) == 0;
+    EXPECT_TRUE(own) << "listening beyond its address: " << l;
+  }
+  EXPECT_TRUE(listeners.count("h0 10.77.0.1:29500")) << "the store was not seen listening";
+  const nlohmann::json r = nlohmann::json::parse(read_file(record));
+  EXPECT_EQ(r["inputs"]["cluster"]["hosts"], 2);
+  EXPECT_EQ(r["inputs"]["cluster"]["link_mbit"], 500);
+  EXPECT_EQ(r["inputs"]["world_size"], 2);
+  // The same job over loopback, as 2 local workers: the same numbers.
+  const std::string local = temp_path("local.json");
+  const auto o = run_dlscale(fmt::format(
+      "train --workers 2 --threads 1 --model tinycnn --batch 16 --steps 400 --display-every 0 --seed 7 --json {}",
+      local));
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json l = nlohmann::json::parse(read_file(local));
+  EXPECT_EQ(r["results"]["loss_last"], l["results"]["loss_last"]);
+  EXPECT_EQ(r["results"]["comm"]["replicas_identical"], true);
+  expect_no_process_left(2);
+  std::filesystem::remove(record);
+  std::filesystem::remove(local);
+}
+
+enum class Fault { kKillWorker, kStopWorker, kLinkDown, kUnreachable, kKillMaster };
+
+/// One randomised fault on a 3-host cluster: the job must end within its
+/// bound, exit 5, name a host and a rank, and leave no process anywhere.
+void drill(ClusterDrill& t, const std::string& name, Fault fault, std::mt19937& rng, int round) {
+  SCOPED_TRACE(fmt::format("round {}", round));
+  constexpr double kTimeout = 4;
+  const int host = std::uniform_int_distribution<int>(1, 2)(rng);
+  const int delay_ms = std::uniform_int_distribution<int>(300, 2500)(rng);
+  std::string out;
+  if (fault == Fault::kUnreachable) {
+    run_captured({"ip", "-n", cluster::host_namespace(name, host), "link", "set", "eth0", "down"}, &out);
+  }
+  Job job(fmt::format("train --cluster {} --model tinycnn --batch 16 --steps 1000000 "
+                      "--display-every 0 --timeout {}",
+                      name, kTimeout));
+  if (fault != Fault::kUnreachable) {
+    for (int i = 0; i < 1500; ++i) {
+      bool all = true;
+      for (int h = 0; h < 3; ++h) all = all && processes(name, h, true).size() == 1;
+      if (all) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  }
+  const std::vector<pid_t> workers = processes(name, host, true);
+  switch (fault) {
+    case Fault::kKillWorker: ASSERT_EQ(workers.size(), 1u); ::kill(workers[0], SIGKILL); break;
+    case Fault::kStopWorker: ASSERT_EQ(workers.size(), 1u); ::kill(workers[0], SIGSTOP); break;
+    case Fault::kLinkDown:
+      run_captured({"ip", "-n", cluster::switch_namespace(name), "link", "set", "p" + std::to_string(host), "down"}, &out);
+      break;
+    case Fault::kKillMaster: {
+      const std::vector<pid_t> launcher = processes(name, 0, false);
+      ASSERT_EQ(launcher.size(), 1u);
+      ::kill(launcher[0], SIGKILL);
+      break;
+    }
+    case Fault::kUnreachable: break;
+  }
+  double took = 0;
+  const int code = job.wait(kTimeout + 40, &took);
+  const std::string err = last_error(job.err());
+  EXPECT_EQ(code, 5) << (code < 0 ? "HANG" : "") << "\n" << job.err();
+  EXPECT_NE(err.find("host "), std::string::npos) << err;
+  EXPECT_NE(err.find("rank"), std::string::npos) << err;
+  if (fault == Fault::kKillWorker) {
+    EXPECT_NE(err.find(fmt::format("host {} (10.77.0.{}, rank {}): rank {} was killed by signal 9", host,
+                                   host + 1, host, host)),
+              std::string::npos)
+        << err;
+  }
+  if (fault == Fault::kStopWorker) {
+    EXPECT_NE(err.find(fmt::format("host {} (10.77.0.{}, rank {}): rank {} is stopped", host, host + 1, host, host)),
+              std::string::npos)
+        << err;
+  }
+  if (fault == Fault::kLinkDown || fault == Fault::kUnreachable) {
+    EXPECT_NE(err.find(fmt::format("host {} (10.77.0.{}, rank {}): its link is down", host, host + 1, host)),
+              std::string::npos)
+        << err;
+  }
+  if (fault == Fault::kKillMaster) {
+    EXPECT_NE(err.find("host 0 (10.77.0.1, rank 0): its launcher was killed by signal 9"), std::string::npos)
+        << err;
+  }
+  const double bound = fault == Fault::kKillWorker || fault == Fault::kKillMaster ? 15 : kTimeout + 25;
+  EXPECT_LT(took, bound + delay_ms / 1000.0) << err;
+  for (int h = 0; h < 3; ++h) {
+    EXPECT_TRUE(pids_in(cluster::host_namespace(name, h)).empty()) << "a process was left on host " << h;
+  }
+  // Repair the link for the next round.
+  run_captured({"ip", "-n", cluster::switch_namespace(name), "link", "set", "p" + std::to_string(host), "up"}, &out);
+  run_captured({"ip", "-n", cluster::host_namespace(name, host), "link", "set", "eth0", "up"}, &out);
+  run_captured({"ip", "-n", cluster::host_namespace(name, host), "route", "replace", "10.77.0.0/24", "dev", "eth0"},
+               &out);
+  std::cout << fmt::format("drill round {}: host {}, after {} ms: exit {} in {:.1f} s: {}\n", round, host,
+                           delay_ms, code, took, err);
+}
+
+void drills(ClusterDrill& t, const std::string& name, Fault fault) {
+  const char* given = std::getenv("DLSCALE_DRILL_SEED");
+  const unsigned seed = given != nullptr ? static_cast<unsigned>(std::atoi(given)) : std::random_device{}();
+  std::cout << "drill seed " << seed << " (set DLSCALE_DRILL_SEED to repeat)\n";
+  std::mt19937 rng(seed);
+  for (int round = 0; round < 4; ++round) drill(t, name, fault, rng, round);
+}
+
+TEST_F(ClusterDrill, WorkerKilledOnAHost) {
+  up(3);
+  drills(*this, name_, Fault::kKillWorker);
+}
+
+TEST_F(ClusterDrill, WorkerStopped) {
+  up(3);
+  drills(*this, name_, Fault::kStopWorker);
+}
+
+TEST_F(ClusterDrill, LinkTakenDownMidRun) {
+  up(3, 1000);
+  drills(*this, name_, Fault::kLinkDown);
+}
+
+TEST_F(ClusterDrill, RendezvousUnreachableFromTheStart) {
+  up(3);
+  drills(*this, name_, Fault::kUnreachable);
+}
+
+TEST_F(ClusterDrill, MasterHostKilled) {
+  up(3);
+  drills(*this, name_, Fault::kKillMaster);
+}
+
+TEST_F(ClusterDrill, SweepKilledMidRunKeepsCompletedRunsAndResumes) {
+  const std::string dir = temp_path("sweep");
+  std::filesystem::create_directories(dir);
+  const std::string yaml = dir + "/drill.yaml";
+  write_file_atomic(yaml, R"Y(name: clusterdrill
+parameters: {launcher: cluster, hosts: 2, model: tinycnn, batch: 16, steps: 200, display-every: 0, threads: 1}
+variables:
+  seed: [1, 2, 3]
+)Y");
+  const std::string flags = fmt::format("sweep {} --db {}/r.db --output-dir {}/runs --progress plain", yaml, dir, dir);
+  {
+    Job sweep(flags);
+    bool second = false;
+    for (int i = 0; i < 3000 && !second; ++i) {
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(dir + "/runs/clusterdrill", ec)) {
+        second = second || e.path().filename().string().rfind("0002-", 0) == 0;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(second) << sweep.out() << sweep.err();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ::kill(sweep.pid, SIGKILL);  // the sweep alone, as a crash would
+    EXPECT_EQ(sweep.wait(5), 128 + SIGKILL);
+  }
+  // Its run, node launchers and workers went with it.
+  bool gone = false;
+  for (int i = 0; i < 250 && !gone; ++i) {
+    gone = pids_in("dls-s2lu-h0").empty() && pids_in("dls-s2lu-h1").empty();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "processes left in the cluster after the sweep was killed";
+  const auto o = run_dlscale(flags);
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("[1/3]"), std::string::npos);
+  EXPECT_NE(o.out.find("already completed"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("2 completed, 0 failed, 0 skipped, 1 already done of 3 planned"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("removed cluster 's2lu'"), std::string::npos) << o.out;
+  EXPECT_FALSE(cluster::find_cluster("s2lu").has_value());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dlscale

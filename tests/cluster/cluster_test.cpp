@@ -1,0 +1,158 @@
+// The emulated cluster's parts that need no root: names, addresses, checks,
+// the launch environment of a cluster job, the sweep's cluster launcher and
+// the CLI's refusals. The cluster itself is exercised, as root, by
+// tests/cluster/cluster_drills_test.cpp (ctest label `cluster`).
+#include "cluster/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.h"
+#include "launch/launch_env.h"
+#include "process_util.h"
+#include "sweep/planner.h"
+#include "sweep/runner.h"
+
+namespace dlscale {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Cluster, SpecChecksNameEveryBadValue) {
+  cluster::ClusterSpec s;
+  EXPECT_EQ(error_of([&] { cluster::check_cluster_spec(s); }), "");
+  s.name = "Bad-Name";
+  EXPECT_NE(error_of([&] { cluster::check_cluster_spec(s); }).find("cluster name 'Bad-Name'"),
+            std::string::npos);
+  s.name = "abcdefghijklm";  // 13 characters
+  EXPECT_NE(error_of([&] { cluster::check_cluster_spec(s); }).find("1 to 12"), std::string::npos);
+  s.name = "ok";
+  s.hosts = 65;
+  EXPECT_NE(error_of([&] { cluster::check_cluster_spec(s); }).find("--hosts must be in [1, 64] (got 65)"),
+            std::string::npos);
+  s.hosts = 2;
+  s.link_mbit = 0.5;
+  EXPECT_NE(error_of([&] { cluster::check_cluster_spec(s); }).find("--link-mbit"), std::string::npos);
+  s.link_mbit = 100;
+  EXPECT_EQ(cluster::describe(s), "2 hosts, links of 100 Mbit/s each way");
+  s.link_mbit = 0;
+  s.hosts = 1;
+  EXPECT_EQ(cluster::describe(s), "1 host, unshaped links");
+}
+
+TEST(Cluster, HostNamesAddressesAndParsing) {
+  EXPECT_EQ(cluster::host_namespace("net", 3), "dls-net-h3");
+  EXPECT_EQ(cluster::switch_namespace("net"), "dls-net-sw");
+  EXPECT_EQ(cluster::host_address(0), "10.77.0.1");
+  EXPECT_EQ(cluster::host_address(63), "10.77.0.64");
+  EXPECT_EQ(cluster::host_name("net", 2), "net-h2");
+  EXPECT_EQ(cluster::host_entry("net", 1).netns_path, "/run/netns/dls-net-h1");
+  cluster::ClusterSpec s;
+  s.name = "net";
+  s.hosts = 4;
+  for (const char* text : {"2", "h2", "net-h2", "10.77.0.3"}) {
+    EXPECT_EQ(cluster::parse_host(s, text), 2) << text;
+  }
+  EXPECT_NE(error_of([&] { cluster::parse_host(s, "4"); }).find("cluster 'net' has no host '4'; hosts are 0..3"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { cluster::parse_host(s, "10.77.0.5"); }), "");
+}
+
+launch::LaunchEnv env_with(const std::map<std::string, std::string>& vars) {
+  return launch::detect_launch_env([&](const char* name) -> const char* {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(Cluster, LaunchEnvironmentCarriesTheTopology) {
+  const launch::LaunchEnv e = env_with({{"DLSCALE_CLUSTER", "net:2:4:100"}});
+  EXPECT_EQ(e.cluster.name, "net");
+  EXPECT_EQ(e.cluster.host, 2);
+  EXPECT_EQ(e.cluster.hosts, 4);
+  EXPECT_EQ(e.cluster.link_mbit, 100);
+  EXPECT_EQ(env_with({}).cluster.name, "");
+  for (const char* bad : {"net:4:4:100", "net:1:2", ":0:1:0", "net:0:2:-1"}) {
+    EXPECT_NE(error_of([&] { env_with({{"DLSCALE_CLUSTER", bad}}); }).find("DLSCALE_CLUSTER"),
+              std::string::npos)
+        << bad;
+  }
+}
+
+std::vector<sweep::PlannedRun> plan(const std::string& yaml) {
+  return sweep::plan_sweep(sweep::parse_sweep(yaml, "test.yaml"), {});
+}
+
+TEST(Cluster, SweepLauncherDerivesWorkersAndNamesTheCluster) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 8, launcher: cluster, workers-per-host: 2}
+variables:
+  hosts: [2, 4]
+  link-mbit: [100, 0]
+)Y");
+  ASSERT_EQ(runs.size(), 4u);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"4", "s2l100"}, {"4", "s2lu"}, {"8", "s4l100"}, {"8", "s4lu"}};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(sweep::param_text(runs[i].params, "workers"), expected[i].first);
+    EXPECT_EQ(sweep::param_text(runs[i].params, "cluster"), expected[i].second);
+    EXPECT_EQ(sweep::param_text(runs[i].params, "global-batch"),
+              std::to_string(8 * std::stoi(expected[i].first)));
+  }
+  // The command: --cluster and --workers-per-host, never --workers (the
+  // cluster launcher refuses it); hosts and link-mbit are the sweep's own.
+  const std::vector<std::string> argv = sweep::build_command(runs[0].params, "dlscale", "r.json");
+  std::string joined;
+  for (const std::string& a : argv) joined += a + " ";
+  EXPECT_NE(joined.find("--cluster s2l100 "), std::string::npos) << joined;
+  EXPECT_NE(joined.find("--workers-per-host 2 "), std::string::npos) << joined;
+  EXPECT_EQ(joined.find("--workers "), std::string::npos) << joined;
+  EXPECT_EQ(joined.find("--hosts"), std::string::npos) << joined;
+  EXPECT_EQ(joined.find("--link-mbit"), std::string::npos) << joined;
+}
+
+TEST(Cluster, SweepLauncherRefusesContradictions) {
+  auto err = [](const std::string& yaml) {
+    return error_of([&] { plan(yaml); });
+  };
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 2, workers: 3}")
+                .find("parameter 'workers' is 3 but launcher cluster runs hosts x workers-per-host = 2"),
+            std::string::npos);
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, cluster: mine}")
+                .find("parameter 'cluster' is set"),
+            std::string::npos);
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, link-mbit: fast}")
+                .find("parameter 'link-mbit'"),
+            std::string::npos);
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 65}")
+                .find("parameter 'hosts' must be a whole number in [1, 64]"),
+            std::string::npos);
+}
+
+TEST(Cluster, TrainRefusesFlagsTheClusterSetsItself) {
+  for (const char* flag : {"--workers 2", "--nnodes 2", "--node-rank 0", "--master-addr 10.0.0.1",
+                           "--host-addr=10.0.0.2"}) {
+    const std::string err = testing::fails(
+        std::string("train --model lenet --batch 4 --steps 5 --cluster nosuch ") + flag);
+    EXPECT_NE(err.find("cannot be given with --cluster"), std::string::npos) << flag << ": " << err;
+  }
+  // Not up (as root) or not allowed (otherwise): one line, exit 2 either way.
+  const std::string err = testing::fails("train --model lenet --batch 4 --steps 5 --cluster nosuch");
+  EXPECT_TRUE(err.find("cluster 'nosuch' is not up") != std::string::npos ||
+              err.find("needs root") != std::string::npos)
+      << err;
+  EXPECT_NE(testing::fails("cluster up --hosts 0").find("--hosts must be in [1, 64] (got 0)"),
+            std::string::npos);
+  EXPECT_NE(testing::fails("cluster up --name UP").find("cluster name 'UP'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlscale
