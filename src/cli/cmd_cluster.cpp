@@ -11,6 +11,8 @@
 #include "cluster/cluster.h"
 #include "core/error.h"
 #include "core/text_table.h"
+#include "launch/local_launcher.h"
+#include "sweep/runner.h"
 
 namespace dlscale::cli {
 namespace {
@@ -42,24 +44,60 @@ void run_list() {
   table.print(std::cout);
 }
 
-[[noreturn]] void run_exec(const std::string& name, const std::string& host,
-                           const std::vector<std::string>& command) {
-  cluster::check_can_manage();
-  const cluster::ClusterSpec spec = cluster::require_cluster(name);
-  const int h = cluster::parse_host(spec, host);
+/// This program's own path, for the remote-shell agent's command line.
+std::string self_path() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  DLSCALE_CHECK(n > 0, "cannot find this program's path: {}", std::strerror(errno));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+/// Enters host `h` and replaces this process by `argv`.
+[[noreturn]] void exec_on_host(const std::string& name, int h, const std::vector<std::string>& argv) {
   const char* what = "";
   if (const int err = cluster::enter_host(cluster::host_entry(name, h), &what); err != 0) {
     throw Error(fmt::format("cannot {} of host {} of cluster '{}': {}", what, h, name,
                             std::strerror(err)));
   }
   std::vector<char*> args;
-  for (const std::string& a : command) args.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   ::execvp(args[0], args.data());
   const int err = errno;
-  std::fprintf(stderr, "dlscale: error: cannot run '%s' on host %d: %s\n", command[0].c_str(), h,
+  std::fprintf(stderr, "dlscale: error: cannot run '%s' on host %d: %s\n", argv[0].c_str(), h,
                std::strerror(err));
   std::exit(err == ENOENT ? 127 : 126);
+}
+
+/// Open MPI's remote-shell agent: `AGENT HOST WORDS...` runs WORDS through
+/// the shell on HOST, as `ssh HOST WORDS...` would.
+[[noreturn]] void run_agent(const std::string& name, const std::vector<std::string>& rest) {
+  DLSCALE_CHECK(rest.size() >= 2, "cluster agent needs a host and a command (it is Open MPI's "
+                                  "remote-shell agent; see docs/cluster.md)");
+  const cluster::ClusterSpec spec = cluster::require_cluster(name);
+  std::string command;
+  for (size_t i = 1; i < rest.size(); ++i) command += (i > 1 ? " " : "") + rest[i];
+  exec_on_host(name, cluster::parse_host(spec, rest[0]), {"/bin/sh", "-c", command});
+}
+
+[[noreturn]] void run_mpirun(const std::string& name, cluster::MpirunOptions options,
+                             const std::string& extra) {
+  cluster::check_can_manage();
+  const cluster::ClusterSpec spec = cluster::require_cluster(name);
+  options.agent = self_path() + " cluster agent --name " + name;
+  if (!extra.empty()) options.extra = sweep::split_command(extra);
+  // One secret for every rank (Gloo under mpirun meets at a store).
+  if (const char* s = std::getenv("DLSCALE_JOB_SECRET"); s == nullptr || *s == '\0') {
+    ::setenv("DLSCALE_JOB_SECRET", launch::random_job_secret().c_str(), 1);
+  }
+  exec_on_host(name, 0, cluster::mpirun_command(spec, options));
+}
+
+[[noreturn]] void run_exec(const std::string& name, const std::string& host,
+                           const std::vector<std::string>& command) {
+  cluster::check_can_manage();
+  const cluster::ClusterSpec spec = cluster::require_cluster(name);
+  exec_on_host(name, cluster::parse_host(spec, host), command);
 }
 
 }  // namespace
@@ -102,6 +140,25 @@ void add_cluster_command(CLI::App& app) {
       ->required();
   exec->add_option("command", *command, "The command and its arguments (after --)")->required();
   exec->callback([name, host, command] { run_exec(*name, *host, *command); });
+
+  auto mpi = std::make_shared<cluster::MpirunOptions>();
+  auto mpi_extra = std::make_shared<std::string>();
+  CLI::App* mpirun = cmd->add_subcommand(
+      "mpirun", "Run a command under Open MPI's mpirun across the hosts: --workers-per-host ranks "
+                "in each, mpirun in host 0, its TCP transports on the cluster's links");
+  mpirun->add_option("--name", *name, name_help)->capture_default_str();
+  mpirun->add_option("--workers-per-host", mpi->workers_per_host, "Ranks in each host")
+      ->capture_default_str();
+  mpirun->add_option("--mpirun-args", *mpi_extra, "More mpirun flags, e.g. '--bind-to none'");
+  mpirun->add_option("command", mpi->command, "The program each rank runs (after --)")->required();
+  mpirun->callback([name, mpi, mpi_extra] { run_mpirun(*name, *mpi, *mpi_extra); });
+
+  CLI::App* agent = cmd->add_subcommand(
+      "agent", "Open MPI's remote-shell agent for 'cluster mpirun' (like ssh): HOST WORDS... runs "
+               "WORDS through the shell on HOST");
+  agent->add_option("--name", *name, name_help)->capture_default_str();
+  agent->prefix_command();
+  agent->callback([name, agent] { run_agent(*name, agent->remaining()); });
 }
 
 }  // namespace dlscale::cli

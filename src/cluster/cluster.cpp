@@ -325,6 +325,30 @@ std::vector<int> hosts_with_link_down(const ClusterSpec& spec) {
   return down;
 }
 
+std::vector<std::string> mpirun_command(const ClusterSpec& spec, const MpirunOptions& o) {
+  DLSCALE_CHECK(o.workers_per_host >= 1 && o.workers_per_host <= 1024,
+                "--workers-per-host must be in [1, 1024] (got {})", o.workers_per_host);
+  DLSCALE_CHECK(!o.command.empty(), "cluster mpirun needs a command after --");
+  std::string hosts;
+  for (int h = 0; h < spec.hosts; ++h) {
+    hosts += fmt::format("{}{}:{}", h == 0 ? "" : ",", host_address(h), o.workers_per_host);
+  }
+  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(spec.hosts * o.workers_per_host),
+                                   "--host", hosts, "--oversubscribe"};
+  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  for (const char* kv : {"plm_rsh_agent", "btl", "btl_tcp_if_include", "oob_tcp_if_include"}) {
+    argv.insert(argv.end(), {"--mca", kv});
+    const std::string k = kv;
+    argv.push_back(k == "plm_rsh_agent" ? o.agent : k == "btl" ? "self,vader,tcp" : kSubnet);
+  }
+  // The job secret (Gloo under mpirun) and the launch environment reach
+  // every rank, as `-x` does across real hosts.
+  argv.insert(argv.end(), {"-x", "DLSCALE_JOB_SECRET"});
+  argv.insert(argv.end(), o.extra.begin(), o.extra.end());
+  argv.insert(argv.end(), o.command.begin(), o.command.end());
+  return argv;
+}
+
 HostEntry host_entry(const std::string& name, int host) {
   return {std::string(kNetnsDir) + "/" + host_namespace(name, host), host_name(name, host)};
 }

@@ -74,6 +74,20 @@ ClusterSpec require_cluster(const std::string& name);
 /// host's eth0 or the switch's port): what a failed job's error names first.
 std::vector<int> hosts_with_link_down(const ClusterSpec& spec);
 
+/// `dlscale cluster mpirun`: the mpirun command line that runs `command` as
+/// hosts x `workers_per_host` ranks, `workers_per_host` in each host, with
+/// Open MPI's remote-shell agent set to `agent` (`dlscale cluster agent
+/// --name NAME`, which enters a host's namespaces like ssh would log in)
+/// and its TCP transports held to the cluster's subnet, so that messages
+/// between hosts cross the shaped links. To be run inside host 0.
+struct MpirunOptions {
+  int workers_per_host = 1;
+  std::string agent;                 ///< the remote-shell agent's command line
+  std::vector<std::string> extra;    ///< more mpirun flags
+  std::vector<std::string> command;  ///< the program each rank runs, and its arguments
+};
+std::vector<std::string> mpirun_command(const ClusterSpec& spec, const MpirunOptions& options);
+
 /// What a process needs to become a process of one host, prepared before
 /// fork so that the child only makes system calls.
 struct HostEntry {

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -112,6 +114,18 @@ SubprocessResult run_subprocess(const SubprocessOptions& o) {
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   r.exec_failed = !r.timed_out && !r.interrupted && r.signal == 0 && r.exit_code == kExecFailed;
   return r;
+}
+
+std::optional<ProcState> proc_state(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return std::nullopt;
+  const size_t close = stat.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return std::nullopt;
+  ProcState p;
+  std::istringstream fields(stat.substr(close + 1));
+  if (!(fields >> p.state >> p.ppid)) return std::nullopt;
+  return p;
 }
 
 int run_captured(const std::vector<std::string>& argv, std::string* output) {

@@ -3,6 +3,7 @@
 // and stderr captured to a log file. Used by the sweep runner, which must
 // survive anything a run does (crash, hang, out of memory).
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,15 @@ struct SubprocessResult {
 /// timeout or interrupt) and waits for it. Throws dlscale::Error only when
 /// the log file cannot be created.
 SubprocessResult run_subprocess(const SubprocessOptions& options);
+
+/// What the kernel shows of a process (/proc/PID/stat), or nothing when it
+/// is gone.
+struct ProcState {
+  char state = '?';  ///< R, S, D, T (stopped), t (traced), Z, ...
+  long ppid = 0;
+  bool stopped() const { return state == 'T' || state == 't'; }
+};
+std::optional<ProcState> proc_state(long pid);
 
 /// Runs a short command (`ip`, `tc`) to completion with stdin from
 /// /dev/null, its stdout and stderr together in `output`. Returns its exit

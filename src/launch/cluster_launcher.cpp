@@ -14,17 +14,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "cluster/cluster.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/subprocess.h"
 #include "core/sysinfo.h"
 #include "launch/launch_env.h"
 #include "launch/local_launcher.h"
-
-extern char** environ;
 
 namespace dlscale::launch {
 namespace {
@@ -73,42 +71,22 @@ void add_default_threads(ClusterPlan& plan, const cluster::ClusterSpec& spec) {
 }
 
 /// argv and environment of host `h`'s node launcher, built before fork.
-struct NodeExec {
-  std::vector<std::string> strings;
-  std::vector<char*> argv, envp;
-};
-
-NodeExec node_exec(const ClusterPlan& plan, const cluster::ClusterSpec& spec, int h,
-                   const std::string& secret) {
-  NodeExec e;
+ExecImage node_exec(const ClusterPlan& plan, const cluster::ClusterSpec& spec, int h,
+                    const std::string& secret) {
   std::vector<std::string> args = plan.argv;
   args.insert(args.end(), {"--nnodes", std::to_string(spec.hosts), "--node-rank",
                            std::to_string(h), "--workers", std::to_string(plan.workers_per_host),
                            "--master-addr", cluster::host_address(0), "--host-addr",
                            cluster::host_address(h)});
-  std::vector<std::string> env;
-  for (char** p = environ; *p != nullptr; ++p) {
-    const std::string kv = *p;
-    const std::string key = kv.substr(0, kv.find('='));
-    if (key != kEnvJobSecret && key != kEnvCluster) env.push_back(kv);
-  }
-  env.push_back(std::string(kEnvJobSecret) + "=" + secret);
-  env.push_back(fmt::format("{}={}:{}:{}:{:g}", kEnvCluster, spec.name, h, spec.hosts,
-                            spec.link_mbit));
-  e.strings = std::move(args);
-  const size_t nargs = e.strings.size();
-  for (auto& s : env) e.strings.push_back(std::move(s));
-  for (size_t i = 0; i < e.strings.size(); ++i) {
-    (i < nargs ? e.argv : e.envp).push_back(e.strings[i].data());
-  }
-  e.argv.push_back(nullptr);
-  e.envp.push_back(nullptr);
-  return e;
+  return make_exec_image(
+      std::move(args),
+      {{kEnvJobSecret, secret},
+       {kEnvCluster, fmt::format("{}:{}:{}:{:g}", spec.name, h, spec.hosts, spec.link_mbit)}});
 }
 
 NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, int h,
                     const std::string& secret) {
-  NodeExec exec = node_exec(plan, spec, h, secret);
+  ExecImage exec = node_exec(plan, spec, h, secret);
   const cluster::HostEntry entry = cluster::host_entry(spec.name, h);
   int fds[2];
   DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
@@ -227,23 +205,16 @@ Diagnosis find_stopped_worker(const std::vector<NodeProc>& nodes) {
   for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string pid = e.path().filename();
     if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0]))) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat;
-    std::getline(in, stat);
-    const size_t close = stat.rfind(')');  // the command name may hold spaces
-    if (close == std::string::npos) continue;
-    char state = 0;
-    long ppid = 0;
-    std::istringstream fields(stat.substr(close + 1));
-    fields >> state >> ppid;
-    if (state != 'T' && state != 't') continue;
+    const std::optional<ProcState> p = proc_state(std::atol(pid.c_str()));
+    if (!p || !p->stopped()) continue;
     for (const NodeProc& n : nodes) {
-      if (n.pid != ppid) continue;
-      std::ifstream env_in(e.path() / "environ");
-      const std::string env((std::istreambuf_iterator<char>(env_in)), std::istreambuf_iterator<char>());
+      if (n.pid != p->ppid) continue;
+      std::ifstream in(e.path() / "environ");
+      const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       const std::string key = std::string(kEnvRank) + "=";
       const size_t at = env.find(key);
-      const std::string rank = at == std::string::npos ? "?" : env.substr(at + key.size(), env.find('\0', at) - at - key.size());
+      std::string rank = "?";
+      if (at != std::string::npos) rank = env.substr(at + key.size(), env.find('\0', at) - at - key.size());
       return {n.host, fmt::format("rank {} is stopped (SIGSTOP or a debugger)", rank)};
     }
   }

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "cluster/cluster.h"
 #include "comm/session.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -224,7 +225,15 @@ void run_train(const train::TrainOptions& options, const LaunchEnv& env,
                const std::vector<std::string>& argv, std::ostream& out) {
   // Validate once here, so bad input is one error, not one per worker.
   const launch::JobOptions job = train::job_options(options);
-  const int workers = env.is_worker() ? env.world_size - job.servers : 0;
+  int workers = env.is_worker() ? env.world_size - job.servers : 0;
+  int local_workers = 0;
+  // The cluster launcher checks the job it will start on every host.
+  if (!options.cluster.empty() && env.cluster.name.empty()) {
+    if (const auto spec = cluster::find_cluster(options.cluster)) {
+      workers = spec->hosts * options.workers_per_host;
+      local_workers = options.workers_per_host;
+    }
+  }
   DLSCALE_CHECK(!env.is_worker() || workers >= 1,
                 "--ps-shards {} dedicated server(s) leave no worker among the job's {} ranks; "
                 "start more ranks or use fewer shards",
@@ -232,7 +241,8 @@ void run_train(const train::TrainOptions& options, const LaunchEnv& env,
   train::TrainOptions with_cluster = options;
   with_cluster.cluster_hosts = env.cluster.hosts;  // for the record
   with_cluster.cluster_link_mbit = env.cluster.link_mbit;
-  const train::ResolvedTrainOptions resolved = train::resolve_train_options(with_cluster, workers);
+  const train::ResolvedTrainOptions resolved =
+      train::resolve_train_options(with_cluster, workers, local_workers);
   if (resolved.sync.strategy == dp::Strategy::kPs && !env.is_worker()) {
     train::plan_ps_variables(resolved);  // more shards than variables: one error, now
   }

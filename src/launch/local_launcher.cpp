@@ -18,6 +18,7 @@
 #include "comm/tcp_store.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/subprocess.h"
 #include "launch/launch_env.h"
 
 extern char** environ;
@@ -25,14 +26,10 @@ extern char** environ;
 namespace dlscale::launch {
 namespace {
 
-/// Whether the kernel shows `pid` stopped (state T or t in /proc/PID/stat).
+/// Whether the kernel shows `pid` stopped (SIGSTOP, a debugger).
 bool is_stopped(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  std::getline(in, stat);
-  const size_t close = stat.rfind(')');  // the command name may hold spaces
-  return close != std::string::npos && close + 2 < stat.size() &&
-         (stat[close + 2] == 'T' || stat[close + 2] == 't');
+  const std::optional<ProcState> p = proc_state(pid);
+  return p.has_value() && p->stopped();
 }
 
 constexpr int kStatusFd = 3;  // workers find their progress pipe here
@@ -106,14 +103,6 @@ void stop_all(std::vector<Child>& children) {
   }
 }
 
-/// Everything execve needs, prepared before fork (the child may only make
-/// async-signal-safe calls).
-struct Exec {
-  std::vector<std::string> strings;
-  std::vector<char*> argv;
-  std::vector<char*> envp;
-};
-
 /// The job's rendezvous secret: DLSCALE_JOB_SECRET when set (every node of
 /// a multi-node job must give the same), else a fresh random one for a
 /// one-node job; a multi-node job without one runs unauthenticated, warned.
@@ -132,38 +121,18 @@ std::string job_secret(const LaunchPlan& plan) {
   return random_job_secret();
 }
 
-Exec prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int local_world, int world,
-                  int port, const std::string& secret) {
-  Exec e;
-  std::vector<std::string> env;
-  const std::vector<std::string> ours = {
-      kEnvRank, kEnvWorldSize, kEnvLocalRank, kEnvLocalWorldSize, kEnvMasterAddr,
-      kEnvMasterPort, kEnvStatusFd, kEnvJobSecret, "OMP_NUM_THREADS"};
-  for (char** p = environ; *p != nullptr; ++p) {
-    const std::string kv = *p;
-    const std::string key = kv.substr(0, kv.find('='));
-    bool replaced = false;
-    for (const auto& o : ours) replaced = replaced || key == o;
-    if (!replaced) env.push_back(kv);
-  }
-  env.push_back(std::string(kEnvRank) + "=" + std::to_string(rank));
-  env.push_back(std::string(kEnvWorldSize) + "=" + std::to_string(world));
-  env.push_back(std::string(kEnvLocalRank) + "=" + std::to_string(local_rank));
-  env.push_back(std::string(kEnvLocalWorldSize) + "=" + std::to_string(local_world));
-  env.push_back(std::string(kEnvMasterAddr) + "=" + plan.master_addr);
-  env.push_back(std::string(kEnvMasterPort) + "=" + std::to_string(port));
-  env.push_back(std::string(kEnvStatusFd) + "=" + std::to_string(kStatusFd));
-  env.push_back(std::string(kEnvJobSecret) + "=" + secret);
-  env.push_back("OMP_NUM_THREADS=" + std::to_string(plan.threads_per_worker));
-  e.strings = plan.argv;
-  const size_t nargs = e.strings.size();
-  for (auto& s : env) e.strings.push_back(std::move(s));
-  for (size_t i = 0; i < e.strings.size(); ++i) {
-    (i < nargs ? e.argv : e.envp).push_back(e.strings[i].data());
-  }
-  e.argv.push_back(nullptr);
-  e.envp.push_back(nullptr);
-  return e;
+ExecImage prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int local_world,
+                       int world, int port, const std::string& secret) {
+  return make_exec_image(plan.argv,
+                         {{kEnvRank, std::to_string(rank)},
+                          {kEnvWorldSize, std::to_string(world)},
+                          {kEnvLocalRank, std::to_string(local_rank)},
+                          {kEnvLocalWorldSize, std::to_string(local_world)},
+                          {kEnvMasterAddr, plan.master_addr},
+                          {kEnvMasterPort, std::to_string(port)},
+                          {kEnvStatusFd, std::to_string(kStatusFd)},
+                          {kEnvJobSecret, secret},
+                          {"OMP_NUM_THREADS", std::to_string(plan.threads_per_worker)}});
 }
 
 /// The silent-longest running worker, named when another worker's failure
@@ -226,6 +195,27 @@ std::string find_failure(const std::vector<Child>& children, double now,
 
 }  // namespace
 
+ExecImage make_exec_image(std::vector<std::string> argv,
+                          const std::vector<std::pair<std::string, std::string>>& set) {
+  ExecImage e;
+  e.strings = std::move(argv);
+  const size_t nargs = e.strings.size();
+  for (char** p = environ; *p != nullptr; ++p) {
+    const std::string kv = *p;
+    const std::string key = kv.substr(0, kv.find('='));
+    bool replaced = false;
+    for (const auto& [name, value] : set) replaced = replaced || key == name;
+    if (!replaced) e.strings.push_back(kv);
+  }
+  for (const auto& [name, value] : set) e.strings.push_back(name + "=" + value);
+  for (size_t i = 0; i < e.strings.size(); ++i) {
+    (i < nargs ? e.argv : e.envp).push_back(e.strings[i].data());
+  }
+  e.argv.push_back(nullptr);
+  e.envp.push_back(nullptr);
+  return e;
+}
+
 std::string random_job_secret() {
   std::random_device rd;
   std::string secret;
@@ -281,7 +271,7 @@ void run_local_workers(const LaunchPlan& plan) {
     DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
     ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
     ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
-    Exec exec = prepare_exec(plan, c.rank, local, local_world, world, port, secret);
+    ExecImage exec = prepare_exec(plan, c.rank, local, local_world, world, port, secret);
     cpu_set_t pin;
     CPU_ZERO(&pin);
     for (int t = 0; t < plan.threads_per_worker && !cores.empty(); ++t) {

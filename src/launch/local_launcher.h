@@ -7,6 +7,7 @@
 // workers die with the launcher (PR_SET_PDEATHSIG).
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -42,6 +43,18 @@ class JobFailed : public Error {
 /// Runs the job to completion. Returns normally when every worker exited 0;
 /// throws JobFailed otherwise (after every worker has been stopped and reaped).
 void run_local_workers(const LaunchPlan& plan);
+
+/// Everything execve needs, prepared before fork (the child may only make
+/// async-signal-safe calls). The strings own what argv and envp point to.
+struct ExecImage {
+  std::vector<std::string> strings;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+};
+/// `argv`, and this process's environment with the variables in `set`
+/// replaced (or added).
+ExecImage make_exec_image(std::vector<std::string> argv,
+                          const std::vector<std::pair<std::string, std::string>>& set);
 
 /// 128 random bits as hex: a rendezvous secret for a job dlscale starts.
 std::string random_job_secret();

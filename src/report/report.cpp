@@ -31,8 +31,11 @@ constexpr EnumNames<Format, 4> kFormatNames{
     "format", {{{Format::kText, "text"}, {Format::kMarkdown, "markdown"}, {Format::kCsv, "csv"}, {Format::kJson, "json"}}}};
 
 /// Parameters that are the table's axes or do not change what is measured.
-const std::set<std::string> kNotLabels = {"workers", "batch",   "global-batch", "scaling",           "repeats",
-                                          "timeout", "command", "launcher-args", "throughput-pattern", "model"};
+/// With launcher cluster, `hosts` and the cluster's name follow the workers
+/// (workers = hosts x workers-per-host; docs/cluster.md).
+const std::set<std::string> kNotLabels = {"workers", "batch",   "global-batch",  "scaling",
+                                          "repeats", "timeout", "command",       "launcher-args",
+                                          "model",   "hosts",   "cluster",       "throughput-pattern"};
 
 std::string text_of(const Params& p, const std::string& name) { return sweep::param_text(p, name, "-"); }
 

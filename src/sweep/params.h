@@ -21,7 +21,8 @@ using Params = std::map<std::string, Value>;
 /// collective timeout, since a sweep's `timeout` is the per-repeat limit.)
 inline constexpr const char* kSweepOnlyParams[] = {"kind",    "launcher", "launcher-args",      "repeats",
                                                    "timeout", "scaling",  "command",            "throughput-pattern",
-                                                   "train-timeout", "hosts", "link-mbit"};
+                                                   "train-timeout", "hosts", "link-mbit",
+                                                   "cluster-launcher"};
 
 /// True for parameters a dlscale run passes to `dlscale train` as `--name`:
 /// not the sweep's own, not a `_name` of the user's, and not workers/batch/

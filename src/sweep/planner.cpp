@@ -168,6 +168,7 @@ void complete_cluster_params(Params& p) {
                 "parameter 'workers' is {} but launcher cluster runs hosts x workers-per-host = {}: "
                 "drop 'workers'",
                 p.count("workers") ? p["workers"].to_string() : "", hosts * per_host);
+  p["cluster-launcher"] = require_choice(p, "cluster-launcher", {"dlscale", "mpirun"}, "dlscale");
   p["hosts"] = Value(hosts);
   p["workers-per-host"] = Value(per_host);
   p["link-mbit"] = link;

@@ -216,9 +216,20 @@ std::vector<std::string> build_command(const Params& p, const std::string& dlsca
   std::vector<std::string> argv;
   if (launcher == "mpirun") argv = {"mpirun", "-np", std::to_string(workers)};
   if (launcher == "srun") argv = {"srun", "-n", std::to_string(workers)};
-  if (const auto it = p.find("launcher-args"); it != p.end() && launcher != "local") {
-    for (const std::string& w : split_command(it->second.to_string())) argv.push_back(w);
+  // launcher cluster with cluster-launcher mpirun: mpirun across the hosts
+  // (dlscale cluster mpirun), the ranks told nothing of the cluster.
+  const bool cluster_mpirun = launcher == "cluster" && param_text(p, "cluster-launcher", "dlscale") == "mpirun";
+  if (cluster_mpirun) {
+    argv = {dlscale_binary, "cluster", "mpirun", "--name", param_text(p, "cluster"), "--workers-per-host",
+            param_text(p, "workers-per-host")};
   }
+  if (const auto it = p.find("launcher-args"); it != p.end() && launcher != "local") {
+    if (cluster_mpirun) argv.insert(argv.end(), {"--mpirun-args", it->second.to_string()});
+    if (!cluster_mpirun) {
+      for (const std::string& w : split_command(it->second.to_string())) argv.push_back(w);
+    }
+  }
+  if (cluster_mpirun) argv.push_back("--");
   if (param_text(p, "kind") == "external") {
     const Lookup lookup = [&](const std::string& name) -> Value {
       const auto found = p.find(name);
@@ -235,6 +246,7 @@ std::vector<std::string> build_command(const Params& p, const std::string& dlsca
   argv.push_back(commbench ? "commbench" : "train");
   for (const auto& [name, value] : p) {
     if (!is_train_option(name)) continue;
+    if (cluster_mpirun && (name == "cluster" || name == "workers-per-host")) continue;
     if (value.is_bool()) {
       if (value.boolean()) argv.push_back("--" + name);
       continue;

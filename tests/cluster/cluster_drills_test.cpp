@@ -285,6 +285,26 @@ TEST_F(ClusterDrill, TrainingAcrossHostsEqualsLocalWorkersAndBindsOnlyItsAddress
   std::filesystem::remove(local);
 }
 
+TEST_F(ClusterDrill, MpirunCrossesTheShapedLinks) {
+  up(2, 50);
+  const std::string record = temp_path("mpi.json");
+  const auto o = run_dlscale(fmt::format(
+      "cluster mpirun --name {} --workers-per-host 1 -- {} train --model lenet --image-size 28 --batch 16 "
+      "--steps 4 --warmup 1 --display-every 0 --threads 1 --json {}",
+      name_, DLSCALE_BINARY, record));
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  const nlohmann::json r = nlohmann::json::parse(read_file(record));
+  EXPECT_EQ(r["inputs"]["world_size"], 2);
+  EXPECT_EQ(r["results"]["comm"]["backend"], "mpi");
+  // MPI's messages crossed the 50 Mbit/s links: the achieved bandwidth is
+  // at most the links' 6.25 MB/s (loopback gives GB/s).
+  const double algbw = r["results"]["comm"]["algbw_gbps"].get<double>();
+  EXPECT_GT(algbw, 0.001);
+  EXPECT_LT(algbw, 0.00625) << "faster than the shaped link: the messages did not cross it";
+  expect_no_process_left(2);
+  std::filesystem::remove(record);
+}
+
 enum class Fault { kKillWorker, kStopWorker, kLinkDown, kUnreachable, kKillMaster };
 
 /// One randomised fault on a 3-host cluster: the job must end within its

@@ -119,6 +119,46 @@ variables:
   EXPECT_EQ(joined.find("--link-mbit"), std::string::npos) << joined;
 }
 
+TEST(Cluster, MpirunAcrossTheHosts) {
+  cluster::ClusterSpec spec;
+  spec.name = "lab";
+  spec.hosts = 3;
+  cluster::MpirunOptions o;
+  o.workers_per_host = 2;
+  o.agent = "/bin/dlscale cluster agent --name lab";
+  o.extra = {"--bind-to", "none"};
+  o.command = {"dlscale", "train"};
+  const std::vector<std::string> argv = cluster::mpirun_command(spec, o);
+  std::string joined;
+  for (const std::string& a : argv) joined += a + "|";
+  EXPECT_EQ(joined.rfind("mpirun|-np|6|--host|10.77.0.1:2,10.77.0.2:2,10.77.0.3:2|--oversubscribe|", 0), 0u)
+      << joined;
+  EXPECT_NE(joined.find("|--mca|plm_rsh_agent|/bin/dlscale cluster agent --name lab|"), std::string::npos);
+  EXPECT_NE(joined.find("|--mca|btl_tcp_if_include|10.77.0.0/24|"), std::string::npos);
+  EXPECT_NE(joined.find("|--mca|oob_tcp_if_include|10.77.0.0/24|"), std::string::npos);
+  EXPECT_NE(joined.find("|-x|DLSCALE_JOB_SECRET|--bind-to|none|dlscale|train|"), std::string::npos) << joined;
+
+  // The sweep: cluster-launcher mpirun runs `dlscale cluster mpirun ... -- dlscale train ...`.
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 2, cluster-launcher: mpirun,
+             launcher-args: '--bind-to none'}
+)Y");
+  ASSERT_EQ(runs.size(), 1u);
+  const std::vector<std::string> cmd = sweep::build_command(runs[0].params, "dlscale", "r.json");
+  joined.clear();
+  for (const std::string& a : cmd) joined += a + " ";
+  EXPECT_EQ(joined.rfind("dlscale cluster mpirun --name s2lu --workers-per-host 1 --mpirun-args --bind-to none -- "
+                         "dlscale train ",
+                         0),
+            0u)
+      << joined;
+  EXPECT_EQ(joined.find("--cluster "), std::string::npos) << joined;
+  EXPECT_NE(error_of([] {
+              plan("parameters: {model: lenet, batch: 8, launcher: cluster, cluster-launcher: ssh}");
+            }).find("cluster-launcher"),
+            std::string::npos);
+}
+
 TEST(Cluster, SweepLauncherRefusesContradictions) {
   auto err = [](const std::string& yaml) {
     return error_of([&] { plan(yaml); });
