@@ -169,6 +169,9 @@ void complete_cluster_params(Params& p) {
                 "drop 'workers'",
                 p.count("workers") ? p["workers"].to_string() : "", hosts * per_host);
   p["cluster-launcher"] = require_choice(p, "cluster-launcher", {"dlscale", "mpirun"}, "dlscale");
+  DLSCALE_CHECK(!p.count("launcher-args") || p["cluster-launcher"].string() == "mpirun",
+                "parameter 'launcher-args' is for mpirun; with launcher cluster it needs "
+                "cluster-launcher: mpirun");
   p["hosts"] = Value(hosts);
   p["workers-per-host"] = Value(per_host);
   p["link-mbit"] = link;

@@ -172,6 +172,9 @@ TEST(Cluster, SweepLauncherRefusesContradictions) {
   EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, link-mbit: fast}")
                 .find("parameter 'link-mbit'"),
             std::string::npos);
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, launcher-args: '-v'}")
+                .find("needs cluster-launcher: mpirun"),
+            std::string::npos);
   EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 65}")
                 .find("parameter 'hosts' must be a whole number in [1, 64]"),
             std::string::npos);
