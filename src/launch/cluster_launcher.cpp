@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,10 +93,7 @@ NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, i
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
+    become_child_of(parent);
     ::dup2(fds[1], STDERR_FILENO);
     const char* what = "";
     if (const int err = cluster::enter_host(entry, &what); err != 0) {

@@ -216,6 +216,13 @@ ExecImage make_exec_image(std::vector<std::string> argv,
   return e;
 }
 
+void become_child_of(pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+}
+
 std::string random_job_secret() {
   std::random_device rd;
   std::string secret;
@@ -280,10 +287,7 @@ void run_local_workers(const LaunchPlan& plan) {
     const bool quiet = c.rank != plan.servers && !plan.verbose_ranks;  // the first worker prints
     const pid_t pid = ::fork();
     if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(1);
-      ::signal(SIGINT, SIG_DFL);
-      ::signal(SIGTERM, SIG_DFL);
+      become_child_of(parent);
       ::dup2(fds[1], kStatusFd);
       if (quiet) ::dup2(devnull, STDOUT_FILENO);
       if (plan.bind_cores) ::sched_setaffinity(0, sizeof(pin), &pin);

@@ -5,6 +5,8 @@
 // progress for the timeout, every worker is stopped and the job fails with an
 // error naming the rank(s) and what they were doing. Never leaves orphans:
 // workers die with the launcher (PR_SET_PDEATHSIG).
+#include <sys/types.h>
+
 #include <chrono>
 #include <string>
 #include <utility>
@@ -55,6 +57,11 @@ struct ExecImage {
 /// replaced (or added).
 ExecImage make_exec_image(std::vector<std::string> argv,
                           const std::vector<std::pair<std::string, std::string>>& set);
+
+/// In a freshly forked child (async-signal-safe calls only): dies with
+/// `parent` (exits at once if it is already gone) and restores the default
+/// SIGINT/SIGTERM handling the launcher replaced.
+void become_child_of(pid_t parent);
 
 /// 128 random bits as hex: a rendezvous secret for a job dlscale starts.
 std::string random_job_secret();
