@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -26,9 +25,6 @@
 namespace dlscale::launch {
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_stop(int sig) { g_stop = sig; }
-
 /// One host's node launcher.
 struct NodeProc {
   int host = 0;
@@ -42,28 +38,31 @@ struct NodeProc {
   bool failed() const { return !running && (exit_code != 0 || signal != 0); }
 };
 
+/// Whether the command line gives `flag` (as `--flag V` or `--flag=V`).
+bool gives_flag(const std::vector<std::string>& argv, const std::string& flag) {
+  for (size_t i = 1; i < argv.size(); ++i) {
+    if (argv[i] == flag || argv[i].rfind(flag + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
 /// The flags --cluster sets for every host itself.
 void refuse_own_flags(const std::vector<std::string>& argv) {
   for (const char* flag :
        {"--workers", "-n", "--nnodes", "--node-rank", "--master-addr", "--host-addr",
         "--master-bind"}) {
-    for (size_t i = 1; i < argv.size(); ++i) {
-      const std::string& a = argv[i];
-      DLSCALE_CHECK(a != flag && a.rfind(std::string(flag) + "=", 0) != 0,
-                    "{} cannot be given with --cluster, which starts --workers-per-host workers "
-                    "on each host and sets the nodes and addresses itself",
-                    flag);
-    }
+    DLSCALE_CHECK(!gives_flag(argv, flag),
+                  "{} cannot be given with --cluster, which starts --workers-per-host workers "
+                  "on each host and sets the nodes and addresses itself",
+                  flag);
   }
 }
 
 /// Every host's workers share this machine's cores: unless --threads was
 /// given, each worker gets cores / (hosts x workers per host).
 void add_default_threads(ClusterPlan& plan, const cluster::ClusterSpec& spec) {
-  for (const std::string& a : plan.argv) {
-    for (const char* f : {"--threads", "-t", "--threads-per-worker"}) {
-      if (a == f || a.rfind(std::string(f) + "=", 0) == 0) return;
-    }
+  for (const char* f : {"--threads", "-t", "--threads-per-worker"}) {
+    if (gives_flag(plan.argv, f)) return;
   }
   const int threads = std::max(1, available_cores() / (spec.hosts * plan.workers_per_host));
   plan.argv.insert(plan.argv.end(), {"--threads", std::to_string(threads)});
@@ -228,7 +227,8 @@ Diagnosis diagnose(const cluster::ClusterSpec& spec, const std::vector<NodeProc>
 /// Waits until every host ended, or until `grace` after the first failure.
 /// Returns the index of the first host that failed, or -1.
 int supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
-              std::vector<NodeProc>& nodes, Diagnosis* diagnosis) {
+              const InterruptGuard& interrupts, std::vector<NodeProc>& nodes,
+              Diagnosis* diagnosis) {
   int first = -1;
   double failed_at = 0;
   while (true) {
@@ -246,7 +246,7 @@ int supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
         *diagnosis = diagnose(spec, nodes);
       }
     }
-    if (!any_running || g_stop != 0) return first;
+    if (!any_running || interrupts.signal() != 0) return first;
     if (first >= 0 && (now_seconds() - failed_at) * 1000 > static_cast<double>(plan.grace.count())) {
       return first;
     }
@@ -265,12 +265,7 @@ void run_cluster_job(const ClusterPlan& given) {
   add_default_threads(plan, spec);
   const char* set = std::getenv(kEnvJobSecret);
   const std::string secret = set != nullptr && *set != '\0' ? set : random_job_secret();
-  struct sigaction sa {};
-  sa.sa_handler = on_stop;
-  struct sigaction old_int {}, old_term {};
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  g_stop = 0;
+  const InterruptGuard interrupts;
   std::vector<NodeProc> nodes;
   try {
     for (int h = 0; h < spec.hosts; ++h) nodes.push_back(start_node(plan, spec, h, secret));
@@ -282,18 +277,16 @@ void run_cluster_job(const ClusterPlan& given) {
                    cluster::describe(spec), plan.workers_per_host, cluster::host_address(0),
                    plan.master_port);
   Diagnosis diagnosis;
-  const int first = supervise(plan, spec, nodes, &diagnosis);
+  const int first = supervise(plan, spec, interrupts, nodes, &diagnosis);
   stop_nodes(nodes);
   for (NodeProc& n : nodes) {
     forward_stderr(n, true);
     ::close(n.err_fd);
   }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  if (first < 0 && g_stop != 0) {
+  if (first < 0 && interrupts.signal() != 0) {
     throw JobFailed(fmt::format("interrupted by signal {}; stopped the job on all {} hosts",
-                                static_cast<int>(g_stop), spec.hosts),
-                    128 + g_stop);
+                                interrupts.signal(), spec.hosts),
+                    128 + interrupts.signal());
   }
   if (first < 0) return;
   const NodeProc& culprit = nodes[static_cast<size_t>(first)];

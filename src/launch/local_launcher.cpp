@@ -34,7 +34,7 @@ bool is_stopped(pid_t pid) {
 
 constexpr int kStatusFd = 3;  // workers find their progress pipe here
 
-// Set by SIGINT/SIGTERM while the launcher supervises; signal handlers can
+// Set by SIGINT/SIGTERM while an InterruptGuard lives; signal handlers can
 // only communicate through such a flag.
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_signal(int sig) { g_interrupted = sig; }
@@ -149,7 +149,7 @@ std::string name_silent_worker(const std::vector<Child>& children, double now) {
 
 /// Why the job must stop now, or "" if it may go on; sets `exit_code`.
 std::string find_failure(const std::vector<Child>& children, double now,
-                         std::chrono::milliseconds timeout, int& exit_code) {
+                         std::chrono::milliseconds timeout, int interrupted, int& exit_code) {
   // Name every worker that failed by now; deaths by signal first (the
   // cause), then errors (often a peer noticing the death).
   std::string failure;
@@ -165,9 +165,9 @@ std::string find_failure(const std::vector<Child>& children, double now,
     }
   }
   if (!failure.empty()) return failure + name_silent_worker(children, now);
-  if (g_interrupted != 0) {
-    exit_code = 128 + g_interrupted;
-    return fmt::format("interrupted by signal {}", static_cast<int>(g_interrupted));
+  if (interrupted != 0) {
+    exit_code = 128 + interrupted;
+    return fmt::format("interrupted by signal {}", interrupted);
   }
   // Peers waiting on a stalled rank fall silent too, usually later: name a
   // rank the kernel shows stopped (SIGSTOP, a debugger) first, else the rank
@@ -216,6 +216,21 @@ ExecImage make_exec_image(std::vector<std::string> argv,
   return e;
 }
 
+InterruptGuard::InterruptGuard() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  g_interrupted = 0;
+  ::sigaction(SIGINT, &sa, &old_int_);
+  ::sigaction(SIGTERM, &sa, &old_term_);
+}
+
+InterruptGuard::~InterruptGuard() {
+  ::sigaction(SIGINT, &old_int_, nullptr);
+  ::sigaction(SIGTERM, &old_term_, nullptr);
+}
+
+int InterruptGuard::signal() const { return g_interrupted; }
+
 void become_child_of(pid_t parent) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(1);
@@ -259,12 +274,7 @@ void run_local_workers(const LaunchPlan& plan) {
     if (CPU_ISSET(c, &allowed)) cores.push_back(c);
   }
 
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  struct sigaction old_int {}, old_term {};
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  g_interrupted = 0;
+  const InterruptGuard interrupts;
 
   const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   const pid_t parent = ::getpid();
@@ -332,15 +342,13 @@ void run_local_workers(const LaunchPlan& plan) {
         if (WIFSIGNALED(st)) c.signal = WTERMSIG(st);
       }
     }
-    if (failure.empty()) failure = find_failure(children, now, plan.timeout, exit_code);
+    if (failure.empty()) failure = find_failure(children, now, plan.timeout, interrupts.signal(), exit_code);
     bool any_running = false;
     for (const auto& c : children) any_running = any_running || c.running;
     if (!failure.empty() || !any_running) break;
   }
   stop_all(children);
   for (auto& c : children) ::close(c.status_fd);
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
   if (!failure.empty()) {
     throw JobFailed(fmt::format("{}; stopped all {} worker(s)", failure, children.size()), exit_code);
   }

@@ -5,6 +5,7 @@
 // progress for the timeout, every worker is stopped and the job fails with an
 // error naming the rank(s) and what they were doing. Never leaves orphans:
 // workers die with the launcher (PR_SET_PDEATHSIG).
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -57,6 +58,23 @@ struct ExecImage {
 /// replaced (or added).
 ExecImage make_exec_image(std::vector<std::string> argv,
                           const std::vector<std::pair<std::string, std::string>>& set);
+
+/// While alive, SIGINT and SIGTERM only note themselves, so that a launcher
+/// can stop its children and report; the previous handlers come back when
+/// it ends (also when the launcher throws). One at a time per process.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  /// The signal that arrived since construction, or 0.
+  int signal() const;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
 
 /// In a freshly forked child (async-signal-safe calls only): dies with
 /// `parent` (exits at once if it is already gone) and restores the default
