@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -124,14 +125,8 @@ class StateLock {
 void remove_namespace(const std::string& ns) {
   std::string pids;
   if (run_captured({"ip", "netns", "pids", ns}, &pids) == 0) {
-    size_t pos = 0;
-    while (pos < pids.size()) {
-      const size_t end = pids.find('\n', pos);
-      const std::string line = pids.substr(pos, end == std::string::npos ? end : end - pos);
-      if (!line.empty()) ::kill(static_cast<pid_t>(std::atoll(line.c_str())), SIGKILL);
-      if (end == std::string::npos) break;
-      pos = end + 1;
-    }
+    std::istringstream in(pids);
+    for (pid_t pid; in >> pid;) ::kill(pid, SIGKILL);
   }
   run_tool({"ip", "netns", "delete", ns});
 }

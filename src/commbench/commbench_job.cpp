@@ -33,13 +33,8 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
     if (comm->rank() == 0 && !o.json_path.empty()) {
       nlohmann::json record = to_json(o, result, *comm, argv);
       record["inputs"]["mpi_collectives"] = job.mpi_collectives;
-      record["inputs"]["cluster"] = nullptr;
-      if (!env.cluster.name.empty()) {
-        record["inputs"]["cluster"] = {{"name", env.cluster.name},
-                                       {"hosts", env.cluster.hosts},
-                                       {"workers_per_host", job.workers_per_host},
-                                       {"link_mbit", env.cluster.link_mbit}};
-      }
+      record["inputs"]["cluster"] = launch::cluster_json(env.cluster.name, env.cluster.hosts,
+                                                          job.workers_per_host, env.cluster.link_mbit);
       record["environment"] = dlscale::to_json(collect_system_info());
       record["environment"]["torch_version"] = compat::torch_version();
       write_file_atomic(o.json_path, record.dump(2) + "\n");

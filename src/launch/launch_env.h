@@ -3,6 +3,7 @@
 // spawn workers), by dlscale's own launcher, by mpirun or by srun. Read once,
 // at the CLI edge, from an injected environment lookup.
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace dlscale::launch {
@@ -23,6 +24,11 @@ struct ClusterHost {
   int hosts = 0;         ///< hosts in the cluster
   double link_mbit = 0;  ///< each link's rate; 0 = unshaped
 };
+
+/// A record's `inputs.cluster`: {name, hosts, workers_per_host, link_mbit},
+/// or null outside a cluster job (`name` empty).
+nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
+                            double link_mbit);
 
 struct LaunchEnv {
   LaunchKind kind = LaunchKind::kStandalone;

@@ -6,6 +6,7 @@
 #include <fmt/ostream.h>
 
 #include "core/text_table.h"
+#include "launch/launch_env.h"
 
 namespace dlscale::train {
 
@@ -121,11 +122,8 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"master_bind", o.master_bind},
           {"backend", o.backend},
           {"mpi_collectives", o.mpi_collectives},
-          {"cluster", o.cluster.empty() ? nlohmann::json(nullptr)
-                                        : nlohmann::json{{"name", o.cluster},
-                                                         {"hosts", o.cluster_hosts},
-                                                         {"workers_per_host", o.workers_per_host},
-                                                         {"link_mbit", o.cluster_link_mbit}}},
+          {"cluster", launch::cluster_json(o.cluster, o.cluster_hosts, o.workers_per_host,
+                                           o.cluster_link_mbit)},
           {"strategy", o.strategy},
           {"compress", o.compress},
           {"ranks_per_node", o.ranks_per_node},
