@@ -71,6 +71,30 @@ std::vector<pid_t> processes(const std::string& name, int host, bool workers) {
   return out;
 }
 
+/// Waits until every host of cluster `name` runs `per_host` workers; false after 30 s.
+bool wait_for_workers(const std::string& name, int hosts, int per_host) {
+  for (int i = 0; i < 1500; ++i) {
+    bool all = true;
+    for (int h = 0; h < hosts; ++h) {
+      all = all && static_cast<int>(processes(name, h, true).size()) == per_host;
+    }
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+void expect_no_process_left(const std::string& name, int hosts) {
+  for (int h = 0; h < hosts; ++h) {
+    EXPECT_TRUE(pids_in(cluster::host_namespace(name, h)).empty()) << "a process was left on host " << h;
+  }
+}
+
+std::string train_args(const std::string& name, long long steps, double timeout_s) {
+  return fmt::format("train --cluster {} --model tinycnn --batch 16 --steps {} --display-every 0 --timeout {}",
+                     name, steps, timeout_s);
+}
+
 /// A dlscale job in the background, its output in files.
 struct Job {
   pid_t pid = -1;
@@ -155,28 +179,6 @@ class ClusterDrill : public ::testing::Test {
     spec.link_mbit = link_mbit;
     ASSERT_EQ(cluster::cluster_up(spec), cluster::UpOutcome::kCreated);
   }
-  /// Waits until every host runs `per_host` workers; false after 30 s.
-  bool wait_for_workers(int hosts, int per_host) {
-    for (int i = 0; i < 1500; ++i) {
-      bool all = true;
-      for (int h = 0; h < hosts; ++h) {
-        all = all && static_cast<int>(processes(name_, h, true).size()) == per_host;
-      }
-      if (all) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  void expect_no_process_left(int hosts) {
-    for (int h = 0; h < hosts; ++h) {
-      EXPECT_TRUE(pids_in(cluster::host_namespace(name_, h)).empty()) << "a process was left on host " << h;
-    }
-  }
-  std::string train_args(int steps, double timeout_s) const {
-    return fmt::format("train --cluster {} --model tinycnn --batch 16 --steps {} --display-every 0 "
-                       "--timeout {}",
-                       name_, steps, timeout_s);
-  }
   std::string name_;
 };
 
@@ -239,8 +241,8 @@ TEST_F(ClusterDrill, DownCleansUpAfterACrashedJobAndUp) {
 TEST_F(ClusterDrill, TrainingAcrossHostsEqualsLocalWorkersAndBindsOnlyItsAddresses) {
   up(2, 500);
   const std::string record = temp_path("cluster.json");
-  Job job(train_args(400, 30) + " --seed 7 --json " + record);
-  ASSERT_TRUE(wait_for_workers(2, 1)) << job.err();
+  Job job(train_args(name_, 400, 30) + " --seed 7 --json " + record);
+  ASSERT_TRUE(wait_for_workers(name_, 2, 1)) << job.err();
   // A stranger on host 1 sends garbage to the store: refused and logged.
   run_dlscale(fmt::format("cluster exec --name {} 1 -- bash -c 'printf garbage-garbage > /dev/tcp/10.77.0.1/29500'",
                           name_));
@@ -280,7 +282,7 @@ TEST_F(ClusterDrill, TrainingAcrossHostsEqualsLocalWorkersAndBindsOnlyItsAddress
   const nlohmann::json l = nlohmann::json::parse(read_file(local));
   EXPECT_EQ(r["results"]["loss_last"], l["results"]["loss_last"]);
   EXPECT_EQ(r["results"]["comm"]["replicas_identical"], true);
-  expect_no_process_left(2);
+  expect_no_process_left(name_, 2);
   std::filesystem::remove(record);
   std::filesystem::remove(local);
 }
@@ -301,7 +303,7 @@ TEST_F(ClusterDrill, MpirunCrossesTheShapedLinks) {
   const double algbw = r["results"]["comm"]["algbw_gbps"].get<double>();
   EXPECT_GT(algbw, 0.001);
   EXPECT_LT(algbw, 0.00625) << "faster than the shaped link: the messages did not cross it";
-  expect_no_process_left(2);
+  expect_no_process_left(name_, 2);
   std::filesystem::remove(record);
 }
 
@@ -309,7 +311,7 @@ enum class Fault { kKillWorker, kStopWorker, kLinkDown, kUnreachable, kKillMaste
 
 /// One randomised fault on a 3-host cluster: the job must end within its
 /// bound, exit 5, name a host and a rank, and leave no process anywhere.
-void drill(ClusterDrill& t, const std::string& name, Fault fault, std::mt19937& rng, int round) {
+void drill(const std::string& name, Fault fault, std::mt19937& rng, int round) {
   SCOPED_TRACE(fmt::format("round {}", round));
   constexpr double kTimeout = 4;
   const int host = std::uniform_int_distribution<int>(1, 2)(rng);
@@ -318,16 +320,9 @@ void drill(ClusterDrill& t, const std::string& name, Fault fault, std::mt19937& 
   if (fault == Fault::kUnreachable) {
     run_captured({"ip", "-n", cluster::host_namespace(name, host), "link", "set", "eth0", "down"}, &out);
   }
-  Job job(fmt::format("train --cluster {} --model tinycnn --batch 16 --steps 1000000 "
-                      "--display-every 0 --timeout {}",
-                      name, kTimeout));
+  Job job(train_args(name, 1000000, kTimeout));
   if (fault != Fault::kUnreachable) {
-    for (int i = 0; i < 1500; ++i) {
-      bool all = true;
-      for (int h = 0; h < 3; ++h) all = all && processes(name, h, true).size() == 1;
-      if (all) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    wait_for_workers(name, 3, 1);  // the fault below checks what it needs
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   }
   const std::vector<pid_t> workers = processes(name, host, true);
@@ -373,9 +368,7 @@ void drill(ClusterDrill& t, const std::string& name, Fault fault, std::mt19937& 
   }
   const double bound = fault == Fault::kKillWorker || fault == Fault::kKillMaster ? 15 : kTimeout + 25;
   EXPECT_LT(took, bound + delay_ms / 1000.0) << err;
-  for (int h = 0; h < 3; ++h) {
-    EXPECT_TRUE(pids_in(cluster::host_namespace(name, h)).empty()) << "a process was left on host " << h;
-  }
+  expect_no_process_left(name, 3);
   // Repair the link for the next round.
   run_captured({"ip", "-n", cluster::switch_namespace(name), "link", "set", "p" + std::to_string(host), "up"}, &out);
   run_captured({"ip", "-n", cluster::host_namespace(name, host), "link", "set", "eth0", "up"}, &out);
@@ -385,37 +378,37 @@ void drill(ClusterDrill& t, const std::string& name, Fault fault, std::mt19937& 
                            delay_ms, code, took, err);
 }
 
-void drills(ClusterDrill& t, const std::string& name, Fault fault) {
+void drills(const std::string& name, Fault fault) {
   const char* given = std::getenv("DLSCALE_DRILL_SEED");
   const unsigned seed = given != nullptr ? static_cast<unsigned>(std::atoi(given)) : std::random_device{}();
   std::cout << "drill seed " << seed << " (set DLSCALE_DRILL_SEED to repeat)\n";
   std::mt19937 rng(seed);
-  for (int round = 0; round < 4; ++round) drill(t, name, fault, rng, round);
+  for (int round = 0; round < 4; ++round) drill(name, fault, rng, round);
 }
 
 TEST_F(ClusterDrill, WorkerKilledOnAHost) {
   up(3);
-  drills(*this, name_, Fault::kKillWorker);
+  drills(name_, Fault::kKillWorker);
 }
 
 TEST_F(ClusterDrill, WorkerStopped) {
   up(3);
-  drills(*this, name_, Fault::kStopWorker);
+  drills(name_, Fault::kStopWorker);
 }
 
 TEST_F(ClusterDrill, LinkTakenDownMidRun) {
   up(3, 1000);
-  drills(*this, name_, Fault::kLinkDown);
+  drills(name_, Fault::kLinkDown);
 }
 
 TEST_F(ClusterDrill, RendezvousUnreachableFromTheStart) {
   up(3);
-  drills(*this, name_, Fault::kUnreachable);
+  drills(name_, Fault::kUnreachable);
 }
 
 TEST_F(ClusterDrill, MasterHostKilled) {
   up(3);
-  drills(*this, name_, Fault::kKillMaster);
+  drills(name_, Fault::kKillMaster);
 }
 
 TEST_F(ClusterDrill, SweepKilledMidRunKeepsCompletedRunsAndResumes) {

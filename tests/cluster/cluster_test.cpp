@@ -1,15 +1,13 @@
 // The emulated cluster's parts that need no root: names, addresses, checks,
-// the launch environment of a cluster job, the sweep's cluster launcher and
+// the sweep's cluster launcher and
 // the CLI's refusals. The cluster itself is exercised, as root, by
 // tests/cluster/cluster_drills_test.cpp (ctest label `cluster`).
 #include "cluster/cluster.h"
 
 #include <gtest/gtest.h>
 
-#include <map>
 
 #include "core/error.h"
-#include "launch/launch_env.h"
 #include "process_util.h"
 #include "sweep/planner.h"
 #include "sweep/runner.h"
@@ -64,27 +62,6 @@ TEST(Cluster, HostNamesAddressesAndParsing) {
   EXPECT_NE(error_of([&] { cluster::parse_host(s, "4"); }).find("cluster 'net' has no host '4'; hosts are 0..3"),
             std::string::npos);
   EXPECT_NE(error_of([&] { cluster::parse_host(s, "10.77.0.5"); }), "");
-}
-
-launch::LaunchEnv env_with(const std::map<std::string, std::string>& vars) {
-  return launch::detect_launch_env([&](const char* name) -> const char* {
-    const auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  });
-}
-
-TEST(Cluster, LaunchEnvironmentCarriesTheTopology) {
-  const launch::LaunchEnv e = env_with({{"DLSCALE_CLUSTER", "net:2:4:100"}});
-  EXPECT_EQ(e.cluster.name, "net");
-  EXPECT_EQ(e.cluster.host, 2);
-  EXPECT_EQ(e.cluster.hosts, 4);
-  EXPECT_EQ(e.cluster.link_mbit, 100);
-  EXPECT_EQ(env_with({}).cluster.name, "");
-  for (const char* bad : {"net:4:4:100", "net:1:2", ":0:1:0", "net:0:2:-1"}) {
-    EXPECT_NE(error_of([&] { env_with({{"DLSCALE_CLUSTER", bad}}); }).find("DLSCALE_CLUSTER"),
-              std::string::npos)
-        << bad;
-  }
 }
 
 std::vector<sweep::PlannedRun> plan(const std::string& yaml) {

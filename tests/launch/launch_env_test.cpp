@@ -17,6 +17,26 @@ EnvLookup env_of(std::map<std::string, std::string> vars) {
   };
 }
 
+TEST(LaunchEnv, ClusterJobCarriesTheTopology) {
+  const LaunchEnv e = detect_launch_env(env_of({{"DLSCALE_CLUSTER", "net:2:4:100"}}));
+  EXPECT_EQ(e.cluster.name, "net");
+  EXPECT_EQ(e.cluster.host, 2);
+  EXPECT_EQ(e.cluster.hosts, 4);
+  EXPECT_EQ(e.cluster.link_mbit, 100);
+  EXPECT_EQ(cluster_json(e.cluster.name, e.cluster.hosts, 3, e.cluster.link_mbit).dump(),
+            R"({"hosts":4,"link_mbit":100.0,"name":"net","workers_per_host":3})");
+  EXPECT_EQ(detect_launch_env(env_of({})).cluster.name, "");
+  EXPECT_TRUE(cluster_json("", 0, 1, 0).is_null());
+  for (const char* bad : {"net:4:4:100", "net:1:2", ":0:1:0", "net:0:2:-1"}) {
+    try {
+      detect_launch_env(env_of({{"DLSCALE_CLUSTER", bad}}));
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find("DLSCALE_CLUSTER"), std::string::npos) << bad;
+    }
+  }
+}
+
 TEST(LaunchEnv, StandaloneByDefault) {
   const LaunchEnv e = detect_launch_env(env_of({}));
   EXPECT_EQ(e.kind, LaunchKind::kStandalone);
