@@ -11,6 +11,7 @@
 #include "cluster/cluster.h"
 #include "core/error.h"
 #include "core/text_table.h"
+#include "launch/launch_env.h"
 #include "launch/local_launcher.h"
 #include "sweep/runner.h"
 
@@ -87,8 +88,8 @@ std::string self_path() {
   options.agent = self_path() + " cluster agent --name " + name;
   if (!extra.empty()) options.extra = sweep::split_command(extra);
   // One secret for every rank (Gloo under mpirun meets at a store).
-  if (const char* s = std::getenv("DLSCALE_JOB_SECRET"); s == nullptr || *s == '\0') {
-    ::setenv("DLSCALE_JOB_SECRET", launch::random_job_secret().c_str(), 1);
+  if (const char* s = std::getenv(launch::kEnvJobSecret); s == nullptr || *s == '\0') {
+    ::setenv(launch::kEnvJobSecret, launch::random_job_secret().c_str(), 1);
   }
   exec_on_host(name, 0, cluster::mpirun_command(spec, options));
 }

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/subprocess.h"
+#include "launch/launch_env.h"
 
 namespace dlscale::cluster {
 namespace {
@@ -338,7 +339,7 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const MpirunOpt
   }
   // The job secret (Gloo under mpirun) and the launch environment reach
   // every rank, as `-x` does across real hosts.
-  argv.insert(argv.end(), {"-x", "DLSCALE_JOB_SECRET"});
+  argv.insert(argv.end(), {"-x", launch::kEnvJobSecret});
   argv.insert(argv.end(), o.extra.begin(), o.extra.end());
   argv.insert(argv.end(), o.command.begin(), o.command.end());
   return argv;
