@@ -126,7 +126,15 @@ struct Job {
   }
   /// The exit code, or -1 when it ran past `bound_s` (a hang: it is killed).
   int wait(double bound_s, double* took = nullptr) {
-    const auto deadline = started + std::chrono::milliseconds(static_cast<int>(bound_s * 1000));
+    return wait_until(started + std::chrono::milliseconds(static_cast<int>(bound_s * 1000)), took);
+  }
+  /// The exit code, or -1 when it is still running `seconds` from now (after
+  /// something was done to it).
+  int wait_within(double seconds) {
+    return wait_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000)),
+                      nullptr);
+  }
+  int wait_until(std::chrono::steady_clock::time_point deadline, double* took) {
     int status = 0;
     while (::waitpid(pid, &status, WNOHANG) != pid) {
       if (std::chrono::steady_clock::now() > deadline) {
@@ -234,7 +242,7 @@ TEST_F(ClusterDrill, DownCleansUpAfterACrashedJobAndUp) {
   EXPECT_NE(o.out.find("incomplete"), std::string::npos) << o.out;
   o = run_dlscale(fmt::format("cluster down --name {}", name_));
   EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_EQ(sleeper.wait(5), 128 + SIGKILL);  // down killed what ran in the host
+  EXPECT_EQ(sleeper.wait_within(5), 128 + SIGKILL);  // down killed what ran in the host
   EXPECT_TRUE(cluster::cluster_list().empty() || cluster::find_cluster(name_) == std::nullopt);
 }
 
@@ -434,7 +442,7 @@ variables:
     ASSERT_TRUE(second) << sweep.out() << sweep.err();
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     ::kill(sweep.pid, SIGKILL);  // the sweep alone, as a crash would
-    EXPECT_EQ(sweep.wait(5), 128 + SIGKILL);
+    EXPECT_EQ(sweep.wait_within(5), 128 + SIGKILL);
   }
   // Its run, node launchers and workers went with it.
   bool gone = false;
