@@ -36,21 +36,34 @@ def make_optimizer(name, params, lr, momentum):
     raise SystemExit(f"unknown optimizer {name}")
 
 
-def timed_steps(model, opt, inputs, labels, steps, warmup):
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def timed_steps(model, opt, inputs, labels, steps, warmup, amp="none"):
     """Trains `steps` steps like dlscale (gradients set to None, loss read
-    back every step). Returns (per-step seconds, wall seconds of the steps
-    after `warmup`)."""
+    back every step; with --amp, autocast of the forward pass and for fp16 a
+    GradScaler). Returns (per-step seconds, wall seconds of the steps after
+    `warmup`)."""
     loss_fn = torch.nn.CrossEntropyLoss()
+    device_type = inputs.device.type
+    scaler = torch.amp.GradScaler(device_type) if amp == "fp16" else None
     times = []
     start = None
     for step in range(steps):
         if step == warmup:
             start = time.perf_counter()
         t0 = time.perf_counter()
-        loss = loss_fn(model(inputs), labels)
+        with torch.autocast(device_type, dtype=AMP_DTYPES.get(amp, torch.float32),
+                            enabled=amp != "none"):
+            loss = loss_fn(model(inputs), labels)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
         loss.item()
         times.append(time.perf_counter() - t0)
     return times, time.perf_counter() - start
@@ -71,28 +84,35 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--channels-last", action="store_true",
                     help="NHWC model and inputs (PyTorch's default is contiguous NCHW)")
+    ap.add_argument("--device", default="cpu", help="cpu | cuda (sets cudnn.benchmark, as dlscale does)")
+    ap.add_argument("--amp", default="none", choices=["none", "bf16", "fp16"],
+                    help="autocast dtype of the forward pass (fp16 adds a GradScaler)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
+    torch.backends.cudnn.benchmark = args.device.startswith("cuda")
     torch.manual_seed(args.seed)
     size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
     channels = CHANNELS.get(args.model, 3)
     classes = args.classes or (10 if args.model == "lenet" else 1000)
-    model = build_model(args.model, size, num_classes=classes)
+    model = build_model(args.model, size, num_classes=classes).to(args.device)
     model.train()
     opt = make_optimizer(args.optimizer, model.parameters(), args.lr, args.momentum)
-    inputs = torch.randn(args.batch, channels, size, size)
-    labels = torch.randint(classes, (args.batch,))
+    inputs = torch.randn(args.batch, channels, size, size, device=args.device)
+    labels = torch.randint(classes, (args.batch,), device=args.device)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
         inputs = inputs.contiguous(memory_format=torch.channels_last)
-    times, wall = timed_steps(model, opt, inputs, labels, args.steps, args.warmup)
+    times, wall = timed_steps(model, opt, inputs, labels, args.steps, args.warmup, args.amp)
     measured = times[args.warmup:]
     print(json.dumps({
         "peer": "pytorch-eager",
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
         "channels_last": args.channels_last,
+        "device": args.device,
+        "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else "",
+        "amp": args.amp,
         "model": args.model,
         "batch": args.batch,
         "measured_steps": len(measured),

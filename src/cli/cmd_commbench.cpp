@@ -56,6 +56,10 @@ void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) 
       ->capture_default_str();
   cmd->add_option("--json", f->options.json_path,
                   "Write the JSON record (every row, the fits, the environment) here, atomically");
+  cmd->add_option("--device", launch->device,
+                  "cpu | cuda | cuda:N: where messages live. The backend's own device is timed "
+                  "as is (nccl: the GPU); others stage through it (docs/gpu.md)")
+      ->capture_default_str();
   add_launch_flags(cmd, *launch, "Launch");
   cmd->callback([f, launch, argv] {
     f->options.ops = f->ops;

@@ -117,7 +117,13 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--synthetic-batches", opts->synthetic_batches,
                   "Distinct synthetic batches generated once and cycled through")
       ->capture_default_str();
-  cmd->add_option("--device", opts->device, "cpu | cuda | cuda:N (cuda needs a CUDA LibTorch build)")
+  cmd->add_option("--device", opts->device,
+                  "cpu | cuda (local worker r gets GPU r mod GPUs) | cuda:N (needs a CUDA "
+                  "LibTorch build; docs/gpu.md)")
+      ->capture_default_str();
+  cmd->add_option("--amp", opts->amp,
+                  "none | bf16 | fp16: mixed precision (autocast of the forward pass); fp16 adds "
+                  "dynamic loss scaling and needs --device cuda (docs/gpu.md)")
       ->capture_default_str();
   cmd->add_option("--memory-format", opts->memory_format,
                   "channels-last | contiguous: layout of images and conv weights (channels-last "

@@ -14,7 +14,12 @@ void add_launch_flags(CLI::App* cmd, LaunchFlags& flags, const std::string& grou
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--backend", flags.backend,
-                  "gloo | mpi; default: mpi under mpirun, gloo otherwise")
+                  "gloo | mpi | nccl (CUDA builds); default: mpi under mpirun, nccl with --device "
+                  "cuda and a GPU per worker, gloo otherwise (docs/gpu.md)")
+      ->group(group);
+  cmd->add_flag("--share-gpus", flags.share_gpus,
+                "--device cuda: let several local workers use one GPU when there are fewer GPUs "
+                "than workers (Gloo stages through host memory; NCCL cannot)")
       ->group(group);
   cmd->add_option("--timeout", flags.timeout_s,
                   "Seconds after which a silent worker or a stuck collective fails the job")
@@ -69,6 +74,7 @@ void LaunchFlags::copy_into(train::TrainOptions& o) const {
   o.master_bind = master_bind;
   o.host_addr = host_addr;
   o.backend = backend;
+  o.share_gpus = share_gpus;
   o.mpi_collectives = mpi_collectives;
   o.cluster = cluster;
   o.workers_per_host = workers_per_host;
@@ -80,6 +86,7 @@ void LaunchFlags::copy_into(train::TrainOptions& o) const {
 launch::JobOptions LaunchFlags::job(int threads) const {
   train::TrainOptions o;
   copy_into(o);
+  o.device = device;
   o.threads = threads;
   launch::JobOptions j = train::job_options(o);
   launch::check_job_options(j);

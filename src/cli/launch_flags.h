@@ -24,6 +24,8 @@ struct LaunchFlags {
   double timeout_s = 60.0;
   bool bind_cores = false;
   bool verbose_ranks = false;
+  bool share_gpus = false;
+  std::string device = "cpu";  ///< commbench's --device (train registers its own)
 
   /// Stores the flags in train's options (which records them).
   void copy_into(train::TrainOptions& options) const;

@@ -27,8 +27,8 @@ void check_tag(uint32_t tag, const char* op) {
 
 SplitPlan Communicator::plan_split(int color, int key) {
   const torch::Tensor mine = torch::tensor({static_cast<int64_t>(color), static_cast<int64_t>(key)},
-                                           torch::kInt64);
-  const torch::Tensor all = allgather(mine);
+                                           torch::kInt64).to(device());
+  const torch::Tensor all = allgather(mine).cpu();
   auto a = all.accessor<int64_t, 2>();
   SplitPlan plan;
   plan.split_index = splits_++;

@@ -1,9 +1,12 @@
 #pragma once
 // The collective-communication seam. Strategies and the trainer talk to a
-// Communicator and never name a backend (gloo, mpi, inproc; nccl later).
+// Communicator and never name a backend (gloo, mpi, nccl, inproc).
 //
-// Tensors are contiguous CPU tensors of float32, float16 or bfloat16 (for the
-// reductions) or any dtype (broadcast, allgather, send/recv move bytes).
+// Tensors are contiguous tensors on the backend's device() (CPU for gloo, mpi
+// and inproc; the rank's GPU for nccl) of float32, float16 or bfloat16 (for
+// the reductions) or any dtype (broadcast, allgather, send/recv move bytes).
+// The communicator a job hands out is a StagedCommunicator, which accepts
+// tensors on any device.
 // Every blocking call gives up after the communicator's timeout and throws
 // dlscale::PeerFailure naming the operation, this rank and the peer(s) waited
 // on; a dead peer or closed connection is a PeerFailure too. Bad arguments
@@ -45,8 +48,10 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  /// "gloo", "mpi", "inproc".
+  /// "gloo", "mpi", "inproc", "nccl".
   virtual std::string backend() const = 0;
+  /// Where this backend's tensors must live.
+  virtual torch::Device device() const { return torch::kCPU; }
   /// The limit on every blocking call.
   virtual std::chrono::milliseconds timeout() const = 0;
 

@@ -1,7 +1,13 @@
 #include "comm/session.h"
 
 #include "comm/gloo/gloo_communicator.h"
+#include "comm/staged_communicator.h"
+#if DLSCALE_WITH_MPI
 #include "comm/mpi/mpi_communicator.h"
+#endif
+#if DLSCALE_WITH_NCCL
+#include "comm/nccl/nccl_communicator.h"
+#endif
 #include "comm/tcp_store.h"
 #include "core/error.h"
 
@@ -9,6 +15,14 @@
 #include <thread>
 
 namespace dlscale::comm {
+
+#if !DLSCALE_WITH_MPI
+/// Built without MPI: nothing to initialise or abandon.
+class MpiRuntime {
+ public:
+  void abandon() {}
+};
+#endif
 
 namespace {
 
@@ -44,7 +58,30 @@ void agree_world_size(TcpStore& store, int rank, int size, std::chrono::millisec
 
 }  // namespace
 
+std::string backend_names() {
+  std::string names = "gloo";
+  if (backend_built("mpi")) names += ", mpi";
+  if (backend_built("nccl")) names += ", nccl";
+  return names;
+}
+
+bool backend_built(const std::string& backend) {
+  if (backend == "gloo") return true;
+  if (backend == "mpi") return DLSCALE_WITH_MPI != 0;
+  if (backend == "nccl") return DLSCALE_WITH_NCCL != 0;
+  return false;
+}
+
 CommSession::CommSession(const SessionOptions& o) {
+  if (o.backend != "gloo" && o.backend != "mpi" && o.backend != "nccl") {
+    throw Error(fmt::format("unknown backend '{}'; allowed: {}", o.backend, backend_names()));
+  }
+  DLSCALE_CHECK(backend_built(o.backend),
+                "backend '{}' is not available in this build ({}; see docs/gpu.md); allowed: {}",
+                o.backend, o.backend == "nccl" ? "it needs a CUDA build" : "built without MPI",
+                backend_names());
+  std::unique_ptr<Communicator> world;
+#if DLSCALE_WITH_MPI
   if (o.backend == "mpi") {
     mpi_ = std::make_unique<MpiRuntime>(o.mpi_polled ? MpiCollectives::kPolled
                                                      : MpiCollectives::kBlocking);
@@ -52,28 +89,37 @@ CommSession::CommSession(const SessionOptions& o) {
                   "MPI reports {} ranks but the launch environment says {}; run the mpi backend "
                   "under mpirun or srun --mpi",
                   mpi_->size(), o.size);
-    world_ = std::make_unique<MpiCommunicator>(*mpi_, o.timeout);
-  } else if (o.backend == "gloo") {
+    world = std::make_unique<MpiCommunicator>(*mpi_, o.timeout);
+  }
+#endif
+  if (o.backend == "gloo" || o.backend == "nccl") {
     if (o.host_store) {
       store_server_ =
           std::make_unique<TcpStoreServer>(o.store_bind_addr, static_cast<uint16_t>(o.store_port),
                                            o.store_secret);
     }
-    store_ = std::make_unique<TcpStore>(o.store_addr, static_cast<uint16_t>(o.store_port),
-                                        o.timeout, o.store_secret);
+    // A served store on port 0 listens on a free port: connect to that one.
+    const uint16_t port = store_server_ ? store_server_->port() : static_cast<uint16_t>(o.store_port);
+    store_ = std::make_unique<TcpStore>(o.store_addr, port, o.timeout, o.store_secret);
     agree_world_size(*store_, o.rank, o.size, o.timeout);
+  }
+  if (o.backend == "gloo") {
     GlooOptions go;
     go.timeout = o.timeout;
     go.hostname = o.gloo_hostname;
-    world_ = std::make_unique<GlooCommunicator>(*store_, o.rank, o.size, go);
-  } else if (o.backend == "nccl") {
-    throw Error(
-        "backend 'nccl' is not available in this build (it needs a CUDA build; see "
-        "docs/launch.md); allowed: " +
-        std::string(kBackendNames));
-  } else {
-    throw Error(fmt::format("unknown backend '{}'; allowed: {}", o.backend, kBackendNames));
+    world = std::make_unique<GlooCommunicator>(*store_, o.rank, o.size, go);
   }
+#if DLSCALE_WITH_NCCL
+  if (o.backend == "nccl") {
+    DLSCALE_CHECK(o.cuda_device >= 0, "backend 'nccl' needs --device cuda");
+    NcclOptions no;
+    no.device = o.cuda_device;
+    no.timeout = o.timeout;
+    world = std::make_unique<NcclCommunicator>(*store_, o.rank, o.size, no);
+  }
+#endif
+  DLSCALE_ASSERT(world != nullptr);
+  world_ = std::make_unique<StagedCommunicator>(std::move(world));
 }
 
 CommSession::~CommSession() {

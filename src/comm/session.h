@@ -16,7 +16,8 @@ class TcpStore;
 class TcpStoreServer;
 
 struct SessionOptions {
-  std::string backend = "gloo";  ///< gloo | mpi (nccl: later, named in the error)
+  std::string backend = "gloo";  ///< gloo | mpi | nccl (a CUDA build's)
+  int cuda_device = -1;          ///< this rank's GPU (nccl needs one); -1 = none
   int rank = 0;
   int size = 1;
   std::chrono::milliseconds timeout{60000};  ///< every blocking call of the communicator
@@ -30,8 +31,10 @@ struct SessionOptions {
   std::string gloo_hostname = "127.0.0.1";  ///< address peers reach this rank's Gloo device at
 };
 
-/// The backend names make_session accepts, for errors and --help.
-inline constexpr const char* kBackendNames = "gloo, mpi";
+/// The backend names CommSession accepts in this build, for errors and --help.
+std::string backend_names();
+/// Whether this build has `backend` ("gloo", "mpi", "nccl").
+bool backend_built(const std::string& backend);
 
 class CommSession {
  public:
@@ -43,6 +46,8 @@ class CommSession {
   CommSession(const CommSession&) = delete;
   CommSession& operator=(const CommSession&) = delete;
 
+  /// The job's communicator: accepts tensors on any device and stages them
+  /// through the backend's (comm/staged_communicator.h).
   Communicator& world() { return *world_; }
   /// The job failed: do not wait for peers on the way out (MPI_Finalize).
   void abandon();

@@ -29,7 +29,7 @@ torch::Tensor pattern(int rank, int64_t count, torch::ScalarType dtype) {
 }
 
 int64_t count_wrong(const torch::Tensor& got, const torch::Tensor& expected) {
-  return got.ne(expected).sum().item<int64_t>();
+  return got.cpu().ne(expected.cpu()).sum().item<int64_t>();
 }
 
 /// One operation of the benchmark, nccl-tests style: set up buffers for a
@@ -57,7 +57,7 @@ class SumOperation : public Operation {
                torch::ScalarType dtype)
       : Operation(comm, dtype), coll_(std::move(coll)) {}
   void prepare(int64_t count) override {
-    input_ = pattern(comm_.rank(), count, dtype_);
+    input_ = pattern(comm_.rank(), count, dtype_).to(comm_.device());
     output_ = torch::empty_like(input_);
     expected_ = torch::zeros({count}, torch::kFloat32);
     for (int r = 0; r < comm_.size(); ++r) expected_ += pattern(r, count, torch::kFloat32);
@@ -73,7 +73,7 @@ class BroadcastOperation : public Operation {
  public:
   using Operation::Operation;
   void prepare(int64_t count) override {
-    input_ = pattern(comm_.rank(), count, dtype_);
+    input_ = pattern(comm_.rank(), count, dtype_).to(comm_.device());
     output_ = torch::empty_like(input_);
     expected_ = pattern(0, count, dtype_);
   }
@@ -86,7 +86,7 @@ class AllgatherOperation : public Operation {
   using Operation::Operation;
   void prepare(int64_t count) override {
     const int64_t each = count / comm_.size();
-    input_ = pattern(comm_.rank(), each, dtype_);
+    input_ = pattern(comm_.rank(), each, dtype_).to(comm_.device());
     expected_ = torch::empty({comm_.size(), each}, dtype_);
     for (int r = 0; r < comm_.size(); ++r) expected_[r].copy_(pattern(r, each, dtype_));
   }
@@ -100,7 +100,7 @@ class SendRecvOperation : public Operation {
  public:
   using Operation::Operation;
   void prepare(int64_t count) override {
-    input_ = pattern(comm_.rank(), count, dtype_);
+    input_ = pattern(comm_.rank(), count, dtype_).to(comm_.device());
     output_ = torch::empty_like(input_);
     expected_ = input_;
   }

@@ -3,6 +3,8 @@
 #include <memory>
 
 #include "comm/inproc/inproc_communicator.h"
+#include "comm/session.h"
+#include "core/devices.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sysinfo.h"
@@ -18,9 +20,23 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
   if (!o.json_path.empty()) check_output_path(o.json_path);
   launch::run_job(job, env, argv, [&](launch::WorkerSlot& slot) {
     set_compute_threads(job.threads_per_worker);
-    // One process: a world of one rank, so every operation still runs.
+    // One process: a world of one rank, so every operation still runs; with
+    // --backend nccl through NCCL itself (its single-GPU figures), else in
+    // process.
     std::unique_ptr<comm::Communicator> alone;
+    std::unique_ptr<comm::CommSession> solo;
     comm::Communicator* comm = slot.comm;
+    if (comm == nullptr && job.backend == "nccl") {
+      comm::SessionOptions so;
+      so.backend = "nccl";
+      so.timeout = job.timeout;
+      so.host_store = true;
+      so.store_bind_addr = so.store_addr;  // loopback, a free port
+      const torch::Device device = worker_device(job.device, 0, 1, false);
+      so.cuda_device = device.is_cuda() ? device.index() : -1;
+      solo = std::make_unique<comm::CommSession>(so);
+      comm = &solo->world();
+    }
     if (comm == nullptr) {
       alone = std::make_unique<comm::InProcCommunicator>(std::make_shared<comm::InProcGroup>(1), 0,
                                                          job.timeout);
@@ -33,6 +49,7 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
     if (comm->rank() == 0 && !o.json_path.empty()) {
       nlohmann::json record = to_json(o, result, *comm, argv);
       record["inputs"]["mpi_collectives"] = job.mpi_collectives;
+      record["inputs"]["device"] = job.device;
       record["inputs"]["cluster"] = launch::cluster_json(env.cluster.name, env.cluster.hosts,
                                                           job.workers_per_host, env.cluster.link_mbit);
       record["environment"] = dlscale::to_json(collect_system_info());

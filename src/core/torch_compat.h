@@ -3,6 +3,7 @@
 // 1.13 (CPU) and the 2.x shipped inside a CUDA PyTorch install. Everything
 // else in dlscale calls these helpers instead of version-specific APIs.
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <mutex>
@@ -45,11 +46,60 @@ inline torch::Tensor with_memory_format(const torch::Tensor& t, bool channels_la
 /// True when LibTorch was built with CUDA and a device is visible.
 inline bool cuda_available() { return torch::cuda::is_available(); }
 
-/// Waits for all queued work on `device` (no-op on CPU), so that host
-/// timestamps bracket the device work they are meant to time.
-inline void synchronize(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
+/// GPUs visible to this process (0 with a CPU LibTorch).
+inline int cuda_device_count() { return static_cast<int>(torch::cuda::device_count()); }
+
+/// Mixed precision for the forward pass on `device`'s type while alive
+/// (autocast to `dtype`: bfloat16 or float16). 1.13 names the CUDA switch
+/// set_enabled/set_autocast_gpu_dtype and the CPU one set_cpu_enabled; 2.4+
+/// takes the device type. Leaving the scope clears autocast's weight cache,
+/// as torch.autocast's __exit__ does.
+class AutocastScope {
+ public:
+  AutocastScope(const torch::Device& device, torch::ScalarType dtype) : type_(device.type()) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    was_enabled_ = at::autocast::is_autocast_enabled(type_);
+    was_dtype_ = at::autocast::get_autocast_dtype(type_);
+    at::autocast::set_autocast_dtype(type_, dtype);
+    at::autocast::set_autocast_enabled(type_, true);
+#else
+    if (type_ == torch::kCUDA) {
+      was_enabled_ = at::autocast::is_enabled();
+      was_dtype_ = at::autocast::get_autocast_gpu_dtype();
+      at::autocast::set_autocast_gpu_dtype(dtype);
+      at::autocast::set_enabled(true);
+    } else {
+      was_enabled_ = at::autocast::is_cpu_enabled();
+      was_dtype_ = at::autocast::get_autocast_cpu_dtype();
+      at::autocast::set_autocast_cpu_dtype(dtype);
+      at::autocast::set_cpu_enabled(true);
+    }
+#endif
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(type_, was_enabled_);
+    at::autocast::set_autocast_dtype(type_, was_dtype_);
+#else
+    if (type_ == torch::kCUDA) {
+      at::autocast::set_enabled(was_enabled_);
+      at::autocast::set_autocast_gpu_dtype(was_dtype_);
+    } else {
+      at::autocast::set_cpu_enabled(was_enabled_);
+      at::autocast::set_autocast_cpu_dtype(was_dtype_);
+    }
+#endif
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  torch::DeviceType type_;
+  bool was_enabled_ = false;
+  torch::ScalarType was_dtype_ = torch::kFloat32;
+};
 
 /// The default CPU generator's state (dropout masks, random init) and back:
 /// what a checkpoint keeps so a resumed run draws the same numbers.

@@ -98,7 +98,8 @@ Batch Pipeline::build(int64_t step) {
   const auto count = static_cast<int64_t>(indices.size());
   torch::Tensor inputs = torch::empty({count, t.channels, t.size, t.size},
                                       torch::TensorOptions().dtype(torch::kFloat32)
-                                          .memory_format(memory_format));
+                                          .memory_format(memory_format)
+                                          .pinned_memory(options_.device.is_cuda()));
   std::vector<int64_t> labels(indices.size());
   const OutputLayout layout = options_.channels_last ? OutputLayout::hwc(t.channels, t.size)
                                                      : OutputLayout::chw(t.channels, t.size);
@@ -123,8 +124,13 @@ Batch Pipeline::build(int64_t step) {
     }
   });
   Batch batch{inputs, torch::tensor(labels, torch::kInt64)};
-  if (options_.device != torch::kCPU) {
-    batch.inputs = batch.inputs.to(options_.device, /*non_blocking=*/false);
+  if (options_.device.is_cuda()) {
+    // From pinned memory without blocking this thread: the copy is queued on
+    // the compute stream ahead of the step that uses it.
+    batch.inputs = batch.inputs.to(options_.device, /*non_blocking=*/true);
+    batch.labels = batch.labels.pin_memory().to(options_.device, /*non_blocking=*/true);
+  } else if (options_.device != torch::kCPU) {
+    batch.inputs = batch.inputs.to(options_.device);
     batch.labels = batch.labels.to(options_.device);
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -16,8 +16,8 @@ BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator
       inv_world_(torch::scalar_tensor(1.0 / comm.size(), torch::kFloat32)) {
   check_sync_options(options);
   for (const auto& p : params_) {
-    DLSCALE_CHECK(p.scalar_type() == torch::kFloat32 && p.device().is_cpu(),
-                  "bucketed strategies support float32 CPU parameters (got {} on {})",
+    DLSCALE_CHECK(p.scalar_type() == torch::kFloat32 && p.device() == params_[0].device(),
+                  "bucketed strategies support float32 parameters on one device (got {} on {})",
                   c10::toString(p.scalar_type()), p.device().str());
   }
   const torch::ScalarType wire = options.compress == Compression::kFp16   ? torch::kFloat16
@@ -68,8 +68,12 @@ void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb, torch:
   for (size_t b = 0; b < groups.size(); ++b) {
     Bucket bucket;
     bucket.params = groups[b];
-    bucket.buffer = torch::zeros({group_bytes[b] / 4}, torch::kFloat32);
-    if (wire != torch::kFloat32) bucket.wire = torch::zeros({group_bytes[b] / 4}, wire);
+    // Buckets live beside the parameters (on the GPU for --device cuda); the
+    // communicator stages them if its backend needs another device.
+    const auto on = torch::TensorOptions().device(params_.empty() ? torch::Device(torch::kCPU)
+                                                                  : params_[0].device());
+    bucket.buffer = torch::zeros({group_bytes[b] / 4}, on.dtype(torch::kFloat32));
+    if (wire != torch::kFloat32) bucket.wire = torch::zeros({group_bytes[b] / 4}, on.dtype(wire));
     int64_t offset = 0;
     for (size_t k : bucket.params) {
       const torch::Tensor& p = params_[k];

@@ -35,8 +35,12 @@ void TreeCollective::reduce_to_root(torch::Tensor& data, uint32_t tag) {
   }
   for (size_t c = 0; c < pending.size(); ++c) {
     pending[c]->wait();
-    comm::sum_into(data.scalar_type(), data.data_ptr(), data.data_ptr(), bufs[c].data_ptr(),
-                   static_cast<size_t>(data.numel()));
+    if (data.is_cpu()) {
+      comm::sum_into(data.scalar_type(), data.data_ptr(), data.data_ptr(), bufs[c].data_ptr(),
+                     static_cast<size_t>(data.numel()));
+    } else {
+      data.add_(bufs[c]);  // a GPU bucket: half types add in their own precision there
+    }
   }
   if (r > 0) comm_.send(data, (r - 1) / 2, tag);
 }

@@ -6,8 +6,10 @@
 
 #include "cluster/cluster.h"
 #include "comm/session.h"
+#include "core/devices.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/torch_compat.h"
 #include "launch/cluster_launcher.h"
 #include "train/ps_server.h"
 #include "train/trainer.h"
@@ -49,10 +51,21 @@ std::string this_host_name() {
   return host;
 }
 
+/// --backend as given; else mpi under mpirun, nccl when every local rank has
+/// a GPU of its own in a build with NCCL, gloo otherwise.
+std::string job_backend(const JobOptions& options, const LaunchEnv& env, int cuda_device) {
+  if (!options.backend.empty()) return options.backend;
+  if (env.kind == LaunchKind::kMpirun) return "mpi";
+  const bool gpu_per_rank = cuda_device >= 0 && env.local_world_size <= compat::cuda_device_count();
+  return gpu_per_rank && comm::backend_built("nccl") ? "nccl" : "gloo";
+}
+
 comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv& env) {
   comm::SessionOptions so;
-  so.backend = !options.backend.empty() ? options.backend
-                                        : (env.kind == LaunchKind::kMpirun ? "mpi" : "gloo");
+  const torch::Device device =
+      worker_device(options.device, env.local_rank, env.local_world_size, options.share_gpus);
+  so.cuda_device = device.is_cuda() ? device.index() : -1;
+  so.backend = job_backend(options, env, so.cuda_device);
   so.rank = env.rank;
   so.size = env.world_size;
   so.timeout = options.timeout;

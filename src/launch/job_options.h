@@ -23,7 +23,11 @@ struct JobOptions {
   /// Address the rendezvous store listens on; "" = master_addr, 0.0.0.0 = every interface.
   std::string master_bind;
   std::string host_addr;                  ///< address other nodes reach this node's workers at
-  std::string backend;                    ///< gloo | mpi; "" = mpi under mpirun, gloo otherwise
+  /// gloo | mpi | nccl; "" = mpi under mpirun, else nccl for --device cuda
+  /// with a GPU per rank in a build with NCCL, else gloo.
+  std::string backend;
+  std::string device = "cpu";             ///< cpu | cuda | cuda:N (core/devices.h)
+  bool share_gpus = false;                ///< several local workers per GPU
   /// mpi: "blocking" (under a deadline watchdog; needs MPI_THREAD_MULTIPLE,
   /// else falls back) or "polled" (non-blocking, polled against the deadline).
   std::string mpi_collectives = "blocking";

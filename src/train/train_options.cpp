@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "core/enum_names.h"
+#include "core/devices.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sysinfo.h"
@@ -40,20 +41,9 @@ std::string to_string(SyncBuffers policy) { return kSyncBuffers.name(policy); }
 
 namespace {
 
-void check_device(const std::string& device) {
-  torch::Device parsed = torch::kCPU;
-  try {
-    parsed = torch::Device(device);
-  } catch (const std::exception&) {
-    throw Error(fmt::format("unknown device '{}'; allowed: cpu, cuda, cuda:N", device));
-  }
-  DLSCALE_CHECK(parsed.is_cpu() || parsed.is_cuda(),
-                "unsupported device '{}'; allowed: cpu, cuda, cuda:N", device);
-  DLSCALE_CHECK(!parsed.is_cuda() || compat::cuda_available(),
-                "device '{}' requested but this dlscale was built against a LibTorch without "
-                "CUDA or no GPU is visible",
-                device);
-}
+/// The device parses and exists (which GPU a worker gets is decided later,
+/// by its local rank: core/devices.h).
+void check_device(const std::string& device) { worker_device(device, 0, 1, /*share_gpus=*/true); }
 
 }  // namespace
 
@@ -120,6 +110,8 @@ launch::JobOptions job_options(const TrainOptions& o) {
   j.master_bind = o.master_bind;
   j.host_addr = o.host_addr;
   j.backend = o.backend;
+  j.device = o.device;
+  j.share_gpus = o.share_gpus;
   j.mpi_collectives = o.mpi_collectives;
   j.cluster = o.cluster;
   j.workers_per_host = o.workers_per_host;
@@ -219,6 +211,12 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   check_recipe(o.recipe, o.data.spec != "synthetic");
   check_recipe_strategy(r);
   r.memory_format = parse_memory_format(o.memory_format);
+  r.amp = parse_amp(o.amp);
+  DLSCALE_CHECK(r.amp != AmpMode::kFp16 || torch::Device(o.device).is_cuda(),
+                "--amp fp16 needs --device cuda (on CPU use --amp bf16)");
+  DLSCALE_CHECK(r.amp != AmpMode::kFp16 || o.strategy != "ps",
+                "--amp fp16 scales the loss and unscales combined gradients, which the parameter "
+                "server's shards never see: use --amp bf16 with --strategy ps");
 
   const models::ModelOptions mo = models::resolve_options(spec, model_options(o));
   o.num_classes = mo.num_classes;

@@ -8,6 +8,7 @@
 #include "dp/sync_options.h"
 #include "launch/job_options.h"
 #include "models/model.h"
+#include "train/amp.h"
 #include "train/recipe.h"
 
 namespace dlscale::train {
@@ -51,7 +52,9 @@ struct TrainOptions {
   uint64_t seed = 42;          ///< model initialization, data order and augmentation
   int64_t display_every = 10;  ///< print a step line every this many steps; 0 = never
   int64_t synthetic_batches = 1;  ///< distinct synthetic batches cycled through
-  std::string device = "cpu";  ///< "cpu" or "cuda[:index]"
+  std::string device = "cpu";  ///< "cpu", "cuda" (a GPU per local rank) or "cuda:N"
+  bool share_gpus = false;     ///< let several local workers use one GPU (docs/gpu.md)
+  std::string amp = "none";    ///< none | bf16 | fp16: autocast of the forward pass (train/amp.h)
   std::string memory_format = "channels-last";  ///< "channels-last" or "contiguous"
   bool keep_freed_memory = true;  ///< tune malloc to reuse freed activations (core/memory.h)
   std::string json_path;       ///< result record file; "" = none
@@ -97,6 +100,7 @@ struct ResolvedTrainOptions {
   OptimizerKind optimizer = OptimizerKind::kSgd;
   MemoryFormat memory_format = MemoryFormat::kChannelsLast;
   SyncBuffers sync_buffers = SyncBuffers::kInit;
+  AmpMode amp = AmpMode::kNone;
   dp::SyncOptions sync;        ///< strategy, buckets, compression (node_name left to the job)
   int64_t channels = 0;
   int64_t measured_steps = 0;

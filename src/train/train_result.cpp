@@ -167,6 +167,8 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"skip_corrupt", o.data.skip_corrupt},
           {"stage_dir", o.data.stage_dir},
           {"device", o.device},
+          {"share_gpus", o.share_gpus},
+          {"amp", to_string(c.amp)},
           {"memory_format", to_string(c.memory_format)},
           {"keep_freed_memory", o.keep_freed_memory},
           {"json", o.json_path},
@@ -220,6 +222,8 @@ nlohmann::json to_json(const TrainResult& r) {
   env["blas_threads"] = r.runtime.blas_threads;
   env["blas_config"] = r.runtime.blas_config;
   env["device"] = r.runtime.device;
+  env["gpu"] = r.runtime.gpu;
+  env["phase_timing"] = r.runtime.phase_timing;
   env["data_source"] = r.runtime.data_source;
 
   auto breakdown_json = [](const StepTimes& t) {
@@ -280,6 +284,10 @@ nlohmann::json to_json(const TrainResult& r) {
         {"input_shape", {r.model.channels, r.model.image_size, r.model.image_size}},
         {"num_classes", r.model.num_classes}}},
       {"environment", env},
+      {"precision",
+       {{"amp", to_string(r.config.amp)},
+        {"skipped_steps", r.runtime.amp_skipped_steps},
+        {"loss_scale", r.runtime.loss_scale}}},
       {"results",
        {{"samples_per_sec", s.samples_per_sec},
         {"samples_per_sec_mean", s.step_rate.mean},
@@ -313,8 +321,9 @@ void print_header(std::ostream& out, const TrainResult& r) {
              o.batch, r.config.world_size, r.config.global_batch,
              r.config.strong_scaling ? "strong" : "weak", o.steps, o.warmup,
              to_string(r.config.optimizer), o.lr);
-  fmt::print(out, "  device {} | {} | threads {} (BLAS {}) | LibTorch {} | BLAS {}\n",
-             r.runtime.device, to_string(r.config.memory_format), r.runtime.compute_threads,
+  fmt::print(out, "  device {}{} | {} | amp {} | threads {} (BLAS {}) | LibTorch {} | BLAS {}\n",
+             r.runtime.device, r.runtime.gpu.empty() ? "" : " (" + r.runtime.gpu + ")",
+             to_string(r.config.memory_format), to_string(r.config.amp), r.runtime.compute_threads,
              r.runtime.blas_threads, r.runtime.torch_version, r.system.blas);
   const DataSummary& d = r.data;
   if (d.format == "synthetic") {

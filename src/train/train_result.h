@@ -86,7 +86,11 @@ struct RuntimeInfo {
   int blas_threads = -1;    ///< BLAS library threads in effect (-1: unknown)
   std::string blas_config;
   std::string device;
+  std::string gpu;                         ///< the GPU's name; "" on CPU
+  std::string phase_timing = "host-clock";  ///< or "cuda-events" (core/phase_clock.h)
   std::string data_source;
+  int64_t amp_skipped_steps = 0;  ///< --amp fp16: steps skipped for inf/NaN gradients
+  double loss_scale = 1.0;        ///< --amp fp16: the loss scale at the end
 };
 
 /// What the run trained on and what its input pipeline did (docs/data.md).

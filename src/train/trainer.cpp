@@ -6,6 +6,8 @@
 
 #include "comm/agreement.h"
 #include "core/clock.h"
+#include "core/devices.h"
+#include "core/phase_clock.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/hash.h"
@@ -59,7 +61,7 @@ nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
       "model",     "batch",        "global_batch",  "world_size", "steps",
       "warmup",    "image_size",   "num_classes",   "aux_logits", "dropout",
       "optimizer", "lr",           "momentum",      "weight_decay", "seed",
-      "memory_format", "bucket_mb", "first_bucket_mb", "sync_buffers",
+      "memory_format", "amp", "bucket_mb", "first_bucket_mb", "sync_buffers",
       "strategy", "compress", "ranks_per_node", "ps_shards", "ps_placement", "ps_assign",
       "ps_partition_mb", "ps_mode", "max_staleness", "data", "augment", "shuffle", "data_order",
       "shuffle_buffer"};
@@ -93,8 +95,11 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
   const ResolvedTrainOptions& c = result_.config;
   const TrainOptions& o = c.options;
   DLSCALE_ASSERT(worker.world_size == 1 || worker.comm != nullptr);
-  device_ = torch::Device(o.device);
+  device_ = worker_device(o.device, worker.local_rank, worker.local_world_size, o.share_gpus);
   set_compute_threads(o.threads);  // process-wide (see core/threads.h)
+  // cuDNN picks each convolution's fastest algorithm on its first call (as
+  // tf_cnn_benchmarks' autotuning and torch.backends.cudnn.benchmark do).
+  if (device_.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
   if (o.keep_freed_memory) keep_freed_memory();
 
   const models::ModelSpec& spec = models::find_model(o.model);
@@ -157,6 +162,10 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
   if (!o.recipe.resume_path.empty()) resume_from(o.recipe.resume_path);
 
   if (!o.trace_path.empty()) tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
+  // Boundaries of the five phases (kNumPhases counts "total" too): six marks.
+  if (device_.is_cuda()) phase_clock_ = make_cuda_phase_clock(device_.index(), kNumPhases);
+  if (!phase_clock_) phase_clock_ = make_host_phase_clock(kNumPhases);
+  scaler_ = std::make_unique<LossScaler>(c.amp == AmpMode::kFp16);
 
   result_.system = collect_system_info();  // after LibTorch loaded its BLAS
   result_.runtime.torch_version = compat::torch_version();
@@ -164,6 +173,8 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
   result_.runtime.blas_threads = blas_threads();
   result_.runtime.blas_config = blas_config();
   result_.runtime.device = device_.str();
+  if (device_.is_cuda()) result_.runtime.gpu = cuda_device_name(device_.index());
+  result_.runtime.phase_timing = phase_clock_->method();
   result_.runtime.data_source = data_->name();
 }
 
@@ -220,23 +231,9 @@ void Trainer::broadcast_buffers() {
   }
 }
 
-StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
-  StepRecord rec;
-  rec.step = step;
-  rec.measured = step >= start_step_ + result_.config.options.warmup;
-  auto stamp = [this] {
-    compat::synchronize(device_);
-    return now_seconds();
-  };
-  sync_->begin_step();
-  const double t0 = stamp();
-  observer.on_phase(step, "data");
-  const data::Batch batch = data_->batch(step);
-  const double t1 = stamp();
-  observer.on_phase(step, "forward");
-  if (worker_.world_size > 1 && result_.config.sync_buffers == SyncBuffers::kStep) {
-    broadcast_buffers();
-  }
+torch::Tensor Trainer::forward_loss(const data::Batch& batch) {
+  std::optional<compat::AutocastScope> autocast;
+  if (result_.config.amp != AmpMode::kNone) autocast.emplace(device_, amp_dtype(result_.config.amp));
   const models::Logits logits = model_->forward(batch.inputs);
   namespace F = torch::nn::functional;
   const auto ce = F::CrossEntropyFuncOptions().label_smoothing(
@@ -245,34 +242,63 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   for (const auto& aux : logits.aux) {
     loss = loss + aux_loss_weight_ * F::cross_entropy(aux, batch.labels, ce);
   }
-  const double t2 = stamp();
+  return loss;
+}
+
+StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
+  StepRecord rec;
+  rec.step = step;
+  rec.measured = step >= start_step_ + result_.config.options.warmup;
+  // Phase boundaries 0..5 (data, forward, backward, comm, optimizer): host
+  // clock readings on CPU, events on the compute stream on a GPU.
+  PhaseClock& clock = *phase_clock_;
+  sync_->begin_step();
+  const double host_start = now_seconds();
+  clock.mark(0);
+  observer.on_phase(step, "data");
+  const data::Batch batch = data_->batch(step);
+  clock.mark(1);
+  observer.on_phase(step, "forward");
+  if (worker_.world_size > 1 && result_.config.sync_buffers == SyncBuffers::kStep) {
+    broadcast_buffers();
+  }
+  const torch::Tensor loss = forward_loss(batch);
+  clock.mark(2);
   observer.on_phase(step, "backward");
   compat::zero_grad_to_none(*optimizer_);
   sync_->begin_backward();
-  loss.backward();
-  const double t3 = stamp();
+  scaler_->scale_loss(loss).backward();
+  clock.mark(3);
   observer.on_phase(step, "comm");
   const dp::SyncStepStats comm = sync_->end_backward();
   const bool exchanges = worker_.world_size > 1 || result_.ps.enabled;
-  const double t4 = exchanges ? stamp() : t3;  // one worker alone: no comm phase
+  clock.mark(4);  // one worker alone: no comm, the phase is empty
   observer.on_phase(step, "optimizer");
-  sync_->apply_update(*optimizer_);
-  const double t5 = stamp();
+  if (scaler_->unscale(model_->parameters())) sync_->apply_update(*optimizer_);
+  clock.mark(5);
+  const std::vector<double> at = clock.offsets();
+  const double t0 = host_start;
+  const double t1 = t0 + at[1], t2 = t0 + at[2], t3 = t0 + at[3];
+  const double t4 = exchanges ? t0 + at[4] : t3;
+  const double t5 = t0 + at[5];
   rec.loss = loss.item<double>();
   rec.times = {t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0};
   rec.comm_busy = comm.busy_seconds;
-  if (tracer_) {
-    const nlohmann::json args = {{"step", step}};
-    tracer_->add("forward", "compute", t1, t2, args);
-    tracer_->add("backward", "compute", t2, t3, args);
-    if (exchanges) tracer_->add("wait for gradients", "compute", t3, t4, args);
-    tracer_->add("optimizer", "compute", t4, t5, args);
-    for (const auto& b : comm.buckets) {
-      tracer_->add(fmt::format("{} bucket {}", result_.comm.strategy, b.bucket), "comm", b.start,
-                   b.end, {{"step", step}, {"bytes", result_.comm.bucket_bytes[b.bucket]}});
-    }
-  }
+  if (tracer_) trace_step(step, {t0, t1, t2, t3, t4, t5}, exchanges, comm);
   return rec;
+}
+
+void Trainer::trace_step(int64_t step, const std::array<double, 6>& t, bool exchanges,
+                         const dp::SyncStepStats& comm) {
+  const nlohmann::json args = {{"step", step}};
+  tracer_->add("forward", "compute", t[1], t[2], args);
+  tracer_->add("backward", "compute", t[2], t[3], args);
+  if (exchanges) tracer_->add("wait for gradients", "compute", t[3], t[4], args);
+  tracer_->add("optimizer", "compute", t[4], t[5], args);
+  for (const auto& b : comm.buckets) {
+    tracer_->add(fmt::format("{} bucket {}", result_.comm.strategy, b.bucket), "comm", b.start,
+                 b.end, {{"step", step}, {"bytes", result_.comm.bucket_bytes[b.bucket]}});
+  }
 }
 
 void Trainer::gather_rank_times() {
@@ -310,7 +336,7 @@ namespace {
 int64_t parameter_checksum(const std::vector<torch::Tensor>& params) {
   uint64_t h = kFnv1aOffset;
   for (const auto& p : params) {
-    const torch::Tensor c = p.detach().contiguous();
+    const torch::Tensor c = p.detach().contiguous().cpu();
     h = fnv1a(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size(), h);
   }
   return static_cast<int64_t>(h);
@@ -428,6 +454,8 @@ TrainResult Trainer::run(TrainObserver& observer) {
     result_.comm.tcp_bytes_sent = {-1.0};
   }
   result_.data.pipeline = data_->stats();
+  result_.runtime.amp_skipped_steps = scaler_->skipped_steps();
+  result_.runtime.loss_scale = scaler_->scale();
   result_.summary = summarize_steps(result_.steps, result_.config.global_batch, wall);
   result_.summary.world_size = worker_.world_size;
   write_outputs();

@@ -3,6 +3,7 @@
 // optimizer and data from validated options, runs the steps and measures each
 // phase of every step. Gradients are combined by the strategy the options
 // name (dp/gradient_sync.h); with several workers rank 0 reports for the job.
+#include <array>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -19,8 +20,13 @@ struct OpenedData;
 struct SourceOptions;
 }
 
+namespace dlscale {
+class PhaseClock;
+}
+
 namespace dlscale::dp {
 class GradientSync;
+struct SyncStepStats;
 struct PsLayout;
 struct ShardReport;
 }
@@ -28,6 +34,7 @@ struct ShardReport;
 namespace dlscale::train {
 
 class Evaluator;
+class LossScaler;
 class Mllog;
 class Tracer;
 
@@ -95,6 +102,10 @@ class Trainer {
 
  private:
   StepRecord run_step(int64_t step, TrainObserver& observer);
+  /// Forward pass and loss of `batch` (under autocast with --amp).
+  torch::Tensor forward_loss(const data::Batch& batch);
+  void trace_step(int64_t step, const std::array<double, 6>& t, bool exchanges,
+                  const dp::SyncStepStats& comm);
   void broadcast_buffers();
   void record_data_info(const data::OpenedData& opened);
   void gather_rank_times();
@@ -124,6 +135,8 @@ class Trainer {
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<Evaluator> evaluator_;  ///< null when the run does not evaluate
   std::unique_ptr<Mllog> mllog_;          ///< rank 0 with --mllog only
+  std::unique_ptr<PhaseClock> phase_clock_;  ///< host clock, or CUDA events on a GPU
+  std::unique_ptr<LossScaler> scaler_;       ///< --amp fp16's loss scaling (else a no-op)
   LrSchedule schedule_;
   double init_start_ = 0;        ///< when the constructor began (MLPerf init_start)
   double run_start_ = 0;         ///< when run() began (MLPerf run_start)

@@ -1,0 +1,17 @@
+#pragma once
+// Which device a worker computes on (docs/gpu.md, "One GPU per rank").
+#include <string>
+
+#include <torch/torch.h>
+
+namespace dlscale {
+
+/// The device of the worker with `local_rank` of `local_world` workers on its
+/// node, for --device `requested`: "cpu"; "cuda" gives local rank r the GPU
+/// r mod (visible GPUs); "cuda:N" is GPU N for every worker. Throws
+/// dlscale::Error when no GPU is visible, N is out of range, or workers would
+/// share a GPU and `share_gpus` is false.
+torch::Device worker_device(const std::string& requested, int local_rank, int local_world,
+                            bool share_gpus);
+
+}  // namespace dlscale

@@ -1,0 +1,197 @@
+// GPU tests (ctest label `gpu`; built only against a CUDA LibTorch and run on
+// the GPU machine through scripts/gpu/test.sh, never in CPU CI). One GPU is
+// enough: NCCL with one rank, and two processes sharing the GPU over Gloo.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "comm/nccl/nccl_communicator.h"
+#include "comm/staged_communicator.h"
+#include "comm/tcp_store.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/torch_compat.h"
+#include "process_util.h"
+#include "train/trainer.h"
+
+namespace dlscale {
+namespace {
+
+using testing::run_dlscale;
+using testing::temp_path;
+
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!compat::cuda_available()) GTEST_SKIP() << "no GPU visible";
+  }
+};
+
+/// A one-rank NCCL communicator behind the staging layer, as a job gets it.
+struct OneRankNccl {
+  comm::TcpStoreServer server{"127.0.0.1", 0};
+  comm::TcpStore store{"127.0.0.1", server.port(), std::chrono::milliseconds(20000)};
+  std::unique_ptr<comm::Communicator> comm = std::make_unique<comm::StagedCommunicator>(
+      std::make_unique<comm::NcclCommunicator>(store, 0, 1, comm::NcclOptions{}));
+};
+
+TEST_F(GpuTest, NcclOneRankCollectives) {
+  OneRankNccl n;
+  comm::Communicator& c = *n.comm;
+  EXPECT_EQ(c.backend(), "nccl");
+  EXPECT_TRUE(c.device().is_cuda());
+  for (auto dtype : {torch::kFloat32, torch::kFloat16, torch::kBFloat16}) {
+    torch::Tensor t = torch::arange(1000, torch::TensorOptions().dtype(dtype).device(torch::kCUDA));
+    const torch::Tensor before = t.clone();
+    c.allreduce(t, comm::ReduceOp::kSum);
+    EXPECT_TRUE(torch::equal(t, before)) << c10::toString(dtype);
+    c.allreduce(t, comm::ReduceOp::kAverage);
+    EXPECT_TRUE(torch::equal(t, before)) << c10::toString(dtype);
+  }
+  torch::Tensor b = torch::full({7}, 3.0, torch::TensorOptions().device(torch::kCUDA));
+  c.broadcast(b, 0);
+  EXPECT_TRUE(torch::equal(b.cpu(), torch::full({7}, 3.0)));
+  const torch::Tensor g = c.allgather(torch::arange(5, torch::TensorOptions().device(torch::kCUDA)));
+  EXPECT_EQ(g.sizes(), (std::vector<int64_t>{1, 5}));
+  EXPECT_TRUE(torch::equal(g[0].cpu(), torch::arange(5)));
+  c.barrier();
+  // CPU tensors are staged through the GPU and come back on the CPU.
+  torch::Tensor host = torch::ones({4});
+  c.allreduce(host, comm::ReduceOp::kSum);
+  EXPECT_TRUE(host.device().is_cpu());
+  EXPECT_TRUE(torch::equal(host, torch::ones({4})));
+  const torch::Tensor hg = c.allgather(torch::tensor({int64_t{9}}));
+  EXPECT_TRUE(hg.device().is_cpu());
+  EXPECT_EQ(hg[0][0].item<int64_t>(), 9);
+  std::unique_ptr<comm::Communicator> child = c.split(0, 0);
+  ASSERT_NE(child, nullptr);
+  EXPECT_EQ(child->size(), 1);
+  torch::Tensor one = torch::ones({3}, torch::TensorOptions().device(torch::kCUDA));
+  child->allreduce(one, comm::ReduceOp::kSum);
+  EXPECT_TRUE(torch::equal(one.cpu(), torch::ones({3})));
+}
+
+TEST_F(GpuTest, NcclRejectsTensorsOffItsGpu) {
+  OneRankNccl n;
+  comm::NcclCommunicator raw(n.store, 0, 1, comm::NcclOptions{0, std::chrono::milliseconds(20000), "raw"});
+  torch::Tensor host = torch::ones({4});
+  EXPECT_THROW(raw.allreduce(host, comm::ReduceOp::kSum), Error);
+  torch::Tensor ints = torch::ones({4}, torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA));
+  EXPECT_THROW(raw.allreduce(ints, comm::ReduceOp::kSum), Error);
+}
+
+train::TrainOptions gpu_options(const std::string& model, int64_t size, int64_t batch, int64_t steps) {
+  train::TrainOptions o;
+  o.model = model;
+  o.image_size = size;
+  o.num_classes = 10;
+  o.batch = batch;
+  o.steps = steps;
+  o.warmup = 2;
+  o.display_every = 0;
+  o.optimizer = "momentum";
+  o.device = "cuda";
+  o.dropout = 0;
+  return o;
+}
+
+train::TrainResult train_in_process(const train::TrainOptions& o) {
+  train::Trainer t(o);
+  train::TrainObserver quiet;
+  return t.run(quiet);
+}
+
+// bf16 autocast tracks fp32 step by step. fp16 starts at a loss scale of
+// 65536 that may overflow the first gradients, so it skips a few steps (as
+// PyTorch's GradScaler does) and then trains on.
+TEST_F(GpuTest, MixedPrecisionLossesStayCloseToFp32) {
+  train::TrainOptions o = gpu_options("resnet18", 32, 32, 12);
+  const train::TrainResult fp32 = train_in_process(o);
+  o.amp = "bf16";
+  const train::TrainResult bf16 = train_in_process(o);
+  ASSERT_EQ(bf16.steps.size(), fp32.steps.size());
+  for (size_t i = 0; i < bf16.steps.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(bf16.steps[i].loss)) << "step " << i;
+    EXPECT_NEAR(bf16.steps[i].loss, fp32.steps[i].loss, 0.1 * fp32.steps[i].loss + 0.02) << "step " << i;
+  }
+  o.amp = "fp16";
+  const train::TrainResult fp16 = train_in_process(o);
+  for (const auto& s : fp16.steps) ASSERT_TRUE(std::isfinite(s.loss)) << "step " << s.step;
+  const int64_t skipped = fp16.runtime.amp_skipped_steps;
+  EXPECT_LE(skipped, 5);
+  EXPECT_DOUBLE_EQ(fp16.runtime.loss_scale, 65536.0 / std::pow(2.0, static_cast<double>(skipped)));
+  // Its last loss is fp32's after as many fewer updates.
+  const size_t n = fp16.steps.size();
+  const double behind = fp32.steps[n - 1 - static_cast<size_t>(skipped)].loss;
+  EXPECT_NEAR(fp16.steps[n - 1].loss, behind, 0.25 * behind + 0.05);
+}
+
+// The CUDA-event phases add up to each step, and the steps to the host's
+// wall time of the run (each step ends with the loss read back).
+TEST_F(GpuTest, CudaEventPhasesAddUpToStepTime) {
+  train::TrainOptions o = gpu_options("resnet18", 64, 64, 25);
+  const train::TrainResult r = train_in_process(o);
+  EXPECT_EQ(r.runtime.phase_timing, "cuda-events");
+  EXPECT_FALSE(r.runtime.gpu.empty());
+  double total = 0;
+  for (const auto& s : r.steps) {
+    double sum = 0;
+    for (size_t p = 0; p + 1 < train::kNumPhases; ++p) sum += train::phase_seconds(s.times, p);
+    EXPECT_NEAR(sum, s.times.total, 1e-6);
+    EXPECT_GT(s.times.total, 0);
+    if (s.measured) total += s.times.total;
+  }
+  const double wall = r.summary.wall_seconds;
+  EXPECT_GT(total, 0.75 * wall) << "steps " << total << " s, wall " << wall << " s";
+  EXPECT_LT(total, 1.05 * wall) << "steps " << total << " s, wall " << wall << " s";
+}
+
+double last_loss(const std::string& json_path) {
+  const nlohmann::json j = nlohmann::json::parse(read_file(json_path));
+  return j.at("results").at("loss_last").get<double>();
+}
+
+// Two workers sharing the GPU over Gloo (buckets staged through host memory)
+// train like one worker on the same global batch.
+TEST_F(GpuTest, TwoRanksSharingTheGpuMatchOneProcess) {
+  const std::string common =
+      "train --model lenet --device cuda --steps 6 --warmup 1 --dropout 0 --display-every 0 "
+      "--optimizer momentum --synthetic-batches 2 --memory-format contiguous";
+  const std::string one = temp_path("one.json"), two = temp_path("two.json");
+  const auto a = run_dlscale(common + " --workers 1 --batch 32 --json " + one);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const auto b = run_dlscale(common + " --workers 2 --share-gpus --batch 16 --json " + two);
+  ASSERT_EQ(b.code, 0) << b.err;
+  const nlohmann::json j = nlohmann::json::parse(read_file(two));
+  EXPECT_EQ(j.at("results").at("comm").at("backend"), "gloo");
+  EXPECT_NEAR(last_loss(one), last_loss(two), 1e-3 * std::abs(last_loss(one)) + 1e-4);
+}
+
+TEST_F(GpuTest, MoreWorkersThanGpusNeedsShareGpus) {
+  if (compat::cuda_device_count() > 1) GTEST_SKIP() << "needs exactly one GPU";
+  const auto r = run_dlscale("train --model lenet --device cuda --workers 2 --steps 2 --warmup 1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("add --share-gpus"), std::string::npos) << r.err;
+  const auto n = run_dlscale(
+      "train --model lenet --device cuda --workers 2 --share-gpus --backend nccl --steps 2");
+  EXPECT_NE(n.code, 0);
+  EXPECT_NE(n.err.find("cannot put several ranks on one GPU"), std::string::npos) << n.err;
+}
+
+// commbench --backend nccl on one GPU runs NCCL itself (a one-rank session,
+// not the in-process stand-in), and its rows come back right (#wrong 0).
+TEST_F(GpuTest, NcclThroughTheCli) {
+  const std::string json = temp_path("cb.json");
+  const auto r = run_dlscale("commbench --backend nccl --device cuda --max-bytes 1M --iters 3 "
+                             "--warmup 1 --op allreduce,broadcast,allgather --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("backend nccl"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(read_file(json));
+  const nlohmann::json& rows = j.at("results").at("rows");
+  ASSERT_FALSE(rows.empty());
+  for (const auto& row : rows) EXPECT_EQ(row.at("wrong").get<int64_t>(), 0) << row.dump();
+}
+
+}  // namespace
+}  // namespace dlscale
