@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <utility>
 
@@ -85,11 +86,16 @@ class NcclState {
   NcclState(const NcclState&) = delete;
   NcclState& operator=(const NcclState&) = delete;
 
+  /// "nccl OP: rank R of N: <NCCL's error>[: <its last message>]".
+  std::string describe(ncclResult_t r, const char* op) const {
+    const char* last = comm != nullptr && !aborted ? ncclGetLastError(comm) : "";
+    return fmt::format("nccl {}: rank {} of {}: {}{}{}", op, rank, size, ncclGetErrorString(r),
+                       *last ? ": " : "", last);
+  }
+
   void check_result(ncclResult_t r, const char* op) {
     if (r == ncclSuccess || r == ncclInProgress) return;
-    const char* last = comm != nullptr ? ncclGetLastError(comm) : "";
-    throw PeerFailure(fmt::format("nccl {}: rank {} of {}: {}{}{}", op, rank, size,
-                                  ncclGetErrorString(r), *last ? ": " : "", last));
+    throw PeerFailure(describe(r, op));
   }
 
   /// Queues `enqueue` on our stream after the work LibTorch has queued so
@@ -100,12 +106,16 @@ class NcclState {
     cudaEvent_t ready = nullptr;
     cudaEvent_t done = nullptr;
     check_cuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
-    check_cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
-    check_cuda(cudaEventRecord(ready, nullptr), "cudaEventRecord");  // LibTorch's default stream
-    check_cuda(cudaStreamWaitEvent(stream, ready, 0), "cudaStreamWaitEvent");
+    const cudaError_t recorded = cudaEventRecord(ready, nullptr);  // LibTorch's default stream
+    const cudaError_t waited =
+        recorded == cudaSuccess ? cudaStreamWaitEvent(stream, ready, 0) : recorded;
     cudaEventDestroy(ready);  // the wait keeps what it needs
+    check_cuda(waited, "cudaStreamWaitEvent");
     check_result(enqueue(stream), op);
-    check_cuda(cudaEventRecord(done, stream), "cudaEventRecord");
+    check_cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+    const cudaError_t marked = cudaEventRecord(done, stream);
+    if (marked != cudaSuccess) cudaEventDestroy(done);
+    check_cuda(marked, "cudaEventRecord");
     return done;
   }
 
@@ -113,22 +123,20 @@ class NcclState {
   /// and throws PeerFailure when NCCL reports an error or `timeout` passes.
   void wait(cudaEvent_t done, const char* op, std::chrono::milliseconds timeout) {
     DeviceScope scope(device);
+    const std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> owned(done, cudaEventDestroy);
     const auto start = std::chrono::steady_clock::now();
     for (int spins = 0;; ++spins) {
       const cudaError_t q = cudaEventQuery(done);
-      if (q == cudaSuccess) break;
-      if (q != cudaErrorNotReady) {
-        cudaEventDestroy(done);
-        check_cuda(q, "cudaEventQuery");
-      }
+      if (q == cudaSuccess) return;
+      if (q != cudaErrorNotReady) check_cuda(q, "cudaEventQuery");
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm, &async);
-      const bool late = std::chrono::steady_clock::now() - start > timeout;
       if (async != ncclSuccess && async != ncclInProgress) {
+        const std::string why = describe(async, op);  // before the abort frees the communicator
         abort();
-        check_result(async, op);
+        throw PeerFailure(why + "; communicator aborted");
       }
-      if (late) {
+      if (std::chrono::steady_clock::now() - start > timeout) {
         abort();
         throw PeerFailure(fmt::format(
             "nccl {}: rank {} of {} waited {:.0f} s for its peers; communicator aborted", op, rank,
@@ -140,7 +148,6 @@ class NcclState {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
     }
-    cudaEventDestroy(done);
   }
 
   void abort() {
