@@ -8,10 +8,11 @@
 
 namespace dlscale::comm {
 
-void check_comm_tensor(const torch::Tensor& t, const char* op, bool reducible) {
+void check_comm_tensor(const torch::Tensor& t, const char* op, bool reducible,
+                       const torch::Device& device) {
   DLSCALE_CHECK(t.defined(), "{}: tensor is undefined", op);
-  DLSCALE_CHECK(t.device().is_cpu(), "{}: tensor is on {}, this backend needs CPU tensors", op,
-                t.device().str());
+  DLSCALE_CHECK(t.device() == device, "{}: tensor is on {}, this backend needs {} tensors", op,
+                t.device().str(), device.is_cpu() ? "CPU" : device.str());
   DLSCALE_CHECK(t.is_contiguous(), "{}: tensor must be contiguous", op);
   if (reducible) {
     const auto d = t.scalar_type();

@@ -96,8 +96,10 @@ class Communicator {
 /// Throws dlscale::Error unless `tag` fits the 24 bits every backend allows.
 void check_tag(uint32_t tag, const char* op);
 
-/// Throws dlscale::Error unless `t` is a contiguous CPU tensor; and, when
-/// `reducible`, of dtype float32, float16 or bfloat16.
-void check_comm_tensor(const torch::Tensor& t, const char* op, bool reducible);
+/// Throws dlscale::Error unless `t` is a contiguous tensor on `device` (the
+/// backend's: CPU, or the rank's GPU for nccl); and, when `reducible`, of
+/// dtype float32, float16 or bfloat16.
+void check_comm_tensor(const torch::Tensor& t, const char* op, bool reducible,
+                       const torch::Device& device = torch::kCPU);
 
 }  // namespace dlscale::comm

@@ -72,14 +72,17 @@ bool backend_built(const std::string& backend) {
   return false;
 }
 
-CommSession::CommSession(const SessionOptions& o) {
-  if (o.backend != "gloo" && o.backend != "mpi" && o.backend != "nccl") {
-    throw Error(fmt::format("unknown backend '{}'; allowed: {}", o.backend, backend_names()));
-  }
-  DLSCALE_CHECK(backend_built(o.backend),
-                "backend '{}' is not available in this build ({}; see docs/gpu.md); allowed: {}",
-                o.backend, o.backend == "nccl" ? "it needs a CUDA build" : "built without MPI",
+void check_backend(const std::string& backend) {
+  DLSCALE_CHECK(backend == "gloo" || backend == "mpi" || backend == "nccl",
+                "unknown --backend '{}'; allowed: {}", backend, backend_names());
+  DLSCALE_CHECK(backend_built(backend),
+                "--backend {} is not available in this build ({}; docs/gpu.md); allowed: {}",
+                backend, backend == "nccl" ? "it needs a CUDA build" : "built without MPI",
                 backend_names());
+}
+
+CommSession::CommSession(const SessionOptions& o) {
+  check_backend(o.backend);
   std::unique_ptr<Communicator> world;
 #if DLSCALE_WITH_MPI
   if (o.backend == "mpi") {

@@ -35,6 +35,9 @@ struct SessionOptions {
 std::string backend_names();
 /// Whether this build has `backend` ("gloo", "mpi", "nccl").
 bool backend_built(const std::string& backend);
+/// Throws dlscale::Error unless `backend` is a backend this build has,
+/// naming what is unknown or why it is missing.
+void check_backend(const std::string& backend);
 
 class CommSession {
  public:

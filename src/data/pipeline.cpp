@@ -129,9 +129,6 @@ Batch Pipeline::build(int64_t step) {
     // the compute stream ahead of the step that uses it.
     batch.inputs = batch.inputs.to(options_.device, /*non_blocking=*/true);
     batch.labels = batch.labels.pin_memory().to(options_.device, /*non_blocking=*/true);
-  } else if (options_.device != torch::kCPU) {
-    batch.inputs = batch.inputs.to(options_.device);
-    batch.labels = batch.labels.to(options_.device);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.busy_seconds += now_seconds() - start;

@@ -65,13 +65,13 @@ void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb, torch:
   }
   bucket_of_.resize(params_.size());
   views_.resize(params_.size());
+  // Buckets live beside the parameters (on the GPU for --device cuda); the
+  // communicator stages them if its backend needs another device.
+  const auto on = torch::TensorOptions().device(params_.empty() ? torch::Device(torch::kCPU)
+                                                                : params_[0].device());
   for (size_t b = 0; b < groups.size(); ++b) {
     Bucket bucket;
     bucket.params = groups[b];
-    // Buckets live beside the parameters (on the GPU for --device cuda); the
-    // communicator stages them if its backend needs another device.
-    const auto on = torch::TensorOptions().device(params_.empty() ? torch::Device(torch::kCPU)
-                                                                  : params_[0].device());
     bucket.buffer = torch::zeros({group_bytes[b] / 4}, on.dtype(torch::kFloat32));
     if (wire != torch::kFloat32) bucket.wire = torch::zeros({group_bytes[b] / 4}, on.dtype(wire));
     int64_t offset = 0;

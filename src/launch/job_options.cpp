@@ -22,13 +22,7 @@ void check_job_options(const JobOptions& o) {
                 "--node-rank must be in [0, {}) (got {})", o.nnodes, o.node_rank);
   DLSCALE_CHECK(o.master_port >= 1 && o.master_port <= 65535,
                 "--master-port must be in [1, 65535] (got {})", o.master_port);
-  DLSCALE_CHECK(o.backend.empty() || o.backend == "gloo" || o.backend == "mpi" ||
-                    o.backend == "nccl",
-                "unknown --backend '{}'; allowed: {}", o.backend, comm::backend_names());
-  DLSCALE_CHECK(o.backend.empty() || comm::backend_built(o.backend),
-                "--backend {} is not available in this build ({}; docs/gpu.md); allowed: {}",
-                o.backend, o.backend == "nccl" ? "it needs a CUDA build" : "built without MPI",
-                comm::backend_names());
+  if (!o.backend.empty()) comm::check_backend(o.backend);
   DLSCALE_CHECK(o.backend != "nccl" || o.device.rfind("cuda", 0) == 0,
                 "--backend nccl needs --device cuda");
   DLSCALE_CHECK(o.backend != "nccl" || !o.share_gpus,

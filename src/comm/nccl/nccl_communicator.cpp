@@ -150,6 +150,12 @@ class NcclState {
     }
   }
 
+  /// A blocking operation: launch, then wait.
+  void run(const char* op, const std::function<ncclResult_t(cudaStream_t)>& enqueue,
+           std::chrono::milliseconds timeout) {
+    wait(launch(enqueue, op), op, timeout);
+  }
+
   void abort() {
     if (aborted) return;
     aborted = true;
@@ -223,43 +229,32 @@ torch::Device NcclCommunicator::device() const {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(options_.device));
 }
 
-namespace {
-
-void check_nccl_tensor(const torch::Tensor& t, int device, const char* op, bool reducible) {
-  DLSCALE_CHECK(t.defined(), "{}: tensor is undefined", op);
-  DLSCALE_CHECK(t.is_cuda() && t.get_device() == device, "{}: tensor is on {}, nccl needs cuda:{}",
-                op, t.device().str(), device);
-  DLSCALE_CHECK(t.is_contiguous(), "{}: tensor must be contiguous", op);
-  if (reducible) reduce_type(t.scalar_type());
-}
-
-}  // namespace
 
 void NcclCommunicator::allreduce(torch::Tensor& tensor, ReduceOp op) {
-  check_nccl_tensor(tensor, options_.device, "allreduce", true);
+  check_comm_tensor(tensor, "allreduce", /*reducible=*/true, device());
   void* p = tensor.data_ptr();
   const auto type = reduce_type(tensor.scalar_type());
   const auto n = static_cast<size_t>(tensor.numel());
   ncclComm_t comm = state_->comm;
   const ncclRedOp_t red = op == ReduceOp::kSum ? ncclSum : ncclAvg;
-  state_->wait(state_->launch([&](cudaStream_t s) { return ncclAllReduce(p, p, n, type, red, comm, s); },
-                              "allreduce"),
-               "allreduce", options_.timeout);
+  state_->run(
+      "allreduce", [&](cudaStream_t s) { return ncclAllReduce(p, p, n, type, red, comm, s); },
+      options_.timeout);
 }
 
 void NcclCommunicator::broadcast(torch::Tensor& tensor, int root) {
-  check_nccl_tensor(tensor, options_.device, "broadcast", false);
+  check_comm_tensor(tensor, "broadcast", /*reducible=*/false, device());
   DLSCALE_CHECK(root >= 0 && root < size_, "broadcast: root {} is not a rank of {}", root, size_);
   void* p = tensor.data_ptr();
   const size_t n = byte_count(tensor);
   ncclComm_t comm = state_->comm;
-  state_->wait(state_->launch([&](cudaStream_t s) { return ncclBroadcast(p, p, n, ncclUint8, root, comm, s); },
-                              "broadcast"),
-               "broadcast", options_.timeout);
+  state_->run(
+      "broadcast", [&](cudaStream_t s) { return ncclBroadcast(p, p, n, ncclUint8, root, comm, s); },
+      options_.timeout);
 }
 
 torch::Tensor NcclCommunicator::allgather(const torch::Tensor& input) {
-  check_nccl_tensor(input, options_.device, "allgather", false);
+  check_comm_tensor(input, "allgather", /*reducible=*/false, device());
   std::vector<int64_t> shape{size_};
   for (int64_t d : input.sizes()) shape.push_back(d);
   torch::Tensor out = torch::empty(shape, input.options());
@@ -267,9 +262,9 @@ torch::Tensor NcclCommunicator::allgather(const torch::Tensor& input) {
   void* o = out.data_ptr();
   const size_t n = byte_count(input);
   ncclComm_t comm = state_->comm;
-  state_->wait(state_->launch([&](cudaStream_t s) { return ncclAllGather(in, o, n, ncclUint8, comm, s); },
-                              "allgather"),
-               "allgather", options_.timeout);
+  state_->run(
+      "allgather", [&](cudaStream_t s) { return ncclAllGather(in, o, n, ncclUint8, comm, s); },
+      options_.timeout);
   return out;
 }
 
@@ -280,7 +275,7 @@ void NcclCommunicator::barrier() {
 
 std::unique_ptr<Request> NcclCommunicator::isend(const torch::Tensor& tensor, int dst, uint32_t tag) {
   check_tag(tag, "isend");
-  check_nccl_tensor(tensor, options_.device, "isend", false);
+  check_comm_tensor(tensor, "isend", /*reducible=*/false, device());
   DLSCALE_CHECK(dst >= 0 && dst < size_ && dst != rank_, "isend: bad destination rank {}", dst);
   const void* p = tensor.data_ptr();
   const size_t n = byte_count(tensor);
@@ -292,7 +287,7 @@ std::unique_ptr<Request> NcclCommunicator::isend(const torch::Tensor& tensor, in
 
 std::unique_ptr<Request> NcclCommunicator::irecv(torch::Tensor& tensor, int src, uint32_t tag) {
   check_tag(tag, "irecv");
-  check_nccl_tensor(tensor, options_.device, "irecv", false);
+  check_comm_tensor(tensor, "irecv", /*reducible=*/false, device());
   DLSCALE_CHECK(src >= 0 && src < size_ && src != rank_, "irecv: bad source rank {}", src);
   void* p = tensor.data_ptr();
   const size_t n = byte_count(tensor);
