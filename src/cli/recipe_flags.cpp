@@ -57,7 +57,8 @@ void add_log_flags(CLI::App* cmd, train::RecipeOptions& r, const std::string& gr
                   "docs/mllog.md)")
       ->group(group);
   cmd->add_option("--checkpoint", r.checkpoint_path,
-                  "Checkpoint file (written atomically by rank 0, replaced each time)")
+                  "Checkpoint file (written atomically by rank 0, replaced each time; "
+                  "'{step}' in the name keeps one file per checkpoint, e.g. ckpt-{step}.bin)")
       ->group(group);
   cmd->add_option("--checkpoint-every", r.checkpoint_every, "Write a checkpoint every N steps")
       ->group(group);

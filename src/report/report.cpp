@@ -595,9 +595,22 @@ std::vector<ScalingRow> scaling_rows(const std::vector<RunRecord>& runs, const s
   return rows;
 }
 
+/// Whether the runs that set `name` give it two or more values (a parameter
+/// set on only some runs "varies" against its absence, but a comparison
+/// takes only the runs that set it).
+bool comparable(const std::vector<RunRecord>& runs, const std::string& name) {
+  std::set<std::string> values;
+  for (const RunRecord& r : runs) {
+    if (r.params.count(name)) values.insert(text_of(r.params, name));
+  }
+  return values.size() >= 2;
+}
+
 std::string detect_compare_by(const std::vector<RunRecord>& runs) {
   const std::vector<const RunRecord*> all = pointers(runs);
-  const std::vector<std::string> vary = all.empty() ? std::vector<std::string>{} : varying(all, {});
+  std::vector<std::string> vary = all.empty() ? std::vector<std::string>{} : varying(all, {});
+  vary.erase(std::remove_if(vary.begin(), vary.end(), [&](const std::string& v) { return !comparable(runs, v); }),
+             vary.end());
   for (const char* preferred : {"kind", "backend", "strategy", "launcher"}) {
     if (std::find(vary.begin(), vary.end(), preferred) != vary.end()) {
       // `kind` varies alongside a '_' tool name in the peer examples; the name reads better.

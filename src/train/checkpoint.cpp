@@ -106,4 +106,15 @@ void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes
   optimizer.load(archive);
 }
 
+std::string checkpoint_file(const std::string& pattern, int64_t step) {
+  static const std::string kStep = "{step}";
+  std::string out;
+  size_t from = 0;
+  for (size_t at = pattern.find(kStep); at != std::string::npos; at = pattern.find(kStep, from)) {
+    out.append(pattern, from, at - from).append(std::to_string(step));
+    from = at + kStep.size();
+  }
+  return out.append(pattern, from, std::string::npos);
+}
+
 }  // namespace dlscale::train

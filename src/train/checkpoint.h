@@ -28,6 +28,11 @@ std::string encode_checkpoint(const CheckpointState& state);
 /// Throws dlscale::Error naming `name` when `bytes` is not a whole checkpoint.
 CheckpointState decode_checkpoint(const std::string& bytes, const std::string& name);
 
+/// The file a checkpoint after `step` steps goes to: `pattern` with every
+/// "{step}" replaced by the step (one file per checkpoint), or `pattern`
+/// itself (replaced each time).
+std::string checkpoint_file(const std::string& pattern, int64_t step);
+
 /// The optimizer's state as bytes, and back into an optimizer built over
 /// the same parameters.
 std::string save_optimizer(const torch::optim::Optimizer& optimizer);

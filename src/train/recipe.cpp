@@ -176,4 +176,23 @@ double LrSchedule::at(int64_t step) const {
   return peak_ * warm * decay(step);
 }
 
+bool LrSchedule::depends_on_length() const {
+  return kind_ == LrScheduleKind::kPoly || kind_ == LrScheduleKind::kCosine ||
+         kind_ == LrScheduleKind::kOneCycle;
+}
+
+std::vector<std::pair<int64_t, double>> LrSchedule::samples_from(int64_t from) const {
+  constexpr int64_t kFirst = 8;    // the steps right after the checkpoint
+  constexpr int64_t kSpread = 56;  // and these many more up to the last step
+  std::vector<std::pair<int64_t, double>> out;
+  const int64_t last = total_steps_ - 1;
+  for (int64_t s = from; s <= last && s < from + kFirst; ++s) out.emplace_back(s, at(s));
+  const int64_t rest = last - (from + kFirst - 1);
+  for (int64_t i = 1; rest > 0 && i <= kSpread; ++i) {
+    const int64_t s = from + kFirst - 1 + (rest * i + kSpread - 1) / kSpread;
+    if (s > out.back().first) out.emplace_back(s, at(s));
+  }
+  return out;
+}
+
 }  // namespace dlscale::train

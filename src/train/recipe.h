@@ -6,6 +6,7 @@
 // turned into a pure step → learning-rate function by LrSchedule.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dlscale::train {
@@ -73,6 +74,12 @@ class LrSchedule {
              int64_t steps_per_epoch, int64_t total_steps);
   double at(int64_t step) const;
   double peak() const { return peak_; }
+  /// Whether the curve depends on the run's length (poly, cosine, onecycle).
+  bool depends_on_length() const;
+  /// (step, rate) at the first steps from `from` and at steps spread evenly
+  /// up to the run's last: what a checkpoint keeps so that a resumed run can
+  /// check it continues on the same curve.
+  std::vector<std::pair<int64_t, double>> samples_from(int64_t from) const;
   int64_t warmup_steps() const { return warmup_steps_; }
 
  private:

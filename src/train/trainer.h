@@ -121,6 +121,7 @@ class Trainer {
   void finish_convergence();
   void save_checkpoint(int64_t next_step);
   void resume_from(const std::string& path);
+  void check_lr_curve(const nlohmann::json& meta, const std::string& path) const;
   nlohmann::json checkpoint_meta(int64_t next_step) const;
   double run_seconds() const;
 

@@ -1,6 +1,8 @@
 // The Trainer's convergence side (docs/convergence.md): the learning-rate
 // schedule, evaluations and the target, the MLPerf-style log, checkpoints
 // and resuming.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "comm/agreement.h"
@@ -157,6 +159,8 @@ nlohmann::json Trainer::checkpoint_meta(int64_t next_step) const {
   const ResolvedTrainOptions& c = result_.config;
   nlohmann::json evals = nlohmann::json::array();
   for (const auto& e : result_.convergence.evals) evals.push_back(to_json(e));
+  nlohmann::json lr_curve = nlohmann::json::array();
+  for (const auto& [step, rate] : schedule_.samples_from(next_step)) lr_curve.push_back({step, rate});
   return {{"schema", "dlscale.checkpoint/1"},
           {"model", c.options.model},
           {"world_size", c.world_size},
@@ -169,6 +173,7 @@ nlohmann::json Trainer::checkpoint_meta(int64_t next_step) const {
           {"next_step", next_step},
           {"steps", c.options.steps},
           {"run_seconds", run_seconds()},
+          {"lr_curve", lr_curve},
           {"evals", evals}};
 }
 
@@ -187,7 +192,8 @@ void Trainer::save_checkpoint(int64_t next_step) {
     for (const auto& p : model_->parameters()) state.tensors.push_back(p.detach().cpu().contiguous());
     for (const auto& b : model_->buffers()) state.tensors.push_back(b.detach().cpu().contiguous());
     state.optimizer = save_optimizer(*optimizer_);
-    write_file_atomic(result_.config.options.recipe.checkpoint_path, encode_checkpoint(state));
+    write_file_atomic(checkpoint_file(result_.config.options.recipe.checkpoint_path, next_step),
+                      encode_checkpoint(state));
   }
   const double seconds = now_seconds() - start;
   result_.convergence.checkpoint_seconds += seconds;
@@ -231,6 +237,37 @@ T meta_value(const nlohmann::json& meta, const char* key, const std::string& pat
 }
 
 }  // namespace
+
+/// A resumed run must continue on the learning-rate curve the checkpoint
+/// was written on: the same --lr, scaling, warm-up and schedule, and for
+/// poly, cosine and onecycle the same run length. Checked at the steps the
+/// checkpoint sampled (those within this run).
+void Trainer::check_lr_curve(const nlohmann::json& meta, const std::string& path) const {
+  const int64_t steps = result_.config.options.steps;
+  const auto saved_steps = meta_value<int64_t>(meta, "steps", path);
+  DLSCALE_CHECK(saved_steps == steps || !schedule_.depends_on_length(),
+                "checkpoint {} was written by a run of {} steps; --lr-schedule {} depends on the "
+                "run's length and this run has {} (resume with the same --steps or --epochs)",
+                path, saved_steps, result_.config.options.recipe.lr_schedule, steps);
+  if (!meta.contains("lr_curve")) return;  // written before the curve was kept
+  for (const auto& point : meta_value<nlohmann::json>(meta, "lr_curve", path)) {
+    int64_t step = 0;
+    double saved = 0;
+    try {
+      step = point.at(0).get<int64_t>();
+      saved = point.at(1).get<double>();
+    } catch (const nlohmann::json::exception&) {
+      throw Error(fmt::format("checkpoint {} is damaged (metadata has no valid 'lr_curve')", path));
+    }
+    if (step >= steps) break;
+    const double now = schedule_.at(step);
+    DLSCALE_CHECK(std::abs(now - saved) <= 1e-9 * std::max(std::abs(now), std::abs(saved)),
+                  "checkpoint {} continues a different learning-rate curve: step {} had lr {:g}, this "
+                  "run gives {:g} (resume with the same --lr, --lr-scaling, warm-up, --lr-schedule "
+                  "and run length)",
+                  path, step, saved, now);
+  }
+}
 
 void Trainer::resume_from(const std::string& path) {
   const ResolvedTrainOptions& c = result_.config;
@@ -279,6 +316,7 @@ void Trainer::resume_from(const std::string& path) {
   DLSCALE_CHECK(start_step_ < c.options.steps,
                 "checkpoint {} is at step {}: nothing is left of this run's {} steps", path,
                 start_step_, c.options.steps);
+  check_lr_curve(m, path);
   prior_run_seconds_ = meta_value<double>(m, "run_seconds", path);
   for (const auto& e : meta_value<nlohmann::json>(m, "evals", path)) {
     result_.convergence.evals.push_back(eval_from_json(e));

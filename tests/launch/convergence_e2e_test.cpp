@@ -182,6 +182,34 @@ TEST(Checkpoints, KStepsResumeKStepsEqualsTwoKStepsBitForBit) {
   }
 }
 
+TEST(Checkpoints, AResumeOnADifferentLearningRateCurveIsRefused) {
+  // '{step}' keeps every checkpoint of a 12-step cosine run; resuming the
+  // one at step 3 must keep the run's length and rate.
+  const std::string dir = temp_path("ckpts");
+  std::filesystem::create_directories(dir);
+  const std::string cosine = tiny_run() + " --lr-schedule cosine --warmup-epochs 1";
+  ASSERT_EQ(run_dlscale(cosine + " --steps 12 --checkpoint " + dir + "/c{step}.bin --checkpoint-every 3").code, 0);
+  std::set<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.insert(e.path().filename());
+  EXPECT_EQ(files, (std::set<std::string>{"c3.bin", "c6.bin", "c9.bin", "c12.bin"}));
+  const std::string ckpt = dir + "/c3.bin";
+  EXPECT_NE(fails(cosine + " --steps 9 --resume " + ckpt)
+                .find("was written by a run of 12 steps; --lr-schedule cosine depends on the run's "
+                      "length and this run has 9"),
+            std::string::npos);
+  EXPECT_NE(fails(cosine + " --steps 12 --lr-scaling linear --base-batch 6 --resume " + ckpt)
+                .find("continues a different learning-rate curve: step 3 had lr 0.05, this run gives 0.1 "),
+            std::string::npos);
+  EXPECT_NE(fails(tiny_run() + " --steps 12 --resume " + ckpt)  // constant: 0.05 at step 3 too
+                .find("continues a different learning-rate curve: step 4 had lr 0.0484"),
+            std::string::npos);
+  EXPECT_EQ(run_dlscale(cosine + " --steps 12 --resume " + ckpt).code, 0);
+  // A constant rate does not depend on the run's length: it may be extended.
+  ASSERT_EQ(run_dlscale(tiny_run() + " --steps 6 --checkpoint " + ckpt + " --checkpoint-every 3").code, 0);
+  EXPECT_EQ(run_dlscale(tiny_run() + " --steps 9 --resume " + ckpt).code, 0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Checkpoints, AForeignOrDamagedCheckpointIsRefused) {
   const std::string ckpt = temp_path("ckpt");
   ASSERT_EQ(run_dlscale(tiny_run() + " --steps 3 --checkpoint " + ckpt + " --checkpoint-every 3")

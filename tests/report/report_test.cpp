@@ -133,6 +133,24 @@ TEST(ReportGolden, CompareInEveryFormat) {
   expect_golden("compare.json", render(r, Format::kJson));
 }
 
+TEST(Report, ANameSetOnSomeRunsOnlyIsNothingToCompare) {
+  // `_name` on two runs differs from its absence on the others, but a
+  // comparison takes only the runs that set it: one value, nothing to
+  // compare. The HTML page leaves its comparison out instead of failing.
+  auto runs = dlscale_only();
+  runs[0].params["_name"] = Value("tuned");
+  runs[1].params["_name"] = Value("tuned");
+  EXPECT_EQ(detect_compare_by(runs), "");
+  HtmlOptions o;
+  o.source = "golden.db";
+  const std::string html = render_html(runs, o);
+  EXPECT_EQ(html.find("id=\"compare\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"weak\""), std::string::npos);
+  runs[2].params["_name"] = Value("plain");
+  EXPECT_EQ(detect_compare_by(runs), "_name");
+  EXPECT_NE(render_html(runs, o).find("id=\"compare\""), std::string::npos);
+}
+
 TEST(ReportGolden, HtmlPage) {
   HtmlOptions o;
   o.source = "golden.db";

@@ -13,6 +13,7 @@
 #include "models/model.h"
 #include "train/evaluator.h"
 #include "train/lars.h"
+#include "train/checkpoint.h"
 #include "train/optimizer.h"
 #include "train/recipe.h"
 
@@ -90,6 +91,34 @@ TEST(LrSchedule, OneCycleFollowsPyTorchsOneCycleLR) {
   EXPECT_NEAR(s.at(10), 0.059032789692820165, 1e-15);
   EXPECT_NEAR(s.at(64), 0.1000004, 1e-15);
   EXPECT_NEAR(s.at(99), 8e-07, 1e-15);
+}
+
+TEST(LrSchedule, SamplesForACheckpointCoverTheRestOfTheRun) {
+  const LrSchedule s = schedule_of(scaled_recipe("cosine"));  // steps 0..99
+  const auto from10 = s.samples_from(10);
+  ASSERT_EQ(from10.size(), 64u);
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(from10[i].first, 10 + i);  // the steps right after
+  EXPECT_EQ(from10.back().first, 99);                                   // up to the last
+  for (size_t i = 0; i < from10.size(); ++i) {
+    if (i > 0) {
+      EXPECT_LT(from10[i - 1].first, from10[i].first);
+    }
+    EXPECT_EQ(from10[i].second, s.at(from10[i].first));
+  }
+  const auto from95 = s.samples_from(95);
+  ASSERT_EQ(from95.size(), 5u);
+  EXPECT_EQ(from95.front().first, 95);
+  EXPECT_EQ(from95.back().first, 99);
+  EXPECT_TRUE(s.samples_from(100).empty());  // a finished run
+  EXPECT_TRUE(s.depends_on_length());
+  EXPECT_FALSE(schedule_of(scaled_recipe("step")).depends_on_length());
+}
+
+TEST(Checkpoint, StepInTheFileNameKeepsOneFilePerCheckpoint) {
+  EXPECT_EQ(checkpoint_file("run/ckpt.bin", 40), "run/ckpt.bin");
+  EXPECT_EQ(checkpoint_file("run/ckpt-{step}.bin", 40), "run/ckpt-40.bin");
+  EXPECT_EQ(checkpoint_file("{step}-{step}", 7), "7-7");
+  EXPECT_EQ(checkpoint_file("a{stepb}{step", 7), "a{stepb}{step");
 }
 
 TEST(Recipe, BadCombinationsAreRefusedInOneLine) {
