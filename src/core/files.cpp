@@ -145,6 +145,16 @@ void throw_write_error(const std::string& path, int err) {
   throw Error(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
 }
 
+std::string special_file_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  return S_ISDIR(st.st_mode)    ? "a directory"
+         : S_ISCHR(st.st_mode)  ? "a character device"
+         : S_ISBLK(st.st_mode)  ? "a block device"
+         : S_ISFIFO(st.st_mode) ? "a named pipe"
+                                : "a socket";
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   DLSCALE_CHECK(in.good(), "cannot read '{}': {}", path, std::strerror(errno));

@@ -33,6 +33,11 @@ void check_output_path(const std::string& path);
 /// path on failure.
 void write_file_atomic(const std::string& path, const std::string& content);
 
+/// What `path` is when it is there but not a regular file (links
+/// followed): "a directory", "a character device", "a block device", "a
+/// named pipe" or "a socket"; "" for a regular file or nothing there.
+std::string special_file_kind(const std::string& path);
+
 /// Reads a whole file; throws dlscale::Error naming the path when unreadable.
 std::string read_file(const std::string& path);
 

@@ -1,8 +1,11 @@
 #include "sweep/results_store.h"
 
-#include <sys/stat.h>
+#include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "core/log.h"
 
 namespace dlscale::sweep {
@@ -34,11 +37,19 @@ CREATE TABLE IF NOT EXISTS metrics(
 
 /// An SQLite failure as a dlscale error: a full disk or a failing device is
 /// an IoError (exit 6), anything else names the store's message.
+/// The store is locked beyond what the busy handler waits for: SQLite
+/// returns SQLITE_BUSY at once where waiting could deadlock (two connections
+/// switching a new file to WAL together), so opening retries it.
+struct BusyError : Error {
+  using Error::Error;
+};
+
 [[noreturn]] void throw_sqlite(sqlite3* db, const std::string& what) {
   const std::string msg = what.empty() ? sqlite3_errmsg(db) : what;
   const int code = sqlite3_errcode(db) & 0xff;
   if (code == SQLITE_FULL) throw IoError(fmt::format("results store: no space left on the device ({})", msg));
   if (code == SQLITE_IOERR) throw IoError(fmt::format("results store: input/output error ({})", msg));
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) throw BusyError(fmt::format("results store: {}", msg));
   throw Error(fmt::format("results store: {}", msg));
 }
 
@@ -124,16 +135,8 @@ namespace {
 /// followed as for every output path). SQLite on a device, a pipe or a
 /// directory fails with a raw I/O error, or worse, writes through a device.
 void check_store_path(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return;  // created (or refused) by SQLite
-  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
-                     : S_ISCHR(st.st_mode)  ? "a character device"
-                     : S_ISBLK(st.st_mode)  ? "a block device"
-                     : S_ISFIFO(st.st_mode) ? "a named pipe"
-                     : S_ISSOCK(st.st_mode) ? "a socket"
-                                            : nullptr;
-  DLSCALE_CHECK(kind == nullptr, "results store '{}' is {}, not a file (--db names an SQLite file)", path,
-                kind);
+  const std::string kind = special_file_kind(path);  // nothing there: created (or refused) by SQLite
+  DLSCALE_CHECK(kind.empty(), "results store '{}' is {}, not a file (--db names an SQLite file)", path, kind);
 }
 
 }  // namespace
@@ -150,22 +153,16 @@ ResultsStore::ResultsStore(const std::string& path) : path_(path) {
   }
   sqlite3_busy_timeout(db_, 60000);
   try {
-    exec("PRAGMA foreign_keys = ON");
-    {
-      Statement wal(db_, "PRAGMA journal_mode = WAL");
-      wal.step();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (int attempt = 1;; ++attempt) {
+      try {
+        prepare_schema();
+        break;
+      } catch (const BusyError&) {
+        if (std::chrono::steady_clock::now() > deadline) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 5 * attempt)));
+      }
     }
-    exec("PRAGMA synchronous = NORMAL");
-    Transaction tx(db_);
-    exec(kSchemaSql);
-    Statement get(db_, "SELECT value FROM meta WHERE key = 'schema'");
-    if (get.step()) {
-      DLSCALE_CHECK(get.text(0) == kSchema, "'{}' holds results of schema '{}'; this dlscale reads '{}'", path,
-                    get.text(0), kSchema);
-    } else {
-      Statement(db_, "INSERT INTO meta(key, value) VALUES('schema', ?)").bind(1, std::string(kSchema)).step();
-    }
-    tx.commit();
   } catch (const IoError& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -185,6 +182,25 @@ ResultsStore::ResultsStore(const std::string& path) : path_(path) {
 }
 
 ResultsStore::~ResultsStore() { sqlite3_close(db_); }
+
+void ResultsStore::prepare_schema() {
+  exec("PRAGMA foreign_keys = ON");
+  {
+    Statement wal(db_, "PRAGMA journal_mode = WAL");
+    wal.step();
+  }
+  exec("PRAGMA synchronous = NORMAL");
+  Transaction tx(db_);
+  exec(kSchemaSql);
+  Statement get(db_, "SELECT value FROM meta WHERE key = 'schema'");
+  if (get.step()) {
+    DLSCALE_CHECK(get.text(0) == kSchema, "'{}' holds results of schema '{}'; this dlscale reads '{}'", path_,
+                  get.text(0), kSchema);
+  } else {
+    Statement(db_, "INSERT INTO meta(key, value) VALUES('schema', ?)").bind(1, std::string(kSchema)).step();
+  }
+  tx.commit();
+}
 
 void ResultsStore::exec(const std::string& sql) {
   char* err = nullptr;

@@ -100,6 +100,8 @@ class ResultsStore {
 
  private:
   void exec(const std::string& sql);
+  /// WAL mode and the schema (created, or checked to be ours); idempotent.
+  void prepare_schema();
   /// Inserts or resets the run; the caller holds a transaction.
   std::int64_t upsert_run_locked(const RunStart& start, const std::string& status, const std::string& reason);
   std::int64_t upsert_run(const RunStart& start, const std::string& status, const std::string& reason);

@@ -209,6 +209,8 @@ std::string read_checkpoint(const std::string& path, int rank, comm::Communicato
   std::string error;
   if (rank == 0) {
     try {
+      const std::string kind = special_file_kind(path);  // /dev/zero would never end
+      DLSCALE_CHECK(kind.empty(), "--resume {} is {}, not a checkpoint file", path, kind);
       bytes = read_file(path);
     } catch (const Error& e) {
       error = e.what();

@@ -235,6 +235,13 @@ TEST(Checkpoints, AForeignOrDamagedCheckpointIsRefused) {
   EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + ckpt).find("is not a dlscale checkpoint"),
             std::string::npos);
   std::filesystem::remove(ckpt);
+  // A device would be read forever, a directory reads as nothing.
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --resume /dev/zero")
+                .find("--resume /dev/zero is a character device, not a checkpoint file"),
+            std::string::npos);
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + idx_dir())
+                .find(" is a directory, not a checkpoint file"),
+            std::string::npos);
   EXPECT_NE(fails(tiny_run() + " --steps 6 --strategy ps --checkpoint " + ckpt +
                   " --checkpoint-every 2")
                 .find("cannot be checkpointed"),

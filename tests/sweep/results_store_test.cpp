@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -15,6 +16,16 @@ namespace dlscale::sweep {
 namespace {
 
 using dlscale::testing::temp_path;
+
+/// A store's file and SQLite's -wal and -shm beside it, removed when the
+/// test ends (declared before the store, so after it closes).
+struct StoreFiles {
+  explicit StoreFiles(const std::string& name) : path(temp_path(name)) {}
+  ~StoreFiles() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  }
+  const std::string path;
+};
 
 RunStart start_of(const std::string& sweep, int batch, long long pid = 1) {
   RunStart s;
@@ -36,7 +47,8 @@ RepeatRecord repeat(int i, double sps) {
 }
 
 TEST(ResultsStore, RoundTripAndRestart) {
-  const std::string path = temp_path("store.db");
+  const StoreFiles files("store.db");
+  const std::string& path = files.path;
   {
     ResultsStore store(path);
     const auto id = store.start_run(start_of("s", 8));
@@ -61,7 +73,6 @@ TEST(ResultsStore, RoundTripAndRestart) {
   runs = store.runs();
   EXPECT_EQ(runs[0].status, kStatusRunning);
   EXPECT_TRUE(runs[0].repeats.empty());
-  std::filesystem::remove(path);
 }
 
 TEST(ResultsStore, RefusesFilesThatAreNotStores) {
@@ -104,7 +115,8 @@ TEST(ResultsStore, RefusesFilesThatAreNotStores) {
 // A row damaged outside dlscale (its parameters are not JSON) is skipped with
 // a warning naming it; the other rows still read, and running it again heals it.
 TEST(ResultsStore, ADamagedRowIsSkippedAndTheRestStillReads) {
-  const std::string path = temp_path("damaged.db");
+  const StoreFiles files("damaged.db");
+  const std::string& path = files.path;
   std::string damaged_key;
   {
     ResultsStore store(path);
@@ -124,11 +136,39 @@ TEST(ResultsStore, ADamagedRowIsSkippedAndTheRestStillReads) {
   EXPECT_FALSE(store.find_run("s", damaged_key).has_value());
   store.start_run(start_of("s", 16));  // the sweep runs it again
   EXPECT_EQ(store.runs().size(), 2u);
-  std::filesystem::remove(path);
+}
+
+TEST(ResultsStore, ConnectionsOpeningANewStoreTogetherAllSucceed) {
+  // Two connections switching a new file to WAL at once get SQLITE_BUSY
+  // without the busy handler (it could deadlock); opening retries it.
+  constexpr int kConnections = 6;
+  for (int round = 0; round < 20; ++round) {
+    const StoreFiles files("together.db");
+    const std::string& path = files.path;
+    std::atomic<int> ready{0};
+    std::vector<std::string> errors(kConnections);
+    std::vector<std::thread> threads;
+    for (int c = 0; c < kConnections; ++c) {
+      threads.emplace_back([&, c] {
+        ++ready;
+        while (ready.load() < kConnections) std::this_thread::yield();
+        try {
+          ResultsStore store(path);
+          store.start_run(start_of("s" + std::to_string(c), 1));
+        } catch (const Error& e) {
+          errors[c] = e.what();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const std::string& e : errors) EXPECT_EQ(e, "") << "round " << round;
+    EXPECT_EQ(ResultsStore(path).runs().size(), static_cast<std::size_t>(kConnections));
+  }
 }
 
 TEST(ResultsStore, ConcurrentWritersLoseNothing) {
-  const std::string path = temp_path("concurrent.db");
+  const StoreFiles files("concurrent.db");
+  const std::string& path = files.path;
   constexpr int kWriters = 4;
   constexpr int kRuns = 40;
   std::vector<std::thread> threads;
@@ -154,7 +194,6 @@ TEST(ResultsStore, ConcurrentWritersLoseNothing) {
     EXPECT_EQ(r.repeats[0].metrics.at("samples_per_sec"), 99 + b);
     EXPECT_EQ(r.repeats[1].metrics.at("samples_per_sec"), 199 + b);
   }
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 }  // namespace
