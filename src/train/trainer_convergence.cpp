@@ -88,10 +88,8 @@ bool Trainer::after_step(int64_t step, TrainObserver& observer) {
   const int64_t done = step + 1;
   const bool last = done == result_.config.options.steps;
   const int64_t spe = steps_per_epoch_;
-  if (mllog_ && spe > 0 && every(done, spe)) {
-    mllog_->end("epoch_stop", {{"epoch_num", done / spe}});
-    if (!last) mllog_->start("epoch_start", {{"epoch_num", done / spe + 1}});
-  }
+  const bool epoch_end = mllog_ && spe > 0 && every(done, spe);
+  if (epoch_end) mllog_->end("epoch_stop", {{"epoch_num", done / spe}});
   bool stop = false;
   if (evaluator_) {
     const bool due = r.eval_every_steps > 0 ? every(done, r.eval_every_steps)
@@ -104,6 +102,8 @@ bool Trainer::after_step(int64_t step, TrainObserver& observer) {
                                     ? epoch_interval(r.checkpoint_every_epochs, spe)
                                     : 0;
   if (!stop && every(done, ckpt_interval)) save_checkpoint(done);
+  // The next epoch starts after the evaluation and checkpoint between them.
+  if (epoch_end && !last && !stop) mllog_->start("epoch_start", {{"epoch_num", done / spe + 1}});
   return stop;
 }
 
@@ -111,7 +111,11 @@ bool Trainer::evaluate(int64_t done, TrainObserver& observer) {
   const double start = now_seconds();
   ConvergenceSummary& conv = result_.convergence;
   const double epoch = static_cast<double>(done) / static_cast<double>(steps_per_epoch_);
-  if (mllog_) mllog_->start("eval_start", {{"epoch_num", epoch}});
+  // Whole epochs as integers, as epoch_start/epoch_stop give them.
+  const nlohmann::json epoch_num = done % steps_per_epoch_ == 0
+                                       ? nlohmann::json(done / steps_per_epoch_)
+                                       : nlohmann::json(epoch);
+  if (mllog_) mllog_->start("eval_start", {{"epoch_num", epoch_num}});
   // Every rank evaluates rank 0's batch-norm statistics, as one process would.
   if (worker_.world_size > 1) broadcast_buffers();
   const EvalCounts counts =
@@ -128,8 +132,8 @@ bool Trainer::evaluate(int64_t done, TrainObserver& observer) {
   if (measuring_) paused_seconds_ += e.seconds;
   conv.evals.push_back(e);
   if (mllog_) {
-    mllog_->end("eval_stop", {{"epoch_num", epoch}});
-    mllog_->point("eval_accuracy", e.top1, {{"epoch_num", epoch}});
+    mllog_->end("eval_stop", {{"epoch_num", epoch_num}});
+    mllog_->point("eval_accuracy", e.top1, {{"epoch_num", epoch_num}});
   }
   observer.on_eval(e, result_);
   if (conv.target > 0 && e.top1 >= conv.target) {

@@ -148,6 +148,13 @@ TEST(TimeToAccuracy, MllogFollowsTheDocumentedSchema) {
     }
   }
   EXPECT_EQ(accuracies, 2);
+  // Evaluations and checkpoints fall between one epoch's stop and the next's start.
+  const auto run_start = std::find(order.begin(), order.end(), "run_start");
+  EXPECT_EQ(std::vector<std::string>(run_start, order.end()),
+            (std::vector<std::string>{"run_start", "epoch_start", "epoch_stop", "eval_start",
+                                      "eval_stop", "eval_accuracy", "epoch_start", "epoch_stop",
+                                      "eval_start", "eval_stop", "eval_accuracy", "run_stop"}));
+  EXPECT_EQ(first["eval_accuracy"]["metadata"]["epoch_num"], 1);
   std::filesystem::remove(log);
 }
 
