@@ -231,9 +231,13 @@ void Trainer::broadcast_buffers() {
   }
 }
 
+std::optional<compat::AutocastScope> Trainer::autocast() const {
+  if (result_.config.amp == AmpMode::kNone) return std::nullopt;
+  return std::optional<compat::AutocastScope>(std::in_place, device_, amp_dtype(result_.config.amp));
+}
+
 torch::Tensor Trainer::forward_loss(const data::Batch& batch) {
-  std::optional<compat::AutocastScope> autocast;
-  if (result_.config.amp != AmpMode::kNone) autocast.emplace(device_, amp_dtype(result_.config.amp));
+  const auto autocast_scope = autocast();
   const models::Logits logits = model_->forward(batch.inputs);
   namespace F = torch::nn::functional;
   const auto ce = F::CrossEntropyFuncOptions().label_smoothing(

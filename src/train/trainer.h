@@ -5,11 +5,13 @@
 // name (dp/gradient_sync.h); with several workers rank 0 reports for the job.
 #include <array>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/torch_compat.h"
 #include "data/data_source.h"
 #include "models/model.h"
 #include "train/recipe.h"
@@ -102,6 +104,8 @@ class Trainer {
 
  private:
   StepRecord run_step(int64_t step, TrainObserver& observer);
+  /// Autocast to the --amp type for the scope of the result; none without --amp.
+  std::optional<compat::AutocastScope> autocast() const;
   /// Forward pass and loss of `batch` (under autocast with --amp).
   torch::Tensor forward_loss(const data::Batch& batch);
   void trace_step(int64_t step, const std::array<double, 6>& t, bool exchanges,

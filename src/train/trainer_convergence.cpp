@@ -118,8 +118,10 @@ bool Trainer::evaluate(int64_t done, TrainObserver& observer) {
   if (mllog_) mllog_->start("eval_start", {{"epoch_num", epoch_num}});
   // Every rank evaluates rank 0's batch-norm statistics, as one process would.
   if (worker_.world_size > 1) broadcast_buffers();
-  const EvalCounts counts =
-      evaluator_->run(*model_, worker_.comm, [&] { observer.on_phase(done - 1, "eval"); });
+  const EvalCounts counts = [&] {
+    const auto autocast_scope = autocast();  // evaluated in the precision it trains in
+    return evaluator_->run(*model_, worker_.comm, [&] { observer.on_phase(done - 1, "eval"); });
+  }();
   EvalRecord e;
   e.step = done;
   e.epoch = epoch;
