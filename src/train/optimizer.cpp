@@ -1,6 +1,7 @@
 #include "train/optimizer.h"
 
 #include "train/lars.h"
+#include "train/multi_tensor_sgd.h"
 
 namespace dlscale::train {
 
@@ -45,6 +46,10 @@ bool excludes_bias_norm(OptimizerKind kind, const RecipeOptions& recipe) {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind,
                                                         std::vector<torch::Tensor> params,
                                                         const TrainOptions& o) {
+  // One tensor at a time keeps each parameter in cache on a CPU (resnet18:
+  // 15.8 against 19.3 ms per step for the multi-tensor form); on a GPU the
+  // multi-tensor form saves kernel launches.
+  const bool multi_tensor = !params.empty() && params.front().is_cuda();
   std::vector<OptimizerParamGroup> groups;
   if (excludes_bias_norm(kind, o.recipe)) {
     // Biases and batch-norm scales/shifts are the tensors of at most one dimension.
@@ -62,6 +67,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind,
     case OptimizerKind::kLars:
       return std::make_unique<Lars>(std::move(groups), LarsOptions(o.lr));
     default:
+      if (multi_tensor) {
+        return std::make_unique<MultiTensorSgd>(std::move(groups), torch::optim::SGDOptions(o.lr));
+      }
       return std::make_unique<torch::optim::SGD>(std::move(groups), torch::optim::SGDOptions(o.lr));
   }
 }

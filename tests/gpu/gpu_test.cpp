@@ -13,6 +13,8 @@
 #include "core/files.h"
 #include "core/torch_compat.h"
 #include "process_util.h"
+#include "train/multi_tensor_sgd.h"
+#include "train/optimizer.h"
 #include "train/trainer.h"
 
 namespace dlscale {
@@ -125,6 +127,36 @@ TEST_F(GpuTest, MixedPrecisionLossesStayCloseToFp32) {
   const size_t n = fp16.steps.size();
   const double behind = fp32.steps[n - 1 - static_cast<size_t>(skipped)].loss;
   EXPECT_NEAR(fp16.steps[n - 1].loss, behind, 0.25 * behind + 0.05);
+}
+
+// On a GPU the SGD forms take the multi-tensor optimizer, which tracks
+// LibTorch's SGD on the same GPU (bit for bit on CPU: multi_tensor_sgd_test).
+TEST_F(GpuTest, MultiTensorSgdTracksLibTorchsSgdOnTheGpu) {
+  torch::manual_seed(3);
+  std::vector<torch::Tensor> ours, theirs;
+  for (const auto& shape : {std::vector<int64_t>{64, 32}, std::vector<int64_t>{32}, std::vector<int64_t>{8, 3, 3, 3}}) {
+    ours.push_back(torch::randn(shape, torch::kCUDA).requires_grad_(true));
+    theirs.push_back(ours.back().detach().clone().requires_grad_(true));
+  }
+  train::TrainOptions o;
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  o.weight_decay = 5e-4;
+  auto fast = train::make_optimizer(train::OptimizerKind::kNesterov, ours, o);
+  EXPECT_NE(dynamic_cast<train::MultiTensorSgd*>(fast.get()), nullptr);
+  torch::optim::SGD reference(theirs, torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(5e-4));
+  for (int step = 0; step < 5; ++step) {
+    for (size_t i = 0; i < ours.size(); ++i) {
+      const torch::Tensor g = torch::randn(ours[i].sizes(), torch::kCUDA);
+      ours[i].mutable_grad() = g.clone();
+      theirs[i].mutable_grad() = g.clone();
+    }
+    fast->step();
+    reference.step();
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(ours[i], theirs[i], 1e-6, 1e-7)) << "tensor " << i;
+  }
 }
 
 // The CUDA-event phases add up to each step, and the steps to the host's
