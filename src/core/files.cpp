@@ -113,6 +113,22 @@ void check_output_path(const std::string& path) {
   check_file_target(path, t.path);
 }
 
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  std::vector<std::pair<std::string, std::string>> files;  // flag, the file it writes
+  for (const auto& [flag, path] : outputs) {
+    if (path.empty()) continue;
+    check_output_path(path);
+    const OutputTarget t = resolve_output_path(path);
+    if (t.stream) continue;
+    const std::string file = fs::weakly_canonical(fs::absolute(t.path)).string();
+    for (const auto& [other_flag, other] : files) {
+      DLSCALE_CHECK(other != file, "{} and {} both name '{}': give each output its own file", other_flag,
+                    flag, path);
+    }
+    files.emplace_back(flag, file);
+  }
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
   const OutputTarget t = resolve_output_path(path);
   if (t.stream) {

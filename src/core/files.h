@@ -1,5 +1,7 @@
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dlscale {
 
@@ -26,6 +28,11 @@ OutputTarget resolve_output_path(const std::string& path);
 /// work); for a device or pipe, it is writable. Called before long work so
 /// that results are never lost at the end.
 void check_output_path(const std::string& path);
+
+/// check_output_path() for each (flag, path) given a path, and no two
+/// flags naming the same file (one would overwrite the other); a device or
+/// pipe (/dev/null) may take several.
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 /// Writes `content` to `path`: atomically for files (a reader sees either
 /// the old file or the whole new one; the temporary is removed on failure),

@@ -224,10 +224,11 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   r.channels = spec.channels;
   r.measured_steps = o.steps - o.warmup;
   r.global_batch = o.batch * r.world_size;
-  for (const std::string* path : {&o.json_path, &o.trace_path, &o.save_weights,
-                                  &o.recipe.mllog_path, &o.recipe.checkpoint_path}) {
-    if (!path->empty()) check_output_path(*path);
-  }
+  check_output_paths({{"--json", o.json_path},
+                      {"--trace", o.trace_path},
+                      {"--save-weights", o.save_weights},
+                      {"--mllog", o.recipe.mllog_path},
+                      {"--checkpoint", o.recipe.checkpoint_path}});
   return r;
 }
 

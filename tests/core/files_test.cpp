@@ -48,6 +48,26 @@ TEST_F(FilesTest, MissingDirectoryIsNamed) {
   EXPECT_THROW(write_file_atomic(path, "x"), Error);
 }
 
+TEST_F(FilesTest, TwoOutputsNamingOneFileAreRefused) {
+  const std::string a = (dir_ / "a.json").string();
+  const fs::path link = dir_ / "link.json";
+  fs::create_symlink(a, link);  // dangling: writing it creates a.json
+  const std::string same_by_other_name = (dir_ / "." / "a.json").string();
+  for (const std::string& other : {a, same_by_other_name, link.string()}) {
+    try {
+      check_output_paths({{"--json", a}, {"--trace", ""}, {"--mllog", other}});
+      FAIL() << other;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "--json and --mllog both name '" + other + "': give each output its own file");
+    }
+  }
+  // Different files, and a device shared by several outputs, are fine.
+  EXPECT_NO_THROW(check_output_paths({{"--json", a}, {"--mllog", (dir_ / "b.log").string()}}));
+  EXPECT_NO_THROW(check_output_paths({{"--json", "/dev/null"}, {"--mllog", "/dev/null"}}));
+  EXPECT_FALSE(fs::exists(a));  // checked, not written
+}
+
 TEST_F(FilesTest, DirectoryIsNotAFile) { EXPECT_THROW(check_output_path(dir_.string()), Error); }
 
 // A symbolic link is followed on purpose: the file it names is replaced and
