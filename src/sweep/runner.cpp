@@ -209,6 +209,16 @@ std::vector<std::string> split_command(const std::string& text) {
   return words;
 }
 
+Params repeat_params(const Params& p, int repeat) {
+  const bool evaluates = std::any_of(kEvaluating.begin(), kEvaluating.end(),
+                                     [&](const char* name) { return p.count(name) > 0; });
+  if (repeat <= 1 || param_text(p, "kind", "dlscale") != "dlscale" || !evaluates) return p;
+  Params out = p;
+  const long long seed = p.count("seed") ? param_int(p, "seed") : kDefaultSeed;
+  out["seed"] = Value(seed + kRepeatSeedStride * (repeat - 1));
+  return out;
+}
+
 std::vector<std::string> build_command(const Params& p, const std::string& dlscale_binary,
                                        const std::string& record_path) {
   const std::string launcher = param_text(p, "launcher", "local");
@@ -489,7 +499,7 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
       try {
         if (param_text(run.params, "launcher") == "cluster") bring_up_cluster(run.params, made, progress);
         SubprocessOptions so;
-        so.argv = build_command(run.params, o.dlscale_binary, record_path);
+        so.argv = build_command(repeat_params(run.params, rep), o.dlscale_binary, record_path);
         so.log_path = rec.log_path;
         so.timeout_s = timeout;
         const double t0 = now_seconds();

@@ -3,6 +3,7 @@
 // limit and captured output, results into the store as they finish, resume
 // by run key, failure isolation and the DLBS out-of-memory rule
 // (docs/sweep-files.md).
+#include <array>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -44,6 +45,18 @@ struct SweepOutcome {
 /// run (it is stored as failed with its reason); throws dlscale::Error only
 /// for problems of the sweep itself (store or output directory unusable).
 SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store, const SweepRunOptions& options);
+
+/// The parameters of repeat `repeat` (1-based) of a run. A dlscale run that
+/// evaluates (target-accuracy, epochs, eval-every or eval-every-steps) takes
+/// a new seed for each repeat, as MLPerf's runs of one benchmark differ in
+/// seed: repeat k of seed s (train's default 42 when unset) runs seed
+/// s + 1000·(k − 1), clear of a small seed list swept as a variable. Other
+/// runs repeat exactly (timing noise is what their repeats measure).
+Params repeat_params(const Params& params, int repeat);
+inline constexpr long long kDefaultSeed = 42;  ///< train's --seed default
+inline constexpr long long kRepeatSeedStride = 1000;
+inline constexpr std::array<const char*, 4> kEvaluating = {"target-accuracy", "epochs", "eval-every",
+                                                           "eval-every-steps"};
 
 /// The argv of one repeat: `dlscale train …` (possibly under mpirun/srun)
 /// or the external command with `${param}` substituted. `record_path` is

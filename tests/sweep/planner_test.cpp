@@ -213,6 +213,25 @@ TEST(Planner, RunKeyIgnoresRepeatsAndTimeout) {
   EXPECT_EQ(plan("parameters: {batch: 8.0}")[0].key, plan("parameters: {batch: 8}")[0].key);
 }
 
+TEST(Planner, RepeatsOfARunThatEvaluatesTakeNewSeeds) {
+  static_assert(kDefaultSeed == 42, "train's --seed default");
+  const auto tta = plan("parameters: {model: tinycnn, batch: 8, target-accuracy: 90, repeats: 3}");
+  EXPECT_EQ(repeat_params(tta[0].params, 1), tta[0].params);  // repeat 1 as planned
+  EXPECT_EQ(param_int(repeat_params(tta[0].params, 2), "seed"), 1042);
+  EXPECT_EQ(param_int(repeat_params(tta[0].params, 3), "seed"), 2042);
+  const auto seeded = plan("parameters: {model: tinycnn, batch: 8, epochs: 2, repeats: 2}\nvariables: {seed: [1, 2]}");
+  EXPECT_EQ(param_int(repeat_params(seeded[0].params, 2), "seed"), 1001);
+  EXPECT_EQ(param_int(repeat_params(seeded[1].params, 2), "seed"), 1002);
+  const std::vector<std::string> argv = build_command(repeat_params(seeded[1].params, 2), "dl", "r.json");
+  const std::vector<std::string> flag = {"--seed", "1002"};
+  EXPECT_NE(std::search(argv.begin(), argv.end(), flag.begin(), flag.end()), argv.end());
+  // Throughput runs and external tools repeat exactly: their repeats measure timing noise.
+  const auto throughput = plan("parameters: {model: lenet, batch: 8, repeats: 3}");
+  EXPECT_EQ(repeat_params(throughput[0].params, 3), throughput[0].params);
+  const auto ext = plan("parameters: {kind: external, command: 'x', batch: 8, epochs: 2, repeats: 2}");
+  EXPECT_EQ(repeat_params(ext[0].params, 2), ext[0].params);
+}
+
 TEST(Planner, BuildsTrainAndExternalCommands) {
   const auto runs = plan(R"Y(
 parameters: {model: lenet, batch: 64, aux-logits: true, bind-cores: false, _note: x, repeats: 2}
