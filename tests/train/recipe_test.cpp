@@ -177,6 +177,27 @@ TEST(Lars, MatchesTheFormulaOnAHandComputedExample) {
   for (const auto& g : lars->param_groups()) EXPECT_DOUBLE_EQ(g.options().get_lr(), 0.25);
 }
 
+TEST(Lars, EachTensorGetsItsOwnTrustRatio) {
+  // Three matrices in one group: the second has no gradient this step (left
+  // alone), the third is all zeros (‖w‖ = 0: trust 1). First step, λ = 0:
+  // w ← w − lr·trust·g.
+  torch::Tensor a = torch::tensor({{3.0, 4.0}}, torch::kFloat64).requires_grad_();
+  torch::Tensor b = torch::tensor({{1.0, 1.0}}, torch::kFloat64).requires_grad_();
+  torch::Tensor z = torch::zeros({1, 2}, torch::kFloat64).requires_grad_();
+  TrainOptions o;
+  o.lr = 0.5;
+  o.recipe.lars_eta = 0.01;
+  auto lars = make_optimizer(OptimizerKind::kLars, {a, b, z}, o);
+  a.mutable_grad() = torch::tensor({{0.0, 2.0}}, torch::kFloat64);  // ‖g‖ = 2: trust 0.01·5/2
+  z.mutable_grad() = torch::tensor({{1.0, -1.0}}, torch::kFloat64);
+  lars->step();
+  EXPECT_NEAR(a[0][1].item<double>(), 4.0 - 0.5 * 0.025 * 2.0, 1e-15);
+  EXPECT_DOUBLE_EQ(a[0][0].item<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(b[0][0].item<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(z[0][0].item<double>(), -0.5);
+  EXPECT_DOUBLE_EQ(z[0][1].item<double>(), 0.5);
+}
+
 TEST(Optimizer, WeightDecayExclusionPutsOneDimensionalTensorsInTheirOwnGroup) {
   torch::Tensor w = torch::ones({2, 2}, torch::kFloat64).requires_grad_();
   torch::Tensor b = torch::ones({2}, torch::kFloat64).requires_grad_();
