@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "train/closure_loss.h"
+
 namespace dlscale::train {
 
 Lars::Lars(std::vector<torch::optim::OptimizerParamGroup> groups, LarsOptions defaults)
@@ -29,12 +31,8 @@ std::vector<double> trust_rates(const std::vector<torch::Tensor>& w, const std::
 }  // namespace
 
 torch::Tensor Lars::step(LossClosure closure) {
+  const torch::Tensor loss = closure_loss(closure);
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     auto& group = param_groups()[gi];
     const auto& o = static_cast<const LarsOptions&>(group.options());

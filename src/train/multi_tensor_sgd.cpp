@@ -3,6 +3,8 @@
 #include <string>
 #include <type_traits>
 
+#include "train/closure_loss.h"
+
 namespace dlscale::train {
 
 namespace {
@@ -46,12 +48,8 @@ std::vector<torch::Tensor> MultiTensorSgd::update_momentum(const std::vector<tor
 }
 
 torch::Tensor MultiTensorSgd::step(LossClosure closure) {
+  const torch::Tensor loss = closure_loss(closure);
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
     std::vector<torch::Tensor> params, grads;
