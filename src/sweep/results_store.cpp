@@ -35,8 +35,6 @@ CREATE TABLE IF NOT EXISTS metrics(
   FOREIGN KEY(run_id, repeat) REFERENCES repeats(run_id, repeat) ON DELETE CASCADE);
 )sql";
 
-/// An SQLite failure as a dlscale error: a full disk or a failing device is
-/// an IoError (exit 6), anything else names the store's message.
 /// The store is locked beyond what the busy handler waits for: SQLite
 /// returns SQLITE_BUSY at once where waiting could deadlock (two connections
 /// switching a new file to WAL together), so opening retries it.
@@ -44,6 +42,9 @@ struct BusyError : Error {
   using Error::Error;
 };
 
+/// An SQLite failure as a dlscale error: a full disk or a failing device is
+/// an IoError (exit 6), a lock a BusyError, anything else names the store's
+/// message.
 [[noreturn]] void throw_sqlite(sqlite3* db, const std::string& what) {
   const std::string msg = what.empty() ? sqlite3_errmsg(db) : what;
   const int code = sqlite3_errcode(db) & 0xff;

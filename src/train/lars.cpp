@@ -18,7 +18,7 @@ namespace {
 /// a few element-wise operations, read back in one copy (a GPU waits once
 /// per group instead of twice per tensor).
 std::vector<double> trust_rates(const std::vector<torch::Tensor>& w, const std::vector<torch::Tensor>& g,
-                          const LarsOptions& o) {
+                                const LarsOptions& o) {
   const torch::Tensor w_norm = torch::stack(at::_foreach_norm(w));
   const torch::Tensor g_norm = torch::stack(at::_foreach_norm(g));
   const torch::Tensor trust = torch::where(w_norm.gt(0).logical_and(g_norm.gt(0)),
@@ -36,22 +36,22 @@ torch::Tensor Lars::step(LossClosure closure) {
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     auto& group = param_groups()[gi];
     const auto& o = static_cast<const LarsOptions&>(group.options());
-    std::vector<size_t> at;  // the tensors with a gradient
+    std::vector<size_t> with_grad;  // indices of the tensors with a gradient
     std::vector<torch::Tensor> ws, gs;
     for (size_t pi = 0; pi < group.params().size(); ++pi) {
       if (!group.params()[pi].grad().defined()) continue;
-      at.push_back(pi);
+      with_grad.push_back(pi);
       ws.push_back(group.params()[pi]);
       gs.push_back(group.params()[pi].grad());
     }
-    if (at.empty()) continue;
+    if (with_grad.empty()) continue;
     const std::vector<double> rates = o.adapt() ? trust_rates(ws, gs, o) : std::vector<double>();
-    for (size_t i = 0; i < at.size(); ++i) {
+    for (size_t i = 0; i < with_grad.size(); ++i) {
       // Excluded tensors (adapt off): plain momentum, no decay, no trust ratio.
       const torch::Tensor update =
           o.adapt() && o.weight_decay() != 0 ? gs[i].add(ws[i], o.weight_decay()) : gs[i];
       const double rate = o.adapt() ? rates[i] : o.lr();
-      torch::Tensor& v = velocity_[gi][at[i]];
+      torch::Tensor& v = velocity_[gi][with_grad[i]];
       if (!v.defined()) {
         v = update.mul(rate);
       } else {
