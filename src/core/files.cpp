@@ -104,21 +104,21 @@ OutputTarget resolve_output_path(const std::string& path) {
   return t;
 }
 
-void check_output_path(const std::string& path) {
+OutputTarget check_output_path(const std::string& path) {
   const OutputTarget t = resolve_output_path(path);
   if (t.stream) {
     DLSCALE_CHECK(::access(path.c_str(), W_OK) == 0, "cannot write '{}': not writable", path);
-    return;
+  } else {
+    check_file_target(path, t.path);
   }
-  check_file_target(path, t.path);
+  return t;
 }
 
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs) {
   std::vector<std::pair<std::string, std::string>> files;  // flag, the file it writes
   for (const auto& [flag, path] : outputs) {
     if (path.empty()) continue;
-    check_output_path(path);
-    const OutputTarget t = resolve_output_path(path);
+    const OutputTarget t = check_output_path(path);
     if (t.stream) continue;
     const std::string file = fs::weakly_canonical(fs::absolute(t.path)).string();
     for (const auto& [other_flag, other] : files) {

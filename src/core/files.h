@@ -26,8 +26,8 @@ OutputTarget resolve_output_path(const std::string& path);
 /// directory exists and a file can really be created there (a probe file is
 /// made and removed, so /proc or a read-only mount fail here, not after the
 /// work); for a device or pipe, it is writable. Called before long work so
-/// that results are never lost at the end.
-void check_output_path(const std::string& path);
+/// that results are never lost at the end. Returns where the path leads.
+OutputTarget check_output_path(const std::string& path);
 
 /// check_output_path() for each (flag, path) given a path, and no two
 /// flags naming the same file (one would overwrite the other); a device or

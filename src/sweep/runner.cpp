@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <filesystem>
 #include <set>
@@ -208,6 +209,12 @@ std::vector<std::string> split_command(const std::string& text) {
   DLSCALE_CHECK(!words.empty(), "parameter 'command' is empty");
   return words;
 }
+
+namespace {
+constexpr long long kRepeatSeedStride = 1000;
+constexpr std::array<const char*, 4> kEvaluating = {"target-accuracy", "epochs", "eval-every",
+                                                    "eval-every-steps"};
+}  // namespace
 
 Params repeat_params(const Params& p, int repeat) {
   const bool evaluates = std::any_of(kEvaluating.begin(), kEvaluating.end(),

@@ -3,7 +3,6 @@
 // limit and captured output, results into the store as they finish, resume
 // by run key, failure isolation and the DLBS out-of-memory rule
 // (docs/sweep-files.md).
-#include <array>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -54,9 +53,6 @@ SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store,
 /// runs repeat exactly (timing noise is what their repeats measure).
 Params repeat_params(const Params& params, int repeat);
 inline constexpr long long kDefaultSeed = 42;  ///< train's --seed default
-inline constexpr long long kRepeatSeedStride = 1000;
-inline constexpr std::array<const char*, 4> kEvaluating = {"target-accuracy", "epochs", "eval-every",
-                                                           "eval-every-steps"};
 
 /// The argv of one repeat: `dlscale train …` (possibly under mpirun/srun)
 /// or the external command with `${param}` substituted. `record_path` is

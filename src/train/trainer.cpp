@@ -280,11 +280,11 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   observer.on_phase(step, "optimizer");
   if (scaler_->unscale(model_->parameters())) sync_->apply_update(*optimizer_);
   clock.mark(5);
-  const std::vector<double> at = clock.offsets();
+  const std::vector<double> offset = clock.offsets();
   const double t0 = host_start;
-  const double t1 = t0 + at[1], t2 = t0 + at[2], t3 = t0 + at[3];
-  const double t4 = exchanges ? t0 + at[4] : t3;
-  const double t5 = t0 + at[5];
+  const double t1 = t0 + offset[1], t2 = t0 + offset[2], t3 = t0 + offset[3];
+  const double t4 = exchanges ? t0 + offset[4] : t3;
+  const double t5 = t0 + offset[5];
   rec.loss = loss.item<double>();
   rec.times = {t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0};
   rec.comm_busy = comm.busy_seconds;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "sweep/runner.h"
+#include "train/train_options.h"
 
 namespace dlscale::sweep {
 namespace {
@@ -214,7 +215,7 @@ TEST(Planner, RunKeyIgnoresRepeatsAndTimeout) {
 }
 
 TEST(Planner, RepeatsOfARunThatEvaluatesTakeNewSeeds) {
-  static_assert(kDefaultSeed == 42, "train's --seed default");
+  EXPECT_EQ(static_cast<long long>(train::TrainOptions{}.seed), kDefaultSeed);  // train's --seed default
   const auto tta = plan("parameters: {model: tinycnn, batch: 8, target-accuracy: 90, repeats: 3}");
   EXPECT_EQ(repeat_params(tta[0].params, 1), tta[0].params);  // repeat 1 as planned
   EXPECT_EQ(param_int(repeat_params(tta[0].params, 2), "seed"), 1042);
