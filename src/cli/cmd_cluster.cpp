@@ -73,6 +73,7 @@ std::string self_path() {
 /// Open MPI's remote-shell agent: `AGENT HOST WORDS...` runs WORDS through
 /// the shell on HOST, as `ssh HOST WORDS...` would.
 [[noreturn]] void run_agent(const std::string& name, const std::vector<std::string>& rest) {
+  cluster::check_cluster_name(name);
   DLSCALE_CHECK(rest.size() >= 2, "cluster agent needs a host and a command (it is Open MPI's "
                                   "remote-shell agent; see docs/cluster.md)");
   const cluster::ClusterSpec spec = cluster::require_cluster(name);
@@ -83,6 +84,7 @@ std::string self_path() {
 
 [[noreturn]] void run_mpirun(const std::string& name, cluster::MpirunOptions options,
                              const std::string& extra) {
+  cluster::check_cluster_name(name);
   cluster::check_can_manage();
   const cluster::ClusterSpec spec = cluster::require_cluster(name);
   options.agent = self_path() + " cluster agent --name " + name;
@@ -96,6 +98,7 @@ std::string self_path() {
 
 [[noreturn]] void run_exec(const std::string& name, const std::string& host,
                            const std::vector<std::string>& command) {
+  cluster::check_cluster_name(name);
   cluster::check_can_manage();
   const cluster::ClusterSpec spec = cluster::require_cluster(name);
   exec_on_host(name, cluster::parse_host(spec, host), command);

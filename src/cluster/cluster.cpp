@@ -179,11 +179,15 @@ void build(const ClusterSpec& spec) {
 
 }  // namespace
 
+void check_cluster_name(const std::string& name) {
+  DLSCALE_CHECK(!name.empty() && name.size() <= 12 &&
+                    std::all_of(name.begin(), name.end(),
+                                [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }),
+                "cluster name '{}' must be 1 to 12 lower-case letters or digits", name);
+}
+
 void check_cluster_spec(const ClusterSpec& s) {
-  DLSCALE_CHECK(!s.name.empty() && s.name.size() <= 12 &&
-                    std::all_of(s.name.begin(), s.name.end(),
-                                [](char c) { return std::islower(c) || std::isdigit(c); }),
-                "cluster name '{}' must be 1 to 12 lower-case letters or digits", s.name);
+  check_cluster_name(s.name);
   DLSCALE_CHECK(s.hosts >= 1 && s.hosts <= kMaxHosts, "--hosts must be in [1, {}] (got {})",
                 kMaxHosts, s.hosts);
   DLSCALE_CHECK(s.link_mbit == 0 || (s.link_mbit >= 1 && s.link_mbit <= kMaxMbit),
@@ -257,6 +261,7 @@ UpOutcome cluster_up(const ClusterSpec& spec) {
 }
 
 bool cluster_down(const std::string& name) {
+  check_cluster_name(name);
   check_can_manage();
   StateLock lock;
   const ClusterStatus now = status_of(name, namespaces_by_cluster());
@@ -282,6 +287,7 @@ std::vector<ClusterStatus> cluster_list() {
 }
 
 std::optional<ClusterSpec> find_cluster(const std::string& name) {
+  check_cluster_name(name);
   const ClusterStatus st = status_of(name, namespaces_by_cluster());
   if (!st.complete) return std::nullopt;
   return st.spec;
@@ -346,6 +352,7 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const MpirunOpt
 }
 
 HostEntry host_entry(const std::string& name, int host) {
+  check_cluster_name(name);
   return {std::string(kNetnsDir) + "/" + host_namespace(name, host), host_name(name, host)};
 }
 

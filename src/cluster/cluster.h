@@ -27,6 +27,11 @@ struct ClusterSpec {
   }
 };
 
+/// Throws dlscale::Error (one line; the CLI exits 2) unless `name` is 1 to
+/// 12 lower-case letters or digits. Every function below that takes a name
+/// checks it first: a name becomes a namespace and a state file's name, so
+/// one such as '../../tmp/x' must never reach a path.
+void check_cluster_name(const std::string& name);
 /// Throws dlscale::Error naming the bad value.
 void check_cluster_spec(const ClusterSpec& spec);
 /// "2 hosts, links of 100 Mbit/s" / "2 hosts, unshaped links".

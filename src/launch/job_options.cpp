@@ -1,5 +1,6 @@
 #include "launch/job_options.h"
 
+#include "cluster/cluster.h"
 #include "comm/session.h"
 #include "core/error.h"
 
@@ -22,6 +23,7 @@ void check_job_options(const JobOptions& o) {
                 "--node-rank must be in [0, {}) (got {})", o.nnodes, o.node_rank);
   DLSCALE_CHECK(o.master_port >= 1 && o.master_port <= 65535,
                 "--master-port must be in [1, 65535] (got {})", o.master_port);
+  if (!o.cluster.empty()) cluster::check_cluster_name(o.cluster);
   if (!o.backend.empty()) comm::check_backend(o.backend);
   DLSCALE_CHECK(o.backend != "nccl" || o.device.rfind("cuda", 0) == 0,
                 "--backend nccl needs --device cuda");

@@ -414,6 +414,7 @@ void bring_up_cluster(const Params& p, std::set<std::string>& made, Progress& pr
 SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store, const SweepRunOptions& o) {
   SweepOutcome outcome;
   outcome.planned = static_cast<int>(plan.size());
+  check_sweep_name(o.sweep_name);
   const std::filesystem::path dir = std::filesystem::path(o.output_dir) / o.sweep_name;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -148,6 +148,14 @@ void check_text(const std::string& text, const std::string& path) {
 
 }  // namespace
 
+void check_sweep_name(const std::string& name) {
+  DLSCALE_CHECK(!name.empty() && name.size() <= 128 && name.find('/') == std::string::npos &&
+                    name != "." && name != "..",
+                "sweep name '{}' must be 1 to 128 characters without '/', and not '.' or '..' (it "
+                "names the directory of the sweep's run logs)",
+                name);
+}
+
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
   check_text(yaml_text, path);
   YAML::Node root;
@@ -171,6 +179,11 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
     if (key == "name") {
       DLSCALE_CHECK(kv.second.IsScalar() && !kv.second.Scalar().empty(), "{}: 'name' must be text", where(path, kv.second));
       spec.name = kv.second.Scalar();
+      try {
+        check_sweep_name(spec.name);
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}: {}", where(path, kv.second), e.what()));
+      }
     } else if (key == "parameters" || key == "scaling") {
       // Wherever 'scaling' stands, it joins the parameters; set twice, it is an error.
       auto added = key == "parameters" ? param_map(kv.second, path, "parameters")
@@ -214,6 +227,7 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {
                               where(path, kv.first), key));
     }
   }
+  check_sweep_name(spec.name);  // also the file's stem
   return spec;
 }
 

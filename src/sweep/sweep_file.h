@@ -39,6 +39,11 @@ struct SweepSpec {
   std::vector<Extension> extensions;
 };
 
+/// Throws dlscale::Error unless `name` can name the sweep's directory of
+/// run logs and records (DIR/<name>/): 1 to 128 bytes, no '/', not '.' or
+/// '..'. A sweep file's `name:` must never lead outside --output-dir.
+void check_sweep_name(const std::string& name);
+
 /// Parses YAML text; `path` names the file in errors. Throws dlscale::Error
 /// with one line naming the file, line and what is wrong.
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path);

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "process_util.h"
 #include "sweep/planner.h"
 #include "sweep/runner.h"
@@ -172,6 +174,35 @@ TEST(Cluster, TrainRefusesFlagsTheClusterSetsItself) {
   EXPECT_NE(testing::fails("cluster up --hosts 0").find("--hosts must be in [1, 64] (got 0)"),
             std::string::npos);
   EXPECT_NE(testing::fails("cluster up --name UP").find("cluster name 'UP'"), std::string::npos);
+}
+
+// A name that is a path never reaches the file system: `cluster down --name
+// '../../../tmp/victim'` once deleted /tmp/victim.json as root and said
+// "removed". Every command that takes a name applies up's rule first and
+// exits 2, as root or not, before touching anything.
+TEST(Cluster, EveryCommandRefusesANameThatIsAPath) {
+  const std::string victim = testing::temp_path("victim");
+  write_file_atomic(victim + ".json", "{\"name\":\"x\",\"hosts\":2}\n");
+  const std::string rel = "../../.." + victim;  // from /run/dlscale/clusters
+  for (const std::string& name : {rel, std::string("a/b"), std::string(".."), std::string("")}) {
+    for (const std::string& cmd :
+         {"cluster down --name '" + name + "'", "cluster exec --name '" + name + "' 0 -- true",
+          "cluster mpirun --name '" + name + "' -- true",
+          "cluster agent --name '" + name + "' 0 true",
+          "train --model lenet --batch 4 --steps 2 --cluster '" + name + "'"}) {
+      if (name.empty() && cmd.rfind("train", 0) == 0) continue;  // --cluster '' = no cluster
+      const std::string err = testing::fails(cmd);
+      EXPECT_NE(err.find("must be 1 to 12 lower-case letters or digits"), std::string::npos)
+          << cmd << ": " << err;
+      EXPECT_TRUE(std::filesystem::exists(victim + ".json")) << cmd;
+    }
+  }
+  std::filesystem::remove(victim + ".json");
+  for (const std::string& bad : {rel, std::string("a/b"), std::string("Up")}) {
+    EXPECT_NE(error_of([&] { cluster::cluster_down(bad); }).find("cluster name"), std::string::npos);
+    EXPECT_NE(error_of([&] { cluster::find_cluster(bad); }).find("cluster name"), std::string::npos);
+    EXPECT_NE(error_of([&] { cluster::host_entry(bad, 0); }).find("cluster name"), std::string::npos);
+  }
 }
 
 }  // namespace

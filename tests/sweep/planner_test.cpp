@@ -171,6 +171,22 @@ TEST(Planner, ErrorsNameTheParameter) {
             "extension 1: 'when' names 'modle', which is not a parameter of the sweep");
 }
 
+// The sweep's name is a directory under --output-dir: a name that is a path
+// (or '.', '..') would put run logs and records outside it.
+TEST(Planner, SweepNamesThatArePathsAreRefused) {
+  for (const std::string name : {"../../etc", "a/b", "..", "."}) {
+    EXPECT_EQ(plan_error("name: '" + name + "'\nparameters: {batch: 8}"),
+              "test.yaml:1: sweep name '" + name +
+                  "' must be 1 to 128 characters without '/', and not '.' or '..' (it names the "
+                  "directory of the sweep's run logs)")
+        << name;
+  }
+  EXPECT_NE(plan_error("name: '" + std::string(129, 'x') + "'\nparameters: {batch: 8}").find("1 to 128"),
+            std::string::npos);
+  EXPECT_EQ(plan("name: 'my study-2 (v1)'\nparameters: {batch: 8}").size(), 1u);
+  EXPECT_THROW(check_sweep_name("../x"), Error);
+}
+
 TEST(Planner, MalformedFilesGiveOneLineErrors) {
   EXPECT_EQ(plan_error("parameters: [1, 2]"), "test.yaml:1: 'parameters' must be a mapping of name: value");
   EXPECT_EQ(plan_error("parameters: {batch: 8}\nvaribles: {workers: [1]}"),
