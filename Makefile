@@ -41,8 +41,9 @@ test: build fuzz-smoke
 	cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure
 
 # libFuzzer harnesses (fuzz/): the expression language (sweep files and
-# --where), sweep files through the planner, and the rendezvous store's wire
-# protocol, under ASan and UBSan. `make test` runs each for FUZZ_SMOKE_RUNS
+# --where), sweep files through the planner, the rendezvous store's wire
+# protocol, the record formats, IDX files and checkpoint files, under ASan
+# and UBSan. `make test` runs each for FUZZ_SMOKE_RUNS
 # executions; `make fuzz` for FUZZ_RUNS (see bench/README.md).
 FUZZ_DIR ?= build-fuzz
 FUZZ_SMOKE_RUNS ?= 20000

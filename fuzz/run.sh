@@ -41,11 +41,15 @@ seed() {
     fuzz_records)
       # a JPEG, PNGs, an Example, a TFRecord file and tar files (ours and GNU tar's).
       cp "$root"/fuzz/seeds/fuzz_records/* "$dir/" ;;
+    fuzz_checkpoint)
+      # a real checkpoint's metadata (odd first byte: framed by the harness),
+      # and a whole checkpoint file with empty tensor sections (even).
+      cp "$root"/fuzz/seeds/fuzz_checkpoint/* "$dir/" ;;
   esac
 }
 
 failed=0
-for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx; do
+for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuzz_checkpoint; do
   bin=$out/$name
   [ -x "$bin" ] || { echo "fuzz: $bin is missing (run fuzz/build.sh)" >&2; exit 2; }
   seed "$name"

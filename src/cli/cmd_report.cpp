@@ -22,8 +22,8 @@ struct ReportFlags {
 };
 
 void run(const ReportFlags& f, bool type_given) {
-  if (!f.html.empty()) check_output_path(f.html);
-  if (!f.output.empty()) check_output_path(f.output);
+  check_output_paths({{"--html", f.html}, {"-o", f.output}},
+                     {{"--db", f.selection.db, ""}});
   const auto runs = load_selected_runs(f.selection);
   const report::ReportOptions o{report::parse_report_type(f.type), f.compare_by, f.baseline};
   const report::Format format = report::parse_format(f.format);

@@ -50,7 +50,7 @@ void add_results_command(CLI::App& app) {
       ->capture_default_str();
   exp->add_option("--output,-o", f->output, "Write here (atomically) instead of standard output");
   exp->callback([f] {
-    if (!f->output.empty()) check_output_path(f->output);
+    check_output_paths({{"-o", f->output}}, {{"--db", f->selection.db, ""}});
     write_output(report::export_runs(load_selected_runs(f->selection), report::parse_format(f->format)), f->output);
   });
 }

@@ -53,7 +53,7 @@ int run(CLI::App& app, const SweepFlags& f) {
   const sweep::Rerun rerun = f.rerun == "all" ? sweep::Rerun::kAll
                              : f.rerun == "failed" ? sweep::Rerun::kFailed
                                                    : sweep::Rerun::kNone;
-  if (!f.html.empty()) check_output_path(f.html);
+  check_output_paths({{"--html", f.html}}, {{"--db", f.db, ""}, {"sweep", f.file, ""}});
   sweep::ResultsStore store(f.db);
 
   struct sigaction sa {};

@@ -60,7 +60,9 @@ void add_log_flags(CLI::App* cmd, train::RecipeOptions& r, const std::string& gr
                   "Checkpoint file (written atomically by rank 0, replaced each time; "
                   "'{step}' in the name keeps one file per checkpoint, e.g. ckpt-{step}.bin)")
       ->group(group);
-  cmd->add_option("--checkpoint-every", r.checkpoint_every, "Write a checkpoint every N steps")
+  cmd->add_option("--checkpoint-every", r.checkpoint_every,
+                  "Write a checkpoint every N steps; without it or --checkpoint-every-epochs (or "
+                  "with 0), --checkpoint writes one when the run ends")
       ->group(group);
   cmd->add_option("--checkpoint-every-epochs", r.checkpoint_every_epochs,
                   "Write a checkpoint every E epochs")

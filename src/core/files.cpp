@@ -1,13 +1,17 @@
 #include "core/files.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -114,19 +118,109 @@ OutputTarget check_output_path(const std::string& path) {
   return t;
 }
 
-void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs) {
-  std::vector<std::pair<std::string, std::string>> files;  // flag, the file it writes
-  for (const auto& [flag, path] : outputs) {
-    if (path.empty()) continue;
-    const OutputTarget t = check_output_path(path);
-    if (t.stream) continue;
-    const std::string file = fs::weakly_canonical(fs::absolute(t.path)).string();
-    for (const auto& [other_flag, other] : files) {
-      DLSCALE_CHECK(other != file, "{} and {} both name '{}': give each output its own file", other_flag,
-                    flag, path);
-    }
-    files.emplace_back(flag, file);
+namespace {
+
+constexpr const char* kStepPlaceholder = "{step}";
+
+/// The file `t` leads to, absolute with links and dots resolved.
+std::string canonical_file(const OutputTarget& t) {
+  return fs::weakly_canonical(fs::absolute(t.path)).string();
+}
+
+/// The step n such that `pattern` with every "{step}" replaced by n (as
+/// std::to_string writes it) is `file`, if there is one.
+std::optional<int64_t> pattern_step(const std::string& pattern, const std::string& file) {
+  const std::string ph = kStepPlaceholder;
+  std::optional<int64_t> step;
+  size_t p = 0, f = 0;
+  while (true) {
+    const size_t next = pattern.find(ph, p);
+    const std::string literal = pattern.substr(p, next == std::string::npos ? std::string::npos : next - p);
+    if (file.compare(f, literal.size(), literal) != 0) return std::nullopt;
+    f += literal.size();
+    if (next == std::string::npos) return f == file.size() ? step : std::nullopt;
+    size_t end = f;
+    while (end < file.size() && end - f < 18 && std::isdigit(static_cast<unsigned char>(file[end]))) ++end;
+    const std::string digits = file.substr(f, end - f);
+    if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) return std::nullopt;
+    const int64_t n = std::stoll(digits);
+    if (step && *step != n) return std::nullopt;
+    step = n;
+    f = end;
+    p = next + ph.size();
   }
+}
+
+/// A checked output: its flag and the file it writes (or, for a pattern,
+/// the canonical pattern and which steps it is written at).
+struct CheckedOutput {
+  std::string flag;
+  std::string file;
+  const OutputPath* spec = nullptr;
+};
+
+/// Whether output `a` may write the file `file` (a pattern: any file it expands to).
+bool writes(const CheckedOutput& a, const std::string& file) {
+  if (!a.spec->step_written) return a.file == file;
+  const std::optional<int64_t> n = pattern_step(a.file, file);
+  return n.has_value() && a.spec->step_written(*n);
+}
+
+}  // namespace
+
+void check_output_paths(const std::vector<OutputPath>& outputs, const std::vector<InputPath>& inputs) {
+  std::vector<CheckedOutput> files;
+  for (const OutputPath& out : outputs) {
+    if (out.path.empty()) continue;
+    const OutputTarget t = check_output_path(out.path);
+    if (t.stream) continue;  // a device or pipe may take several outputs
+    CheckedOutput mine{out.flag, canonical_file(t), &out};
+    for (const CheckedOutput& other : files) {
+      const bool clash = other.spec->step_written ? writes(other, mine.file)
+                         : mine.spec->step_written ? writes(mine, other.file)
+                                                   : other.file == mine.file;
+      // Named by the plain path of the two: the file a pattern would also write.
+      const std::string& shown = mine.spec->step_written ? other.spec->path : out.path;
+      DLSCALE_CHECK(!clash, "{} and {} both name '{}'{}: give each output its own file", other.flag,
+                    out.flag, shown,
+                    other.spec->step_written || mine.spec->step_written ? " (with {step} expanded)"
+                                                                         : "");
+    }
+    files.push_back(std::move(mine));
+  }
+  for (const InputPath& in : inputs) {
+    if (in.path.empty()) continue;
+    struct stat st {};
+    if (::stat(in.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // its reader says why
+    const std::string file = fs::weakly_canonical(fs::absolute(in.path)).string();
+    for (const CheckedOutput& out : files) {
+      if (out.flag == in.rewritten_by) continue;
+      DLSCALE_CHECK(!writes(out, file), "{} would overwrite the {} file '{}': give it another file",
+                    out.flag, in.flag, in.path);
+    }
+  }
+}
+
+int remove_stale_temporaries(const std::string& path) {
+  const fs::path p(path);
+  const std::string dir = parent_dir(path);
+  const std::string name = p.filename().string();
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string entry = e.path().filename().string();
+    for (const char* suffix : {".tmp.", ".probe."}) {
+      const std::string prefix = name + suffix;
+      if (entry.size() <= prefix.size() || entry.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string digits = entry.substr(prefix.size());
+      if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+      const auto pid = static_cast<pid_t>(std::stol(digits));
+      if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      std::error_code rm;
+      if (e.is_regular_file(rm) && fs::remove(e.path(), rm)) ++removed;
+    }
+  }
+  return removed;
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
@@ -139,6 +233,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     return;
   }
   check_file_target(path, t.path);
+  remove_stale_temporaries(t.path);  // of writers killed mid-write
   const std::string tmp = t.path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw_write_error(tmp, errno);

@@ -1,4 +1,6 @@
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,16 +31,44 @@ OutputTarget resolve_output_path(const std::string& path);
 /// that results are never lost at the end. Returns where the path leads.
 OutputTarget check_output_path(const std::string& path);
 
-/// check_output_path() for each (flag, path) given a path, and no two
-/// flags naming the same file (one would overwrite the other); a device or
-/// pipe (/dev/null) may take several.
-void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs);
+/// One output of a command, for check_output_paths().
+struct OutputPath {
+  OutputPath(std::string flag_, std::string path_, std::function<bool(int64_t)> step_written_ = {})
+      : flag(std::move(flag_)), path(std::move(path_)), step_written(std::move(step_written_)) {}
+  std::string flag;  ///< "--json"
+  std::string path;  ///< "" = not given
+  /// Set for a pattern: `path` holds "{step}", each replaced by the same
+  /// step number n (no leading zeros) for every n this accepts.
+  std::function<bool(int64_t)> step_written;
+};
+
+/// One input file of a command that no output may overwrite.
+struct InputPath {
+  std::string flag;  ///< "--resume"
+  std::string path;  ///< "" = not given
+  /// The output flag that may name this very file (a checkpoint that
+  /// continues the file it resumed from); "" = none.
+  std::string rewritten_by;
+};
+
+/// check_output_path() for each output given a path, and no two outputs
+/// naming the same file (one would overwrite the other), with every file a
+/// pattern expands to counted; no output naming an input (links and other
+/// spellings of a path resolved). A device or pipe (/dev/null) may take
+/// several outputs. Throws dlscale::Error naming both flags.
+void check_output_paths(const std::vector<OutputPath>& outputs,
+                        const std::vector<InputPath>& inputs = {});
 
 /// Writes `content` to `path`: atomically for files (a reader sees either
 /// the old file or the whole new one; the temporary is removed on failure),
 /// written through for devices and pipes. Throws dlscale::Error naming the
-/// path on failure.
+/// path on failure. Temporaries of `path` that killed writers left behind
+/// (PATH.tmp.PID and PATH.probe.PID whose process is gone) are removed first.
 void write_file_atomic(const std::string& path, const std::string& content);
+
+/// Removes PATH.tmp.PID and PATH.probe.PID files of `path` whose process
+/// no longer exists; returns how many it removed.
+int remove_stale_temporaries(const std::string& path);
 
 /// What `path` is when it is there but not a regular file (links
 /// followed): "a directory", "a character device", "a block device", "a

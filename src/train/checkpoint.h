@@ -11,21 +11,23 @@
 // (u64 little-endian). A damaged or foreign file is refused with its name.
 #include <torch/torch.h>
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "train/checkpoint_meta.h"
 
 namespace dlscale::train {
 
 struct CheckpointState {
-  nlohmann::json meta = nlohmann::json::object();
+  CheckpointMeta meta;
   std::vector<torch::Tensor> tensors;  ///< parameters, then buffers
   std::string optimizer;               ///< torch::serialize archive bytes
   std::vector<torch::Tensor> rng;      ///< CPU generator state of each rank
 };
 
 std::string encode_checkpoint(const CheckpointState& state);
-/// Throws dlscale::Error naming `name` when `bytes` is not a whole checkpoint.
+/// Throws dlscale::Error naming `name` when `bytes` is not a whole checkpoint
+/// or a field of its metadata is wrong (parse_checkpoint_meta).
 CheckpointState decode_checkpoint(const std::string& bytes, const std::string& name);
 
 /// The file a checkpoint after `step` steps goes to: `pattern` with every

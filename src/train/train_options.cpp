@@ -98,6 +98,30 @@ void check_recipe_strategy(const ResolvedTrainOptions& r) {
                 "position is not saved");
 }
 
+/// No two outputs (a {step} checkpoint pattern counted at every step it is
+/// written at) and no output over --resume's file, except --checkpoint
+/// continuing it.
+void check_train_outputs(const TrainOptions& o) {
+  const RecipeOptions& r = o.recipe;
+  const bool steps_known = r.epochs == 0;  // --epochs: the data's epoch length decides
+  auto checkpoint_written = [&r, &o, steps_known](int64_t n) {
+    if (n < 1 || (steps_known && n > o.steps)) return false;
+    if (r.checkpoint_every > 0) return n % r.checkpoint_every == 0;
+    if (r.checkpoint_every_epochs > 0 || !steps_known || r.target_accuracy > 0) return true;
+    return n == o.steps;  // one checkpoint, at the end
+  };
+  OutputPath checkpoint{"--checkpoint", r.checkpoint_path};
+  if (r.checkpoint_path.find("{step}") != std::string::npos) {
+    checkpoint.step_written = checkpoint_written;
+  }
+  check_output_paths({{"--json", o.json_path},
+                      {"--trace", o.trace_path},
+                      {"--save-weights", o.save_weights},
+                      {"--mllog", r.mllog_path},
+                      checkpoint},
+                     {{"--resume", r.resume_path, "--checkpoint"}});
+}
+
 }  // namespace
 
 launch::JobOptions job_options(const TrainOptions& o) {
@@ -168,6 +192,10 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
                   o.global_batch, r.world_size);
     o.batch = o.global_batch / r.world_size;
     r.strong_scaling = true;
+    DLSCALE_CHECK(o.batch <= kMaxBatch,
+                  "--global-batch {} over {} worker(s) is {} per worker, over the per-worker cap "
+                  "of {} (use more workers or a smaller global batch)",
+                  o.global_batch, r.world_size, o.batch, kMaxBatch);
   }
   DLSCALE_CHECK(o.batch >= 1 && o.batch <= kMaxBatch, "--batch must be in [1, {}] (got {})",
                 kMaxBatch, o.batch);
@@ -224,11 +252,7 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   r.channels = spec.channels;
   r.measured_steps = o.steps - o.warmup;
   r.global_batch = o.batch * r.world_size;
-  check_output_paths({{"--json", o.json_path},
-                      {"--trace", o.trace_path},
-                      {"--save-weights", o.save_weights},
-                      {"--mllog", o.recipe.mllog_path},
-                      {"--checkpoint", o.recipe.checkpoint_path}});
+  check_train_outputs(o);
   return r;
 }
 

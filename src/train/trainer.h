@@ -35,6 +35,7 @@ struct ShardReport;
 
 namespace dlscale::train {
 
+struct CheckpointMeta;
 class Evaluator;
 class LossScaler;
 class Mllog;
@@ -125,8 +126,8 @@ class Trainer {
   void finish_convergence();
   void save_checkpoint(int64_t next_step);
   void resume_from(const std::string& path);
-  void check_lr_curve(const nlohmann::json& meta, const std::string& path) const;
-  nlohmann::json checkpoint_meta(int64_t next_step) const;
+  void check_lr_curve(const CheckpointMeta& meta, const std::string& path) const;
+  CheckpointMeta checkpoint_meta(int64_t next_step) const;
   double run_seconds() const;
 
   TrainResult result_;

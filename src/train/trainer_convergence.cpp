@@ -101,7 +101,9 @@ bool Trainer::after_step(int64_t step, TrainObserver& observer) {
                                 : r.checkpoint_every_epochs > 0
                                     ? epoch_interval(r.checkpoint_every_epochs, spe)
                                     : 0;
-  if (!stop && every(done, ckpt_interval)) save_checkpoint(done);
+  // Without an interval, --checkpoint keeps the state at the end of the run.
+  const bool at_end = ckpt_interval == 0 && (last || stop) && !r.checkpoint_path.empty();
+  if ((!stop && every(done, ckpt_interval)) || at_end) save_checkpoint(done);
   // The next epoch starts after the evaluation and checkpoint between them.
   if (epoch_end && !last && !stop) mllog_->start("epoch_start", {{"epoch_num", done / spe + 1}});
   return stop;
@@ -161,26 +163,23 @@ void Trainer::finish_convergence() {
   mllog_->end("run_stop", {{"status", conv.status.empty() ? "success" : conv.status}});
 }
 
-nlohmann::json Trainer::checkpoint_meta(int64_t next_step) const {
+CheckpointMeta Trainer::checkpoint_meta(int64_t next_step) const {
   const ResolvedTrainOptions& c = result_.config;
-  nlohmann::json evals = nlohmann::json::array();
-  for (const auto& e : result_.convergence.evals) evals.push_back(to_json(e));
-  nlohmann::json lr_curve = nlohmann::json::array();
-  for (const auto& [step, rate] : schedule_.samples_from(next_step)) lr_curve.push_back({step, rate});
-  return {{"schema", "dlscale.checkpoint/1"},
-          {"model", c.options.model},
-          {"world_size", c.world_size},
-          {"global_batch", c.global_batch},
-          {"optimizer", to_string(c.optimizer)},
-          {"parameters", model_->parameters().size()},
-          {"buffers", model_->buffers().size()},
-          {"seed", c.options.seed},
-          {"data", c.options.data.spec},
-          {"next_step", next_step},
-          {"steps", c.options.steps},
-          {"run_seconds", run_seconds()},
-          {"lr_curve", lr_curve},
-          {"evals", evals}};
+  CheckpointMeta m;
+  m.model = c.options.model;
+  m.world_size = c.world_size;
+  m.global_batch = c.global_batch;
+  m.optimizer = to_string(c.optimizer);
+  m.parameters = static_cast<int64_t>(model_->parameters().size());
+  m.buffers = static_cast<int64_t>(model_->buffers().size());
+  m.seed = c.options.seed;
+  m.data = c.options.data.spec;
+  m.next_step = next_step;
+  m.steps = c.options.steps;
+  m.run_seconds = run_seconds();
+  m.lr_curve = schedule_.samples_from(next_step);
+  m.evals = result_.convergence.evals;
+  return m;
 }
 
 void Trainer::save_checkpoint(int64_t next_step) {
@@ -235,38 +234,19 @@ std::string read_checkpoint(const std::string& path, int rank, comm::Communicato
   return {static_cast<const char*>(data.data_ptr()), static_cast<size_t>(data.numel())};
 }
 
-template <typename T>
-T meta_value(const nlohmann::json& meta, const char* key, const std::string& path) {
-  try {
-    return meta.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(fmt::format("checkpoint {} is damaged (metadata has no valid '{}')", path, key));
-  }
-}
-
 }  // namespace
 
 /// A resumed run must continue on the learning-rate curve the checkpoint
 /// was written on: the same --lr, scaling, warm-up and schedule, and for
 /// poly, cosine and onecycle the same run length. Checked at the steps the
 /// checkpoint sampled (those within this run).
-void Trainer::check_lr_curve(const nlohmann::json& meta, const std::string& path) const {
+void Trainer::check_lr_curve(const CheckpointMeta& meta, const std::string& path) const {
   const int64_t steps = result_.config.options.steps;
-  const auto saved_steps = meta_value<int64_t>(meta, "steps", path);
-  DLSCALE_CHECK(saved_steps == steps || !schedule_.depends_on_length(),
+  DLSCALE_CHECK(meta.steps == steps || !schedule_.depends_on_length(),
                 "checkpoint {} was written by a run of {} steps; --lr-schedule {} depends on the "
                 "run's length and this run has {} (resume with the same --steps or --epochs)",
-                path, saved_steps, result_.config.options.recipe.lr_schedule, steps);
-  if (!meta.contains("lr_curve")) return;  // written before the curve was kept
-  for (const auto& point : meta_value<nlohmann::json>(meta, "lr_curve", path)) {
-    int64_t step = 0;
-    double saved = 0;
-    try {
-      step = point.at(0).get<int64_t>();
-      saved = point.at(1).get<double>();
-    } catch (const nlohmann::json::exception&) {
-      throw Error(fmt::format("checkpoint {} is damaged (metadata has no valid 'lr_curve')", path));
-    }
+                path, meta.steps, result_.config.options.recipe.lr_schedule, steps);
+  for (const auto& [step, saved] : meta.lr_curve) {  // empty when written before it was kept
     if (step >= steps) break;
     const double now = schedule_.at(step);
     DLSCALE_CHECK(std::abs(now - saved) <= 1e-9 * std::max(std::abs(now), std::abs(saved)),
@@ -281,32 +261,31 @@ void Trainer::resume_from(const std::string& path) {
   const ResolvedTrainOptions& c = result_.config;
   const CheckpointState state =
       decode_checkpoint(read_checkpoint(path, worker_.rank, worker_.comm), path);
-  const nlohmann::json& m = state.meta;
-  const auto model = meta_value<std::string>(m, "model", path);
-  DLSCALE_CHECK(model == c.options.model, "checkpoint {} is of model {}, not {}", path, model,
+  const CheckpointMeta& m = state.meta;
+  DLSCALE_CHECK(m.model == c.options.model, "checkpoint {} is of model {}, not {}", path, m.model,
                 c.options.model);
-  const int world = meta_value<int>(m, "world_size", path);
-  DLSCALE_CHECK(world == c.world_size,
+  DLSCALE_CHECK(m.world_size == c.world_size,
                 "checkpoint {} was written by {} workers; this run has {} (resume with the same "
                 "worker count)",
-                path, world, c.world_size);
-  const auto batch = meta_value<int64_t>(m, "global_batch", path);
-  DLSCALE_CHECK(batch == c.global_batch, "checkpoint {} trained with global batch {}, not {}",
-                path, batch, c.global_batch);
-  const auto optimizer = meta_value<std::string>(m, "optimizer", path);
-  DLSCALE_CHECK(optimizer == to_string(c.optimizer), "checkpoint {} used --optimizer {}, not {}",
-                path, optimizer, to_string(c.optimizer));
+                path, m.world_size, c.world_size);
+  DLSCALE_CHECK(m.global_batch == c.global_batch, "checkpoint {} trained with global batch {}, not {}",
+                path, m.global_batch, c.global_batch);
+  DLSCALE_CHECK(m.optimizer == to_string(c.optimizer), "checkpoint {} used --optimizer {}, not {}",
+                path, m.optimizer, to_string(c.optimizer));
   std::vector<torch::Tensor> targets = model_->parameters();
   for (const auto& b : model_->buffers()) targets.push_back(b);
   DLSCALE_CHECK(state.tensors.size() == targets.size(),
                 "checkpoint {} holds {} tensors; model {} has {}", path, state.tensors.size(),
-                model, targets.size());
+                m.model, targets.size());
   {
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < targets.size(); ++i) {
-      DLSCALE_CHECK(state.tensors[i].sizes() == targets[i].sizes(),
-                    "checkpoint {}: tensor {} has shape {}, the model's is {}", path, i,
+      DLSCALE_CHECK(state.tensors[i].sizes() == targets[i].sizes() &&
+                        state.tensors[i].scalar_type() == targets[i].scalar_type(),
+                    "checkpoint {}: tensor {} is {} of shape {}, the model's is {} of shape {}",
+                    path, i, c10::toString(state.tensors[i].scalar_type()),
                     fmt::format("{}", fmt::join(state.tensors[i].sizes(), "x")),
+                    c10::toString(targets[i].scalar_type()),
                     fmt::format("{}", fmt::join(targets[i].sizes(), "x")));
       targets[i].copy_(state.tensors[i]);
     }
@@ -316,19 +295,20 @@ void Trainer::resume_from(const std::string& path) {
   } catch (const c10::Error& e) {
     throw Error(fmt::format("checkpoint {}: its optimizer state does not fit: {}", path,
                             e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("checkpoint {} is damaged: its optimizer state cannot be read: {}",
+                            path, e.what()));
   }
   if (state.rng.size() == static_cast<size_t>(c.world_size)) {
     compat::set_cpu_rng_state(state.rng[static_cast<size_t>(worker_.rank)]);
   }
-  start_step_ = meta_value<int64_t>(m, "next_step", path);
+  start_step_ = m.next_step;
   DLSCALE_CHECK(start_step_ < c.options.steps,
                 "checkpoint {} is at step {}: nothing is left of this run's {} steps", path,
                 start_step_, c.options.steps);
   check_lr_curve(m, path);
-  prior_run_seconds_ = meta_value<double>(m, "run_seconds", path);
-  for (const auto& e : meta_value<nlohmann::json>(m, "evals", path)) {
-    result_.convergence.evals.push_back(eval_from_json(e));
-  }
+  prior_run_seconds_ = m.run_seconds;
+  result_.convergence.evals = m.evals;
   result_.convergence.resumed_from_step = start_step_;
 }
 

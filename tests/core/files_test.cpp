@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -66,6 +67,88 @@ TEST_F(FilesTest, TwoOutputsNamingOneFileAreRefused) {
   EXPECT_NO_THROW(check_output_paths({{"--json", a}, {"--mllog", (dir_ / "b.log").string()}}));
   EXPECT_NO_THROW(check_output_paths({{"--json", "/dev/null"}, {"--mllog", "/dev/null"}}));
   EXPECT_FALSE(fs::exists(a));  // checked, not written
+}
+
+// A {step} pattern is every file it expands to: the step-10 checkpoint of
+// 'r{step}.json' every 5 steps over 10 steps is r10.json, which --json must
+// not also name (the record overwrote the checkpoint, exit 0).
+TEST_F(FilesTest, APatternCollidesWithEveryFileItExpandsTo) {
+  const std::string pattern = (dir_ / "r{step}.json").string();
+  auto every5 = [](int64_t n) { return n >= 1 && n <= 10 && n % 5 == 0; };
+  for (const std::string json : {"r10.json", "r5.json", "./r10.json"}) {
+    try {
+      check_output_paths({{"--checkpoint", pattern, every5}, {"--json", (dir_ / json).string()}});
+      FAIL() << json;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "--checkpoint and --json both name '" + (dir_ / json).string() +
+                                           "' (with {step} expanded): give each output its own file");
+    }
+    // Either order, named by the file.
+    try {
+      check_output_paths({{"--json", (dir_ / json).string()}, {"--checkpoint", pattern, every5}});
+      FAIL() << json;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "--json and --checkpoint both name '" + (dir_ / json).string() +
+                                           "' (with {step} expanded): give each output its own file");
+    }
+  }
+  // Steps it is not written at, leading zeros, other text: no collision.
+  for (const std::string json : {"r7.json", "r15.json", "r010.json", "r.json", "r10.json.bak", "rx.json"}) {
+    EXPECT_NO_THROW(check_output_paths({{"--checkpoint", pattern, every5}, {"--json", (dir_ / json).string()}}))
+        << json;
+  }
+  // Every {step} is the same number.
+  const std::string twice = (dir_ / "c{step}-{step}.bin").string();
+  EXPECT_THROW(check_output_paths({{"--checkpoint", twice, every5}, {"--json", (dir_ / "c5-5.bin").string()}}),
+               Error);
+  EXPECT_NO_THROW(check_output_paths({{"--checkpoint", twice, every5}, {"--json", (dir_ / "c5-10.bin").string()}}));
+}
+
+// No output may overwrite an input: --json over the --resume checkpoint
+// once replaced it with the record. The checkpoint may continue its own file.
+TEST_F(FilesTest, AnOutputNamingAnInputIsRefused) {
+  const std::string ckpt = (dir_ / "g3.bin").string();
+  write_file_atomic(ckpt, "checkpoint");
+  try {
+    check_output_paths({{"--json", ckpt}}, {{"--resume", ckpt, "--checkpoint"}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--json would overwrite the --resume file '" + ckpt + "': give it another file");
+  }
+  const fs::path link = dir_ / "alias.bin";
+  fs::create_symlink(ckpt, link);
+  EXPECT_THROW(check_output_paths({{"--trace", link.string()}}, {{"--resume", ckpt, "--checkpoint"}}), Error);
+  auto any = [](int64_t n) { return n >= 1; };
+  const std::string three = (dir_ / "g3.bin").string();
+  EXPECT_THROW(check_output_paths({{"--mllog", (dir_ / "g{step}.bin").string(), any}},
+                                  {{"--resume", three, "--checkpoint"}}),
+               Error);
+  EXPECT_NO_THROW(check_output_paths({{"--checkpoint", ckpt}}, {{"--resume", ckpt, "--checkpoint"}}));
+  EXPECT_NO_THROW(check_output_paths({{"--json", (dir_ / "r.json").string()}}, {{"--resume", ckpt, "--checkpoint"}}));
+  EXPECT_EQ(read_file(ckpt), "checkpoint");
+}
+
+// kill -9 during a write leaves PATH.tmp.PID; the next write of PATH removes
+// those whose process is gone, and leaves a live writer's alone.
+TEST_F(FilesTest, StaleTemporariesOfDeadWritersAreRemoved) {
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  const std::string path = (dir_ / "c.bin").string();
+  const std::string stale = path + ".tmp." + std::to_string(dead);
+  const std::string probe = path + ".probe." + std::to_string(dead);
+  const std::string live = path + ".tmp." + std::to_string(::getppid());  // our parent lives
+  const std::string other = (dir_ / "d.bin.tmp.").string() + std::to_string(dead);  // another file's
+  for (const std::string& f : {stale, probe, live, other}) write_file_atomic(f, "partial");
+  write_file_atomic(path, "whole");
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_FALSE(fs::exists(probe));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_EQ(read_file(path), "whole");
+  EXPECT_EQ(remove_stale_temporaries(path), 0);
 }
 
 TEST_F(FilesTest, DirectoryIsNotAFile) { EXPECT_THROW(check_output_path(dir_.string()), Error); }

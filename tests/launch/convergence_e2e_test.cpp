@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "core/files.h"
+#include "train/checkpoint_meta.h"
 #include "data/data_util.h"
 #include "process_util.h"
 #include "weights_util.h"
@@ -256,6 +258,78 @@ TEST(Checkpoints, AForeignOrDamagedCheckpointIsRefused) {
   EXPECT_NE(fails("train --model tinycnn --epochs 1").find("--epochs needs a dataset"),
             std::string::npos);
   EXPECT_NE(fails(tiny_run() + " --epochs 1 --steps 5").find("excludes"), std::string::npos);
+}
+
+/// `ckpt` with its metadata changed by `edit` and the checksum recomputed,
+/// as a hand edit that knows the format would leave it.
+void edit_checkpoint(const std::string& ckpt, const std::function<void(nlohmann::json&)>& edit) {
+  std::vector<std::string> parts = train::checkpoint_sections(read_file(ckpt), ckpt);
+  nlohmann::json meta = nlohmann::json::parse(parts[0]);
+  edit(meta);
+  parts[0] = meta.dump();
+  write_file_atomic(ckpt, train::frame_checkpoint(parts));
+}
+
+// A checkpoint whose checksum is right but whose metadata was edited is
+// refused in one line naming the field, exit 2: it gave raw JSON exception
+// text (evals) or an internal error (a negative next_step), exit 1.
+TEST(Checkpoints, EditedMetadataIsNamedField) {
+  const std::string ckpt = temp_path("edited.bin");
+  const std::string run = tiny_run() + " --steps 6 --resume " + ckpt;
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](nlohmann::json& m) { m["next_step"] = -5; }, "'next_step' is -5, expected 0 .. 3"},
+      {[](nlohmann::json& m) { m["next_step"] = "3"; }, "'next_step' is not an integer"},
+      {[](nlohmann::json& m) { m["evals"] = nlohmann::json::array({nlohmann::json{{"step", "x"}}}); }, "'evals[0].step' is not an integer"},
+      {[](nlohmann::json& m) { m["evals"] = 7; }, "'evals' is not a list"},
+      {[](nlohmann::json& m) { m.erase("world_size"); }, "'world_size' is missing"},
+      {[](nlohmann::json& m) { m["run_seconds"] = -1.5; }, "'run_seconds' is -1.5, expected 0 .. 1e+12"},
+      {[](nlohmann::json& m) { m["lr_curve"] = nlohmann::json::parse("[[4, 0.05], [3, 0.05]]"); }, "'lr_curve' has step 3 out of order (expected >= 5)"},
+      {[](nlohmann::json& m) { m = nlohmann::json::array(); }, "metadata is not an object"},
+  };
+  for (const auto& [edit, message] : cases) {
+    ASSERT_EQ(run_dlscale(tiny_run() + " --steps 3 --checkpoint " + ckpt).code, 0);
+    edit_checkpoint(ckpt, edit);
+    const auto o = run_dlscale(run);
+    EXPECT_EQ(o.code, 2) << message << ": " << o.err;
+    EXPECT_EQ(o.err, "dlscale: error: checkpoint " + ckpt + " is damaged: " + message + "\n");
+  }
+  std::filesystem::remove(ckpt);
+}
+
+// --checkpoint without an interval (or with 0) wrote nothing and said
+// nothing; it now keeps the state at the end, which resumes.
+TEST(Checkpoints, WithoutAnIntervalOneIsWrittenAtTheEnd) {
+  for (const std::string every : {"", " --checkpoint-every 0"}) {
+    const std::string ckpt = temp_path("end.bin");
+    ASSERT_EQ(run_dlscale(tiny_run() + " --steps 3 --checkpoint " + ckpt + every).code, 0);
+    const nlohmann::json meta = nlohmann::json::parse(train::checkpoint_sections(read_file(ckpt), ckpt)[0]);
+    EXPECT_EQ(meta["next_step"], 3) << every;
+    EXPECT_EQ(run_dlscale(tiny_run() + " --steps 6 --resume " + ckpt).code, 0) << every;
+    std::filesystem::remove(ckpt);
+  }
+}
+
+// Outputs over outputs and over inputs are refused before any work: the
+// record once replaced the step-10 checkpoint, or the --resume checkpoint.
+TEST(Checkpoints, OutputsThatOverwriteACheckpointAreRefused) {
+  const std::string dir = temp_path("collide");
+  std::filesystem::create_directories(dir);
+  const std::string err = fails(tiny_run() + " --steps 10 --checkpoint '" + dir +
+                                "/r{step}.json' --checkpoint-every 5 --json " + dir + "/r10.json");
+  EXPECT_NE(err.find("--json and --checkpoint both name '" + dir + "/r10.json' (with {step} expanded)"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/r5.json"));  // nothing ran
+  const std::string ckpt = dir + "/g3.bin";
+  ASSERT_EQ(run_dlscale(tiny_run() + " --steps 3 --checkpoint " + ckpt).code, 0);
+  const std::string before = read_file(ckpt);
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + ckpt + " --json " + ckpt)
+                .find("--json would overwrite the --resume file '" + ckpt + "'"),
+            std::string::npos);
+  EXPECT_EQ(read_file(ckpt), before);
+  // The checkpoint may continue the file it resumed from.
+  EXPECT_EQ(run_dlscale(tiny_run() + " --steps 6 --resume " + ckpt + " --checkpoint " + ckpt).code, 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
