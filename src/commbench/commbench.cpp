@@ -4,6 +4,7 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 
@@ -22,19 +23,51 @@ torch::ScalarType scalar_type(const std::string& dtype) {
   return torch::kFloat32;
 }
 
-/// Rank r's known input: ((i + r) mod 3). Sums over up to 128 ranks stay
-/// below 256, so they are exact in float16 and bfloat16 too.
-torch::Tensor pattern(int rank, int64_t count, torch::ScalarType dtype) {
-  return torch::remainder(torch::arange(count, torch::kInt64) + rank, 3).to(dtype);
+/// The three values rank r's known input repeats: element i is ((i + r) mod
+/// 3). Sums over up to 128 ranks stay below 256, so they are exact in
+/// float16 and bfloat16 too.
+using Period = std::array<float, 3>;
+Period pattern_period(int rank) {
+  return {static_cast<float>(rank % 3), static_cast<float>((rank + 1) % 3),
+          static_cast<float>((rank + 2) % 3)};
 }
 
-int64_t count_wrong(const torch::Tensor& got, const torch::Tensor& expected) {
-  return got.cpu().ne(expected.cpu()).sum().item<int64_t>();
+/// `count` elements repeating `period`, made directly in `dtype`: one
+/// buffer of the message's size, no wider temporaries (set-up stays
+/// proportionate to the timed work at 2 GB too).
+torch::Tensor periodic(const Period& period, int64_t count, torch::ScalarType dtype) {
+  const torch::Tensor base = torch::tensor({period[0], period[1], period[2]}).to(dtype);
+  return base.repeat({(count + 2) / 3}).narrow(0, 0, count);
+}
+
+torch::Tensor pattern(int rank, int64_t count, torch::ScalarType dtype) {
+  return periodic(pattern_period(rank), count, dtype);
+}
+
+/// Elements of `got` (any type, any device) that differ from `period`
+/// repeated, compared a chunk at a time so the check needs no second copy
+/// of the message.
+int64_t count_wrong(const torch::Tensor& got, const Period& period) {
+  const torch::Tensor flat = got.reshape(-1);
+  const torch::Tensor base = torch::tensor({period[0], period[1], period[2]});
+  constexpr int64_t kChunk = int64_t{3} << 21;  // a multiple of 3: chunks start in phase
+  const int64_t n = flat.numel();
+  int64_t wrong = 0;
+  for (int64_t at = 0; at < n; at += kChunk) {
+    const torch::Tensor c = flat.narrow(0, at, std::min(kChunk, n - at)).cpu().to(torch::kFloat32);
+    const int64_t whole = c.numel() / 3 * 3;
+    wrong += c.narrow(0, 0, whole).view({-1, 3}).ne(base).sum().item<int64_t>();
+    for (int64_t i = whole; i < c.numel(); ++i) {
+      wrong += c[i].item<float>() != period[static_cast<size_t>(i - whole)] ? 1 : 0;
+    }
+  }
+  return wrong;
 }
 
 /// One operation of the benchmark, nccl-tests style: set up buffers for a
 /// size, restore them before each iteration (untimed), run, check. Most
-/// operations restore `output_` from `input_` and compare it with `expected_`.
+/// operations restore `output_` from `input_` and compare it with the
+/// periodic answer `expected_`.
 class Operation {
  public:
   Operation(comm::Communicator& comm, torch::ScalarType dtype) : comm_(comm), dtype_(dtype) {}
@@ -47,7 +80,8 @@ class Operation {
  protected:
   comm::Communicator& comm_;
   torch::ScalarType dtype_;
-  torch::Tensor input_, output_, expected_;
+  torch::Tensor input_, output_;
+  Period expected_{};
 };
 
 /// allreduce, tree, hierarchical: the bucket collectives of the strategies.
@@ -59,11 +93,13 @@ class SumOperation : public Operation {
   void prepare(int64_t count) override {
     input_ = pattern(comm_.rank(), count, dtype_).to(comm_.device());
     output_ = torch::empty_like(input_);
-    expected_ = torch::zeros({count}, torch::kFloat32);
-    for (int r = 0; r < comm_.size(); ++r) expected_ += pattern(r, count, torch::kFloat32);
+    expected_ = {0, 0, 0};
+    for (int r = 0; r < comm_.size(); ++r) {
+      const Period p = pattern_period(r);
+      for (size_t k = 0; k < 3; ++k) expected_[k] += p[k];
+    }
   }
   void run() override { coll_->sum(output_, 0); }
-  int64_t wrong() override { return count_wrong(output_.to(torch::kFloat32), expected_); }
 
  private:
   std::unique_ptr<dp::BucketCollective> coll_;
@@ -75,7 +111,7 @@ class BroadcastOperation : public Operation {
   void prepare(int64_t count) override {
     input_ = pattern(comm_.rank(), count, dtype_).to(comm_.device());
     output_ = torch::empty_like(input_);
-    expected_ = pattern(0, count, dtype_);
+    expected_ = pattern_period(0);
   }
   void run() override { comm_.broadcast(output_, 0); }
 };
@@ -85,13 +121,16 @@ class AllgatherOperation : public Operation {
  public:
   using Operation::Operation;
   void prepare(int64_t count) override {
-    const int64_t each = count / comm_.size();
-    input_ = pattern(comm_.rank(), each, dtype_).to(comm_.device());
-    expected_ = torch::empty({comm_.size(), each}, dtype_);
-    for (int r = 0; r < comm_.size(); ++r) expected_[r].copy_(pattern(r, each, dtype_));
+    input_ = pattern(comm_.rank(), count / comm_.size(), dtype_).to(comm_.device());
+    output_ = torch::Tensor();
   }
-  void reset() override {}
+  void reset() override { output_ = torch::Tensor(); }  // frees the last gather first
   void run() override { output_ = comm_.allgather(input_); }
+  int64_t wrong() override {
+    int64_t wrong = 0;
+    for (int r = 0; r < comm_.size(); ++r) wrong += count_wrong(output_[r], pattern_period(r));
+    return wrong;
+  }
 };
 
 /// Ping-pong between ranks 0 and 1 (others idle); one op = one way, so the
@@ -102,7 +141,7 @@ class SendRecvOperation : public Operation {
   void prepare(int64_t count) override {
     input_ = pattern(comm_.rank(), count, dtype_).to(comm_.device());
     output_ = torch::empty_like(input_);
-    expected_ = input_;
+    expected_ = pattern_period(comm_.rank());
   }
   void reset() override { output_.zero_(); }
   void run() override {
@@ -127,23 +166,35 @@ std::unique_ptr<Operation> make_operation(const std::string& op, const Commbench
       dp::make_bucket_collective(op, comm, o.ranks_per_node, node_name), comm, dtype);
 }
 
+using Progress = std::function<void(const std::string&)>;
+
 /// Times one size: warm-up, then `iters` timed runs; the mean is taken per
 /// rank and the slowest rank's reported, with the wrong counts of all ranks.
+/// `progress` hears each stage and iteration: one large message may take
+/// longer than the launcher's silence limit as a whole, never per iteration.
 CommRow measure(Operation& op, const std::string& name, int64_t count, int64_t element_bytes,
-                const CommbenchOptions& o, comm::Communicator& comm) {
+                const CommbenchOptions& o, comm::Communicator& comm, const Progress& progress) {
+  const std::string what = fmt::format("commbench {} {} B", name, count * element_bytes);
+  auto report = [&](const std::string& stage) {
+    if (progress) progress(what + ": " + stage);
+  };
+  report("set-up");
   op.prepare(count);
   for (int i = 0; i < o.warmup; ++i) {
+    report(fmt::format("warm-up {}/{}", i + 1, o.warmup));
     op.reset();
     op.run();
   }
   comm.barrier();
   double total = 0;
   for (int i = 0; i < o.iters; ++i) {
+    report(fmt::format("iteration {}/{}", i + 1, o.iters));
     op.reset();
     const double start = now_seconds();
     op.run();
     total += now_seconds() - start;
   }
+  report("check");
   const double mine = total / o.iters / (name == "sendrecv" ? 2.0 : 1.0);
   const torch::Tensor all =
       comm.allgather(torch::tensor({mine, static_cast<double>(op.wrong())}, torch::kFloat64));
@@ -234,6 +285,22 @@ CommbenchOptions resolve_commbench_options(CommbenchOptions o) {
   return o;
 }
 
+int64_t bytes_per_rank(const CommbenchOptions& o) {
+  constexpr int64_t kWorkingSet = int64_t{64} << 20;  // check chunks, collective scratch
+  return 2 * o.max_bytes + kWorkingSet;
+}
+
+void check_memory(const CommbenchOptions& o, int local_ranks, int64_t available_bytes) {
+  if (available_bytes < 0) return;
+  const double need = static_cast<double>(bytes_per_rank(o)) * local_ranks;
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  DLSCALE_CHECK(need <= static_cast<double>(available_bytes),
+                "--max-bytes {} needs about {:.1f} GiB on this node ({} rank(s) x the message and "
+                "its output), more than the {:.1f} GiB available: use a smaller --max-bytes or "
+                "fewer ranks per node",
+                o.max_bytes, need / kGiB, local_ranks, static_cast<double>(available_bytes) / kGiB);
+}
+
 std::vector<int64_t> message_sizes(const CommbenchOptions& o, int64_t element_bytes) {
   std::vector<int64_t> sizes;
   auto add = [&](double bytes) {
@@ -303,8 +370,7 @@ CommbenchResult run_commbench(const CommbenchOptions& o, comm::Communicator& com
     for (const int64_t bytes : message_sizes(o, element_bytes)) {
       int64_t count = bytes / element_bytes;
       if (name == "allgather") count = std::max<int64_t>(1, count / comm.size()) * comm.size();
-      if (progress) progress(fmt::format("commbench {} {} B", name, count * element_bytes));
-      const CommRow row = measure(*op, name, count, element_bytes, o, comm);
+      const CommRow row = measure(*op, name, count, element_bytes, o, comm, progress);
       if (out) print_row(*out, row, o.dtype);
       xs.push_back(static_cast<double>(row.bytes));
       ts.push_back(row.time_us * 1e-6);

@@ -38,6 +38,14 @@ int64_t parse_size(const std::string& text, const std::string& flag);
 /// dlscale::Error with a one-line message.
 CommbenchOptions resolve_commbench_options(CommbenchOptions options);
 
+/// Bytes one rank holds at the largest size: the message and its output
+/// buffer, and the check's working chunk.
+int64_t bytes_per_rank(const CommbenchOptions& options);
+/// Throws dlscale::Error when `local_ranks` ranks on one node would need
+/// more than `available_bytes` (unknown when < 0) at --max-bytes: refused
+/// at once, instead of swapping or dying mid-run.
+void check_memory(const CommbenchOptions& options, int local_ranks, int64_t available_bytes);
+
 /// Message sizes from min to max by factor, rounded to whole elements of
 /// `element_bytes`; max_bytes is always the last.
 std::vector<int64_t> message_sizes(const CommbenchOptions& options, int64_t element_bytes);

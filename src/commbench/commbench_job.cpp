@@ -18,6 +18,14 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
                        std::ostream& out) {
   const CommbenchOptions o = resolve_commbench_options(options);
   if (!o.json_path.empty()) check_output_path(o.json_path);
+  // Once per node, before any rank allocates: the starting process for
+  // local workers, local rank 0 under mpirun/srun.
+  if (!env.is_worker()) {
+    check_memory(o, job.cluster.empty() ? job.workers : job.workers_per_host,
+                 available_memory_bytes());
+  } else if (env.kind != launch::LaunchKind::kSpawned && env.local_rank == 0) {
+    check_memory(o, env.local_world_size, available_memory_bytes());
+  }
   launch::run_job(job, env, argv, [&](launch::WorkerSlot& slot) {
     set_compute_threads(job.threads_per_worker);
     // One process: a world of one rank, so every operation still runs; with

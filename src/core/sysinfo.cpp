@@ -53,6 +53,18 @@ int available_cores() {
   return ::sched_getaffinity(0, sizeof(set), &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
 }
 
+int64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return -1;
+}
+
 std::string loaded_blas_library() {
   std::ifstream in("/proc/self/maps");
   std::string line;

@@ -3,6 +3,7 @@
 // result record so that a number is never separated from its context.
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace dlscale {
@@ -22,6 +23,9 @@ struct SystemInfo {
 
 /// CPUs this process may run on (its affinity mask); at least 1.
 int available_cores();
+/// Memory the kernel estimates can be allocated without swapping
+/// (/proc/meminfo MemAvailable), in bytes; -1 when unknown.
+int64_t available_memory_bytes();
 
 /// Reads the facts above from the running system. Never throws: a fact that
 /// cannot be read is "unknown".

@@ -21,15 +21,17 @@ std::string list_runs(const std::vector<sweep::RunRecord>& runs) {
               {Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight,
                Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft});
   for (const sweep::RunRecord& r : runs) {
+    // Completed repeats, whatever they measure (a commbench run has no samples/s).
+    int completed = 0;
     std::vector<double> rates;
     for (const auto& rep : r.repeats) {
-      if (rep.status == sweep::kStatusCompleted && rep.metrics.count("samples_per_sec")) {
-        rates.push_back(rep.metrics.at("samples_per_sec"));
-      }
+      if (rep.status != sweep::kStatusCompleted) continue;
+      ++completed;
+      if (rep.metrics.count("samples_per_sec")) rates.push_back(rep.metrics.at("samples_per_sec"));
     }
     auto p = [&](const char* name) { return sweep::param_text(r.params, name, "-"); };
     t.add_row({std::to_string(r.id), r.sweep, r.status, p("kind"), p("model"), p("scaling"), p("workers"), p("batch"),
-               p("global-batch"), fmt::format("{}/{}", rates.size(), p("repeats")),
+               p("global-batch"), fmt::format("{}/{}", completed, p("repeats")),
                rates.empty() ? "-" : fmt::format("{:.1f}", median(rates)), r.started_at});
   }
   std::ostringstream out;

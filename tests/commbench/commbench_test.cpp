@@ -182,6 +182,50 @@ TEST(Commbench, WrongResultsAreCounted) {
   });
 }
 
+// The launcher's watchdog hears every stage of a size, so one large
+// message is never mistaken for a stall as a whole (256M failed after 64 s
+// with "rank 1 stalled" when only each size was reported).
+TEST(Commbench, ProgressIsReportedPerStageAndIteration) {
+  CommbenchOptions o;
+  o.ops = {"allreduce"};
+  o.min_bytes = 64;
+  o.max_bytes = 64;
+  o.warmup = 2;
+  o.iters = 3;
+  o = resolve_commbench_options(o);
+  comm::testing::run_ranks("inproc", 2, [&](comm::Communicator& comm) {
+    std::vector<std::string> heard;
+    const CommbenchResult r =
+        run_commbench(o, comm, "host", nullptr, [&](const std::string& s) { heard.push_back(s); });
+    EXPECT_EQ(r.wrong, 0);
+    if (comm.rank() != 0) return;
+    EXPECT_EQ(heard, (std::vector<std::string>{
+                         "commbench allreduce 64 B: set-up", "commbench allreduce 64 B: warm-up 1/2",
+                         "commbench allreduce 64 B: warm-up 2/2", "commbench allreduce 64 B: iteration 1/3",
+                         "commbench allreduce 64 B: iteration 2/3", "commbench allreduce 64 B: iteration 3/3",
+                         "commbench allreduce 64 B: check"}));
+  });
+}
+
+// Sizes whose buffers would not fit are refused before any rank allocates,
+// naming the need and what is available.
+TEST(Commbench, MessagesThatCannotFitAreRefusedAtOnce) {
+  CommbenchOptions o;
+  o.max_bytes = int64_t{2} << 30;
+  EXPECT_EQ(bytes_per_rank(o), (int64_t{4} << 30) + (int64_t{64} << 20));
+  EXPECT_NO_THROW(check_memory(o, 2, int64_t{9} << 30));
+  EXPECT_NO_THROW(check_memory(o, 2, -1));  // unknown: not refused
+  try {
+    check_memory(o, 2, int64_t{6} << 30);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--max-bytes 2147483648 needs about 8.1 GiB on this node (2 rank(s) x the message and its "
+              "output), more than the 6.0 GiB available: use a smaller --max-bytes or fewer ranks per "
+              "node");
+  }
+}
+
 TEST(CommbenchCommand, WorkersAndJsonRecord) {
   const std::string j = testing::temp_path("cb.json");
   const auto o = testing::run_dlscale(

@@ -436,6 +436,17 @@ TEST(ReportGolden, ResultsExport) {
   expect_golden("list.txt", list_runs({runs[0], runs[5]}));
 }
 
+// A completed commbench run lists its completed repeats (it showed 0/2: it
+// has no samples/s, which the count went by).
+TEST(Report, ListCountsCompletedRepeatsOfEveryKind) {
+  RunRecord cb = commbench_run(21, 2);
+  std::string list = list_runs({cb});
+  EXPECT_NE(list.find(" 2/2 "), std::string::npos) << list;
+  cb.repeats[1].status = "failed";
+  list = list_runs({cb});
+  EXPECT_NE(list.find(" 1/2 "), std::string::npos) << list;
+}
+
 TEST(Report, EfficiencyFollowsTheDefinitions) {
   const auto runs = dlscale_only();
   const auto weak = scaling_rows(runs, "weak");
