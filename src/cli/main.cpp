@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "cli/numbers.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "launch/launch_env.h"
 #include "launch/local_launcher.h"
 
 namespace {
@@ -20,8 +22,25 @@ namespace {
 /// The first line of a (possibly multi-line) message: errors are one line.
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+/// The progress pipe to dlscale's own launcher when this process is one of
+/// its workers, else -1.
+int launcher_status_fd() {
+  try {
+    const dlscale::launch::LaunchEnv env =
+        dlscale::launch::detect_launch_env([](const char* name) { return std::getenv(name); });
+    return env.kind == dlscale::launch::LaunchKind::kSpawned ? env.status_fd : -1;
+  } catch (const dlscale::Error&) {
+    return -1;  // the command reports the bad environment itself
+  }
+}
+
+/// Prints the one-line error. A worker of dlscale's own launcher sends it
+/// to the launcher instead, which prints one line for the whole job, naming
+/// the cause (a rank whose peers gave up waiting on it, say).
 int fail(int code, const std::string& message) {
-  std::fprintf(stderr, "dlscale: error: %s\n", first_line(message).c_str());
+  if (!dlscale::launch::StatusWriter(launcher_status_fd()).write_error(first_line(message))) {
+    std::fprintf(stderr, "dlscale: error: %s\n", first_line(message).c_str());
+  }
   return code;
 }
 
@@ -66,6 +85,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
+  } catch (const CLI::ConversionError& e) {
+    return fail(dlscale::kExitUsage,
+                dlscale::cli::explain_conversion_error(e.what()) + " (see 'dlscale --help')");
   } catch (const CLI::ParseError& e) {
     return fail(dlscale::kExitUsage, std::string(e.what()) + " (see 'dlscale --help')");
   } catch (const dlscale::cli::ExitWith& e) {

@@ -4,6 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+
+#include <fmt/format.h>
 #include <string>
 
 namespace dlscale::cli {
@@ -55,5 +58,18 @@ void add_checks(CLI::App& app) {
 }  // namespace
 
 void check_number_flags(CLI::App& app) { add_checks(app); }
+
+std::string explain_conversion_error(const std::string& what) {
+  const std::string prefix = "Could not convert: ";
+  const size_t eq = what.find(" = ");
+  if (what.rfind(prefix, 0) != 0 || eq == std::string::npos) return what;
+  const std::string flag = what.substr(prefix.size(), eq - prefix.size());
+  const std::string value = what.substr(eq + 3);
+  if (!check_integer(value, false).empty()) return what;
+  const bool negative = !value.empty() && value[0] == '-';
+  return fmt::format("{}: '{}' is out of range; this flag takes whole numbers {} {}", flag, value,
+                     negative ? "from" : "up to",
+                     negative ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max());
+}
 
 }  // namespace dlscale::cli

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -23,7 +24,7 @@ class StageLock {
   explicit StageLock(const fs::path& dir) {
     const std::string path = (dir / ".dlscale-stage.lock").string();
     fd_ = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    DLSCALE_CHECK(fd_ >= 0, "--stage-dir: cannot create {}: {}", path, std::strerror(errno));
+    if (fd_ < 0) throw_write_error(path, errno);  // a full disk is an I/O failure (exit 6)
     while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
     }
   }
@@ -42,14 +43,51 @@ bool same_file_there(const fs::path& from, const fs::path& to) {
          fs::last_write_time(from, ec) == fs::last_write_time(to, ec) && !ec;
 }
 
+/// Copies `from` to `to` through read/write, so that a full disk is told
+/// apart from other failures (IoError "no space left", exit 6). Throws
+/// naming the file.
+void copy_contents(const fs::path& from, const fs::path& to) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  DLSCALE_CHECK(in >= 0, "--stage-dir: cannot read {}: {}", from.string(), std::strerror(errno));
+  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) {
+    const int err = errno;
+    ::close(in);
+    throw_write_error(to.string(), err);
+  }
+  std::vector<char> buf(size_t{1} << 20);
+  int err = 0;
+  while (err == 0) {
+    const ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n < 0) err = errno;
+      break;
+    }
+    for (ssize_t done = 0; done < n && err == 0;) {
+      const ssize_t w = ::write(out, buf.data() + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno != EINTR) err = errno;
+      if (w > 0) done += w;
+    }
+  }
+  ::close(in);
+  if (::close(out) != 0 && err == 0) err = errno;
+  if (err != 0) throw_write_error(to.string(), err);
+}
+
 int64_t copy_one(const fs::path& from, const fs::path& to) {
   if (same_file_there(from, to)) return 0;
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
-  DLSCALE_CHECK(!ec, "--stage-dir: cannot create {}: {}", to.parent_path().string(), ec.message());
+  if (ec) throw_write_error(to.parent_path().string(), ec.value());
   const fs::path tmp = to.string() + ".staging";
-  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
-  if (!ec) fs::last_write_time(tmp, fs::last_write_time(from, ec), ec);
+  try {
+    copy_contents(from, tmp);
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
+  fs::last_write_time(tmp, fs::last_write_time(from, ec), ec);
   if (!ec) fs::rename(tmp, to, ec);
   if (ec) {
     std::error_code ignored;
@@ -66,9 +104,13 @@ StageResult stage_files(const std::vector<std::string>& files, const std::string
                         const std::string& stage_dir) {
   const double start = now_seconds();
   std::error_code ec;
-  fs::create_directories(stage_dir, ec);
-  DLSCALE_CHECK(fs::is_directory(stage_dir, ec), "--stage-dir {}: not a directory{}", stage_dir,
-                ec ? ": " + ec.message() : "");
+  if (!fs::exists(stage_dir, ec)) {
+    fs::create_directories(stage_dir, ec);
+    if (ec == std::errc::no_space_on_device) throw_write_error(stage_dir, ENOSPC);
+    DLSCALE_CHECK(!ec, "--stage-dir {} does not exist and cannot be created: {}", stage_dir,
+                  ec.message());
+  }
+  DLSCALE_CHECK(fs::is_directory(stage_dir, ec), "--stage-dir {} is not a directory", stage_dir);
   const bool root_is_dir = fs::is_directory(root, ec);
   const fs::path base = root_is_dir ? fs::path(root) : fs::path(root).parent_path();
   StageResult result;

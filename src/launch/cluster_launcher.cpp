@@ -116,7 +116,8 @@ NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, i
   return n;
 }
 
-/// Forwards complete stderr lines to ours, remembering the last error line.
+/// Forwards complete stderr lines to ours, keeping the last error line
+/// back: the job's one error line, printed by the caller, names it.
 void forward_stderr(NodeProc& n, bool flush) {
   char buf[4096];
   ssize_t got;
@@ -129,6 +130,7 @@ void forward_stderr(NodeProc& n, bool flush) {
     constexpr const char* kPrefix = "dlscale: error: ";
     if (line.rfind(kPrefix, 0) == 0) {
       n.error = line.substr(std::strlen(kPrefix), line.size() - std::strlen(kPrefix) - 1);
+      continue;
     }
     std::fputs(line.c_str(), stderr);
   }

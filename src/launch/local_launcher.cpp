@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -45,10 +46,12 @@ struct Child {
   int status_fd = -1;  // read end of the progress pipe
   std::string partial;
   std::string last_status = "starting";
+  std::string error;   // the worker's own error line, sent instead of printed
   double last_progress = 0;
   bool running = true;
   int exit_code = 0;
   int signal = 0;
+  bool failed() const { return !running && (exit_code != 0 || signal != 0); }
 };
 
 std::string describe_exit(const Child& c) {
@@ -68,9 +71,14 @@ void read_status(Child& c, double now) {
   }
   size_t nl;
   while ((nl = c.partial.find('\n')) != std::string::npos) {
-    c.last_status = c.partial.substr(0, nl);
+    const std::string line = c.partial.substr(0, nl);
     c.partial.erase(0, nl + 1);
     c.last_progress = now;
+    if (line.rfind(kStatusErrorPrefix, 0) == 0) {
+      c.error = line.substr(std::strlen(kStatusErrorPrefix));
+    } else {
+      c.last_status = line;
+    }
   }
 }
 
@@ -135,60 +143,85 @@ ExecImage prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int loc
                           {"OMP_NUM_THREADS", std::to_string(plan.threads_per_worker)}});
 }
 
-/// The silent-longest running worker, named when another worker's failure
-/// is probably this one's stall (a peer's collective timed out waiting).
-std::string name_silent_worker(const std::vector<Child>& children, double now) {
-  const Child* silent = nullptr;
-  for (const auto& c : children) {
-    if (c.running && (silent == nullptr || c.last_progress < silent->last_progress)) silent = &c;
-  }
-  if (silent == nullptr || now - silent->last_progress < 1.0) return "";
-  return fmt::format("; rank {} made no progress for {:.1f} s (at '{}')", silent->rank,
-                     now - silent->last_progress, silent->last_status);
-}
-
-/// Why the job must stop now, or "" if it may go on; sets `exit_code`.
-std::string find_failure(const std::vector<Child>& children, double now,
-                         std::chrono::milliseconds timeout, int interrupted, int& exit_code) {
-  // Name every worker that failed by now; deaths by signal first (the
-  // cause), then errors (often a peer noticing the death).
-  std::string failure;
-  for (const bool by_signal : {true, false}) {
-    for (const auto& c : children) {
-      if (c.running || (c.signal != 0) != by_signal || (c.exit_code == 0 && c.signal == 0)) {
-        continue;
-      }
-      failure += fmt::format("{}rank {} {} while at '{}'", failure.empty() ? "" : "; ", c.rank,
-                             describe_exit(c), c.last_status);
-      // A worker killed by a signal is a peer failure for the job.
-      if (exit_code == 0) exit_code = c.exit_code != 0 ? c.exit_code : kExitPeerFailure;
-    }
-  }
-  if (!failure.empty()) return failure + name_silent_worker(children, now);
-  if (interrupted != 0) {
-    exit_code = 128 + interrupted;
-    return fmt::format("interrupted by signal {}", interrupted);
-  }
-  // Peers waiting on a stalled rank fall silent too, usually later: name a
-  // rank the kernel shows stopped (SIGSTOP, a debugger) first, else the rank
-  // silent longest. Progress reports alone race: a rank stopped just after
-  // its report looks fresher than the peer that then waits on it.
+/// A running rank that is the likely cause when others fail or fall
+/// silent: one the kernel shows stopped (SIGSTOP, a debugger) first, else
+/// the rank silent longest if it has been silent `min_silence` seconds.
+/// Progress reports alone race: a rank stopped just after its report looks
+/// fresher than the peer that then waits on it.
+const Child* find_stalled(const std::vector<Child>& children, double now, double min_silence) {
   const Child* stalled = nullptr;
   for (const auto& c : children) {
-    const double silent = now - c.last_progress;
-    if (!c.running || silent * 1000 <= static_cast<double>(timeout.count())) continue;
+    if (!c.running) continue;
     const bool better = stalled == nullptr ||
                         (is_stopped(c.pid) != is_stopped(stalled->pid)
                              ? is_stopped(c.pid)
                              : c.last_progress < stalled->last_progress);
     if (better) stalled = &c;
   }
-  if (stalled != nullptr) {
+  if (stalled == nullptr) return nullptr;
+  return is_stopped(stalled->pid) || now - stalled->last_progress >= min_silence ? stalled : nullptr;
+}
+
+std::string describe_stall(const Child& c, double now) {
+  return fmt::format("rank {} stalled: no progress for {:.0f} s while at '{}'{}", c.rank,
+                     now - c.last_progress, c.last_status,
+                     is_stopped(c.pid) ? " (the process is stopped: SIGSTOP or a debugger)" : "");
+}
+
+/// How `c`, which ended, failed: its own error line when it sent one.
+std::string describe_failed(const Child& c) {
+  if (c.signal == 0 && !c.error.empty()) return fmt::format("rank {}: {}", c.rank, c.error);
+  return fmt::format("rank {} {} while at '{}'", c.rank, describe_exit(c), c.last_status);
+}
+
+/// Why the job must stop now, or "" if it may go on; sets `exit_code`. One
+/// cause is named, the first that applies: ranks killed by a signal; a rank
+/// that failed on its own (bad input, an internal error: any exit but a
+/// peer failure); a rank stopped or silent while others gave up waiting on
+/// it (their peer failures are its consequence); the first rank that failed.
+std::string find_failure(const std::vector<Child>& children, double now,
+                         std::chrono::milliseconds timeout, int interrupted, int& exit_code) {
+  std::string killed;
+  const Child* own = nullptr;   // failed by itself
+  const Child* peer = nullptr;  // failed because a peer did
+  for (const auto& c : children) {
+    if (!c.failed()) continue;
+    if (c.signal != 0) {
+      killed += fmt::format("{}{}", killed.empty() ? "" : "; ", describe_failed(c));
+    } else if (c.exit_code == kExitPeerFailure) {
+      if (peer == nullptr) peer = &c;
+    } else if (own == nullptr) {
+      own = &c;
+    }
+  }
+  if (!killed.empty()) {
     exit_code = kExitPeerFailure;
-    return fmt::format(
-        "rank {} stalled: no progress for {:.0f} s while at '{}' (raise --timeout if a step "
-        "phase legitimately takes longer)",
-        stalled->rank, now - stalled->last_progress, stalled->last_status);
+    return killed;
+  }
+  if (own != nullptr) {
+    exit_code = own->exit_code;
+    return describe_failed(*own);
+  }
+  if (peer != nullptr) {
+    exit_code = kExitPeerFailure;
+    if (const Child* stalled = find_stalled(children, now, 1.0)) {
+      return fmt::format("{}; rank {} gave up waiting for it", describe_stall(*stalled, now), peer->rank);
+    }
+    return describe_failed(*peer);
+  }
+  if (interrupted != 0) {
+    exit_code = 128 + interrupted;
+    return fmt::format("interrupted by signal {}", interrupted);
+  }
+  const double limit = static_cast<double>(timeout.count()) / 1000.0;
+  for (const auto& c : children) {
+    if (!c.running || now - c.last_progress <= limit) continue;
+    // Some rank is over the limit; peers waiting on the cause fall silent
+    // too, so the stalled rank is chosen among all running ones.
+    const Child* stalled = find_stalled(children, now, 0.0);
+    exit_code = kExitPeerFailure;
+    return describe_stall(*stalled, now) +
+           " (raise --timeout if a step phase legitimately takes longer)";
   }
   return "";
 }
@@ -250,6 +283,20 @@ void StatusWriter::write(const std::string& status) const {
   const std::string line = status + "\n";
   // O_NONBLOCK is set on the write end by the launcher; a full pipe drops the line.
   [[maybe_unused]] const ssize_t n = ::write(fd_, line.data(), line.size());
+}
+
+bool StatusWriter::write_error(const std::string& message) const {
+  if (fd_ < 0) return false;
+  const std::string line = kStatusErrorPrefix + message + "\n";
+  // The one line that must arrive: a full pipe is waited on (the launcher
+  // drains it every 200 ms) for up to 2 s.
+  for (int tries = 0; tries < 100; ++tries) {
+    const ssize_t n = ::write(fd_, line.data(), line.size());
+    if (n == static_cast<ssize_t>(line.size())) return true;
+    if (n >= 0 || (errno != EAGAIN && errno != EINTR)) return false;
+    ::usleep(20000);
+  }
+  return false;
 }
 
 void run_local_workers(const LaunchPlan& plan) {
@@ -350,7 +397,12 @@ void run_local_workers(const LaunchPlan& plan) {
   stop_all(children);
   for (auto& c : children) ::close(c.status_fd);
   if (!failure.empty()) {
-    throw JobFailed(fmt::format("{}; stopped all {} worker(s)", failure, children.size()), exit_code);
+    const auto servers = static_cast<int>(std::count_if(
+        children.begin(), children.end(), [&](const Child& c) { return c.rank < plan.servers; }));
+    const int workers = static_cast<int>(children.size()) - servers;
+    throw JobFailed(fmt::format("{}; stopped all {} worker(s){}", failure, workers,
+                                servers > 0 ? fmt::format(" and {} server(s)", servers) : ""),
+                    exit_code);
   }
 }
 

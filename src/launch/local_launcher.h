@@ -84,6 +84,9 @@ void become_child_of(pid_t parent);
 /// 128 random bits as hex: a rendezvous secret for a job dlscale starts.
 std::string random_job_secret();
 
+/// A status line that carries the worker's error: "error: MESSAGE".
+inline constexpr const char* kStatusErrorPrefix = "error: ";
+
 /// Writes one progress line ("step 12 backward") to dlscale's launcher; a
 /// no-op without a status pipe. Never blocks: if the pipe is full the line is
 /// dropped.
@@ -91,6 +94,11 @@ class StatusWriter {
  public:
   explicit StatusWriter(int fd) : fd_(fd) {}
   void write(const std::string& status) const;
+  /// A spawned worker's final error line, sent to the launcher instead of
+  /// printed, so that a failed job prints one line: the launcher's, naming
+  /// the cause (docs/errors.md). Returns false when it could not be sent
+  /// (no pipe): the caller prints it then.
+  bool write_error(const std::string& message) const;
 
  private:
   int fd_;

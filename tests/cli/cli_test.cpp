@@ -74,6 +74,22 @@ TEST(Cli, NumbersOutOfRangeAreUsageErrors) {
   }
 }
 
+// What the checks above let through, a number too big for a 32-bit flag,
+// once gave CLI11's raw "Could not convert"; and a strong-scaling share
+// over the per-worker cap was blamed on --batch, which was not given.
+TEST(Cli, ValuesTooLargeForTheirFlagNameTheFlag) {
+  expect_usage_error("commbench --iters 100000000000",
+                     "--iters: '100000000000' is out of range; this flag takes whole numbers up to "
+                     "2147483647");
+  expect_usage_error("commbench --warmup -100000000000",
+                     "--warmup: '-100000000000' is out of range; this flag takes whole numbers from "
+                     "-2147483648");
+  expect_usage_error("commbench --iters 1e11", "--iters: '1e11' is not an integer");
+  expect_usage_error("train --model lenet --global-batch 1073741824",
+                     "--global-batch 1073741824 over 1 worker(s) is 1073741824 per worker, over the "
+                     "per-worker cap of 1048576");
+}
+
 TEST(Cli, HelpExplainsEveryTrainFlag) {
   const Outcome o = run("train --help");
   EXPECT_EQ(o.code, 0);

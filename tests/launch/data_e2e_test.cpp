@@ -3,6 +3,9 @@
 // says what was read, and bad data fails before training in one line.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 
 #include "core/files.h"
@@ -179,6 +182,46 @@ TEST(DataTraining, CorruptImagesFailOrAreSkippedAndStagingIsReported) {
   EXPECT_EQ(staged.record["results"]["data"]["location"], stage);
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(stage);
+}
+
+/// A tmpfs of `options` mounted on a new directory, unmounted at scope exit.
+class ScratchMount {
+ public:
+  explicit ScratchMount(const std::string& options) : dir_(testing::temp_path("mnt")) {
+    std::filesystem::create_directories(dir_);
+    ok_ = ::geteuid() == 0 &&
+          testing::run_shell("mount -t tmpfs -o " + options + " dlscale-test " + dir_).code == 0;
+  }
+  ~ScratchMount() {
+    if (ok_) testing::run_shell("umount " + dir_);
+    std::filesystem::remove_all(dir_);
+  }
+  bool ok() const { return ok_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  bool ok_ = false;
+};
+
+// A full disk under --stage-dir is a storage failure, said as such (exit 6,
+// "no space left"), not an "Input/output error" with exit 2; a stage
+// directory that cannot be created says why.
+TEST(DataTraining, StagingOntoAFullOrReadOnlyDiskSaysSo) {
+  const ScratchMount full("size=8k");
+  const ScratchMount read_only("ro,size=1m");
+  if (!full.ok() || !read_only.ok()) GTEST_SKIP() << "needs root to mount a small tmpfs";
+  const std::string data = testing::write_idx_dataset(36, 12, 28, false);  // 28 KiB of images
+  const std::string run = "train --model lenet --threads 1 --steps 2 --warmup 1 --batch 4 "
+                          "--display-every 0 --data idx:" + data + " --stage-dir ";
+  const auto o = run_dlscale(run + full.dir() + "/stage");
+  EXPECT_EQ(o.code, 6) << o.err;
+  EXPECT_NE(o.err.find("no space left on the device"), std::string::npos) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  const std::string err = fails(run + read_only.dir() + "/stage");
+  EXPECT_EQ(err, "dlscale: error: --stage-dir " + read_only.dir() +
+                     "/stage does not exist and cannot be created: Read-only file system\n");
+  std::filesystem::remove_all(data);
 }
 
 }  // namespace

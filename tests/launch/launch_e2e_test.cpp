@@ -181,10 +181,16 @@ TEST(LaunchErrors, NodesThatDisagreeOnTheWorldSizeAreNamed) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(o.out.find("codes 2 2"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("was started for a job of 4 ranks, but the first rank to join for 2: every node "
-                       "must be given the same --nnodes and --workers"),
-            std::string::npos)
-      << o.out;
+  // Whichever node's rank joins first sets the size the other is held to:
+  // under load the 4-rank node's may come first, although started later.
+  const std::string tail = ": every node must be given the same --nnodes and --workers";
+  const bool two_first =
+      o.out.find("was started for a job of 4 ranks, but the first rank to join for 2" + tail) !=
+      std::string::npos;
+  const bool four_first =
+      o.out.find("was started for a job of 2 ranks, but the first rank to join for 4" + tail) !=
+      std::string::npos;
+  EXPECT_TRUE(two_first || four_first) << o.out;
   EXPECT_LT(seconds, 20) << "waited for the timeout instead of naming the mismatch";
 }
 
@@ -341,6 +347,16 @@ Aftermath signal_rank1(const std::string& timeout_flag, int sig, double limit) {
   return signal_rank(timeout_flag, 1, 2, 0, sig, limit);
 }
 
+/// "dlscale: error:" lines in `err`: a failed job prints exactly one.
+int count_errors(const std::string& err) {
+  int n = 0;
+  for (size_t at = err.find("dlscale: error:"); at != std::string::npos;
+       at = err.find("dlscale: error:", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 void expect_no_worker_left(const Aftermath& a) {
   for (pid_t w : a.workers) EXPECT_NE(::kill(w, 0), 0) << "worker " << w << " still exists";
 }
@@ -368,6 +384,32 @@ TEST(LaunchErrors, StalledWorkerFailsTheJobWithinTheTimeout) {
               a.err.find("rank 1 made no progress") != std::string::npos)
       << a.err;
   expect_no_worker_left(a);
+  EXPECT_EQ(count_errors(a.err), 1) << a.err;
+}
+
+// A stopped process hosting a parameter-server shard: its peers' links time
+// out, and each of them printed its own error ("ps shard 0: link to worker 1
+// failed", then "rank 2: gloo recv failed") before the launcher's. One line
+// now, the launcher's, naming the stopped rank.
+TEST(LaunchErrors, StoppedPsShardIsTheOneErrorNamed) {
+  const Aftermath a = signal_rank("--timeout 4 --strategy ps --ps-shards 2", 1, 2, 0.5, SIGSTOP, 30);
+  ASSERT_EQ(a.workers.size(), 2u) << a.err;
+  EXPECT_EQ(a.code, 5) << a.err;
+  EXPECT_EQ(count_errors(a.err), 1) << a.err;
+  EXPECT_NE(a.err.find("dlscale: error: rank 1 stalled: no progress for "), std::string::npos) << a.err;
+  EXPECT_NE(a.err.find("(the process is stopped: SIGSTOP or a debugger)"), std::string::npos) << a.err;
+  EXPECT_EQ(a.err.find("worker 0"), std::string::npos) << a.err;
+  expect_no_worker_left(a);
+}
+
+// Dedicated servers are not workers: the count says which is which.
+TEST(LaunchErrors, KilledJobCountsServersApart) {
+  const Aftermath a = signal_rank(
+      "--timeout 10 --strategy ps --ps-placement dedicated --ps-shards 1", 2, 3, 0.2, SIGKILL, 20);
+  ASSERT_EQ(a.workers.size(), 3u) << a.err;
+  EXPECT_EQ(a.code, 5);
+  EXPECT_NE(a.err.find("; stopped all 2 worker(s) and 1 server(s)"), std::string::npos) << a.err;
+  EXPECT_EQ(count_errors(a.err), 1) << a.err;
 }
 
 // Parameter server: a dedicated server (rank 0, shard 0) killed at a random
