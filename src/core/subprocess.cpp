@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/child_process.h"
 #include "core/clock.h"
 #include "core/error.h"
 
@@ -30,89 +30,52 @@ std::string SubprocessResult::describe(double timeout_s) const {
   return fmt::format("exited with code {}", exit_code);
 }
 
-namespace {
-
-constexpr int kExecFailed = 127;
-
-/// Sends `sig` to the child's process group, waits up to `grace_s` for it to end.
-bool stop_group(pid_t pid, int sig, double grace_s, int* status) {
-  ::kill(-pid, sig);
-  const double deadline = now_seconds() + grace_s;
-  while (now_seconds() < deadline) {
-    if (::waitpid(pid, status, WNOHANG) == pid) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
-}  // namespace
-
 SubprocessResult run_subprocess(const SubprocessOptions& o) {
   DLSCALE_ASSERT(!o.argv.empty());
   const int log_fd = ::open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   DLSCALE_CHECK(log_fd >= 0, "cannot write the run log '{}': {}", o.log_path, std::strerror(errno));
-  std::vector<char*> args;
-  for (const std::string& a : o.argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-
+  SpawnOptions spawn;
+  spawn.argv = o.argv;
+  spawn.stdout_fd = log_fd;
+  spawn.stderr_fd = log_fd;
+  // Its own group: dlscale's launcher and mpirun take their workers with
+  // them when it is stopped. It dies with us, even when we are SIGKILLed (a
+  // resumed sweep must never measure beside an orphan of the last one).
+  spawn.own_group = true;
+  spawn.error_prefix = "dlscale: error: ";
   SubprocessResult r;
   const double start = now_seconds();
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(log_fd);
-    throw Error(fmt::format("cannot start '{}': {}", o.argv[0], std::strerror(errno)));
-  }
-  if (pid == 0) {
-    // The run dies with us, even when we are SIGKILLed (a resumed sweep must
-    // never measure beside an orphan of the last one); dlscale's launcher
-    // and mpirun take their workers with them.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(kExecFailed);
-    ::setpgid(0, 0);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    ::execvp(args[0], args.data());
-    const std::string msg = fmt::format("dlscale: error: cannot run '{}': {}\n", o.argv[0], std::strerror(errno));
-    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg.data(), msg.size());
-    ::_exit(kExecFailed);
-  }
-  ::setpgid(pid, pid);  // also in the parent, so that kill(-pid) works at once
+  ChildProcess child = [&] {
+    try {
+      return ChildProcess(spawn);
+    } catch (...) {
+      ::close(log_fd);
+      throw;
+    }
+  }();
   ::close(log_fd);
 
-  int status = 0;
   double next_tick = start + o.tick_s;
-  while (true) {
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
+  while (!child.poll()) {
     const double now = now_seconds();
-    bool stop = false;
     if (o.timeout_s > 0 && now - start > o.timeout_s) {
       r.timed_out = true;
-      stop = true;
     } else if (o.on_tick && now >= next_tick) {
       next_tick = now + o.tick_s;
-      if (!o.on_tick()) {
-        r.interrupted = true;
-        stop = true;
-      }
+      r.interrupted = !o.on_tick();
     }
-    if (stop) {
-      if (!stop_group(pid, SIGTERM, o.kill_grace_s, &status)) {
-        stop_group(pid, SIGKILL, 1e9, &status);
-      }
+    if (r.timed_out || r.interrupted) {
+      child.terminate(o.kill_grace_s);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   // Whatever the child left in its group (workers of a local launch) goes too.
-  ::kill(-pid, SIGKILL);
+  child.signal(SIGKILL);
   r.wall_s = now_seconds() - start;
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.exec_failed = !r.timed_out && !r.interrupted && r.signal == 0 && r.exit_code == kExecFailed;
+  r.exit_code = child.exit_code();
+  r.signal = child.term_signal();
+  r.exec_failed = !r.timed_out && !r.interrupted && r.signal == 0 && r.exit_code == kExitExecFailed;
   return r;
 }
 
@@ -129,28 +92,22 @@ std::optional<ProcState> proc_state(long pid) {
 }
 
 int run_captured(const std::vector<std::string>& argv, std::string* output) {
-  DLSCALE_ASSERT(!argv.empty());
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   int fds[2];
   DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw Error(fmt::format("cannot start '{}': {}", argv[0], std::strerror(errno)));
-  }
-  if (pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::dup2(fds[1], STDERR_FILENO);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    ::execvp(args[0], args.data());
-    const std::string msg = fmt::format("cannot run '{}': {}\n", argv[0], std::strerror(errno));
-    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg.data(), msg.size());
-    ::_exit(kExecFailed);
-  }
+  SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.stdout_fd = fds[1];
+  spawn.stderr_fd = fds[1];
+  spawn.die_with_parent = false;
+  ChildProcess child = [&] {
+    try {
+      return ChildProcess(spawn);
+    } catch (...) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      throw;
+    }
+  }();
   ::close(fds[1]);
   output->clear();
   char buf[4096];
@@ -161,10 +118,8 @@ int run_captured(const std::vector<std::string>& argv, std::string* output) {
     output->append(buf, static_cast<size_t>(n));
   }
   ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  child.wait();
+  return child.term_signal() != 0 ? 128 + child.term_signal() : child.exit_code();
 }
 
 }  // namespace dlscale

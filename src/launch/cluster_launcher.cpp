@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "cluster/cluster.h"
+#include "core/child_process.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -28,14 +29,22 @@ namespace {
 /// One host's node launcher.
 struct NodeProc {
   int host = 0;
-  pid_t pid = -1;
+  ChildProcess proc;
   int err_fd = -1;           // its (and its workers') stderr, forwarded by us
   std::string partial;       // an unfinished stderr line
   std::string error;         // its last "dlscale: error: " line, without the prefix
-  bool running = true;
-  int exit_code = 0;
-  int signal = 0;
-  bool failed() const { return !running && (exit_code != 0 || signal != 0); }
+  NodeProc() = default;
+  NodeProc(NodeProc&& o) noexcept
+      : host(o.host), proc(std::move(o.proc)), err_fd(o.err_fd), partial(std::move(o.partial)),
+        error(std::move(o.error)) {
+    o.err_fd = -1;
+  }
+  NodeProc(const NodeProc&) = delete;
+  ~NodeProc() {
+    if (err_fd >= 0) ::close(err_fd);
+  }
+  bool running() const { return proc.running(); }
+  bool failed() const { return proc.failed(); }
 };
 
 /// Whether the command line gives `flag` (as `--flag V` or `--flag=V`).
@@ -68,51 +77,38 @@ void add_default_threads(ClusterPlan& plan, const cluster::ClusterSpec& spec) {
   plan.argv.insert(plan.argv.end(), {"--threads", std::to_string(threads)});
 }
 
-/// argv and environment of host `h`'s node launcher, built before fork.
-ExecImage node_exec(const ClusterPlan& plan, const cluster::ClusterSpec& spec, int h,
-                    const std::string& secret) {
-  std::vector<std::string> args = plan.argv;
-  args.insert(args.end(), {"--nnodes", std::to_string(spec.hosts), "--node-rank",
-                           std::to_string(h), "--workers", std::to_string(plan.workers_per_host),
-                           "--master-addr", cluster::host_address(0), "--host-addr",
-                           cluster::host_address(h)});
-  return make_exec_image(
-      std::move(args),
-      {{kEnvJobSecret, secret},
-       {kEnvCluster, fmt::format("{}:{}:{}:{:g}", spec.name, h, spec.hosts, spec.link_mbit)}});
-}
-
+/// Starts host `h`'s node launcher inside the host (its network namespace
+/// and host name), with its stderr on a pipe we forward.
 NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, int h,
                     const std::string& secret) {
-  ExecImage exec = node_exec(plan, spec, h, secret);
-  const cluster::HostEntry entry = cluster::host_entry(spec.name, h);
   int fds[2];
   DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
   ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    become_child_of(parent);
-    ::dup2(fds[1], STDERR_FILENO);
-    const char* what = "";
-    if (const int err = cluster::enter_host(entry, &what); err != 0) {
-      const std::string msg = fmt::format("dlscale: error: host {}: cannot {}: {}\n", h, what,
-                                          std::strerror(err));
-      [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, msg.data(), msg.size());
-      ::_exit(2);
-    }
-    ::execve(plan.binary.c_str(), exec.argv.data(), exec.envp.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  if (pid < 0) {
-    ::close(fds[0]);
-    throw Error(fmt::format("cannot start host {}'s launcher: {}", h, std::strerror(errno)));
-  }
   NodeProc n;
   n.host = h;
-  n.pid = pid;
   n.err_fd = fds[0];
+  SpawnOptions spawn;
+  spawn.program = plan.binary;
+  spawn.argv = plan.argv;
+  spawn.argv.insert(spawn.argv.end(),
+                    {"--nnodes", std::to_string(spec.hosts), "--node-rank", std::to_string(h),
+                     "--workers", std::to_string(plan.workers_per_host), "--master-addr",
+                     cluster::host_address(0), "--host-addr", cluster::host_address(h)});
+  spawn.set_env = {{kEnvJobSecret, secret},
+                   {kEnvCluster, fmt::format("{}:{}:{}:{:g}", spec.name, h, spec.hosts, spec.link_mbit)}};
+  spawn.stdin_fd = SpawnOptions::kInherit;
+  spawn.stderr_fd = fds[1];
+  const cluster::HostEntry entry = cluster::host_entry(spec.name, h);
+  spawn.enter = [entry](const char** what) { return cluster::enter_host(entry, what); };
+  spawn.name = fmt::format("host {}", h);
+  spawn.error_prefix = "dlscale: error: ";
+  try {
+    n.proc = ChildProcess(spawn);
+  } catch (const Error& e) {
+    ::close(fds[1]);
+    throw Error(fmt::format("cannot start host {}'s launcher: {}", h, e.what()));
+  }
+  ::close(fds[1]);
   return n;
 }
 
@@ -136,37 +132,14 @@ void forward_stderr(NodeProc& n, bool flush) {
   }
 }
 
-void reap(std::vector<NodeProc>& nodes, bool block) {
-  for (NodeProc& n : nodes) {
-    if (!n.running) continue;
-    int st = 0;
-    if (::waitpid(n.pid, &st, block ? 0 : WNOHANG) != n.pid) continue;
-    n.running = false;
-    if (WIFEXITED(st)) n.exit_code = WEXITSTATUS(st);
-    if (WIFSIGNALED(st)) n.signal = WTERMSIG(st);
-  }
-}
-
-/// SIGTERM (each launcher stops its workers), then SIGKILL after 5 s.
+/// SIGTERM (each launcher stops its workers), then SIGKILL after 5 s,
+/// forwarding what they print meanwhile.
 void stop_nodes(std::vector<NodeProc>& nodes) {
-  for (NodeProc& n : nodes) {
-    if (n.running) ::kill(n.pid, SIGTERM);
-  }
-  const double deadline = now_seconds() + 5.0;
-  while (now_seconds() < deadline) {
-    reap(nodes, false);
-    bool any = false;
-    for (NodeProc& n : nodes) {
-      forward_stderr(n, false);
-      any = any || n.running;
-    }
-    if (!any) return;
-    ::usleep(20000);
-  }
-  for (NodeProc& n : nodes) {
-    if (n.running) ::kill(n.pid, SIGKILL);
-  }
-  reap(nodes, true);
+  std::vector<ChildProcess*> procs;
+  for (NodeProc& n : nodes) procs.push_back(&n.proc);
+  terminate_all(procs, 5.0, [&nodes] {
+    for (NodeProc& n : nodes) forward_stderr(n, false);
+  });
 }
 
 std::string describe_host(const ClusterPlan& plan, int h) {
@@ -178,13 +151,11 @@ std::string describe_host(const ClusterPlan& plan, int h) {
 }
 
 std::string describe_failure(const ClusterPlan& plan, const NodeProc& n) {
-  if (n.signal != 0) {
-    const char* name = ::sigabbrev_np(n.signal);
-    return fmt::format("{}: its launcher was killed by signal {} (SIG{})", describe_host(plan, n.host),
-                       n.signal, name ? name : "?");
+  if (n.proc.term_signal() != 0) {
+    return fmt::format("{}: its launcher {}", describe_host(plan, n.host), n.proc.describe_exit());
   }
   return fmt::format("{}: {}", describe_host(plan, n.host),
-                     n.error.empty() ? fmt::format("exited with code {}", n.exit_code) : n.error);
+                     n.error.empty() ? n.proc.describe_exit() : n.error);
 }
 
 /// The cause a host's own launcher cannot see, looked for when the first
@@ -205,7 +176,7 @@ Diagnosis find_stopped_worker(const std::vector<NodeProc>& nodes) {
     const std::optional<ProcState> p = proc_state(std::atol(pid.c_str()));
     if (!p || !p->stopped()) continue;
     for (const NodeProc& n : nodes) {
-      if (n.pid != p->ppid) continue;
+      if (n.proc.pid() != p->ppid) continue;
       std::ifstream in(e.path() / "environ");
       const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       const std::string key = std::string(kEnvRank) + "=";
@@ -238,10 +209,10 @@ int supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
     for (const NodeProc& n : nodes) fds.push_back({n.err_fd, POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
     for (NodeProc& n : nodes) forward_stderr(n, false);
-    reap(nodes, false);
     bool any_running = false;
     for (NodeProc& n : nodes) {
-      any_running = any_running || n.running;
+      n.proc.poll();
+      any_running = any_running || n.running();
       if (first < 0 && n.failed()) {
         first = n.host;
         failed_at = now_seconds();
@@ -281,10 +252,7 @@ void run_cluster_job(const ClusterPlan& given) {
   Diagnosis diagnosis;
   const int first = supervise(plan, spec, interrupts, nodes, &diagnosis);
   stop_nodes(nodes);
-  for (NodeProc& n : nodes) {
-    forward_stderr(n, true);
-    ::close(n.err_fd);
-  }
+  for (NodeProc& n : nodes) forward_stderr(n, true);
   if (first < 0 && interrupts.signal() != 0) {
     throw JobFailed(fmt::format("interrupted by signal {}; stopped the job on all {} hosts",
                                 interrupts.signal(), spec.hosts),
@@ -303,7 +271,7 @@ void run_cluster_job(const ClusterPlan& given) {
                               describe_failure(plan, culprit),
                               others.empty() ? "" : "; hosts " + others + " failed after it",
                               spec.hosts, spec.name),
-                  culprit.signal != 0 ? kExitPeerFailure : culprit.exit_code);
+                  culprit.proc.term_signal() != 0 ? kExitPeerFailure : culprit.proc.exit_code());
 }
 
 }  // namespace dlscale::launch

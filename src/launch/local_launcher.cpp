@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,10 +18,9 @@
 #include "comm/tcp_store.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/child_process.h"
 #include "core/subprocess.h"
 #include "launch/launch_env.h"
-
-extern char** environ;
 
 namespace dlscale::launch {
 namespace {
@@ -40,27 +38,28 @@ constexpr int kStatusFd = 3;  // workers find their progress pipe here
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_signal(int sig) { g_interrupted = sig; }
 
+/// A worker process and what the launcher knows of it.
 struct Child {
-  int rank = 0;        // global rank
-  pid_t pid = -1;
-  int status_fd = -1;  // read end of the progress pipe
+  int rank = 0;          // global rank
+  ChildProcess proc;
+  int status_fd = -1;    // read end of the progress pipe
   std::string partial;
   std::string last_status = "starting";
-  std::string error;   // the worker's own error line, sent instead of printed
+  std::string error;     // the worker's own error line, sent instead of printed
   double last_progress = 0;
-  bool running = true;
-  int exit_code = 0;
-  int signal = 0;
-  bool failed() const { return !running && (exit_code != 0 || signal != 0); }
-};
-
-std::string describe_exit(const Child& c) {
-  if (c.signal != 0) {
-    const char* name = ::sigabbrev_np(c.signal);
-    return fmt::format("was killed by signal {} (SIG{})", c.signal, name ? name : "?");
+  Child() = default;
+  Child(Child&& o) noexcept
+      : rank(o.rank), proc(std::move(o.proc)), status_fd(o.status_fd), partial(std::move(o.partial)),
+        last_status(std::move(o.last_status)), error(std::move(o.error)), last_progress(o.last_progress) {
+    o.status_fd = -1;
   }
-  return fmt::format("exited with code {}", c.exit_code);
-}
+  Child(const Child&) = delete;
+  ~Child() {
+    if (status_fd >= 0) ::close(status_fd);
+  }
+  bool running() const { return proc.running(); }
+  bool failed() const { return proc.failed(); }
+};
 
 void read_status(Child& c, double now) {
   char buf[4096];
@@ -82,35 +81,6 @@ void read_status(Child& c, double now) {
   }
 }
 
-void stop_all(std::vector<Child>& children) {
-  for (auto& c : children) {
-    if (c.running) ::kill(c.pid, SIGTERM);
-  }
-  const double deadline = now_seconds() + 5.0;
-  while (now_seconds() < deadline) {
-    bool any = false;
-    for (auto& c : children) {
-      if (!c.running) continue;
-      int st = 0;
-      if (::waitpid(c.pid, &st, WNOHANG) == c.pid) {
-        c.running = false;
-      } else {
-        any = true;
-      }
-    }
-    if (!any) return;
-    ::usleep(20000);
-  }
-  for (auto& c : children) {
-    if (!c.running) {
-      continue;
-    }
-    ::kill(c.pid, SIGKILL);
-    ::waitpid(c.pid, nullptr, 0);
-    c.running = false;
-  }
-}
-
 /// The job's rendezvous secret: DLSCALE_JOB_SECRET when set (every node of
 /// a multi-node job must give the same), else a fresh random one for a
 /// one-node job; a multi-node job without one runs unauthenticated, warned.
@@ -129,18 +99,20 @@ std::string job_secret(const LaunchPlan& plan) {
   return random_job_secret();
 }
 
-ExecImage prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int local_world,
-                       int world, int port, const std::string& secret) {
-  return make_exec_image(plan.argv,
-                         {{kEnvRank, std::to_string(rank)},
-                          {kEnvWorldSize, std::to_string(world)},
-                          {kEnvLocalRank, std::to_string(local_rank)},
-                          {kEnvLocalWorldSize, std::to_string(local_world)},
-                          {kEnvMasterAddr, plan.master_addr},
-                          {kEnvMasterPort, std::to_string(port)},
-                          {kEnvStatusFd, std::to_string(kStatusFd)},
-                          {kEnvJobSecret, secret},
-                          {"OMP_NUM_THREADS", std::to_string(plan.threads_per_worker)}});
+/// What worker `rank` is told through its environment.
+std::vector<std::pair<std::string, std::string>> worker_env(const LaunchPlan& plan, int rank,
+                                                            int local_rank, int local_world,
+                                                            int world, int port,
+                                                            const std::string& secret) {
+  return {{kEnvRank, std::to_string(rank)},
+          {kEnvWorldSize, std::to_string(world)},
+          {kEnvLocalRank, std::to_string(local_rank)},
+          {kEnvLocalWorldSize, std::to_string(local_world)},
+          {kEnvMasterAddr, plan.master_addr},
+          {kEnvMasterPort, std::to_string(port)},
+          {kEnvStatusFd, std::to_string(kStatusFd)},
+          {kEnvJobSecret, secret},
+          {"OMP_NUM_THREADS", std::to_string(plan.threads_per_worker)}};
 }
 
 /// A running rank that is the likely cause when others fail or fall
@@ -151,27 +123,28 @@ ExecImage prepare_exec(const LaunchPlan& plan, int rank, int local_rank, int loc
 const Child* find_stalled(const std::vector<Child>& children, double now, double min_silence) {
   const Child* stalled = nullptr;
   for (const auto& c : children) {
-    if (!c.running) continue;
+    if (!c.running()) continue;
     const bool better = stalled == nullptr ||
-                        (is_stopped(c.pid) != is_stopped(stalled->pid)
-                             ? is_stopped(c.pid)
+                        (is_stopped(c.proc.pid()) != is_stopped(stalled->proc.pid())
+                             ? is_stopped(c.proc.pid())
                              : c.last_progress < stalled->last_progress);
     if (better) stalled = &c;
   }
   if (stalled == nullptr) return nullptr;
-  return is_stopped(stalled->pid) || now - stalled->last_progress >= min_silence ? stalled : nullptr;
+  return is_stopped(stalled->proc.pid()) || now - stalled->last_progress >= min_silence ? stalled
+                                                                                        : nullptr;
 }
 
 std::string describe_stall(const Child& c, double now) {
   return fmt::format("rank {} stalled: no progress for {:.0f} s while at '{}'{}", c.rank,
                      now - c.last_progress, c.last_status,
-                     is_stopped(c.pid) ? " (the process is stopped: SIGSTOP or a debugger)" : "");
+                     is_stopped(c.proc.pid()) ? " (the process is stopped: SIGSTOP or a debugger)" : "");
 }
 
 /// How `c`, which ended, failed: its own error line when it sent one.
 std::string describe_failed(const Child& c) {
-  if (c.signal == 0 && !c.error.empty()) return fmt::format("rank {}: {}", c.rank, c.error);
-  return fmt::format("rank {} {} while at '{}'", c.rank, describe_exit(c), c.last_status);
+  if (c.proc.term_signal() == 0 && !c.error.empty()) return fmt::format("rank {}: {}", c.rank, c.error);
+  return fmt::format("rank {} {} while at '{}'", c.rank, c.proc.describe_exit(), c.last_status);
 }
 
 /// Why the job must stop now, or "" if it may go on; sets `exit_code`. One
@@ -186,9 +159,9 @@ std::string find_failure(const std::vector<Child>& children, double now,
   const Child* peer = nullptr;  // failed because a peer did
   for (const auto& c : children) {
     if (!c.failed()) continue;
-    if (c.signal != 0) {
+    if (c.proc.term_signal() != 0) {
       killed += fmt::format("{}{}", killed.empty() ? "" : "; ", describe_failed(c));
-    } else if (c.exit_code == kExitPeerFailure) {
+    } else if (c.proc.exit_code() == kExitPeerFailure) {
       if (peer == nullptr) peer = &c;
     } else if (own == nullptr) {
       own = &c;
@@ -199,7 +172,7 @@ std::string find_failure(const std::vector<Child>& children, double now,
     return killed;
   }
   if (own != nullptr) {
-    exit_code = own->exit_code;
+    exit_code = own->proc.exit_code();
     return describe_failed(*own);
   }
   if (peer != nullptr) {
@@ -215,7 +188,7 @@ std::string find_failure(const std::vector<Child>& children, double now,
   }
   const double limit = static_cast<double>(timeout.count()) / 1000.0;
   for (const auto& c : children) {
-    if (!c.running || now - c.last_progress <= limit) continue;
+    if (!c.running() || now - c.last_progress <= limit) continue;
     // Some rank is over the limit; peers waiting on the cause fall silent
     // too, so the stalled rank is chosen among all running ones.
     const Child* stalled = find_stalled(children, now, 0.0);
@@ -227,27 +200,6 @@ std::string find_failure(const std::vector<Child>& children, double now,
 }
 
 }  // namespace
-
-ExecImage make_exec_image(std::vector<std::string> argv,
-                          const std::vector<std::pair<std::string, std::string>>& set) {
-  ExecImage e;
-  e.strings = std::move(argv);
-  const size_t nargs = e.strings.size();
-  for (char** p = environ; *p != nullptr; ++p) {
-    const std::string kv = *p;
-    const std::string key = kv.substr(0, kv.find('='));
-    bool replaced = false;
-    for (const auto& [name, value] : set) replaced = replaced || key == name;
-    if (!replaced) e.strings.push_back(kv);
-  }
-  for (const auto& [name, value] : set) e.strings.push_back(name + "=" + value);
-  for (size_t i = 0; i < e.strings.size(); ++i) {
-    (i < nargs ? e.argv : e.envp).push_back(e.strings[i].data());
-  }
-  e.argv.push_back(nullptr);
-  e.envp.push_back(nullptr);
-  return e;
-}
 
 InterruptGuard::InterruptGuard() {
   struct sigaction sa {};
@@ -263,13 +215,6 @@ InterruptGuard::~InterruptGuard() {
 }
 
 int InterruptGuard::signal() const { return g_interrupted; }
-
-void become_child_of(pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(1);
-  ::signal(SIGINT, SIG_DFL);
-  ::signal(SIGTERM, SIG_DFL);
-}
 
 std::string random_job_secret() {
   std::random_device rd;
@@ -299,11 +244,88 @@ bool StatusWriter::write_error(const std::string& message) const {
   return false;
 }
 
-void run_local_workers(const LaunchPlan& plan) {
-  // Servers (dedicated parameter-server shards) are the first ranks, on node 0.
+namespace {
+
+/// The CPUs this process may use, in order (for --bind-cores).
+std::vector<int> allowed_cores() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ::sched_getaffinity(0, sizeof(allowed), &allowed);
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+  }
+  return cores;
+}
+
+/// Starts this node's ranks: servers (node 0 only) first, then workers.
+std::vector<Child> start_children(const LaunchPlan& plan, int port, const std::string& secret) {
   const int world = plan.servers + plan.workers * plan.nnodes;
   const int local_world = plan.workers + (plan.node_rank == 0 ? plan.servers : 0);
   const int first_rank = plan.node_rank == 0 ? 0 : plan.servers + plan.node_rank * plan.workers;
+  const std::vector<int> cores = allowed_cores();
+  std::vector<Child> children;
+  const double start = now_seconds();
+  for (int local = 0; local < local_world; ++local) {
+    Child c;
+    c.rank = first_rank + local;
+    c.last_progress = start;
+    int fds[2];
+    DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0, "cannot create a pipe: {}",
+                  std::strerror(errno));
+    c.status_fd = fds[0];
+    SpawnOptions spawn;
+    spawn.program = plan.binary;
+    spawn.argv = plan.argv;
+    spawn.set_env = worker_env(plan, c.rank, local, local_world, world, port, secret);
+    spawn.stdin_fd = SpawnOptions::kInherit;
+    spawn.pass_fds = {{fds[1], kStatusFd}};
+    // Only the first worker prints (after the servers), unless --verbose-ranks.
+    if (c.rank != plan.servers && !plan.verbose_ranks) spawn.stdout_fd = SpawnOptions::kDevNull;
+    for (int t = 0; plan.bind_cores && t < plan.threads_per_worker && !cores.empty(); ++t) {
+      spawn.cpus.push_back(cores[(local * plan.threads_per_worker + t) % cores.size()]);
+    }
+    try {
+      c.proc = ChildProcess(spawn);
+    } catch (const Error& e) {
+      ::close(fds[1]);
+      throw Error(fmt::format("cannot start worker {}: {}", c.rank, e.what()));
+    }
+    ::close(fds[1]);
+    children.push_back(std::move(c));
+  }
+  DLSCALE_LOG_INFO("started {} worker(s){} on this node (ranks {}-{} of {}), rendezvous {}:{}",
+                   plan.workers,
+                   plan.node_rank == 0 && plan.servers > 0
+                       ? fmt::format(" and {} server(s) (ranks 0-{})", plan.servers, plan.servers - 1)
+                       : std::string(),
+                   children.front().rank, children.back().rank, world, plan.master_addr, port);
+  return children;
+}
+
+/// Watches the workers' progress and exits until they all ended or one
+/// failed; returns why the job failed ("" if it did not), and its exit code.
+std::string supervise(std::vector<Child>& children, const LaunchPlan& plan,
+                      const InterruptGuard& interrupts, int& exit_code) {
+  while (true) {
+    std::vector<pollfd> fds;
+    for (const auto& c : children) fds.push_back({c.status_fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 200);
+    const double now = now_seconds();
+    bool any_running = false;
+    for (auto& c : children) {
+      c.proc.poll();
+      read_status(c, now);  // after the poll: an ended worker's last lines are in
+      any_running = any_running || c.running();
+    }
+    const std::string failure = find_failure(children, now, plan.timeout, interrupts.signal(), exit_code);
+    if (!failure.empty() || !any_running) return failure;
+  }
+}
+
+}  // namespace
+
+void run_local_workers(const LaunchPlan& plan) {
   std::unique_ptr<comm::TcpStoreServer> store;
   int port = plan.master_port;
   const std::string secret = job_secret(plan);
@@ -313,97 +335,21 @@ void run_local_workers(const LaunchPlan& plan) {
         static_cast<uint16_t>(port), secret);
     port = store->port();
   }
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  ::sched_getaffinity(0, sizeof(allowed), &allowed);
-  std::vector<int> cores;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed)) cores.push_back(c);
-  }
-
   const InterruptGuard interrupts;
-
-  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  const pid_t parent = ::getpid();
-  std::vector<Child> children;
-  const double start = now_seconds();
-  for (int local = 0; local < local_world; ++local) {
-    Child c;
-    c.rank = first_rank + local;
-    c.last_progress = start;
-    int fds[2];
-    DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
-    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
-    ExecImage exec = prepare_exec(plan, c.rank, local, local_world, world, port, secret);
-    cpu_set_t pin;
-    CPU_ZERO(&pin);
-    for (int t = 0; t < plan.threads_per_worker && !cores.empty(); ++t) {
-      CPU_SET(cores[(local * plan.threads_per_worker + t) % cores.size()], &pin);
-    }
-    const bool quiet = c.rank != plan.servers && !plan.verbose_ranks;  // the first worker prints
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      become_child_of(parent);
-      ::dup2(fds[1], kStatusFd);
-      if (quiet) ::dup2(devnull, STDOUT_FILENO);
-      if (plan.bind_cores) ::sched_setaffinity(0, sizeof(pin), &pin);
-      ::execve(plan.binary.c_str(), exec.argv.data(), exec.envp.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    if (pid < 0) {
-      ::close(fds[0]);
-      stop_all(children);
-      throw Error(fmt::format("cannot start worker {}: {}", c.rank, std::strerror(errno)));
-    }
-    c.pid = pid;
-    c.status_fd = fds[0];
-    children.push_back(std::move(c));
-  }
-  ::close(devnull);
-  DLSCALE_LOG_INFO("started {} worker(s){} on this node (ranks {}-{} of {}), rendezvous {}:{}",
-                   plan.workers,
-                   plan.node_rank == 0 && plan.servers > 0
-                       ? fmt::format(" and {} server(s) (ranks 0-{})", plan.servers, plan.servers - 1)
-                       : std::string(),
-                   children.front().rank, children.back().rank, world,
-                   plan.master_addr, port);
-
-  std::string failure;
+  // A worker that fails to start stops those started before it (their destructors).
+  std::vector<Child> children = start_children(plan, port, secret);
   int exit_code = 0;
-  while (true) {
-    std::vector<pollfd> fds;
-    for (const auto& c : children) fds.push_back({c.status_fd, POLLIN, 0});
-    ::poll(fds.data(), fds.size(), 200);
-    const double now = now_seconds();
-    for (auto& c : children) read_status(c, now);
-    int st = 0;
-    pid_t pid;
-    while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
-      for (auto& c : children) {
-        if (c.pid != pid) continue;
-        read_status(c, now);
-        c.running = false;
-        if (WIFEXITED(st)) c.exit_code = WEXITSTATUS(st);
-        if (WIFSIGNALED(st)) c.signal = WTERMSIG(st);
-      }
-    }
-    if (failure.empty()) failure = find_failure(children, now, plan.timeout, interrupts.signal(), exit_code);
-    bool any_running = false;
-    for (const auto& c : children) any_running = any_running || c.running;
-    if (!failure.empty() || !any_running) break;
-  }
-  stop_all(children);
-  for (auto& c : children) ::close(c.status_fd);
-  if (!failure.empty()) {
-    const auto servers = static_cast<int>(std::count_if(
-        children.begin(), children.end(), [&](const Child& c) { return c.rank < plan.servers; }));
-    const int workers = static_cast<int>(children.size()) - servers;
-    throw JobFailed(fmt::format("{}; stopped all {} worker(s){}", failure, workers,
-                                servers > 0 ? fmt::format(" and {} server(s)", servers) : ""),
-                    exit_code);
-  }
+  const std::string failure = supervise(children, plan, interrupts, exit_code);
+  std::vector<ChildProcess*> procs;
+  for (auto& c : children) procs.push_back(&c.proc);
+  terminate_all(procs, 5.0);
+  if (failure.empty()) return;
+  const auto servers = static_cast<int>(std::count_if(
+      children.begin(), children.end(), [&](const Child& c) { return c.rank < plan.servers; }));
+  const int workers = static_cast<int>(children.size()) - servers;
+  throw JobFailed(fmt::format("{}; stopped all {} worker(s){}", failure, workers,
+                              servers > 0 ? fmt::format(" and {} server(s)", servers) : ""),
+                  exit_code);
 }
 
 }  // namespace dlscale::launch

@@ -47,18 +47,6 @@ class JobFailed : public Error {
 /// throws JobFailed otherwise (after every worker has been stopped and reaped).
 void run_local_workers(const LaunchPlan& plan);
 
-/// Everything execve needs, prepared before fork (the child may only make
-/// async-signal-safe calls). The strings own what argv and envp point to.
-struct ExecImage {
-  std::vector<std::string> strings;
-  std::vector<char*> argv;
-  std::vector<char*> envp;
-};
-/// `argv`, and this process's environment with the variables in `set`
-/// replaced (or added).
-ExecImage make_exec_image(std::vector<std::string> argv,
-                          const std::vector<std::pair<std::string, std::string>>& set);
-
 /// While alive, SIGINT and SIGTERM only note themselves, so that a launcher
 /// can stop its children and report; the previous handlers come back when
 /// it ends (also when the launcher throws). One at a time per process.
@@ -75,11 +63,6 @@ class InterruptGuard {
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
 };
-
-/// In a freshly forked child (async-signal-safe calls only): dies with
-/// `parent` (exits at once if it is already gone) and restores the default
-/// SIGINT/SIGTERM handling the launcher replaced.
-void become_child_of(pid_t parent);
 
 /// 128 random bits as hex: a rendezvous secret for a job dlscale starts.
 std::string random_job_secret();
