@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/launch_flags.h"
-#include "commbench/commbench_job.h"
+#include "launch/commbench_job.h"
 #include "core/error.h"
 #include "core/sysinfo.h"
 

@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "cli/launch_flags.h"
 #include "models/model.h"
-#include "launch/job.h"
+#include "launch/train_job.h"
 #include "launch/launch_env.h"
 
 namespace dlscale::cli {

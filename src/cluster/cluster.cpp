@@ -18,7 +18,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/subprocess.h"
-#include "launch/launch_env.h"
+#include "core/job_env.h"
 
 namespace dlscale::cluster {
 namespace {
@@ -178,6 +178,15 @@ void build(const ClusterSpec& spec) {
 }
 
 }  // namespace
+
+nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
+                            double link_mbit) {
+  if (name.empty()) return nullptr;
+  return {{"name", name},
+          {"hosts", hosts},
+          {"workers_per_host", workers_per_host},
+          {"link_mbit", link_mbit}};
+}
 
 void check_cluster_name(const std::string& name) {
   DLSCALE_CHECK(!name.empty() && name.size() <= 12 &&
@@ -345,7 +354,7 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const MpirunOpt
   }
   // The job secret (Gloo under mpirun) and the launch environment reach
   // every rank, as `-x` does across real hosts.
-  argv.insert(argv.end(), {"-x", launch::kEnvJobSecret});
+  argv.insert(argv.end(), {"-x", kEnvJobSecret});
   argv.insert(argv.end(), o.extra.begin(), o.extra.end());
   argv.insert(argv.end(), o.command.begin(), o.command.end());
   return argv;

@@ -6,6 +6,7 @@
 // ever configured in the machine's own network namespace, so `down` (which
 // deletes every namespace of the cluster) removes everything `up` made, even
 // after a crash. Needs root (CAP_NET_ADMIN) and iproute2's `ip` and `tc`.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@ struct ClusterSpec {
     return name == o.name && hosts == o.hosts && link_mbit == o.link_mbit;
   }
 };
+
+/// A record's `inputs.cluster`: {name, hosts, workers_per_host, link_mbit},
+/// or null outside a cluster job (`name` empty).
+nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
+                            double link_mbit);
 
 /// Throws dlscale::Error (one line; the CLI exits 2) unless `name` is 1 to
 /// 12 lower-case letters or digits. Every function below that takes a name

@@ -11,6 +11,7 @@
 #include "comm/agreement.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/record_keys.h"
 #include "core/stats.h"
 #include "dp/bucket_collective.h"
 
@@ -395,26 +396,26 @@ CommbenchResult run_commbench(const CommbenchOptions& o, comm::Communicator& com
 
 nlohmann::json to_json(const CommbenchOptions& o, const CommbenchResult& r,
                        const comm::Communicator& comm, const std::vector<std::string>& argv) {
+  using namespace record;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
-    rows.push_back({{"op", row.op},
-                    {"bytes", row.bytes},
+    rows.push_back({{kRowOp, row.op},
+                    {kRowBytes, row.bytes},
                     {"count", row.count},
-                    {"time_us", row.time_us},
-                    {"algbw_gbps", row.algbw_gbps},
-                    {"busbw_gbps", row.busbw_gbps},
-                    {"wrong", row.wrong}});
+                    {kRowTimeUs, row.time_us},
+                    {kCommAlgbwGbps, row.algbw_gbps},
+                    {kCommBusbwGbps, row.busbw_gbps},
+                    {kWrong, row.wrong}});
   }
   nlohmann::json fits = nlohmann::json::object();
   for (const auto& [name, f] : r.fits) {
-    fits[name] = {
-        {"alpha_us", f.alpha_us}, {"bandwidth_gbps", f.bandwidth_gbps}, {"points", f.points}};
+    fits[name] = {{kFitAlphaUs, f.alpha_us}, {kFitBandwidthGbps, f.bandwidth_gbps}, {"points", f.points}};
   }
-  return {{"schema", "dlscale.commbench/1"},
+  return {{kSchema, kCommbenchSchema},
           {"kind", "commbench"},
           {"status", r.wrong == 0 ? "ok" : "wrong"},
           {"argv", argv},
-          {"inputs",
+          {kInputs,
            {{"ops", o.ops},
             {"min_bytes", o.min_bytes},
             {"max_bytes", o.max_bytes},
@@ -425,7 +426,7 @@ nlohmann::json to_json(const CommbenchOptions& o, const CommbenchResult& r,
             {"ranks_per_node", o.ranks_per_node},
             {"world_size", comm.size()},
             {"backend", comm.backend()}}},
-          {"results", {{"rows", rows}, {"fits", fits}, {"wrong", r.wrong}}}};
+          {kResults, {{kRows, rows}, {kFits, fits}, {kWrong, r.wrong}}}};
 }
 
 }  // namespace dlscale::commbench

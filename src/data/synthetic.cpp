@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/torch_compat.h"
+#include "compute/torch_compat.h"
 #include "data/sampler.h"
 
 namespace dlscale::data {

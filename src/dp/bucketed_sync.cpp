@@ -2,11 +2,9 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "dp/bucket_plan.h"
 
 namespace dlscale::dp {
-namespace {
-constexpr double kMiB = 1024.0 * 1024.0;
-}
 
 BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator& comm,
                            std::unique_ptr<BucketCollective> collective, const SyncOptions& options)
@@ -45,24 +43,15 @@ BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator
 }
 
 void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb, torch::ScalarType wire) {
-  // DDP's rule: walk the parameters in reverse registration order (about the
-  // order backward produces their gradients) and close a bucket as soon as it
-  // reaches its cap, the parameter that crosses the cap included. A large
-  // gradient thus starts its collective right after it is produced instead of
-  // waiting for the small ones produced after it.
-  std::vector<std::vector<size_t>> groups(1);
-  std::vector<int64_t> group_bytes(1, 0);
+  // Gradients become ready in about reverse registration order.
+  std::vector<size_t> order;
+  std::vector<int64_t> bytes;
   for (size_t k = params_.size(); k-- > 0;) {
-    if (overlap_ && !groups.back().empty()) {
-      const double cap_mb = groups.size() == 1 ? first_bucket_mb : bucket_mb;
-      if (static_cast<double>(group_bytes.back()) >= cap_mb * kMiB) {
-        groups.emplace_back();
-        group_bytes.push_back(0);
-      }
-    }
-    groups.back().push_back(k);
-    group_bytes.back() += params_[k].numel() * 4;
+    order.push_back(k);
+    bytes.push_back(params_[k].numel() * static_cast<int64_t>(params_[k].element_size()));
   }
+  const std::vector<std::vector<size_t>> groups =
+      plan_buckets(bytes, first_bucket_mb, overlap_ ? bucket_mb : 0.0);
   bucket_of_.resize(params_.size());
   views_.resize(params_.size());
   // Buckets live beside the parameters (on the GPU for --device cuda); the
@@ -71,9 +60,13 @@ void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb, torch:
                                                                 : params_[0].device());
   for (size_t b = 0; b < groups.size(); ++b) {
     Bucket bucket;
-    bucket.params = groups[b];
-    bucket.buffer = torch::zeros({group_bytes[b] / 4}, on.dtype(torch::kFloat32));
-    if (wire != torch::kFloat32) bucket.wire = torch::zeros({group_bytes[b] / 4}, on.dtype(wire));
+    int64_t elements = 0;
+    for (size_t i : groups[b]) {
+      bucket.params.push_back(order[i]);
+      elements += params_[order[i]].numel();
+    }
+    bucket.buffer = torch::zeros({elements}, on.dtype(torch::kFloat32));
+    if (wire != torch::kFloat32) bucket.wire = torch::zeros({elements}, on.dtype(wire));
     int64_t offset = 0;
     for (size_t k : bucket.params) {
       const torch::Tensor& p = params_[k];

@@ -1,15 +1,10 @@
 #pragma once
-// The gradient-synchronisation seam (docs/strategies.md). The trainer holds
-// one GradientSync and names no strategy: it calls begin_backward() before
-// backward, end_backward() after it (the wait there is the exposed
-// communication), and apply_update() for the optimizer step, which a strategy
-// may own (a parameter server shard, say). make_gradient_sync() maps the
-// user's word (--strategy) to an implementation, one file each:
-//   allreduce     bucketed_sync + allreduce_collective (backend-native allreduce)
-//   tree          bucketed_sync + tree_collective (binary tree over send/recv)
-//   hierarchical  bucketed_sync + hierarchical_collective (node, leaders, node)
-//   independent   independent_sync (no exchange: the compute-only ceiling)
-//   ps            ps_sync (workers) + ps_shard (servers): parameter server
+// The gradient-synchronisation seam (docs/strategies.md): a worker's side
+// of a strategy (dp/strategy.h makes it). The trainer holds one GradientSync
+// and names no strategy: it calls begin_backward() before backward,
+// end_backward() after it (the wait there is the exposed communication),
+// apply_update() for the optimizer step, which a strategy may own (a
+// parameter-server shard, say), and report() at the end.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -19,8 +14,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "comm/communicator.h"
-#include "dp/ps_report.h"
 #include "dp/sync_options.h"
 
 namespace dlscale::dp {
@@ -42,16 +38,38 @@ struct SyncStepStats {
 
 /// What a strategy is, fixed at construction.
 struct SyncInfo {
-  std::string strategy;                ///< allreduce | tree | hierarchical | independent
+  std::string strategy;                ///< allreduce | tree | hierarchical | independent | ps
   std::string layout;                  ///< bucketed | flat | none
   std::string wire_dtype = "float32";  ///< float32 | float16 | bfloat16
+  /// How gradients travel: "collectives" (all ranks together), "pushes" (to
+  /// servers, values pulled back) or "none".
+  std::string exchange = "collectives";
+  /// Data moves even with one worker (to and from servers).
+  bool exchanges_alone = false;
   std::vector<int64_t> bucket_bytes;   ///< wire bytes of each bucket, in launch order
   double formula_bytes_sent = 0;       ///< bytes this rank sends per step, by the formula
   std::string formula;                 ///< that formula as text (S = bytes per step)
   bool keeps_replicas_identical = true;
   int nodes = 0;  ///< hierarchical: node groups; 0 otherwise
-  std::vector<int64_t> shard_bytes;  ///< ps: bytes of the variables each shard holds
-  double shard_imbalance = 0;        ///< ps: largest shard's bytes over the mean
+  /// Lines the run's console header shows for the strategy (its layout).
+  std::vector<std::string> header;
+};
+
+/// A span of the trace (Chrome trace "X" event), monotonic seconds.
+struct TraceSpan {
+  std::string name;
+  std::string track;
+  double start = 0;
+  double end = 0;
+};
+
+/// What a strategy adds to a run's outcome (on worker 0; others get the
+/// same key and what they know).
+struct StrategyReport {
+  std::string key;          ///< the record's results.<key>; "" = no section
+  nlohmann::json section;   ///< that section
+  std::vector<std::string> summary;  ///< console lines after the communication summary
+  std::vector<TraceSpan> spans;      ///< the trace's spans of servers
 };
 
 /// Builds an optimizer over the given tensors (a shard owns its variables' optimizer).
@@ -73,36 +91,19 @@ class GradientSync {
   virtual SyncStepStats end_backward() = 0;
   /// Applies the update; by default the local optimizer step.
   virtual void apply_update(torch::optim::Optimizer& optimizer) { optimizer.step(); }
-  /// Collective over the workers, once after the last step: what servers
-  /// did (worker 0 gets every shard's report; others and non-PS strategies
-  /// get none).
-  virtual std::vector<ShardReport> finish() { return {}; }
+  /// Collective over the workers, once after the last step: the strategy's
+  /// section of the record, console lines and trace spans.
+  virtual StrategyReport report() { return {}; }
 };
 
-/// Where a parameter-server job's shards and workers are (--strategy ps).
-struct PsLayout {
-  comm::Communicator* comm = nullptr;  ///< workers and shards; point to point only
-  std::vector<int> shard_ranks;        ///< rank in `comm` of each shard
-  std::vector<int> worker_ranks;       ///< rank in `comm` of each worker
-  int local_shard = -1;                ///< colocated: the shard this process hosts, else -1
-};
-
-/// What the parameter server needs besides the options.
-struct PsSetup {
-  PsLayout layout;
-  OptimizerFactory make_optimizer;
-  int64_t steps = 0;
+/// What a worker's GradientSync needs besides the parameters.
+struct SyncContext {
+  comm::Communicator* comm = nullptr;  ///< the workers; must outlive the sync; null for one worker
+  std::string node_name;               ///< ranks with equal names share a node (hierarchical)
+  OptimizerFactory make_optimizer;     ///< for a strategy that owns the update
+  int64_t steps = 0;                   ///< the run's steps, warm-up included
   int64_t warmup = 0;
-  std::chrono::milliseconds timeout{60000};  ///< the in-memory link's, without a communicator
+  std::chrono::milliseconds timeout{60000};  ///< links without a communicator
 };
-
-/// Builds the strategy of `options` for `params` (registration order) over
-/// `comm` (must outlive it; null for one worker, which gets no exchange).
-/// Collective over `comm`: every rank calls it with the same options.
-/// --strategy ps also needs `ps` (the worker's side of the job's layout).
-std::unique_ptr<GradientSync> make_gradient_sync(const SyncOptions& options,
-                                                 std::vector<torch::Tensor> params,
-                                                 comm::Communicator* comm,
-                                                 const PsSetup* ps = nullptr);
 
 }  // namespace dlscale::dp

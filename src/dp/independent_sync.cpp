@@ -8,6 +8,7 @@ class IndependentSync : public GradientSync {
   IndependentSync() {
     info_.strategy = "independent";
     info_.layout = "none";
+    info_.exchange = "none";
     info_.formula = "0";
     info_.keeps_replicas_identical = false;
   }

@@ -5,17 +5,17 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "dp/bucket_plan.h"
 
 namespace dlscale::dp {
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
 /// The units to place, in registration order (pieces of a split parameter
 /// in element order).
-std::vector<PsPiece> make_units(const std::vector<int64_t>& numels, double partition_mb) {
+std::vector<PsPiece> make_units(const std::vector<int64_t>& numels, double partition_mb,
+                                int64_t element_bytes) {
   std::vector<PsPiece> units;
-  const auto cap = static_cast<int64_t>(partition_mb * kMiB / 4);
+  const auto cap = static_cast<int64_t>(partition_mb * kMiB / static_cast<double>(element_bytes));
   for (size_t k = 0; k < numels.size(); ++k) {
     const int64_t n = numels[k];
     const int64_t parts = partition_mb > 0 && cap > 0 ? std::max<int64_t>(1, (n + cap - 1) / cap) : 1;
@@ -56,20 +56,18 @@ void layout_shard(PsPlan& plan, int s, double bucket_mb, double first_bucket_mb)
   std::stable_sort(shard.pieces.begin(), shard.pieces.end(), [&](size_t a, size_t b) {
     return plan.pieces[a].param > plan.pieces[b].param;
   });
+  std::vector<int64_t> bytes;
+  for (size_t i : shard.pieces) bytes.push_back(plan.pieces[i].length * plan.element_bytes);
   int64_t offset = 0;
-  for (size_t i : shard.pieces) {
-    PsPiece& piece = plan.pieces[i];
-    if (shard.buckets.empty()) shard.buckets.push_back({offset, 0});
-    PsBucket* bucket = &shard.buckets.back();
-    const double cap_mb = shard.buckets.size() == 1 ? first_bucket_mb : bucket_mb;
-    if (bucket_mb > 0 && bucket->length > 0 && static_cast<double>(bucket->length) * 4 >= cap_mb * kMiB) {
-      shard.buckets.push_back({offset, 0});
-      bucket = &shard.buckets.back();
+  for (const std::vector<size_t>& members : plan_buckets(bytes, first_bucket_mb, bucket_mb)) {
+    shard.buckets.push_back({offset, 0});
+    for (size_t m : members) {
+      PsPiece& piece = plan.pieces[shard.pieces[m]];
+      piece.shard_offset = offset;
+      piece.bucket = static_cast<int>(shard.buckets.size() - 1);
+      shard.buckets.back().length += piece.length;
+      offset += piece.length;
     }
-    piece.shard_offset = offset;
-    piece.bucket = static_cast<int>(shard.buckets.size() - 1);
-    bucket->length += piece.length;
-    offset += piece.length;
   }
   shard.elements = offset;
 }
@@ -88,10 +86,13 @@ double PsPlan::imbalance() const {
 }
 
 PsPlan plan_ps(const std::vector<int64_t>& numels, int shards, PsAssign assign,
-               double partition_mb, double bucket_mb, double first_bucket_mb) {
+               double partition_mb, double bucket_mb, double first_bucket_mb,
+               int64_t element_bytes) {
   DLSCALE_CHECK(shards >= 1, "--ps-shards must be >= 1 (got {})", shards);
+  DLSCALE_ASSERT(element_bytes >= 1);
   PsPlan plan;
-  plan.pieces = make_units(numels, partition_mb);
+  plan.element_bytes = element_bytes;
+  plan.pieces = make_units(numels, partition_mb, element_bytes);
   DLSCALE_CHECK(static_cast<size_t>(shards) <= plan.pieces.size(),
                 "--ps-shards {} is more than the {} variables to place{}; use fewer shards", shards,
                 plan.pieces.size(), partition_mb > 0 ? "" : " (or split them with --ps-partition-mb)");

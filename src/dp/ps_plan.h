@@ -8,11 +8,9 @@
 //    replica_device_setter default); greedy puts the largest unit first onto
 //    the least-loaded shard by bytes, ties to the lower shard and the earlier
 //    unit (TensorFlow's GreedyLoadBalancingStrategy), deterministically.
-//  - A shard keeps its pieces in one flat float32 buffer, in reverse
+//  - A shard keeps its pieces in one flat buffer, in reverse
 //    parameter order (about the order backward produces gradients), cut into
-//    push buckets the way DDP cuts its buckets: first_bucket_mb for the
-//    first, bucket_mb for the others, the piece that crosses the cap
-//    included; bucket_mb = 0 gives one bucket per shard.
+//    push buckets by dp/bucket_plan.h, as every bucketing strategy is.
 #include <cstdint>
 #include <vector>
 
@@ -38,10 +36,10 @@ struct PsShardPlan {
   int64_t elements = 0;
   std::vector<size_t> pieces;  ///< indices into PsPlan::pieces, in buffer order
   std::vector<PsBucket> buckets;
-  int64_t bytes() const { return elements * 4; }
 };
 
 struct PsPlan {
+  int64_t element_bytes = 4;  ///< of the parameters' type
   std::vector<PsPiece> pieces;
   std::vector<PsShardPlan> shards;
   std::vector<std::vector<size_t>> pieces_of_param;  ///< param -> its pieces
@@ -49,10 +47,12 @@ struct PsPlan {
   double imbalance() const;
 };
 
-/// Plans `numels` (elements of each parameter, registration order) over
-/// `shards` shards. Throws dlscale::Error for shards < 1 or more shards than
-/// there are units to place (a shard would hold nothing).
+/// Plans `numels` (elements of each parameter, registration order; each
+/// element `element_bytes` bytes) over `shards` shards. Throws
+/// dlscale::Error for shards < 1 or more shards than there are units to
+/// place (a shard would hold nothing).
 PsPlan plan_ps(const std::vector<int64_t>& numels, int shards, PsAssign assign,
-               double partition_mb, double bucket_mb, double first_bucket_mb);
+               double partition_mb, double bucket_mb, double first_bucket_mb,
+               int64_t element_bytes = 4);
 
 }  // namespace dlscale::dp

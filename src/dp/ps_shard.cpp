@@ -25,7 +25,7 @@ PsShard::PsShard(PsShardConfig config)
   base_.assign(workers_, 0);
   in_flight_.assign(workers_, false);
   report_.shard = config_.shard;
-  report_.bytes = m * 4;
+  report_.bytes = m * static_cast<int64_t>(values_.element_size());
   report_.staleness_histogram.assign(kHistogramBins, 0);
 }
 

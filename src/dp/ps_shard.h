@@ -33,6 +33,7 @@
 #include "comm/communicator.h"
 #include "dp/gradient_sync.h"
 #include "dp/ps_plan.h"
+#include "dp/ps_report.h"
 
 namespace dlscale::dp {
 

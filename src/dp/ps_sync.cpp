@@ -20,17 +20,18 @@ torch::Tensor flat(const torch::Tensor& t) {
 
 class PsSync : public GradientSync {
  public:
-  PsSync(std::vector<torch::Tensor> params, const SyncOptions& options, const PsSetup& setup);
+  PsSync(std::vector<torch::Tensor> params, const SyncOptions& options, const PsLayout& layout,
+         const SyncContext& context);
   ~PsSync() override;
   const SyncInfo& info() const override { return info_; }
   void begin_step() override;
   void begin_backward() override;
   SyncStepStats end_backward() override;
   void apply_update(torch::optim::Optimizer& optimizer) override;
-  std::vector<ShardReport> finish() override;
+  StrategyReport report() override;
 
  private:
-  void start_local_shard(const SyncOptions& options, const PsSetup& setup);
+  void start_local_shard(const SyncOptions& options, const PsLayout& layout, const SyncContext& context);
   void fill_info(const PsLayout& layout);
   void send_initial_values();
   void pull();
@@ -41,7 +42,9 @@ class PsSync : public GradientSync {
   void on_shard(int s, Fn&& fn);
 
   std::vector<torch::Tensor> params_;
+  PsOptions options_;
   PsPlan plan_;
+  std::vector<int64_t> shard_bytes_;
   SyncInfo info_;
   const bool overlap_;
   const bool bounded_;
@@ -66,13 +69,13 @@ class PsSync : public GradientSync {
   std::thread shard_thread_;
 };
 
-PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options,
-               const PsSetup& setup)
+PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options, const PsLayout& layout,
+               const SyncContext& context)
     : params_(std::move(params)),
+      options_(options.ps),
       overlap_(options.bucket_mb > 0),
       bounded_(options.ps.mode == PsMode::kAsync && options.ps.max_staleness >= 0),
-      shard_ranks_(setup.layout.shard_ranks) {
-  const PsLayout& layout = setup.layout;
+      shard_ranks_(layout.shard_ranks) {
   for (const auto& p : params_) {
     DLSCALE_CHECK(p.scalar_type() == torch::kFloat32 && p.device().is_cpu() &&
                       p.is_non_overlapping_and_dense(),
@@ -80,14 +83,15 @@ PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options,
                   c10::toString(p.scalar_type()), p.device().str());
   }
   plan_ = plan_ps(param_numels(params_), options.ps.shards, options.ps.assign,
-                  options.ps.partition_mb, options.bucket_mb, options.first_bucket_mb);
+                  options.ps.partition_mb, options.bucket_mb, options.first_bucket_mb,
+                  params_.empty() ? 4 : static_cast<int64_t>(params_.front().element_size()));
   DLSCALE_ASSERT(static_cast<int>(layout.shard_ranks.size()) == options.ps.shards);
   if (layout.comm != nullptr) {
     const auto& wr = layout.worker_ranks;
     worker_ = static_cast<int>(std::find(wr.begin(), wr.end(), layout.comm->rank()) - wr.begin());
     DLSCALE_ASSERT(worker_ < static_cast<int>(wr.size()));
   }
-  if (layout.local_shard >= 0) start_local_shard(options, setup);
+  if (layout.local_shard >= 0) start_local_shard(options, layout, context);
   for (int s = 0; s < options.ps.shards; ++s) {
     if (s == layout.local_shard) {
       shards_.push_back({local_worker_end_.get(), 1});
@@ -123,19 +127,21 @@ void PsSync::begin_step() {
 void PsSync::fill_info(const PsLayout& layout) {
   info_.strategy = "ps";
   info_.layout = overlap_ ? "bucketed" : "flat";
-  info_.shard_imbalance = plan_.imbalance();
+  info_.exchange = "pushes";
+  info_.exchanges_alone = true;  // one worker still pushes to and pulls from its shards
   for (const PsShardPlan& sp : plan_.shards) {
-    for (const PsBucket& b : sp.buckets) info_.bucket_bytes.push_back(b.length * 4);
-    info_.shard_bytes.push_back(sp.bytes());
+    for (const PsBucket& b : sp.buckets) info_.bucket_bytes.push_back(b.length * plan_.element_bytes);
+    shard_bytes_.push_back(sp.elements * plan_.element_bytes);
   }
+  info_.header = {ps_header_line(options_, shard_bytes_, plan_.imbalance())};
   // What this process sends over the network per step: its pushes to other
   // processes' shards, plus the pulls its own shard (colocated) serves to the
   // other workers; its own worker and shard talk through memory.
   const double s_bytes = static_cast<double>(
-      std::accumulate(info_.shard_bytes.begin(), info_.shard_bytes.end(), int64_t{0}));
+      std::accumulate(shard_bytes_.begin(), shard_bytes_.end(), int64_t{0}));
   const int n = std::max<int>(1, static_cast<int>(layout.worker_ranks.size()));
   const double local = layout.local_shard >= 0
-                           ? static_cast<double>(plan_.shards[layout.local_shard].bytes())
+                           ? static_cast<double>(plan_.shards[layout.local_shard].elements * plan_.element_bytes)
                            : 0.0;
   info_.formula_bytes_sent = s_bytes - local + (n - 1) * local;
   info_.formula = layout.local_shard >= 0 ? "S + (N-2) x S_k (pushes to the other shards, pulls "
@@ -143,9 +149,9 @@ void PsSync::fill_info(const PsLayout& layout) {
                                           : "S (pushes; the pulls bring S back)";
 }
 
-void PsSync::start_local_shard(const SyncOptions& options, const PsSetup& setup) {
-  const PsLayout& layout = setup.layout;
-  const auto timeout = layout.comm != nullptr ? layout.comm->timeout() : setup.timeout;
+void PsSync::start_local_shard(const SyncOptions& options, const PsLayout& layout,
+                               const SyncContext& context) {
+  const auto timeout = layout.comm != nullptr ? layout.comm->timeout() : context.timeout;
   local_group_ = std::make_shared<comm::InProcGroup>(2);
   local_worker_end_ = std::make_unique<comm::InProcCommunicator>(local_group_, 0, timeout);
   local_shard_end_ = std::make_unique<comm::InProcCommunicator>(local_group_, 1, timeout);
@@ -159,11 +165,11 @@ void PsSync::start_local_shard(const SyncOptions& options, const PsSetup& setup)
       config.workers.push_back({layout.comm, layout.worker_ranks[u]});
     }
   }
-  config.steps = setup.steps;
-  config.warmup = setup.warmup;
+  config.steps = context.steps;
+  config.warmup = context.warmup;
   config.mode = options.ps.mode;
   config.max_staleness = options.ps.max_staleness;
-  config.make_optimizer = setup.make_optimizer;
+  config.make_optimizer = context.make_optimizer;
   local_shard_ = std::make_shared<PsShard>(std::move(config));
   // A failed shard breaks the in-memory link: this process's worker then
   // fails at its next exchange with the shard (and exits 5), which closes
@@ -274,7 +280,7 @@ void PsSync::push_bucket(int s, int b) {
     sends_.push_back(shards_[s].comm->isend(grads_[s].narrow(0, bucket.offset, bucket.length),
                                             shards_[s].peer, static_cast<uint32_t>(b)));
   });
-  step_bytes_ += static_cast<double>(bucket.length) * 4;
+  step_bytes_ += static_cast<double>(bucket.length * plan_.element_bytes);
 }
 
 SyncStepStats PsSync::end_backward() {
@@ -301,7 +307,7 @@ void PsSync::apply_update(torch::optim::Optimizer& /*optimizer: the shards own t
   pull();
 }
 
-std::vector<ShardReport> PsSync::finish() {
+StrategyReport PsSync::report() {
   std::vector<ShardReport> reports;
   if (worker_ == 0) {
     for (size_t s = 0; s < shards_.size(); ++s) {
@@ -315,7 +321,17 @@ std::vector<ShardReport> PsSync::finish() {
     }
   }
   if (shard_thread_.joinable()) shard_thread_.join();
-  return reports;
+  StrategyReport r;
+  r.key = "ps";
+  r.section = ps_section(options_, shard_bytes_, plan_.imbalance(), reports);
+  r.summary = ps_summary_lines(options_, shard_bytes_, plan_.imbalance(), reports);
+  for (const ShardReport& shard : reports) {
+    const std::string track = fmt::format("ps shard {}", shard.shard);
+    for (size_t i = 0; i + 1 < shard.apply_intervals.size(); i += 2) {
+      r.spans.push_back({"apply", track, shard.apply_intervals[i], shard.apply_intervals[i + 1]});
+    }
+  }
+  return r;
 }
 
 }  // namespace
@@ -327,8 +343,9 @@ std::vector<int64_t> param_numels(const std::vector<torch::Tensor>& params) {
 }
 
 std::unique_ptr<GradientSync> make_ps_sync(std::vector<torch::Tensor> params,
-                                           const SyncOptions& options, const PsSetup& setup) {
-  return std::make_unique<PsSync>(std::move(params), options, setup);
+                                           const SyncOptions& options, const PsLayout& layout,
+                                           const SyncContext& context) {
+  return std::make_unique<PsSync>(std::move(params), options, layout, context);
 }
 
 }  // namespace dlscale::dp

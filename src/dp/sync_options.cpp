@@ -7,12 +7,12 @@ namespace dlscale::dp {
 
 namespace {
 
-constexpr EnumNames<Strategy, 5> kStrategies{"--strategy",
-                                             {{{Strategy::kAllreduce, "allreduce"},
-                                               {Strategy::kTree, "tree"},
-                                               {Strategy::kHierarchical, "hierarchical"},
-                                               {Strategy::kIndependent, "independent"},
-                                               {Strategy::kPs, "ps"}}}};
+constexpr EnumNames<StrategyKind, 5> kStrategies{"--strategy",
+                                             {{{StrategyKind::kAllreduce, "allreduce"},
+                                               {StrategyKind::kTree, "tree"},
+                                               {StrategyKind::kHierarchical, "hierarchical"},
+                                               {StrategyKind::kIndependent, "independent"},
+                                               {StrategyKind::kPs, "ps"}}}};
 constexpr EnumNames<Compression, 3> kCompressions{
     "--compress",
     {{{Compression::kNone, "none"}, {Compression::kFp16, "fp16"}, {Compression::kBf16, "bf16"}}}};
@@ -28,7 +28,7 @@ constexpr EnumNames<PsMode, 2> kModes{"--ps-mode",
 void check_ps_options(const SyncOptions& o) {
   const PsOptions& ps = o.ps;
   const PsOptions defaults;
-  if (o.strategy != Strategy::kPs) {
+  if (o.strategy != StrategyKind::kPs) {
     DLSCALE_CHECK(ps.shards == defaults.shards && ps.placement == defaults.placement &&
                       ps.assign == defaults.assign && ps.partition_mb == defaults.partition_mb &&
                       ps.mode == defaults.mode && ps.max_staleness == defaults.max_staleness,
@@ -57,8 +57,8 @@ std::string to_string(PsAssign assign) { return kAssigns.name(assign); }
 PsMode parse_ps_mode(const std::string& name) { return kModes.parse(name); }
 std::string to_string(PsMode mode) { return kModes.name(mode); }
 
-Strategy parse_strategy(const std::string& name) { return kStrategies.parse(name); }
-std::string to_string(Strategy strategy) { return kStrategies.name(strategy); }
+StrategyKind parse_strategy(const std::string& name) { return kStrategies.parse(name); }
+std::string to_string(StrategyKind strategy) { return kStrategies.name(strategy); }
 Compression parse_compression(const std::string& name) { return kCompressions.parse(name); }
 std::string to_string(Compression compression) { return kCompressions.name(compression); }
 
@@ -67,11 +67,11 @@ void check_sync_options(const SyncOptions& o) {
   DLSCALE_CHECK(o.first_bucket_mb > 0, "--first-bucket-mb must be > 0 (got {})", o.first_bucket_mb);
   DLSCALE_CHECK(o.ranks_per_node >= 0, "--ranks-per-node must be >= 0 (got {}; 0 = by host)",
                 o.ranks_per_node);
-  DLSCALE_CHECK(o.strategy != Strategy::kIndependent || o.compress == Compression::kNone,
+  DLSCALE_CHECK(o.strategy != StrategyKind::kIndependent || o.compress == Compression::kNone,
                 "--compress {} needs a strategy that exchanges gradients; --strategy independent "
                 "sends none",
                 to_string(o.compress));
-  DLSCALE_CHECK(o.ranks_per_node == 0 || o.strategy == Strategy::kHierarchical,
+  DLSCALE_CHECK(o.ranks_per_node == 0 || o.strategy == StrategyKind::kHierarchical,
                 "--ranks-per-node applies to --strategy hierarchical only (got --strategy {})",
                 to_string(o.strategy));
   check_ps_options(o);

@@ -5,10 +5,10 @@
 
 namespace dlscale::dp {
 
-enum class Strategy { kAllreduce, kTree, kHierarchical, kIndependent, kPs };
+enum class StrategyKind { kAllreduce, kTree, kHierarchical, kIndependent, kPs };
 /// "allreduce" | "tree" | "hierarchical" | "independent" | "ps"; throws dlscale::Error otherwise.
-Strategy parse_strategy(const std::string& name);
-std::string to_string(Strategy strategy);
+StrategyKind parse_strategy(const std::string& name);
+std::string to_string(StrategyKind strategy);
 
 /// The type gradients travel and are summed in.
 enum class Compression { kNone, kFp16, kBf16 };
@@ -38,7 +38,7 @@ struct PsOptions {
 };
 
 struct SyncOptions {
-  Strategy strategy = Strategy::kAllreduce;
+  StrategyKind strategy = StrategyKind::kAllreduce;
   double bucket_mb = 25.0;       ///< bucket capacity in MiB; 0 = one bucket after backward
   double first_bucket_mb = 1.0;  ///< capacity of the first bucket (the last layers' gradients)
   Compression compress = Compression::kNone;

@@ -6,44 +6,14 @@
 
 #include "cluster/cluster.h"
 #include "comm/session.h"
-#include "core/devices.h"
+#include "compute/devices.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/torch_compat.h"
+#include "compute/torch_compat.h"
 #include "launch/cluster_launcher.h"
-#include "train/ps_server.h"
-#include "train/trainer.h"
 
 namespace dlscale::launch {
 namespace {
-
-/// Forwards to the console (rank 0) and reports progress to the launcher.
-class WorkerObserver : public train::TrainObserver {
- public:
-  WorkerObserver(train::TrainObserver* console, StatusWriter status)
-      : console_(console), status_(status) {}
-  void on_start(const train::TrainResult& r) override {
-    status_.write("starting steps");
-    if (console_) console_->on_start(r);
-  }
-  void on_phase(int64_t step, const char* phase) override {
-    status_.write(fmt::format("step {} {}", step + 1, phase));
-  }
-  void on_step(const train::StepRecord& s, const train::TrainResult& r) override {
-    if (console_) console_->on_step(s, r);
-  }
-  void on_eval(const train::EvalRecord& e, const train::TrainResult& r) override {
-    if (console_) console_->on_eval(e, r);
-  }
-  void on_finish(const train::TrainResult& r) override {
-    status_.write("finishing");
-    if (console_) console_->on_finish(r);
-  }
-
- private:
-  train::TrainObserver* console_;
-  StatusWriter status_;
-};
 
 std::string this_host_name() {
   char host[256] = {};
@@ -166,106 +136,6 @@ void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<
     slot.node_name = this_host_name();
     body(slot);
   }
-}
-
-namespace {
-
-train::WorkerContext worker_context(const WorkerSlot& slot) {
-  train::WorkerContext ctx;
-  ctx.rank = slot.env->rank;
-  ctx.world_size = slot.comm != nullptr ? slot.env->world_size : 1;
-  ctx.local_rank = slot.env->local_rank;
-  ctx.local_world_size = slot.comm != nullptr ? slot.env->local_world_size : 1;
-  ctx.comm = slot.comm;
-  ctx.node_name = slot.node_name;
-  return ctx;
-}
-
-void train_worker(const train::TrainOptions& options, const train::WorkerContext& ctx,
-                  WorkerSlot& slot, const std::vector<std::string>& argv, std::ostream& out) {
-  slot.status.write("building model");
-  train::Trainer trainer(options, ctx, argv);
-  train::ConsoleObserver console(out);
-  WorkerObserver observer(slot.prints ? &console : nullptr, slot.status);
-  trainer.run(observer);
-}
-
-/// --strategy ps: the job's processes become shards and workers
-/// (docs/strategies.md, "Parameter server").
-void ps_job(const train::TrainOptions& options, const dp::PsOptions& ps, WorkerSlot& slot,
-            const std::vector<std::string>& argv, std::ostream& out) {
-  DLSCALE_CHECK(slot.comm == nullptr || slot.comm->concurrent_point_to_point(),
-                "--strategy ps serves each worker from its own thread and needs "
-                "MPI_THREAD_MULTIPLE: use --mpi-collectives blocking (the default) with an MPI "
-                "library that provides it, or --backend gloo");
-  train::WorkerContext ctx = worker_context(slot);
-  dp::PsLayout layout;
-  std::unique_ptr<comm::Communicator> owned;
-  for (int s = 0; s < ps.shards; ++s) layout.shard_ranks.push_back(s);
-  if (ps.placement == dp::PsPlacement::kDedicated) {
-    // The first K ranks serve; the others train on a communicator of their own.
-    comm::Communicator& world = *slot.comm;
-    const bool server = world.rank() < ps.shards;
-    owned = world.split(server ? -1 : 0, world.rank());
-    layout.comm = &world;
-    for (int r = ps.shards; r < world.size(); ++r) layout.worker_ranks.push_back(r);
-    if (server) {
-      slot.status.write(fmt::format("ps shard {} serving", world.rank()));
-      train::run_ps_server(options, layout, world.rank(), [&](const std::string& status) {
-        slot.status.write(status);
-      });
-      return;
-    }
-    ctx.rank = world.rank() - ps.shards;
-    ctx.world_size = world.size() - ps.shards;
-    ctx.comm = owned.get();
-  } else if (slot.comm != nullptr) {
-    // Shard threads and workers share a duplicate of the world, point to point only.
-    owned = slot.comm->split(0, slot.comm->rank());
-    layout.comm = owned.get();
-    for (int r = 0; r < owned->size(); ++r) layout.worker_ranks.push_back(r);
-    layout.local_shard = owned->rank() < ps.shards ? owned->rank() : -1;
-  } else {
-    layout.local_shard = 0;  // one process: the worker and its shard
-  }
-  ctx.ps = &layout;
-  train_worker(options, ctx, slot, argv, out);
-}
-
-}  // namespace
-
-void run_train(const train::TrainOptions& options, const LaunchEnv& env,
-               const std::vector<std::string>& argv, std::ostream& out) {
-  // Validate once here, so bad input is one error, not one per worker.
-  const launch::JobOptions job = train::job_options(options);
-  int workers = env.is_worker() ? env.world_size - job.servers : 0;
-  int local_workers = 0;
-  // The cluster launcher checks the job it will start on every host.
-  if (!options.cluster.empty() && env.cluster.name.empty()) {
-    if (const auto spec = cluster::find_cluster(options.cluster)) {
-      workers = spec->hosts * options.workers_per_host;
-      local_workers = options.workers_per_host;
-    }
-  }
-  DLSCALE_CHECK(!env.is_worker() || workers >= 1,
-                "--ps-shards {} dedicated server(s) leave no worker among the job's {} ranks; "
-                "start more ranks or use fewer shards",
-                job.servers, env.world_size);
-  train::TrainOptions with_cluster = options;
-  with_cluster.cluster_hosts = env.cluster.hosts;  // for the record
-  with_cluster.cluster_link_mbit = env.cluster.link_mbit;
-  const train::ResolvedTrainOptions resolved =
-      train::resolve_train_options(with_cluster, workers, local_workers);
-  if (resolved.sync.strategy == dp::Strategy::kPs && !env.is_worker()) {
-    train::plan_ps_variables(resolved);  // more shards than variables: one error, now
-  }
-  run_job(train::job_options(resolved.options), env, argv, [&](WorkerSlot& slot) {
-    if (resolved.sync.strategy == dp::Strategy::kPs) {
-      ps_job(with_cluster, resolved.sync.ps, slot, argv, out);
-    } else {
-      train_worker(with_cluster, worker_context(slot), slot, argv, out);
-    }
-  });
 }
 
 }  // namespace dlscale::launch

@@ -1,8 +1,8 @@
 #pragma once
 // A job end to end, whatever the launch: one process, a launcher spawning
 // local workers, or one worker of a job (spawned, mpirun, srun). `dlscale
-// train` and `dlscale commbench` are both jobs; they differ in the body each
-// worker runs.
+// train` (launch/train_job.h) and `dlscale commbench` (launch/commbench_job.h)
+// are both jobs; they differ in the body each worker runs.
 #include <chrono>
 #include <functional>
 #include <ostream>
@@ -13,7 +13,6 @@
 #include "launch/job_options.h"
 #include "launch/launch_env.h"
 #include "launch/local_launcher.h"
-#include "train/train_options.h"
 
 namespace dlscale::launch {
 
@@ -36,9 +35,5 @@ using WorkerBody = std::function<void(WorkerSlot&)>;
 /// dlscale::PeerFailure when a peer or the network fails.
 void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<std::string>& argv,
              const WorkerBody& body);
-
-/// `dlscale train`: runs the training job. `out` receives rank 0's report.
-void run_train(const train::TrainOptions& options, const LaunchEnv& env,
-               const std::vector<std::string>& argv, std::ostream& out);
 
 }  // namespace dlscale::launch

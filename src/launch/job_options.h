@@ -26,7 +26,7 @@ struct JobOptions {
   /// gloo | mpi | nccl; "" = mpi under mpirun, else nccl for --device cuda
   /// with a GPU per rank in a build with NCCL, else gloo.
   std::string backend;
-  std::string device = "cpu";             ///< cpu | cuda | cuda:N (core/devices.h)
+  std::string device = "cpu";             ///< cpu | cuda | cuda:N (compute/devices.h)
   bool share_gpus = false;                ///< several local workers per GPU
   /// mpi: "blocking" (under a deadline watchdog; needs MPI_THREAD_MULTIPLE,
   /// else falls back) or "polled" (non-blocking, polled against the deadline).

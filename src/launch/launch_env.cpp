@@ -63,15 +63,6 @@ ClusterHost read_cluster(const EnvLookup& env) {
 
 }  // namespace
 
-nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
-                            double link_mbit) {
-  if (name.empty()) return nullptr;
-  return {{"name", name},
-          {"hosts", hosts},
-          {"workers_per_host", workers_per_host},
-          {"link_mbit", link_mbit}};
-}
-
 LaunchEnv detect_launch_env(const EnvLookup& env) {
   LaunchEnv e;
   if (env(kEnvRank) != nullptr) {

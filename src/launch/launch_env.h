@@ -6,6 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cluster/cluster.h"
+#include "core/job_env.h"
+
 namespace dlscale::launch {
 
 enum class LaunchKind {
@@ -25,10 +28,7 @@ struct ClusterHost {
   double link_mbit = 0;  ///< each link's rate; 0 = unshaped
 };
 
-/// A record's `inputs.cluster`: {name, hosts, workers_per_host, link_mbit},
-/// or null outside a cluster job (`name` empty).
-nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
-                            double link_mbit);
+using cluster::cluster_json;  ///< cluster/cluster.h
 
 struct LaunchEnv {
   LaunchKind kind = LaunchKind::kStandalone;
@@ -61,7 +61,7 @@ inline constexpr const char* kEnvLocalWorldSize = "DLSCALE_LOCAL_WORLD_SIZE";
 inline constexpr const char* kEnvMasterAddr = "DLSCALE_MASTER_ADDR";
 inline constexpr const char* kEnvMasterPort = "DLSCALE_MASTER_PORT";
 inline constexpr const char* kEnvStatusFd = "DLSCALE_STATUS_FD";
-inline constexpr const char* kEnvJobSecret = "DLSCALE_JOB_SECRET";
+using dlscale::kEnvJobSecret;  ///< core/job_env.h
 /// "NAME:HOST:HOSTS:LINK_MBIT".
 inline constexpr const char* kEnvCluster = "DLSCALE_CLUSTER";
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/record_keys.h"
 #include "core/stats.h"
 #include "report/commbench_report.h"
 #include "report/report.h"
@@ -275,7 +276,7 @@ std::string tta_charts(const std::vector<TtaRow>& rows) {
       t.points.emplace_back(p.run_seconds, 100 * p.top1);
     }
     if (e.points.empty()) continue;
-    const auto target = run.repeat->metrics.find("conv_target");
+    const auto target = run.repeat->metrics.find(std::string(record::metric::kConvergencePrefix) + "target");
     targets.insert(target == run.repeat->metrics.end() ? 0.0 : target->second);
     by_epoch.push_back(std::move(e));
     by_time.push_back(std::move(t));

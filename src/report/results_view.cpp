@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/record_keys.h"
 #include "core/stats.h"
 #include "core/text_table.h"
 
@@ -27,7 +28,9 @@ std::string list_runs(const std::vector<sweep::RunRecord>& runs) {
     for (const auto& rep : r.repeats) {
       if (rep.status != sweep::kStatusCompleted) continue;
       ++completed;
-      if (rep.metrics.count("samples_per_sec")) rates.push_back(rep.metrics.at("samples_per_sec"));
+      if (const auto it = rep.metrics.find(record::metric::kSamplesPerSec); it != rep.metrics.end()) {
+        rates.push_back(it->second);
+      }
     }
     auto p = [&](const char* name) { return sweep::param_text(r.params, name, "-"); };
     t.add_row({std::to_string(r.id), r.sweep, r.status, p("kind"), p("model"), p("scaling"), p("workers"), p("batch"),

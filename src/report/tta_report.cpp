@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/record_keys.h"
 #include "core/stats.h"
 
 namespace dlscale::report {
@@ -24,26 +25,27 @@ const std::set<std::string> kNotLabels = {
     "command",    "launcher-args", "throughput-pattern", "model",   "seed",    "mllog",
     "checkpoint", "trace",         "save-weights",       "json"};
 
-std::optional<double> metric(const sweep::RepeatRecord& r, const char* name) {
-  const auto it = r.metrics.find(name);
+/// A convergence metric of the repeat ("run_s" is stored as "conv_run_s").
+std::optional<double> conv_metric(const sweep::RepeatRecord& r, const std::string& key) {
+  const auto it = r.metrics.find(record::metric::kConvergencePrefix + key);
   if (it == r.metrics.end()) return std::nullopt;
   return it->second;
 }
 
 /// The repeat as a run of the report, when it completed and evaluated.
 std::optional<TtaRun> tta_run(const RunRecord& run, const sweep::RepeatRecord& rep) {
-  if (rep.status != sweep::kStatusCompleted || !rep.metrics.count("conv_run_s"))
-    return std::nullopt;
+  if (rep.status != sweep::kStatusCompleted || !conv_metric(rep, "run_s")) return std::nullopt;
   TtaRun t;
   t.run = &run;
   t.repeat = &rep;
-  if (const auto success = metric(rep, "conv_success"))
-    t.status = *success > 0 ? "success" : "aborted";
+  if (const auto success = rep.metrics.find(record::metric::kConvergenceSuccess);
+      success != rep.metrics.end())
+    t.status = success->second > 0 ? "success" : "aborted";
   if (t.status == "success") {
-    t.time_to_accuracy_s = metric(rep, "conv_time_to_accuracy_s");
-    t.epochs_to_target = metric(rep, "conv_epochs_to_target");
+    t.time_to_accuracy_s = conv_metric(rep, "time_to_accuracy_s");
+    t.epochs_to_target = conv_metric(rep, "epochs_to_target");
   }
-  t.final_top1 = metric(rep, "conv_final_top1");
+  t.final_top1 = conv_metric(rep, "final_top1");
   return t;
 }
 

@@ -4,12 +4,15 @@
 // by run key, failure isolation and the DLBS out-of-memory rule
 // (docs/sweep-files.md).
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "sweep/command.h"
 #include "sweep/planner.h"
+#include "sweep/record_metrics.h"
 #include "sweep/results_store.h"
 
 namespace dlscale::sweep {
@@ -44,30 +47,5 @@ struct SweepOutcome {
 /// run (it is stored as failed with its reason); throws dlscale::Error only
 /// for problems of the sweep itself (store or output directory unusable).
 SweepOutcome run_sweep(const std::vector<PlannedRun>& plan, ResultsStore& store, const SweepRunOptions& options);
-
-/// The parameters of repeat `repeat` (1-based) of a run. A dlscale run that
-/// evaluates (target-accuracy, epochs, eval-every or eval-every-steps) takes
-/// a new seed for each repeat, as MLPerf's runs of one benchmark differ in
-/// seed: repeat k of seed s (train's default 42 when unset) runs seed
-/// s + 1000·(k − 1), clear of a small seed list swept as a variable. Other
-/// runs repeat exactly (timing noise is what their repeats measure).
-Params repeat_params(const Params& params, int repeat);
-inline constexpr long long kDefaultSeed = 42;  ///< train's --seed default
-
-/// The argv of one repeat: `dlscale train …` (possibly under mpirun/srun)
-/// or the external command with `${param}` substituted. `record_path` is
-/// where a dlscale run writes its JSON record.
-std::vector<std::string> build_command(const Params& params, const std::string& dlscale_binary,
-                                       const std::string& record_path);
-
-/// Splits a command template into words like a shell would (spaces, '…',
-/// "…", backslash) without running one.
-std::vector<std::string> split_command(const std::string& text);
-
-/// Metrics of one successful repeat from the dlscale JSON record or, for an
-/// external run, from the throughput pattern in its log. Throws
-/// dlscale::Error naming what is missing.
-std::map<std::string, double> extract_metrics(const Params& params, const std::string& record_json,
-                                              const std::string& log_text);
 
 }  // namespace dlscale::sweep

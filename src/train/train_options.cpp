@@ -5,11 +5,12 @@
 #include <torch/torch.h>
 
 #include "core/enum_names.h"
-#include "core/devices.h"
+#include "compute/devices.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sysinfo.h"
-#include "core/torch_compat.h"
+#include "compute/torch_compat.h"
+#include "dp/strategy.h"
 #include "models/model.h"
 
 namespace dlscale::train {
@@ -42,7 +43,7 @@ std::string to_string(SyncBuffers policy) { return kSyncBuffers.name(policy); }
 namespace {
 
 /// The device parses and exists (which GPU a worker gets is decided later,
-/// by its local rank: core/devices.h).
+/// by its local rank: compute/devices.h).
 void check_device(const std::string& device) { worker_device(device, 0, 1, /*share_gpus=*/true); }
 
 }  // namespace
@@ -70,30 +71,25 @@ constexpr double kMaxRate = 1e6;
 constexpr double kMaxMiB = 1e6;
 constexpr double kMaxTimeoutS = 1e7;
 
-/// The parts of a recipe a strategy cannot honour, refused up front.
-void check_recipe_strategy(const ResolvedTrainOptions& r) {
+/// What the run asks that its strategy may not honour, refused up front.
+void check_strategy(const ResolvedTrainOptions& r) {
   const RecipeOptions& recipe = r.options.recipe;
-  if (r.sync.strategy == dp::Strategy::kPs) {
-    // Shards hold the optimizer over flat slices of the variables: no
-    // per-tensor groups and no per-step rate from the workers.
-    DLSCALE_CHECK(r.optimizer != OptimizerKind::kLars && recipe.wd_exclude != "bias-norm" &&
-                      recipe.lr_schedule == "constant" && recipe.warmup_epochs == 0,
-                  "--strategy ps applies updates on its shards over flat slices of the variables "
-                  "with a constant rate: --optimizer lars, --wd-exclude bias-norm, "
-                  "--lr-schedule and --warmup-epochs need another strategy");
-  }
-  const bool checkpoints = !recipe.checkpoint_path.empty() || !recipe.resume_path.empty();
-  DLSCALE_CHECK(!checkpoints || (r.sync.strategy != dp::Strategy::kPs &&
-                                 r.sync.strategy != dp::Strategy::kIndependent),
+  dp::RunNeeds needs;
+  needs.per_tensor_update = r.optimizer == OptimizerKind::kLars || recipe.wd_exclude == "bias-norm";
+  needs.changing_rate = recipe.lr_schedule != "constant" || recipe.warmup_epochs > 0;
+  needs.checkpoints = !recipe.checkpoint_path.empty() || !recipe.resume_path.empty();
+  needs.stops_early = recipe.target_accuracy > 0;
+  needs.loss_scaling = r.amp == AmpMode::kFp16;
+  needs.buffers_every_step = r.sync_buffers == SyncBuffers::kStep;
+  needs.workers = r.world_size;
+  const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(r.sync);
+  strategy->check(needs);
+  const std::string refusal = strategy->checkpoint_refusal();
+  DLSCALE_CHECK(!needs.checkpoints || refusal.empty(),
                 "--checkpoint/--resume save one replica and its optimizer; --strategy {} keeps "
                 "{}, so it cannot be checkpointed",
-                r.options.strategy,
-                r.sync.strategy == dp::Strategy::kPs ? "optimizer state on its shards"
-                                                     : "replicas that differ");
-  DLSCALE_CHECK(recipe.target_accuracy == 0 || r.sync.strategy != dp::Strategy::kPs,
-                "--target-accuracy stops a run early, which --strategy ps cannot: its shards "
-                "serve a fixed number of steps");
-  DLSCALE_CHECK(!checkpoints || r.options.data.order != "streaming",
+                r.options.strategy, refusal);
+  DLSCALE_CHECK(!needs.checkpoints || r.options.data.order != "streaming",
                 "--checkpoint/--resume need --data-order global: a streaming shuffle buffer's "
                 "position is not saved");
 }
@@ -124,6 +120,22 @@ void check_train_outputs(const TrainOptions& o) {
 
 }  // namespace
 
+dp::SyncOptions sync_options(const TrainOptions& o) {
+  dp::SyncOptions s;
+  s.strategy = dp::parse_strategy(o.strategy);
+  s.compress = dp::parse_compression(o.compress);
+  s.bucket_mb = o.bucket_mb;
+  s.first_bucket_mb = o.first_bucket_mb;
+  s.ranks_per_node = o.ranks_per_node;
+  s.ps.shards = o.ps_shards;
+  s.ps.placement = dp::parse_ps_placement(o.ps_placement);
+  s.ps.assign = dp::parse_ps_assign(o.ps_assign);
+  s.ps.partition_mb = o.ps_partition_mb;
+  s.ps.mode = dp::parse_ps_mode(o.ps_mode);
+  s.ps.max_staleness = o.max_staleness;
+  return s;
+}
+
 launch::JobOptions job_options(const TrainOptions& o) {
   launch::JobOptions j;
   j.workers = o.workers;
@@ -145,8 +157,8 @@ launch::JobOptions job_options(const TrainOptions& o) {
   j.threads_per_worker = o.threads;
   j.bind_cores = o.bind_cores;
   j.verbose_ranks = o.verbose_ranks;
-  // Dedicated parameter-server shards are processes of the job, not workers.
-  if (o.strategy == "ps" && o.ps_placement == "dedicated") j.servers = o.ps_shards;
+  // Servers (dedicated parameter-server shards) are processes of the job, not workers.
+  j.servers = dp::make_strategy(sync_options(o))->servers();
   return j;
 }
 
@@ -157,31 +169,11 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   TrainOptions& o = r.options;
   const models::ModelSpec& spec = models::find_model(o.model);
   launch::check_job_options(job_options(o));
-  r.sync.strategy = dp::parse_strategy(o.strategy);
-  r.sync.compress = dp::parse_compression(o.compress);
-  r.sync.bucket_mb = o.bucket_mb;
-  r.sync.first_bucket_mb = o.first_bucket_mb;
-  r.sync.ranks_per_node = o.ranks_per_node;
-  r.sync.ps.shards = o.ps_shards;
-  r.sync.ps.placement = dp::parse_ps_placement(o.ps_placement);
-  r.sync.ps.assign = dp::parse_ps_assign(o.ps_assign);
-  r.sync.ps.partition_mb = o.ps_partition_mb;
-  r.sync.ps.mode = dp::parse_ps_mode(o.ps_mode);
-  r.sync.ps.max_staleness = o.max_staleness;
+  r.sync = sync_options(o);
   dp::check_sync_options(r.sync);
   r.sync_buffers = parse_sync_buffers(o.sync_buffers);
-  DLSCALE_CHECK(r.sync_buffers != SyncBuffers::kStep || r.sync.strategy != dp::Strategy::kPs ||
-                    r.sync.ps.mode != dp::PsMode::kAsync,
-                "--sync-buffers step broadcasts before every step, which needs workers in "
-                "lockstep; --ps-mode async workers are not: use --sync-buffers init or none");
   r.world_size = world_size > 0 ? world_size : o.nnodes * o.workers;
   r.local_world_size = local_world_size > 0 ? local_world_size : o.workers;
-  DLSCALE_CHECK(r.sync.strategy != dp::Strategy::kPs ||
-                    r.sync.ps.placement != dp::PsPlacement::kColocated ||
-                    r.sync.ps.shards <= r.world_size,
-                "--ps-shards {} with --ps-placement colocated needs as many workers to host them "
-                "(got {}); use fewer shards or --ps-placement dedicated",
-                r.sync.ps.shards, r.world_size);
   DLSCALE_CHECK(o.global_batch >= 0 && o.global_batch <= kMaxGlobalBatch,
                 "--global-batch must be in [0, {}] (got {}; 0 = weak scaling)", kMaxGlobalBatch,
                 o.global_batch);
@@ -237,14 +229,11 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   check_device(o.device);
   data::check_data_options(o.data);
   check_recipe(o.recipe, o.data.spec != "synthetic");
-  check_recipe_strategy(r);
   r.memory_format = parse_memory_format(o.memory_format);
   r.amp = parse_amp(o.amp);
   DLSCALE_CHECK(r.amp != AmpMode::kFp16 || torch::Device(o.device).is_cuda(),
                 "--amp fp16 needs --device cuda (on CPU use --amp bf16)");
-  DLSCALE_CHECK(r.amp != AmpMode::kFp16 || o.strategy != "ps",
-                "--amp fp16 scales the loss and unscales combined gradients, which the parameter "
-                "server's shards never see: use --amp bf16 with --strategy ps");
+  check_strategy(r);
 
   const models::ModelOptions mo = models::resolve_options(spec, model_options(o));
   o.num_classes = mo.num_classes;

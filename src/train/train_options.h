@@ -113,6 +113,9 @@ struct ResolvedTrainOptions {
 /// The model-building part of `options` (not yet resolved against the spec).
 models::ModelOptions model_options(const TrainOptions& options);
 
+/// The strategy part of `options`, parsed (not yet checked).
+dp::SyncOptions sync_options(const TrainOptions& options);
+
 /// The launch part of `options` (threads as given: resolve first). Throws
 /// dlscale::Error when --timeout is not a positive number of seconds.
 launch::JobOptions job_options(const TrainOptions& options);

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "core/record_keys.h"
 #include "core/text_table.h"
-#include "launch/launch_env.h"
+#include "dp/strategy.h"
+#include "cluster/cluster.h"
 
 namespace dlscale::train {
 
@@ -64,50 +66,6 @@ TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t globa
   return s;
 }
 
-namespace {
-
-/// The parameter server's part of the record (null for other strategies).
-/// Scalars a sweep keeps as metrics sit at the top: the worst shard's bytes
-/// and time (the PS link is the bottleneck) and the staleness.
-nlohmann::json ps_json(const PsSummary& ps) {
-  if (!ps.enabled) return nullptr;
-  nlohmann::json shards = nlohmann::json::array();
-  double in_max = 0;
-  double busy_max = 0;
-  for (const auto& r : ps.reports) {
-    shards.push_back({{"shard", r.shard},
-                      {"bytes", r.bytes},
-                      {"busy_ms_per_step", r.busy_seconds_per_step * 1e3},
-                      {"bytes_in_per_step", r.bytes_in_per_step},
-                      {"bytes_out_per_step", r.bytes_out_per_step},
-                      {"updates", r.updates},
-                      {"staleness_mean", r.staleness_mean},
-                      {"staleness_max", r.staleness_max},
-                      {"staleness_histogram", r.staleness_histogram}});
-    in_max = std::max(in_max, r.bytes_in_per_step);
-    busy_max = std::max(busy_max, r.busy_seconds_per_step * 1e3);
-  }
-  int64_t bytes_max = 0;
-  for (int64_t b : ps.shard_bytes) bytes_max = std::max(bytes_max, b);
-  return {{"placement", ps.placement},
-          {"assign", ps.assign},
-          {"mode", ps.mode},
-          {"shards", ps.shards},
-          {"max_staleness", ps.max_staleness},
-          {"partition_mb", ps.partition_mb},
-          {"shard_bytes", ps.shard_bytes},
-          {"shard_bytes_max", bytes_max},
-          {"imbalance", ps.imbalance},
-          {"shard_bytes_in_per_step_max", in_max},
-          {"shard_busy_ms_per_step_max", busy_max},
-          {"staleness_mean", ps.staleness_mean},
-          {"staleness_max", ps.staleness_max},
-          {"staleness_histogram", ps.staleness_histogram},
-          {"per_shard", shards}};
-}
-
-}  // namespace
-
 nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
   const TrainOptions& o = c.options;
   return {{"model", o.model},
@@ -122,7 +80,7 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
           {"master_bind", o.master_bind},
           {"backend", o.backend},
           {"mpi_collectives", o.mpi_collectives},
-          {"cluster", launch::cluster_json(o.cluster, o.cluster_hosts, o.workers_per_host,
+          {"cluster", cluster::cluster_json(o.cluster, o.cluster_hosts, o.workers_per_host,
                                            o.cluster_link_mbit)},
           {"strategy", o.strategy},
           {"compress", o.compress},
@@ -214,8 +172,9 @@ nlohmann::json data_json(const DataSummary& d, int64_t measured_steps) {
           {"measured_steps", measured_steps}};
 }
 
-nlohmann::json to_json(const TrainResult& r) {
-  const TrainSummary& s = r.summary;
+namespace {
+
+nlohmann::json environment_json(const TrainResult& r) {
   nlohmann::json env = dlscale::to_json(r.system);
   env["torch_version"] = r.runtime.torch_version;
   env["compute_threads"] = r.runtime.compute_threads;
@@ -225,40 +184,45 @@ nlohmann::json to_json(const TrainResult& r) {
   env["gpu"] = r.runtime.gpu;
   env["phase_timing"] = r.runtime.phase_timing;
   env["data_source"] = r.runtime.data_source;
+  return env;
+}
 
-  auto breakdown_json = [](const StepTimes& t) {
-    nlohmann::json b = nlohmann::json::object();
-    for (size_t p = 0; p < kNumPhases; ++p) b[kPhaseNames[p]] = ms(phase_seconds(t, p));
-    return b;
-  };
-  const nlohmann::json breakdown = breakdown_json(s.median_times);
-  nlohmann::json per_rank = nlohmann::json::array();
-  for (const auto& t : r.rank_median_times) per_rank.push_back(breakdown_json(t));
-  nlohmann::json comm = nullptr;
-  if (r.config.world_size > 1 || r.ps.enabled) {
-    comm = {{"backend", r.comm.backend},
-            {"strategy", r.comm.strategy},
-            {"layout", r.comm.layout},
-            {"wire_dtype", r.comm.wire_dtype},
-            {"nodes", r.comm.nodes},
-            {"buckets", r.comm.bucket_bytes.size()},
-            {"bucket_bytes", r.comm.bucket_bytes},
-            {"bytes_per_step", r.comm.bytes_per_step},
-            {"busy_ms_p50", r.comm.busy_ms_p50},
-            {"algbw_gbps", r.comm.algbw_gbps},
-            {"busbw_gbps", r.comm.busbw_gbps},
-            {"bytes_sent_formula", r.comm.formula},
-            {"bytes_sent_per_step_formula", r.comm.formula_bytes_sent},
-            {"bytes_sent_per_step_tcp", tcp_json(r.comm.tcp_bytes_sent)},
-            {"replicas_should_match", r.comm.replicas_should_match},
-            {"replicas_identical", r.comm.replicas_identical}};
-  }
+nlohmann::json breakdown_json(const StepTimes& t) {
+  nlohmann::json b = nlohmann::json::object();
+  for (size_t p = 0; p < kNumPhases; ++p) b[kPhaseNames[p]] = ms(phase_seconds(t, p));
+  return b;
+}
+
+/// results.comm: null unless gradients were exchanged.
+nlohmann::json comm_json(const TrainResult& r) {
+  using namespace record;
+  if (!r.exchanged) return nullptr;
+  return {{"backend", r.comm.backend},
+          {"strategy", r.comm.strategy},
+          {"layout", r.comm.layout},
+          {"wire_dtype", r.comm.wire_dtype},
+          {"nodes", r.comm.nodes},
+          {"buckets", r.comm.bucket_bytes.size()},
+          {"bucket_bytes", r.comm.bucket_bytes},
+          {kCommBytesPerStep, r.comm.bytes_per_step},
+          {kCommBusyMsP50, r.comm.busy_ms_p50},
+          {kCommAlgbwGbps, r.comm.algbw_gbps},
+          {kCommBusbwGbps, r.comm.busbw_gbps},
+          {"bytes_sent_formula", r.comm.formula},
+          {kCommBytesSentFormula, r.comm.formula_bytes_sent},
+          {kCommBytesSentTcp, tcp_json(r.comm.tcp_bytes_sent)},
+          {"replicas_should_match", r.comm.replicas_should_match},
+          {kCommReplicasIdentical, r.comm.replicas_identical}};
+}
+
+/// "steps": each step's loss, rate and phase times, column by column.
+nlohmann::json steps_json(const std::vector<StepRecord>& steps) {
   nlohmann::json per_step = {{"step", nlohmann::json::array()},
                              {"loss", nlohmann::json::array()},
                              {"lr", nlohmann::json::array()},
                              {"measured", nlohmann::json::array()}};
   for (const char* name : kPhaseNames) per_step[std::string(name) + "_ms"] = nlohmann::json::array();
-  for (const auto& step : r.steps) {
+  for (const auto& step : steps) {
     per_step["step"].push_back(step.step);
     per_step["loss"].push_back(step.loss);
     per_step["lr"].push_back(step.lr);
@@ -267,48 +231,62 @@ nlohmann::json to_json(const TrainResult& r) {
       per_step[std::string(kPhaseNames[p]) + "_ms"].push_back(ms(phase_seconds(step.times, p)));
     }
   }
-  const double fwd_flops = r.model.flops_per_sample();
-  return {
-      {"schema", "dlscale.train/1"},
-      {"kind", "train"},
-      {"status", "ok"},
-      {"argv", r.argv},
-      {"started_at", r.started_at},
-      {"finished_at", r.finished_at},
-      {"inputs", inputs_json(r.config)},
-      {"model",
-       {{"name", r.model.name},
-        {"parameters", r.model.parameters},
-        {"macs_per_sample", r.model.macs_per_sample},
-        {"forward_flops_per_sample", fwd_flops},
-        {"input_shape", {r.model.channels, r.model.image_size, r.model.image_size}},
-        {"num_classes", r.model.num_classes}}},
-      {"environment", env},
-      {"precision",
-       {{"amp", to_string(r.config.amp)},
-        {"skipped_steps", r.runtime.amp_skipped_steps},
-        {"loss_scale", r.runtime.loss_scale}}},
-      {"results",
-       {{"samples_per_sec", s.samples_per_sec},
-        {"samples_per_sec_mean", s.step_rate.mean},
-        {"samples_per_sec_uncertainty", s.step_rate.uncertainty},
-        {"samples_per_sec_jitter", s.step_rate.jitter},
-        {"step_time_mean_ms", ms(s.step_time.mean)},
-        {"step_time_p50_ms", ms(s.step_time.p50)},
-        {"step_time_p95_ms", ms(s.step_time.p95)},
-        {"wall_seconds", s.wall_seconds},
-        {"measured_steps", s.measured_steps},
-        {"breakdown_ms", breakdown},
-        {"breakdown_ms_per_rank", per_rank},
-        {"comm", comm},
-        {"ps", ps_json(r.ps)},
-        {"data", data_json(r.data, s.measured_steps)},
-        {"convergence", to_json(r.convergence)},
-        {"loss_first", s.first_loss},
-        {"loss_last", s.last_loss},
-        // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
-        {"est_train_gflops_per_sec", 3.0 * fwd_flops * s.samples_per_sec / 1e9}}},
-      {"steps", per_step}};
+  return per_step;
+}
+
+nlohmann::json results_json(const TrainResult& r) {
+  using namespace record;
+  const TrainSummary& s = r.summary;
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (const auto& t : r.rank_median_times) per_rank.push_back(breakdown_json(t));
+  nlohmann::json results = {{kSamplesPerSec, s.samples_per_sec},
+          {kSamplesPerSecMean, s.step_rate.mean},
+          {kSamplesPerSecUncertainty, s.step_rate.uncertainty},
+          {kSamplesPerSecJitter, s.step_rate.jitter},
+          {kStepTimeMeanMs, ms(s.step_time.mean)},
+          {kStepTimeP50Ms, ms(s.step_time.p50)},
+          {kStepTimeP95Ms, ms(s.step_time.p95)},
+          {kWallSeconds, s.wall_seconds},
+          {"measured_steps", s.measured_steps},
+          {kBreakdownMs, breakdown_json(s.median_times)},
+          {"breakdown_ms_per_rank", per_rank},
+          {kComm, comm_json(r)},
+          {kData, data_json(r.data, s.measured_steps)},
+          {kConvergence, to_json(r.convergence)},
+          {"loss_first", s.first_loss},
+          {"loss_last", s.last_loss},
+          // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
+          {"est_train_gflops_per_sec", 3.0 * r.model.flops_per_sample() * s.samples_per_sec / 1e9}};
+  // Each strategy's own section: the run's strategy's, null for the others.
+  for (const std::string& key : dp::strategy_section_keys()) results[key] = nullptr;
+  if (!r.strategy.key.empty()) results[r.strategy.key] = r.strategy.section;
+  return results;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const TrainResult& r) {
+  return {{record::kSchema, record::kTrainSchema},
+          {"kind", "train"},
+          {"status", "ok"},
+          {"argv", r.argv},
+          {"started_at", r.started_at},
+          {"finished_at", r.finished_at},
+          {record::kInputs, inputs_json(r.config)},
+          {"model",
+           {{"name", r.model.name},
+            {"parameters", r.model.parameters},
+            {"macs_per_sample", r.model.macs_per_sample},
+            {"forward_flops_per_sample", r.model.flops_per_sample()},
+            {"input_shape", {r.model.channels, r.model.image_size, r.model.image_size}},
+            {"num_classes", r.model.num_classes}}},
+          {"environment", environment_json(r)},
+          {"precision",
+           {{"amp", to_string(r.config.amp)},
+            {"skipped_steps", r.runtime.amp_skipped_steps},
+            {"loss_scale", r.runtime.loss_scale}}},
+          {record::kResults, results_json(r)},
+          {"steps", steps_json(r.steps)}};
 }
 
 void print_header(std::ostream& out, const TrainResult& r) {
@@ -344,14 +322,7 @@ void print_header(std::ostream& out, const TrainResult& r) {
   }
   fmt::print(out, "  host {} | {} | dlscale {} ({})\n", r.system.hostname, r.system.cpu_model,
              r.system.dlscale_version, r.system.git_revision);
-  if (r.ps.enabled) {
-    const PsSummary& ps = r.ps;
-    fmt::print(out, "  parameter server: {} shard(s) {} | {} | {}{} | shard MB", ps.shards,
-               ps.placement, ps.assign, ps.mode,
-               ps.max_staleness >= 0 ? fmt::format(" (max staleness {})", ps.max_staleness) : "");
-    for (int64_t b : ps.shard_bytes) fmt::print(out, " {:.2f}", b / 1e6);
-    fmt::print(out, " (imbalance max/mean {:.2f})\n", ps.imbalance);
-  }
+  for (const std::string& line : r.strategy_header) fmt::print(out, "{}\n", line);
   out.flush();
 }
 
@@ -372,10 +343,10 @@ void print_comm_summary(std::ostream& out, const TrainResult& r) {
              c.wire_dtype == "float32" ? "" : ", " + c.wire_dtype + " on the wire",
              r.config.world_size);
   if (c.nodes > 0) fmt::print(out, " in {} node(s)", c.nodes);
-  if (c.strategy == "ps") {
+  if (c.exchange == "pushes") {
     fmt::print(out, ", {} push bucket(s), {:.2f} MB/step, pushes {:.2f} ms/step", c.bucket_bytes.size(),
                c.bytes_per_step / 1e6, c.busy_ms_p50);
-  } else if (c.strategy != "independent") {
+  } else if (c.exchange == "collectives") {
     fmt::print(out,
                ", {} bucket(s), {:.2f} MB/step, collectives {:.2f} ms/step (algbw {:.3f} GB/s, "
                "busbw {:.3f} GB/s)",
@@ -394,27 +365,6 @@ void print_comm_summary(std::ostream& out, const TrainResult& r) {
                                             : " (unexpected for this strategy)"));
 }
 
-void print_ps_summary(std::ostream& out, const PsSummary& ps) {
-  fmt::print(out, "parameter server: {} shard(s) {}, {} {}{}; shard MB", ps.shards, ps.placement,
-             ps.mode, ps.assign,
-             ps.max_staleness >= 0 ? fmt::format(", max staleness {}", ps.max_staleness) : "");
-  for (int64_t b : ps.shard_bytes) fmt::print(out, " {:.2f}", b / 1e6);
-  fmt::print(out, " (imbalance {:.2f})\n", ps.imbalance);
-  fmt::print(out, "  phases: comm = push wait, optimizer = pull (the shards sum, apply, send)\n");
-  for (const auto& r : ps.reports) {
-    fmt::print(out, "  shard {}: in {:.2f} MB/step, out {:.2f} MB/step, busy {:.2f} ms/step, {} updates\n",
-               r.shard, r.bytes_in_per_step / 1e6, r.bytes_out_per_step / 1e6,
-               r.busy_seconds_per_step * 1e3, r.updates);
-  }
-  if (ps.mode == "async" && !ps.reports.empty()) {
-    fmt::print(out, "  staleness: mean {:.2f}, max {}, histogram", ps.staleness_mean, ps.staleness_max);
-    size_t last = ps.staleness_histogram.size();
-    while (last > 1 && ps.staleness_histogram[last - 1] == 0) --last;
-    for (size_t i = 0; i < last; ++i) fmt::print(out, " {}", ps.staleness_histogram[i]);
-    fmt::print(out, "\n");
-  }
-}
-
 }  // namespace
 
 void print_summary(std::ostream& out, const TrainResult& r) {
@@ -431,8 +381,8 @@ void print_summary(std::ostream& out, const TrainResult& r) {
     fmt::print(out, "  {} {:.2f}", kPhaseNames[p], ms(phase_seconds(s.median_times, p)));
   }
   fmt::print(out, "\n");
-  if (r.config.world_size > 1 || r.ps.enabled) print_comm_summary(out, r);
-  if (r.ps.enabled) print_ps_summary(out, r.ps);
+  if (r.exchanged) print_comm_summary(out, r);
+  for (const std::string& line : r.strategy.summary) fmt::print(out, "{}\n", line);
   const data::PipelineStats& p = r.data.pipeline;
   if (p.batches > 0) {
     fmt::print(out,

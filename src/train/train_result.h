@@ -11,7 +11,7 @@
 #include "core/stats.h"
 #include "core/sysinfo.h"
 #include "data/data_source.h"
-#include "dp/ps_report.h"
+#include "dp/gradient_sync.h"
 #include "models/model.h"
 #include "train/convergence.h"
 #include "train/train_options.h"
@@ -43,11 +43,12 @@ struct StepRecord {
   double lr = 0;          ///< the learning rate the step's update used
 };
 
-/// How gradients were exchanged (world size > 1).
+/// How gradients were exchanged (several workers, or a strategy with servers).
 struct CommSummary {
   std::string backend;                ///< gloo | mpi | inproc
-  std::string strategy;               ///< allreduce | tree | hierarchical | independent
+  std::string strategy;               ///< allreduce | tree | hierarchical | independent | ps
   std::string layout;                 ///< bucketed | flat | none
+  std::string exchange;               ///< collectives | pushes | none (dp::SyncInfo)
   std::string wire_dtype;             ///< float32 | float16 | bfloat16 (--compress)
   int nodes = 0;                      ///< hierarchical: node groups
   std::vector<int64_t> bucket_bytes;  ///< wire bytes, in launch order
@@ -62,23 +63,6 @@ struct CommSummary {
   bool replicas_identical = true;     ///< the ranks' parameters were bit-identical after the run
 };
 
-/// The parameter server's side of a --strategy ps run (docs/strategies.md).
-struct PsSummary {
-  bool enabled = false;
-  std::string placement;  ///< colocated | dedicated
-  std::string assign;     ///< round-robin | greedy
-  std::string mode;       ///< sync | async
-  int shards = 0;
-  int max_staleness = -1;
-  double partition_mb = 0;
-  std::vector<int64_t> shard_bytes;  ///< variables' bytes per shard
-  double imbalance = 1;              ///< largest shard's bytes over the mean
-  std::vector<dp::ShardReport> reports;  ///< rank 0: what each shard did
-  double staleness_mean = 0;             ///< over every applied gradient of every shard
-  int64_t staleness_max = 0;
-  std::vector<int64_t> staleness_histogram;  ///< summed over shards
-};
-
 /// Software facts of the run (besides SystemInfo).
 struct RuntimeInfo {
   std::string torch_version;
@@ -87,7 +71,7 @@ struct RuntimeInfo {
   std::string blas_config;
   std::string device;
   std::string gpu;                         ///< the GPU's name; "" on CPU
-  std::string phase_timing = "host-clock";  ///< or "cuda-events" (core/phase_clock.h)
+  std::string phase_timing = "host-clock";  ///< or "cuda-events" (compute/phase_clock.h)
   std::string data_source;
   int64_t amp_skipped_steps = 0;  ///< --amp fp16: steps skipped for inf/NaN gradients
   double loss_scale = 1.0;        ///< --amp fp16: the loss scale at the end
@@ -129,8 +113,10 @@ struct TrainResult {
   std::string finished_at;  ///< UTC ISO-8601
   std::vector<StepRecord> steps;
   TrainSummary summary;
-  CommSummary comm;                       ///< empty when world size is 1 (unless ps)
-  PsSummary ps;
+  bool exchanged = false;                 ///< gradients moved: several workers, or servers
+  CommSummary comm;                       ///< empty unless `exchanged`
+  std::vector<std::string> strategy_header;  ///< the strategy's header lines (its layout)
+  dp::StrategyReport strategy;            ///< its own record section and summary lines
   DataSummary data;
   ConvergenceSummary convergence;         ///< evaluations and time to accuracy
   std::vector<StepTimes> rank_median_times;  ///< per rank: median per phase

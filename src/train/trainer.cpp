@@ -6,17 +6,18 @@
 
 #include "comm/agreement.h"
 #include "core/clock.h"
-#include "core/devices.h"
-#include "core/phase_clock.h"
+#include "compute/devices.h"
+#include "compute/phase_clock.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/memory.h"
 #include "core/tcp_counters.h"
-#include "core/threads.h"
-#include "core/torch_compat.h"
+#include "compute/threads.h"
+#include "compute/torch_compat.h"
 #include "data/data_spec.h"
 #include "dp/gradient_sync.h"
+#include "dp/strategy.h"
 #include "train/evaluator.h"
 #include "train/mllog.h"
 #include "train/optimizer.h"
@@ -96,7 +97,7 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
   const TrainOptions& o = c.options;
   DLSCALE_ASSERT(worker.world_size == 1 || worker.comm != nullptr);
   device_ = worker_device(o.device, worker.local_rank, worker.local_world_size, o.share_gpus);
-  set_compute_threads(o.threads);  // process-wide (see core/threads.h)
+  set_compute_threads(o.threads);  // process-wide (see compute/threads.h)
   // cuDNN picks each convolution's fastest algorithm on its first call (as
   // tf_cnn_benchmarks' autotuning and torch.backends.cudnn.benchmark do).
   if (device_.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
@@ -147,15 +148,20 @@ Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
     }
     if (c.sync_buffers != SyncBuffers::kNone) broadcast_buffers();
   }
-  dp::SyncOptions sync_options = c.sync;
-  sync_options.node_name = worker.node_name;
-  std::optional<dp::PsSetup> ps;
-  if (worker.ps != nullptr) {
-    ps = dp::PsSetup{*worker.ps, optimizer_factory(c), o.steps, o.warmup,
-                     std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000))};
+  dp::Strategy* strategy = worker.strategy;
+  if (strategy == nullptr) {
+    own_strategy_ = dp::make_strategy(c.sync);
+    DLSCALE_ASSERT(!own_strategy_->arrange(worker.comm).serves);
+    strategy = own_strategy_.get();
   }
-  sync_ = dp::make_gradient_sync(sync_options, model_->parameters(), worker.comm,
-                                 ps ? &*ps : nullptr);
+  dp::SyncContext sync_context;
+  sync_context.comm = worker.comm;
+  sync_context.node_name = worker.node_name;
+  sync_context.make_optimizer = optimizer_factory(c);
+  sync_context.steps = o.steps;
+  sync_context.warmup = o.warmup;
+  sync_context.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  sync_ = strategy->make_sync(model_->parameters(), sync_context);
   record_sync_info();
   optimizer_ = make_optimizer(c.optimizer, model_->parameters(), o);
   setup_convergence(so);
@@ -197,23 +203,13 @@ void Trainer::record_data_info(const data::OpenedData& opened) {
 
 void Trainer::record_sync_info() {
   const dp::SyncInfo& info = sync_->info();
-  const dp::SyncOptions& so = result_.config.sync;
-  if (!info.shard_bytes.empty()) {  // the strategy has servers (the parameter server)
-    PsSummary& ps = result_.ps;
-    ps.enabled = true;
-    ps.placement = dp::to_string(so.ps.placement);
-    ps.assign = dp::to_string(so.ps.assign);
-    ps.mode = dp::to_string(so.ps.mode);
-    ps.shards = so.ps.shards;
-    ps.max_staleness = so.ps.max_staleness;
-    ps.partition_mb = so.ps.partition_mb;
-    ps.shard_bytes = info.shard_bytes;
-    ps.imbalance = info.shard_imbalance;
-  }
-  if (worker_.world_size == 1 && !result_.ps.enabled) return;
+  result_.strategy_header = info.header;
+  result_.exchanged = worker_.world_size > 1 || info.exchanges_alone;
+  if (!result_.exchanged) return;
   result_.comm.backend = worker_.comm != nullptr ? worker_.comm->backend() : "inproc";
   result_.comm.strategy = info.strategy;
   result_.comm.layout = info.layout;
+  result_.comm.exchange = info.exchange;
   result_.comm.wire_dtype = info.wire_dtype;
   result_.comm.formula = info.formula;
   result_.comm.nodes = info.nodes;
@@ -275,7 +271,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   clock.mark(3);
   observer.on_phase(step, "comm");
   const dp::SyncStepStats comm = sync_->end_backward();
-  const bool exchanges = worker_.world_size > 1 || result_.ps.enabled;
+  const bool exchanges = result_.exchanged;
   clock.mark(4);  // one worker alone: no comm, the phase is empty
   observer.on_phase(step, "optimizer");
   if (scaler_->unscale(model_->parameters())) sync_->apply_update(*optimizer_);
@@ -369,31 +365,11 @@ void Trainer::gather_comm_facts(double tcp_bytes, int64_t tcp_steps) {
   }
 }
 
-void Trainer::record_shard_reports(std::vector<dp::ShardReport> reports) {
-  if (reports.empty()) return;
-  PsSummary& ps = result_.ps;
-  ps.reports = std::move(reports);
-  ps.staleness_histogram.clear();
-  double stale_sum = 0;
-  int64_t updates = 0;
-  for (const auto& r : ps.reports) {
-    if (ps.staleness_histogram.size() < r.staleness_histogram.size()) {
-      ps.staleness_histogram.resize(r.staleness_histogram.size(), 0);
-    }
-    for (size_t i = 0; i < r.staleness_histogram.size(); ++i) {
-      ps.staleness_histogram[i] += r.staleness_histogram[i];
-    }
-    stale_sum += r.staleness_mean * static_cast<double>(r.updates);
-    updates += r.updates;
-    ps.staleness_max = std::max(ps.staleness_max, r.staleness_max);
-    if (tracer_) {
-      const std::string track = fmt::format("ps shard {}", r.shard);
-      for (size_t i = 0; i + 1 < r.apply_intervals.size(); i += 2) {
-        tracer_->add("apply", track, r.apply_intervals[i], r.apply_intervals[i + 1]);
-      }
-    }
+void Trainer::record_strategy_report(dp::StrategyReport report) {
+  if (tracer_) {
+    for (const dp::TraceSpan& span : report.spans) tracer_->add(span.name, span.track, span.start, span.end);
   }
-  ps.staleness_mean = updates > 0 ? stale_sum / static_cast<double>(updates) : 0.0;
+  result_.strategy = std::move(report);
 }
 
 void Trainer::write_outputs() {
@@ -443,7 +419,7 @@ TrainResult Trainer::run(TrainObserver& observer) {
   const double wall = measuring_ ? now_seconds() - measure_start - paused_seconds_ : 0.0;
   finish_convergence();
   const std::optional<int64_t> tcp_end = tcp_start ? tcp_bytes_acked() : std::nullopt;
-  record_shard_reports(sync_->finish());
+  record_strategy_report(sync_->report());
   result_.finished_at = utc_timestamp();
   if (worker_.world_size > 1) {
     const auto measured = std::count_if(result_.steps.begin(), result_.steps.end(),
@@ -452,7 +428,7 @@ TrainResult Trainer::run(TrainObserver& observer) {
     gather_rank_times();
     gather_comm_facts(tcp_end ? static_cast<double>(*tcp_end - *tcp_start) : -1.0,
                       std::max<int64_t>(1, measured));
-  } else if (result_.ps.enabled) {  // one worker and its shard(s)
+  } else if (result_.exchanged) {  // one worker and its servers
     summarize_comm(result_.steps, 1, result_.comm);
     result_.comm.formula_bytes_sent = {sync_->info().formula_bytes_sent};
     result_.comm.tcp_bytes_sent = {-1.0};

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "core/torch_compat.h"
+#include "compute/torch_compat.h"
 #include "data/data_source.h"
 #include "models/model.h"
 #include "train/recipe.h"
@@ -28,9 +28,9 @@ class PhaseClock;
 
 namespace dlscale::dp {
 class GradientSync;
+class Strategy;
+struct StrategyReport;
 struct SyncStepStats;
-struct PsLayout;
-struct ShardReport;
 }
 
 namespace dlscale::train {
@@ -80,8 +80,9 @@ struct WorkerContext {
   /// Ranks with the same name share a node (hierarchical strategy): the host,
   /// or the launcher's node index when several "nodes" share one host.
   std::string node_name;
-  /// --strategy ps: where the shards and workers are; not owned.
-  const dp::PsLayout* ps = nullptr;
+  /// The run's strategy, arranged for this rank (dp/strategy.h); not owned.
+  /// Null: the trainer makes and arranges its own over `comm`.
+  dp::Strategy* strategy = nullptr;
 };
 
 class Trainer {
@@ -117,7 +118,7 @@ class Trainer {
   void gather_comm_facts(double tcp_bytes, int64_t tcp_steps);
   void write_outputs();
   void record_sync_info();
-  void record_shard_reports(std::vector<dp::ShardReport> reports);
+  void record_strategy_report(dp::StrategyReport report);
   // Convergence (train/trainer_convergence.cpp).
   void setup_convergence(const data::SourceOptions& source);
   void log_run_start();
@@ -137,6 +138,7 @@ class Trainer {
   std::shared_ptr<models::Model> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<data::DataSource> data_;
+  std::unique_ptr<dp::Strategy> own_strategy_;  ///< when the context gave none
   std::unique_ptr<dp::GradientSync> sync_;
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<Evaluator> evaluator_;  ///< null when the run does not evaluate

@@ -9,7 +9,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "core/torch_compat.h"
+#include "compute/torch_compat.h"
 #include "train/checkpoint.h"
 #include "train/evaluator.h"
 #include "train/mllog.h"

@@ -11,7 +11,7 @@
 #include "comm/tcp_store.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "core/torch_compat.h"
+#include "compute/torch_compat.h"
 #include "process_util.h"
 #include "train/multi_tensor_sgd.h"
 #include "train/optimizer.h"

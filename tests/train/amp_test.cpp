@@ -5,9 +5,9 @@
 #include <cmath>
 #include <limits>
 
-#include "core/devices.h"
+#include "compute/devices.h"
 #include "core/error.h"
-#include "core/torch_compat.h"
+#include "compute/torch_compat.h"
 #include "train/trainer.h"
 
 namespace dlscale::train {

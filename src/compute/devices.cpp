@@ -1,7 +1,7 @@
-#include "core/devices.h"
+#include "compute/devices.h"
 
 #include "core/error.h"
-#include "core/torch_compat.h"
+#include "compute/torch_compat.h"
 
 namespace dlscale {
 

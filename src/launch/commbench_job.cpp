@@ -1,15 +1,15 @@
-#include "commbench/commbench_job.h"
+#include "launch/commbench_job.h"
 
 #include <memory>
 
 #include "comm/inproc/inproc_communicator.h"
 #include "comm/session.h"
-#include "core/devices.h"
+#include "compute/devices.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sysinfo.h"
-#include "core/threads.h"
-#include "core/torch_compat.h"
+#include "compute/threads.h"
+#include "compute/torch_compat.h"
 
 namespace dlscale::commbench {
 
@@ -58,7 +58,7 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
       nlohmann::json record = to_json(o, result, *comm, argv);
       record["inputs"]["mpi_collectives"] = job.mpi_collectives;
       record["inputs"]["device"] = job.device;
-      record["inputs"]["cluster"] = launch::cluster_json(env.cluster.name, env.cluster.hosts,
+      record["inputs"]["cluster"] = cluster::cluster_json(env.cluster.name, env.cluster.hosts,
                                                           job.workers_per_host, env.cluster.link_mbit);
       record["environment"] = dlscale::to_json(collect_system_info());
       record["environment"]["torch_version"] = compat::torch_version();

@@ -1,4 +1,4 @@
-#include "core/threads.h"
+#include "compute/threads.h"
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>

@@ -1,4 +1,4 @@
-#include "core/phase_clock.h"
+#include "compute/phase_clock.h"
 
 #include "core/clock.h"
 #include "core/error.h"

@@ -1,5 +1,5 @@
-// The CUDA side of core/phase_clock.h (compiled only in CUDA builds; the CPU
-// build's stand-ins live in core/phase_clock.cpp). LibTorch's own event
+// The CUDA side of compute/phase_clock.h (compiled only in CUDA builds; the CPU
+// build's stand-ins live in compute/phase_clock.cpp). LibTorch's own event
 // wrapper records on LibTorch's current stream of the device, so the events
 // see exactly the work the trainer queued.
 #include <ATen/cuda/CUDAContext.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/phase_clock.h"
+#include "compute/phase_clock.h"
 
 namespace dlscale {
 namespace {

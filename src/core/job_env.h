@@ -1,0 +1,10 @@
+#pragma once
+// The environment variable that every process of a job shares, whichever
+// layer starts it (dlscale's launcher, the cluster's mpirun, a user's srun):
+// the rendezvous store's secret (docs/launch.md, "The rendezvous store").
+
+namespace dlscale {
+
+inline constexpr const char* kEnvJobSecret = "DLSCALE_JOB_SECRET";
+
+}  // namespace dlscale

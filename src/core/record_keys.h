@@ -1,0 +1,78 @@
+#pragma once
+// The keys of the JSON records that `train` and `commbench` write, and the
+// names of the metrics a sweep stores from them: spelled once, here, for the
+// writers (train/train_result.cpp, commbench/), the reader that turns a
+// record into metrics (sweep/runner.cpp's extract_metrics) and the reports
+// that read the metrics (report/). docs/metrics.md and docs/results.md
+// describe them. No LibTorch.
+#include <string>
+
+namespace dlscale::record {
+
+// Record schemas and their top-level sections.
+inline constexpr const char* kSchema = "schema";
+inline constexpr const char* kTrainSchema = "dlscale.train/1";
+inline constexpr const char* kCommbenchSchema = "dlscale.commbench/1";
+inline constexpr const char* kInputs = "inputs";
+inline constexpr const char* kResults = "results";
+
+// results of a train record.
+inline constexpr const char* kSamplesPerSec = "samples_per_sec";
+inline constexpr const char* kSamplesPerSecMean = "samples_per_sec_mean";
+inline constexpr const char* kSamplesPerSecUncertainty = "samples_per_sec_uncertainty";
+inline constexpr const char* kSamplesPerSecJitter = "samples_per_sec_jitter";
+inline constexpr const char* kStepTimeMeanMs = "step_time_mean_ms";
+inline constexpr const char* kStepTimeP50Ms = "step_time_p50_ms";
+inline constexpr const char* kStepTimeP95Ms = "step_time_p95_ms";
+inline constexpr const char* kWallSeconds = "wall_seconds";
+inline constexpr const char* kBreakdownMs = "breakdown_ms";  ///< {phase: median ms}
+inline constexpr const char* kComm = "comm";                 ///< null on one worker
+inline constexpr const char* kData = "data";
+inline constexpr const char* kConvergence = "convergence";   ///< null unless the run evaluated
+
+// results.comm of a train record.
+inline constexpr const char* kCommBytesPerStep = "bytes_per_step";
+inline constexpr const char* kCommBusyMsP50 = "busy_ms_p50";
+inline constexpr const char* kCommAlgbwGbps = "algbw_gbps";
+inline constexpr const char* kCommBusbwGbps = "busbw_gbps";
+inline constexpr const char* kCommBytesSentFormula = "bytes_sent_per_step_formula";  ///< per rank
+inline constexpr const char* kCommBytesSentTcp = "bytes_sent_per_step_tcp";          ///< per rank
+inline constexpr const char* kCommReplicasIdentical = "replicas_identical";
+
+// results.convergence of a train record.
+inline constexpr const char* kConvergenceStatus = "status";  ///< success | aborted | ""
+inline constexpr const char* kStatusSuccess = "success";
+
+// results of a commbench record.
+inline constexpr const char* kRows = "rows";
+inline constexpr const char* kFits = "fits";
+inline constexpr const char* kWrong = "wrong";
+inline constexpr const char* kRowOp = "op";
+inline constexpr const char* kRowBytes = "bytes";
+inline constexpr const char* kRowTimeUs = "time_us";
+inline constexpr const char* kFitAlphaUs = "alpha_us";
+inline constexpr const char* kFitBandwidthGbps = "bandwidth_gbps";
+
+/// Metrics of a run in the results store (sweep/runner.cpp makes them from
+/// a record; report/ reads them).
+namespace metric {
+
+inline constexpr const char* kSamplesPerSec = "samples_per_sec";
+inline constexpr const char* kStepTimeMs = "step_time_ms";  ///< global batch / samples/s
+/// "breakdown_<phase>_ms": results.breakdown_ms, phase by phase.
+inline std::string breakdown_ms(const std::string& phase) { return "breakdown_" + phase + "_ms"; }
+inline constexpr const char* kBreakdownTotalMs = "breakdown_total_ms";
+inline constexpr const char* kBreakdownDataMs = "breakdown_data_ms";
+/// Sections whose numbers are stored under a prefix: "comm_bytes_per_step",
+/// "data_pipeline_ms_per_batch", "conv_run_s", and "<section>_<key>" for a
+/// strategy's own section (the parameter server's "ps_shards", ...).
+inline constexpr const char* kCommPrefix = "comm_";
+inline constexpr const char* kDataPrefix = "data_";
+inline constexpr const char* kConvergencePrefix = "conv_";
+/// 1 when the run reached its target, 0 when it was aborted.
+inline constexpr const char* kConvergenceSuccess = "conv_success";
+/// commbench: the highest busbw of any row.
+inline constexpr const char* kBusbwPeak = "busbw_gbps_peak";
+
+}  // namespace metric
+}  // namespace dlscale::record

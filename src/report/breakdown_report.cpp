@@ -1,0 +1,82 @@
+#include "report/report_parts.h"
+
+#include "core/error.h"
+#include "core/record_keys.h"
+#include "core/stats.h"
+
+namespace dlscale::report {
+
+namespace {
+
+const std::vector<std::string> kPhases = {"data", "forward", "backward", "comm", "optimizer"};
+
+}  // namespace
+
+Report breakdown_report(const std::vector<RunRecord>& runs) {
+  Report rep;
+  rep.type = ReportType::kBreakdown;
+  rep.title = "Step-time breakdown (median ms per step, share of the step)";
+  rep.notes.push_back("comm is the communication not hidden behind the backward pass (max over ranks)");
+  std::vector<const RunRecord*> with;
+  for (const RunRecord& r : runs) {
+    for (const sweep::RepeatRecord& rep_rec : r.repeats) {
+      if (rep_rec.metrics.count(record::metric::kBreakdownTotalMs)) {
+        with.push_back(&r);
+        break;
+      }
+    }
+  }
+  DLSCALE_CHECK(!with.empty(), "no run in the selection has a step-time breakdown (only dlscale runs record one)");
+  std::vector<std::string> labels = {"model", "scaling", "workers", "batch/worker"};
+  const std::vector<std::string> extra = varying(with, {});
+  labels.insert(labels.end(), extra.begin(), extra.end());
+  Table t;
+  t.title = rep.title;
+  add_label_columns(t, labels);
+  for (const std::string& ph : kPhases) {
+    t.headers.push_back(ph);
+    t.numeric.push_back(true);
+  }
+  t.headers.push_back("total");
+  t.numeric.push_back(true);
+  Table& d = rep.data;
+  d.title = rep.title;
+  add_label_columns(d, labels);
+  for (const std::string& ph : kPhases) {
+    d.headers.push_back(ph + "_ms");
+    d.numeric.push_back(true);
+    d.headers.push_back(ph + "_pct");
+    d.numeric.push_back(true);
+  }
+  d.headers.push_back("total_ms");
+  d.numeric.push_back(true);
+  for (const RunRecord* r : with) {
+    std::map<std::string, std::vector<double>> values;
+    for (const sweep::RepeatRecord& rr : r->repeats) {
+      if (rr.status != sweep::kStatusCompleted) continue;
+      for (const auto& [name, v] : rr.metrics) values[name].push_back(v);
+    }
+    std::vector<Cell> cells, data_cells;
+    for (const std::string& l : labels) {
+      const std::string name = l == "batch/worker" ? "batch" : l;
+      cells.push_back({text_of(r->params, name), {}});
+    }
+    data_cells = cells;
+    const double total = median(values[record::metric::kBreakdownTotalMs]);
+    for (const std::string& ph : kPhases) {
+      const double ms = median(values[record::metric::breakdown_ms(ph)]);
+      const double pct = total > 0 ? 100.0 * ms / total : 0;
+      cells.push_back({fmt::format("{:.2f} ({:.0f}%)", ms, pct), ms});
+      data_cells.push_back(number(ms, "{:.6g}"));
+      data_cells.push_back(number(pct, "{:.4g}"));
+    }
+    cells.push_back(number(total, "{:.2f}"));
+    data_cells.push_back(number(total, "{:.6g}"));
+    t.rows.push_back(std::move(cells));
+    d.rows.push_back(std::move(data_cells));
+  }
+  rep.tables.push_back(std::move(t));
+  return rep;
+}
+
+}  // namespace dlscale::report

@@ -1,0 +1,60 @@
+#pragma once
+// What the report types share (report/*_report.cpp): a run's repeats summed
+// up as a Point, cells, label columns, and runs grouped for a side-by-side
+// comparison. Internal to report/.
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "report/report.h"
+
+namespace dlscale::report {
+
+using sweep::Params;
+using sweep::RunRecord;
+
+std::string text_of(const Params& p, const std::string& name);
+/// Parameters (other than the axes and `exclude`) whose values differ among `runs`.
+std::vector<std::string> varying(const std::vector<const RunRecord*>& runs, std::set<std::string> exclude);
+/// The completed repeats of `run`: medians and ranges of samples/s and step time.
+Point summarize_run(const RunRecord& run);
+bool measured(const Point& p);
+/// "123.4 ±2.1%": the repeats' median and half their range relative to it
+/// (the spread only with two or more repeats).
+Cell median_cell(double median_value, double lo, double hi, int repeats);
+Cell throughput_cell(const Point& p);
+Cell number(double v, const char* spec, const std::string& suffix = "");
+std::vector<const RunRecord*> pointers(const std::vector<RunRecord>& runs);
+std::string batch_header(const std::string& scaling);
+void add_label_columns(Table& t, const std::vector<std::string>& names);
+/// True when every value of `by` comes with one value of `param` among `runs`.
+bool determined_by(const std::vector<const RunRecord*>& runs, const std::string& by, const std::string& param);
+/// The median over completed repeats of `metric`, if any repeat has it.
+std::optional<double> median_metric(const RunRecord& run, const std::string& metric);
+
+/// Runs grouped for a side-by-side comparison: one row per configuration
+/// (everything but `by`), one entry per value of `by`.
+struct Comparison {
+  std::string by;
+  std::string baseline;
+  std::vector<std::string> values;  ///< the baseline first
+  std::vector<std::string> labels;  ///< the row label columns
+  std::vector<std::vector<std::string>> order;
+  std::map<std::vector<std::string>, std::map<std::string, Point>> grouped;
+};
+
+/// Groups `runs` that set `by` by everything else; throws dlscale::Error
+/// unless `by` takes two or more values and `wanted_baseline` ("" = the
+/// first seen) is one of them.
+Comparison compare_runs(const std::vector<RunRecord>& runs, const std::string& by,
+                        const std::string& wanted_baseline);
+
+// One function per report type.
+Report scaling_report(const std::vector<RunRecord>& runs, const std::string& scaling);
+Report breakdown_report(const std::vector<RunRecord>& runs);
+Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& options);
+Report io_report(const std::vector<RunRecord>& runs);
+
+}  // namespace dlscale::report

@@ -1,0 +1,158 @@
+#include "report/report_parts.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "core/error.h"
+
+namespace dlscale::report {
+
+namespace {
+
+/// The long table: one row per measured point.
+Table scaling_data(const std::vector<ScalingRow>& rows, const std::vector<std::string>& labels,
+                   const std::string& title) {
+  Table d;
+  d.title = title;
+  add_label_columns(d, labels);
+  const std::vector<std::string> numeric = {"workers",      "global_batch",     "step_time_ms",       "step_time_min_ms",
+                                            "step_time_max_ms", "samples_per_sec", "samples_per_sec_min",
+                                            "samples_per_sec_max", "speedup",     "efficiency_pct",     "repeats"};
+  for (const std::string& n : numeric) {
+    d.headers.push_back(n);
+    d.numeric.push_back(true);
+  }
+  d.headers.push_back("status");
+  d.numeric.push_back(false);
+  for (const ScalingRow& r : rows) {
+    for (const auto& [w, p] : r.points) {
+      std::vector<Cell> cells;
+      for (const auto& [unused, value] : r.labels) cells.push_back({value, {}});
+      const bool ok = measured(p);
+      auto num = [&](double v, bool present) { return present ? number(v, "{:.6g}") : Cell{"", {}}; };
+      cells.push_back(number(w, "{:.0f}"));
+      cells.push_back(number(static_cast<double>(sweep::param_int(p.run->params, "global-batch")), "{:.0f}"));
+      for (double v : {p.step_time_ms, p.step_time_min_ms, p.step_time_max_ms, p.samples_per_sec,
+                       p.samples_per_sec_min, p.samples_per_sec_max}) {
+        cells.push_back(num(v, ok));
+      }
+      cells.push_back(num(p.speedup, ok && p.has_speedup));
+      cells.push_back(num(p.efficiency_pct, ok && p.has_speedup));
+      cells.push_back(number(p.repeats, "{:.0f}"));
+      cells.push_back({p.status, {}});
+      d.rows.push_back(std::move(cells));
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+Report scaling_report(const std::vector<RunRecord>& runs, const std::string& scaling) {
+  const std::vector<ScalingRow> rows = scaling_rows(runs, scaling);
+  DLSCALE_CHECK(!rows.empty(), "no {}-scaling runs in the selection (the report needs runs with scaling: {})",
+                scaling, scaling);
+  Report rep;
+  rep.type = scaling == "weak" ? ReportType::kWeak : ReportType::kStrong;
+  rep.title = scaling == "weak" ? "Weak scaling (per-worker batch fixed)" : "Strong scaling (global batch fixed)";
+  rep.notes.push_back(scaling == "weak"
+                          ? "efficiency = t1 / tN x 100% (t = step time); speedup = throughput(N) / throughput(1)"
+                          : "efficiency = t1 / (N x tN) x 100% (t = step time); speedup = throughput(N) / "
+                            "throughput(1)");
+  rep.notes.push_back("values are medians of the completed repeats; +/-x% is half their range");
+
+  std::set<int> worker_set;
+  for (const ScalingRow& r : rows) {
+    for (const auto& [w, unused] : r.points) worker_set.insert(w);
+  }
+  std::vector<std::string> labels;
+  for (const auto& [name, unused] : rows.front().labels) labels.push_back(name);
+
+  struct Metric {
+    const char* title;
+    std::function<Cell(const Point&)> cell;
+  };
+  const std::vector<Metric> metrics = {
+      {"Step time (ms)",
+       [](const Point& p) { return median_cell(p.step_time_ms, p.step_time_min_ms, p.step_time_max_ms, p.repeats); }},
+      {"Throughput (samples/s)", throughput_cell},
+      {"Speedup", [](const Point& p) { return p.has_speedup ? number(p.speedup, "{:.2f}") : Cell{"-", {}}; }},
+      {"Efficiency (%)",
+       [](const Point& p) { return p.has_speedup ? number(p.efficiency_pct, "{:.1f}") : Cell{"-", {}}; }},
+  };
+  for (const Metric& m : metrics) {
+    Table t;
+    t.title = m.title;
+    add_label_columns(t, labels);
+    for (int w : worker_set) {
+      t.headers.push_back(fmt::format("{} worker{}", w, w == 1 ? "" : "s"));
+      t.numeric.push_back(true);
+    }
+    for (const ScalingRow& r : rows) {
+      std::vector<Cell> cells;
+      for (const auto& [unused, value] : r.labels) cells.push_back({value, {}});
+      for (int w : worker_set) {
+        const auto it = std::find_if(r.points.begin(), r.points.end(), [&](const auto& pw) { return pw.first == w; });
+        if (it == r.points.end()) {
+          cells.push_back({"", {}});
+        } else if (!measured(it->second)) {
+          cells.push_back({it->second.status, {}});
+        } else {
+          cells.push_back(m.cell(it->second));
+        }
+      }
+      t.rows.push_back(std::move(cells));
+    }
+    rep.tables.push_back(std::move(t));
+  }
+
+  rep.data = scaling_data(rows, labels, rep.title);
+  return rep;
+}
+
+std::vector<ScalingRow> scaling_rows(const std::vector<RunRecord>& runs, const std::string& scaling) {
+  std::vector<const RunRecord*> selected;
+  for (const RunRecord& r : runs) {
+    if (text_of(r.params, "scaling") == scaling && r.params.count("batch")) selected.push_back(&r);
+  }
+  if (selected.empty()) return {};
+  const std::vector<std::string> extra = varying(selected, {});
+  const std::string batch_param = scaling == "strong" ? "global-batch" : "batch";
+  std::vector<ScalingRow> rows;
+  std::map<std::vector<std::string>, std::size_t> index;
+  for (const RunRecord* r : selected) {
+    std::vector<std::pair<std::string, std::string>> labels = {{"model", text_of(r->params, "model")},
+                                                               {batch_header(scaling), text_of(r->params, batch_param)}};
+    for (const std::string& e : extra) labels.emplace_back(e, text_of(r->params, e));
+    std::vector<std::string> key;
+    for (const auto& [unused, v] : labels) key.push_back(v);
+    auto [it, inserted] = index.emplace(key, rows.size());
+    if (inserted) rows.push_back({labels, {}});
+    ScalingRow& row = rows[it->second];
+    const int w = static_cast<int>(sweep::param_int(r->params, "workers"));
+    auto same = std::find_if(row.points.begin(), row.points.end(), [&](const auto& p) { return p.first == w; });
+    const Point p = summarize_run(*r);
+    if (same == row.points.end()) {
+      row.points.emplace_back(w, p);
+    } else if (!measured(same->second) && measured(p)) {
+      same->second = p;  // the same configuration stored twice (two sweeps): keep the measured one
+    }
+  }
+  for (ScalingRow& row : rows) {
+    std::sort(row.points.begin(), row.points.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const auto base = std::find_if(row.points.begin(), row.points.end(), [](const auto& p) { return measured(p.second); });
+    if (base == row.points.end()) continue;
+    const int base_workers = base->first;
+    const double base_sps = base->second.samples_per_sec;
+    for (auto& [w, p] : row.points) {
+      if (!measured(p)) continue;
+      p.has_speedup = true;
+      p.base_workers = base_workers;
+      p.speedup = p.samples_per_sec / base_sps;
+      p.efficiency_pct = 100.0 * p.speedup * base_workers / w;
+    }
+  }
+  return rows;
+}
+
+}  // namespace dlscale::report

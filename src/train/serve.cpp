@@ -1,0 +1,31 @@
+#include "train/serve.h"
+
+#include "compute/threads.h"
+#include "models/model.h"
+#include "train/optimizer.h"
+
+namespace dlscale::train {
+
+std::vector<int64_t> model_numels(const ResolvedTrainOptions& c) {
+  // Only the shapes matter: a server's values come from worker 0.
+  const models::ModelSpec& spec = models::find_model(c.options.model);
+  const auto model = spec.make(models::resolve_options(spec, model_options(c.options)));
+  std::vector<int64_t> numels;
+  for (const auto& p : model->parameters()) numels.push_back(p.numel());
+  return numels;
+}
+
+void serve(dp::Strategy& strategy, const ResolvedTrainOptions& c,
+           const std::function<void(const std::string&)>& status) {
+  set_compute_threads(c.options.threads);
+  dp::ServeContext context;
+  context.numels = model_numels(c);
+  context.element_bytes = static_cast<int64_t>(torch::elementSize(torch::kFloat32));
+  context.make_optimizer = optimizer_factory(c);
+  context.steps = c.options.steps;
+  context.warmup = c.options.warmup;
+  context.status = status;
+  strategy.serve(context);
+}
+
+}  // namespace dlscale::train
