@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/launch_flags.h"
 #include "launch/commbench_job.h"
 #include "core/error.h"
 #include "core/sysinfo.h"
@@ -18,13 +17,13 @@ struct CommbenchFlags {
   std::string min_bytes = "4";
   std::string max_bytes = "256M";
   int threads = 0;
+  launch::JobOptions job;  ///< the launch flags, --device and --share-gpus
 };
 
 }  // namespace
 
 void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto f = std::make_shared<CommbenchFlags>();
-  auto launch = std::make_shared<LaunchFlags>();
   CLI::App* cmd = app.add_subcommand(
       "commbench",
       "Time collectives as the strategies use them, over any sizes (nccl-tests' table: size, "
@@ -56,22 +55,28 @@ void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) 
       ->capture_default_str();
   cmd->add_option("--json", f->options.json_path,
                   "Write the JSON record (every row, the fits, the environment) here, atomically");
-  cmd->add_option("--device", launch->device,
+  cmd->add_option("--device", f->job.device,
                   "cpu | cuda | cuda:N: where messages live. The backend's own device is timed "
                   "as is (nccl: the GPU); others stage through it (docs/gpu.md)")
       ->capture_default_str();
-  add_launch_flags(cmd, *launch, "Launch");
-  cmd->callback([f, launch, argv] {
+  add_launch_flags(cmd, f->job.launch, "Launch");
+  cmd->add_flag("--share-gpus", f->job.share_gpus,
+                "--device cuda: let several local workers use one GPU when there are fewer GPUs "
+                "than workers (Gloo stages through host memory; NCCL cannot)")
+      ->group("Launch");
+  cmd->callback([f, argv] {
     f->options.ops = f->ops;
     f->options.min_bytes = commbench::parse_size(f->min_bytes, "--min-bytes");
     f->options.max_bytes = commbench::parse_size(f->max_bytes, "--max-bytes");
     DLSCALE_CHECK(f->threads >= 0, "--threads must be >= 0 (got {})", f->threads);
     const int threads =
-        f->threads > 0 ? f->threads : std::max(1, available_cores() / std::max(1, launch->workers));
+        f->threads > 0 ? f->threads : std::max(1, available_cores() / std::max(1, f->job.launch.workers));
+    f->job.threads_per_worker = threads;
+    launch::check_job_options(f->job);
     // The one place where dlscale reads the environment (docs/launch.md).
     const launch::LaunchEnv env =
         launch::detect_launch_env([](const char* name) { return std::getenv(name); });
-    commbench::run_commbench_job(f->options, launch->job(threads), env, argv, std::cout);
+    commbench::run_commbench_job(f->options, f->job, env, argv, std::cout);
   });
 }
 

@@ -9,8 +9,8 @@
 namespace dlscale::data {
 struct DataOptions;
 }
-namespace dlscale::train {
-struct RecipeOptions;
+namespace dlscale::launch {
+struct LaunchOptions;
 }
 
 namespace dlscale::cli {
@@ -24,8 +24,9 @@ struct ExitWith {
 void add_models_command(CLI::App& app);
 /// The --data and pipeline flags, shared by `train` and `data bench`.
 void add_data_flags(CLI::App* command, data::DataOptions& options);
-/// `train`'s convergence flags; returns --epochs (which excludes --steps).
-CLI::Option* add_recipe_flags(CLI::App* command, train::RecipeOptions& options);
+/// The launch flags every job command shares (train, commbench), in help
+/// group `group`.
+void add_launch_flags(CLI::App* command, launch::LaunchOptions& options, const std::string& group);
 void add_train_command(CLI::App& app, const std::vector<std::string>& argv);
 void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv);
 /// Needs the train command registered first (it checks sweep parameters

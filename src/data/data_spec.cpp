@@ -26,7 +26,7 @@ OpenedData open_data(const DataOptions& o, int64_t channels, Split split) {
 }
 
 std::string resolve_augment(const DataOptions& o, const OpenedData& data) {
-  if (o.augment != "auto") return o.augment;
+  if (o.augment != AugmentChoice::kAuto) return enum_names(o.augment).name(o.augment);
   if (!data.dataset) return "none";
   return data.dataset->info().encoded ? "rrc-flip" : "crop-flip";
 }
@@ -54,7 +54,7 @@ std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataO
   po.world_size = s.world_size;
   po.seed = s.seed;
   po.shuffle = o.shuffle;
-  po.streaming = s.train && o.order == "streaming";
+  po.streaming = s.train && o.order == DataOrder::kStreaming;
   po.evaluation = !s.train;
   po.shuffle_buffer = o.shuffle_buffer;
   po.threads = o.threads;

@@ -33,15 +33,28 @@ DataSpec parse_data_spec(const std::string& text) {
   return spec;
 }
 
+namespace {
+
+constexpr EnumNames<AugmentChoice, 5> kAugments{"--augment",
+                                                {{{AugmentChoice::kAuto, "auto"},
+                                                  {AugmentChoice::kNone, "none"},
+                                                  {AugmentChoice::kFlip, "flip"},
+                                                  {AugmentChoice::kCropFlip, "crop-flip"},
+                                                  {AugmentChoice::kRrcFlip, "rrc-flip"}}}};
+constexpr EnumNames<DataOrder, 2> kOrders{
+    "--data-order", {{{DataOrder::kGlobal, "global"}, {DataOrder::kStreaming, "streaming"}}}};
+
+}  // namespace
+
+const EnumNames<AugmentChoice, 5>& enum_names(AugmentChoice) { return kAugments; }
+const EnumNames<DataOrder, 2>& enum_names(DataOrder) { return kOrders; }
+
 void check_data_options(const DataOptions& o) {
   parse_data_spec(o.spec);
   DLSCALE_CHECK(o.threads >= 1 && o.threads <= kMaxDataThreads,
                 "--data-threads must be in [1, {}] (got {})", kMaxDataThreads, o.threads);
   DLSCALE_CHECK(o.prefetch >= 0 && o.prefetch <= kMaxPrefetch,
                 "--prefetch must be in [0, {}] (got {})", kMaxPrefetch, o.prefetch);
-  if (o.augment != "auto") parse_augment(o.augment);
-  DLSCALE_CHECK(o.order == "global" || o.order == "streaming",
-                "--data-order must be global or streaming (got '{}')", o.order);
   DLSCALE_CHECK(o.shuffle_buffer >= 1 && o.shuffle_buffer <= kMaxShuffleBuffer,
                 "--shuffle-buffer must be in [1, {}] (got {})", kMaxShuffleBuffer, o.shuffle_buffer);
 }

@@ -32,6 +32,9 @@ class PsStrategy : public Strategy {
     DLSCALE_CHECK(!n.stops_early,
                   "--target-accuracy stops a run early, which --strategy ps cannot: its shards "
                   "serve a fixed number of steps");
+    DLSCALE_CHECK(!n.steps_from_data,
+                  "--epochs makes the run's length follow from the data, which the shards of "
+                  "--strategy ps do not read: give --steps");
     DLSCALE_CHECK(!n.loss_scaling,
                   "--amp fp16 scales the loss and unscales combined gradients, which the parameter "
                   "server's shards never see: use --amp bf16 with --strategy ps");

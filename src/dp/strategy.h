@@ -28,6 +28,7 @@ struct RunNeeds {
   bool changing_rate = false;       ///< a learning-rate schedule or warm-up
   bool checkpoints = false;         ///< --checkpoint or --resume
   bool stops_early = false;         ///< --target-accuracy
+  bool steps_from_data = false;     ///< --epochs: the run's length follows from the data
   bool loss_scaling = false;        ///< --amp fp16
   bool buffers_every_step = false;  ///< --sync-buffers step
   int workers = 1;

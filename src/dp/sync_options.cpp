@@ -24,6 +24,9 @@ constexpr EnumNames<PsAssign, 2> kAssigns{
     "--ps-assign", {{{PsAssign::kRoundRobin, "round-robin"}, {PsAssign::kGreedy, "greedy"}}}};
 constexpr EnumNames<PsMode, 2> kModes{"--ps-mode",
                                       {{{PsMode::kSync, "sync"}, {PsMode::kAsync, "async"}}}};
+constexpr EnumNames<SyncBuffers, 3> kSyncBuffers{
+    "--sync-buffers",
+    {{{SyncBuffers::kNone, "none"}, {SyncBuffers::kInit, "init"}, {SyncBuffers::kStep, "step"}}}};
 
 void check_ps_options(const SyncOptions& o) {
   const PsOptions& ps = o.ps;
@@ -50,17 +53,18 @@ void check_ps_options(const SyncOptions& o) {
 
 }  // namespace
 
-PsPlacement parse_ps_placement(const std::string& name) { return kPlacements.parse(name); }
-std::string to_string(PsPlacement placement) { return kPlacements.name(placement); }
-PsAssign parse_ps_assign(const std::string& name) { return kAssigns.parse(name); }
-std::string to_string(PsAssign assign) { return kAssigns.name(assign); }
-PsMode parse_ps_mode(const std::string& name) { return kModes.parse(name); }
-std::string to_string(PsMode mode) { return kModes.name(mode); }
-
-StrategyKind parse_strategy(const std::string& name) { return kStrategies.parse(name); }
+const EnumNames<StrategyKind, 5>& enum_names(StrategyKind) { return kStrategies; }
+const EnumNames<Compression, 3>& enum_names(Compression) { return kCompressions; }
+const EnumNames<SyncBuffers, 3>& enum_names(SyncBuffers) { return kSyncBuffers; }
+const EnumNames<PsPlacement, 2>& enum_names(PsPlacement) { return kPlacements; }
+const EnumNames<PsAssign, 2>& enum_names(PsAssign) { return kAssigns; }
+const EnumNames<PsMode, 2>& enum_names(PsMode) { return kModes; }
 std::string to_string(StrategyKind strategy) { return kStrategies.name(strategy); }
-Compression parse_compression(const std::string& name) { return kCompressions.parse(name); }
 std::string to_string(Compression compression) { return kCompressions.name(compression); }
+std::string to_string(SyncBuffers policy) { return kSyncBuffers.name(policy); }
+std::string to_string(PsPlacement placement) { return kPlacements.name(placement); }
+std::string to_string(PsAssign assign) { return kAssigns.name(assign); }
+std::string to_string(PsMode mode) { return kModes.name(mode); }
 
 void check_sync_options(const SyncOptions& o) {
   DLSCALE_CHECK(o.bucket_mb >= 0, "--bucket-mb must be >= 0 (got {}; 0 = no overlap)", o.bucket_mb);

@@ -1,31 +1,40 @@
 #pragma once
 // The user's choice of gradient synchronisation (--strategy and its flags),
-// as a typed struct; no LibTorch needed to include it.
+// typed, with their tables (core/option_table.h); no LibTorch needed to
+// include it.
 #include <string>
+
+#include "core/enum_names.h"
+#include "core/option_table.h"
 
 namespace dlscale::dp {
 
 enum class StrategyKind { kAllreduce, kTree, kHierarchical, kIndependent, kPs };
-/// "allreduce" | "tree" | "hierarchical" | "independent" | "ps"; throws dlscale::Error otherwise.
-StrategyKind parse_strategy(const std::string& name);
+const EnumNames<StrategyKind, 5>& enum_names(StrategyKind);
 std::string to_string(StrategyKind strategy);
 
 /// The type gradients travel and are summed in.
 enum class Compression { kNone, kFp16, kBf16 };
-/// "none" | "fp16" | "bf16"; throws dlscale::Error otherwise.
-Compression parse_compression(const std::string& name);
+const EnumNames<Compression, 3>& enum_names(Compression);
 std::string to_string(Compression compression);
+
+/// When rank 0's batch-norm statistics (module buffers) are copied to the
+/// other workers: never, once at start with the weights, or before every step
+/// (PyTorch DDP's broadcast_buffers=True).
+enum class SyncBuffers { kNone, kInit, kStep };
+const EnumNames<SyncBuffers, 3>& enum_names(SyncBuffers);
+std::string to_string(SyncBuffers policy);
 
 /// Parameter server (docs/strategies.md): where the shards run, how
 /// variables are spread over them, and when a shard applies gradients.
 enum class PsPlacement { kColocated, kDedicated };
 enum class PsAssign { kRoundRobin, kGreedy };
 enum class PsMode { kSync, kAsync };
-PsPlacement parse_ps_placement(const std::string& name);
+const EnumNames<PsPlacement, 2>& enum_names(PsPlacement);
+const EnumNames<PsAssign, 2>& enum_names(PsAssign);
+const EnumNames<PsMode, 2>& enum_names(PsMode);
 std::string to_string(PsPlacement placement);
-PsAssign parse_ps_assign(const std::string& name);
 std::string to_string(PsAssign assign);
-PsMode parse_ps_mode(const std::string& name);
 std::string to_string(PsMode mode);
 
 struct PsOptions {
@@ -35,18 +44,97 @@ struct PsOptions {
   double partition_mb = 0;  ///< split tensors bigger than this over shards; 0 = never
   PsMode mode = PsMode::kSync;
   int max_staleness = -1;  ///< async: bound in versions (stale synchronous parallel); -1 = none
+
+  template <typename Self, typename Visitor>
+  static void table(Self& s, Visitor&& v) {
+    v(Option{"--ps-shards", "Server shards the variables are spread over (colocated: at most one per worker)",
+             "ps_shards"}
+          .agreed(),
+      s.shards);
+    v(Option{"--ps-placement",
+             "colocated (the first K workers also host a shard each, on a server thread) | dedicated (K extra "
+             "server processes: the launcher starts them beside the workers on node 0; under mpirun/srun the "
+             "first K ranks serve; servers are not counted as workers)",
+             "ps_placement"}
+          .agreed(),
+      s.placement);
+    v(Option{"--ps-assign",
+             "How variables go to shards: round-robin (registration order) | greedy (largest first onto the "
+             "least-loaded shard by bytes)",
+             "ps_assign"}
+          .agreed(),
+      s.assign);
+    v(Option{"--ps-partition-mb",
+             "Split tensors bigger than this many MiB into near-equal pieces placed separately; 0 = never split",
+             "ps_partition_mb"}
+          .agreed(),
+      s.partition_mb);
+    v(Option{"--ps-mode",
+             "sync (each shard sums all workers' gradients, applies once per step) | async (each gradient "
+             "applied on arrival; workers pull whatever is current)",
+             "ps_mode"}
+          .agreed(),
+      s.mode);
+    v(Option{"--max-staleness",
+             "async: a worker waits in pull until no applied gradient can be more than this many versions "
+             "stale (stale synchronous parallel; 0 = one worker at a time); -1 = unbounded",
+             "max_staleness"}
+          .agreed(),
+      s.max_staleness);
+  }
 };
 
 struct SyncOptions {
   StrategyKind strategy = StrategyKind::kAllreduce;
+  Compression compress = Compression::kNone;
+  /// hierarchical: ranks r / ranks_per_node form a node; 0 = group by node name.
+  int ranks_per_node = 0;
   double bucket_mb = 25.0;       ///< bucket capacity in MiB; 0 = one bucket after backward
   double first_bucket_mb = 1.0;  ///< capacity of the first bucket (the last layers' gradients)
-  Compression compress = Compression::kNone;
-  /// hierarchical: ranks r / ranks_per_node form a node; 0 = group by `node_name`.
-  int ranks_per_node = 0;
-  /// hierarchical: ranks with equal names share a node (host, or launcher node).
-  std::string node_name;
-  PsOptions ps;  ///< --strategy ps only
+  SyncBuffers sync_buffers = SyncBuffers::kInit;
+  PsOptions ps;  ///< --strategy ps only (its own table)
+
+  /// The strategy's own flags; PsOptions has its table (a help group of its own).
+  template <typename Self, typename Visitor>
+  static void table(Self& s, Visitor&& v) {
+    v(Option{"--strategy",
+             "How gradients are combined (docs/strategies.md): allreduce (backend-native, bucketed) | tree "
+             "(binary tree to rank 0 and back over send/recv) | hierarchical (reduce in each node, allreduce "
+             "among node leaders, broadcast in the node) | independent (no exchange: each worker trains its "
+             "own replica) | ps (parameter server: workers push gradients to shards that own the variables and "
+             "their optimizer, and pull the new values)",
+             "strategy"}
+          .agreed(),
+      s.strategy);
+    v(Option{"--compress",
+             "none | fp16 | bf16: gradients travel and are summed in this type, then are cast back to float32 "
+             "(allreduce, tree, hierarchical)",
+             "compress"}
+          .agreed(),
+      s.compress);
+    v(Option{"--ranks-per-node",
+             "hierarchical: form node groups of this many consecutive ranks; 0 = group by host (by launcher "
+             "node for --workers/--nnodes jobs)",
+             "ranks_per_node"}
+          .agreed(),
+      s.ranks_per_node);
+    v(Option{"--bucket-mb",
+             "Gradient bucket size in MiB; each bucket's collective overlaps backward. 0 = one bucket of all "
+             "gradients reduced after backward (no overlap)",
+             "bucket_mb"}
+          .agreed(),
+      s.bucket_mb);
+    v(Option{"--first-bucket-mb", "Size of the first bucket (the last layers' gradients) in MiB",
+             "first_bucket_mb"}
+          .agreed(),
+      s.first_bucket_mb);
+    v(Option{"--sync-buffers",
+             "When rank 0's batch-norm statistics are copied to all workers: none | init (with the weights at "
+             "start) | step (before every step)",
+             "sync_buffers"}
+          .agreed(),
+      s.sync_buffers);
+  }
 };
 
 /// Throws dlscale::Error when the combination is impossible (sizes < 0,

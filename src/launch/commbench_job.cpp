@@ -21,7 +21,7 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
   // Once per node, before any rank allocates: the starting process for
   // local workers, local rank 0 under mpirun/srun.
   if (!env.is_worker()) {
-    check_memory(o, job.cluster.empty() ? job.workers : job.workers_per_host,
+    check_memory(o, job.launch.cluster.empty() ? job.launch.workers : job.launch.workers_per_host,
                  available_memory_bytes());
   } else if (env.kind != launch::LaunchKind::kSpawned && env.local_rank == 0) {
     check_memory(o, env.local_world_size, available_memory_bytes());
@@ -34,10 +34,10 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
     std::unique_ptr<comm::Communicator> alone;
     std::unique_ptr<comm::CommSession> solo;
     comm::Communicator* comm = slot.comm;
-    if (comm == nullptr && job.backend == "nccl") {
+    if (comm == nullptr && job.launch.backend == "nccl") {
       comm::SessionOptions so;
       so.backend = "nccl";
-      so.timeout = job.timeout;
+      so.timeout = job.timeout();
       so.host_store = true;
       so.store_bind_addr = so.store_addr;  // loopback, a free port
       const torch::Device device = worker_device(job.device, 0, 1, false);
@@ -47,7 +47,7 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
     }
     if (comm == nullptr) {
       alone = std::make_unique<comm::InProcCommunicator>(std::make_shared<comm::InProcGroup>(1), 0,
-                                                         job.timeout);
+                                                         job.timeout());
       comm = alone.get();
     }
     slot.status.write("commbench");
@@ -56,10 +56,10 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
                       [&](const std::string& status) { slot.status.write(status); });
     if (comm->rank() == 0 && !o.json_path.empty()) {
       nlohmann::json record = to_json(o, result, *comm, argv);
-      record["inputs"]["mpi_collectives"] = job.mpi_collectives;
+      record["inputs"]["mpi_collectives"] = option_json(job.launch.mpi_collectives);
       record["inputs"]["device"] = job.device;
       record["inputs"]["cluster"] = cluster::cluster_json(env.cluster.name, env.cluster.hosts,
-                                                          job.workers_per_host, env.cluster.link_mbit);
+                                                          job.launch.workers_per_host, env.cluster.link_mbit);
       record["environment"] = dlscale::to_json(collect_system_info());
       record["environment"]["torch_version"] = compat::torch_version();
       write_file_atomic(o.json_path, record.dump(2) + "\n");

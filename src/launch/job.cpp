@@ -24,7 +24,7 @@ std::string this_host_name() {
 /// --backend as given; else mpi under mpirun, nccl when every local rank has
 /// a GPU of its own in a build with NCCL, gloo otherwise.
 std::string job_backend(const JobOptions& options, const LaunchEnv& env, int cuda_device) {
-  if (!options.backend.empty()) return options.backend;
+  if (!options.launch.backend.empty()) return options.launch.backend;
   if (env.kind == LaunchKind::kMpirun) return "mpi";
   const bool gpu_per_rank = cuda_device >= 0 && env.local_world_size <= compat::cuda_device_count();
   return gpu_per_rank && comm::backend_built("nccl") ? "nccl" : "gloo";
@@ -38,14 +38,14 @@ comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv&
   so.backend = job_backend(options, env, so.cuda_device);
   so.rank = env.rank;
   so.size = env.world_size;
-  so.timeout = options.timeout;
-  so.mpi_polled = options.mpi_collectives == "polled";
-  so.store_addr = env.master_addr.empty() ? options.master_addr : env.master_addr;
-  so.store_port = env.master_port > 0 ? env.master_port : options.master_port;
+  so.timeout = options.timeout();
+  so.mpi_polled = options.launch.mpi_collectives == MpiCollectives::kPolled;
+  so.store_addr = env.master_addr.empty() ? options.launch.master_addr : env.master_addr;
+  so.store_port = env.master_port > 0 ? env.master_port : options.launch.master_port;
   // Under mpirun/srun nobody else hosts the rendezvous store.
   so.host_store = env.kind != LaunchKind::kSpawned && env.rank == 0;
   const bool multi_node = env.world_size > env.local_world_size;
-  so.store_bind_addr = options.master_bind.empty() ? so.store_addr : options.master_bind;
+  so.store_bind_addr = options.launch.master_bind.empty() ? so.store_addr : options.launch.master_bind;
   so.store_secret = env.job_secret;
   if (so.host_store && so.store_secret.empty()) {
     DLSCALE_LOG_WARN("the rendezvous store at {}:{} admits any client: set DLSCALE_JOB_SECRET to "
@@ -55,7 +55,7 @@ comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv&
   // Across nodes, peers must reach this rank at the address they used for
   // the master's store; on one node loopback is enough.
   if (multi_node)
-    so.gloo_hostname = !options.host_addr.empty() ? options.host_addr : this_host_name();
+    so.gloo_hostname = !options.launch.host_addr.empty() ? options.launch.host_addr : this_host_name();
   return so;
 }
 
@@ -64,7 +64,7 @@ void run_worker(const JobOptions& options, const LaunchEnv& env, const WorkerBod
   WorkerSlot slot;
   slot.env = &env;
   slot.status = StatusWriter(env.status_fd);
-  slot.prints = env.rank == options.servers || options.verbose_ranks;  // the first worker
+  slot.prints = env.rank == options.servers || options.launch.verbose_ranks;  // the first worker
   // Spawned workers of one launcher form a node even when several launchers
   // share a host (a multi-node job tried on one machine).
   slot.node_name = env.kind == LaunchKind::kSpawned
@@ -86,31 +86,31 @@ void run_worker(const JobOptions& options, const LaunchEnv& env, const WorkerBod
 }
 
 void run_launcher(const JobOptions& options, const std::vector<std::string>& argv) {
-  DLSCALE_CHECK(options.nnodes == 1 || options.master_port > 0,
+  DLSCALE_CHECK(options.launch.nnodes == 1 || options.launch.master_port > 0,
                 "multi-node jobs need --master-port");
   LaunchPlan plan;
   plan.binary = "/proc/self/exe";
   plan.argv = argv;
-  plan.workers = options.workers;
+  plan.workers = options.launch.workers;
   plan.servers = options.servers;
-  plan.nnodes = options.nnodes;
-  plan.node_rank = options.node_rank;
-  plan.master_addr = options.master_addr;
-  plan.master_bind = options.master_bind;
-  plan.master_port = options.nnodes > 1 ? options.master_port : 0;
+  plan.nnodes = options.launch.nnodes;
+  plan.node_rank = options.launch.node_rank;
+  plan.master_addr = options.launch.master_addr;
+  plan.master_bind = options.launch.master_bind;
+  plan.master_port = options.launch.nnodes > 1 ? options.launch.master_port : 0;
   plan.threads_per_worker = options.threads_per_worker;
-  plan.bind_cores = options.bind_cores;
-  plan.verbose_ranks = options.verbose_ranks;
-  plan.timeout = options.timeout;
+  plan.bind_cores = options.launch.bind_cores;
+  plan.verbose_ranks = options.launch.verbose_ranks;
+  plan.timeout = options.timeout();
   run_local_workers(plan);
 }
 
 void run_on_cluster(const JobOptions& options, const std::vector<std::string>& argv) {
   ClusterPlan plan;
-  plan.cluster = options.cluster;
-  plan.workers_per_host = options.workers_per_host;
+  plan.cluster = options.launch.cluster;
+  plan.workers_per_host = options.launch.workers_per_host;
   plan.servers = options.servers;
-  plan.master_port = options.master_port;
+  plan.master_port = options.launch.master_port;
   plan.argv = argv;
   run_cluster_job(plan);
 }
@@ -119,16 +119,16 @@ void run_on_cluster(const JobOptions& options, const std::vector<std::string>& a
 
 void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<std::string>& argv,
              const WorkerBody& body) {
-  DLSCALE_CHECK(options.cluster.empty() || env.kind == LaunchKind::kStandalone ||
+  DLSCALE_CHECK(options.launch.cluster.empty() || env.kind == LaunchKind::kStandalone ||
                     env.kind == LaunchKind::kSpawned,
                 "--cluster starts the job on the cluster's hosts itself: run it by hand, not "
                 "under {}",
                 to_string(env.kind));
   if (env.is_worker() && env.world_size > 1) {
     run_worker(options, env, body);
-  } else if (!options.cluster.empty() && env.cluster.name.empty()) {
+  } else if (!options.launch.cluster.empty() && env.cluster.name.empty()) {
     run_on_cluster(options, argv);
-  } else if (!env.is_worker() && (options.workers + options.servers > 1 || options.nnodes > 1)) {
+  } else if (!env.is_worker() && (options.launch.workers + options.servers > 1 || options.launch.nnodes > 1)) {
     run_launcher(options, argv);
   } else {
     WorkerSlot slot;

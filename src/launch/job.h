@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "launch/job_options.h"
+#include "launch/launch_options.h"
 #include "launch/launch_env.h"
 #include "launch/local_launcher.h"
 

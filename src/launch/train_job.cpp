@@ -50,46 +50,62 @@ train::WorkerContext worker_context(const WorkerSlot& slot) {
   return ctx;
 }
 
-void train_worker(const train::TrainOptions& options, const train::WorkerContext& ctx,
+void train_worker(const train::ResolvedTrainOptions& config, const train::WorkerContext& ctx,
                   WorkerSlot& slot, const std::vector<std::string>& argv, std::ostream& out) {
   slot.status.write("building model");
-  train::Trainer trainer(options, ctx, argv);
+  train::Trainer trainer(config, ctx, argv);
   train::ConsoleObserver console(out);
   WorkerObserver observer(slot.prints ? &console : nullptr, slot.status);
   trainer.run(observer);
 }
 
-}  // namespace
+/// The job a launch of `options` runs: the launch flags, the compute's
+/// device and threads, and the strategy's server processes.
+JobOptions job_of(const TrainJobOptions& options, int threads, int servers) {
+  JobOptions job;
+  job.launch = options.launch;
+  job.device = options.train.compute.device;
+  job.share_gpus = options.train.compute.share_gpus;
+  job.threads_per_worker = threads;
+  job.servers = servers;
+  return job;
+}
 
-void run_train(const train::TrainOptions& options, const LaunchEnv& env,
-               const std::vector<std::string>& argv, std::ostream& out) {
-  // Validate once here, so bad input is one error, not one per worker.
-  const launch::JobOptions job = train::job_options(options);
-  int workers = env.is_worker() ? env.world_size - job.servers : 0;
-  int local_workers = 0;
-  // The cluster launcher checks the job it will start on every host.
-  if (!options.cluster.empty() && env.cluster.name.empty()) {
-    if (const auto spec = cluster::find_cluster(options.cluster)) {
-      workers = spec->hosts * options.workers_per_host;
-      local_workers = options.workers_per_host;
+/// The number of workers of the job, and of this node's: known in a worker
+/// (its environment), and before a cluster launch (the cluster's hosts).
+std::pair<int, int> job_size(const TrainJobOptions& options, const LaunchEnv& env, int servers) {
+  if (env.is_worker()) return {env.world_size - servers, env.local_world_size};
+  const LaunchOptions& l = options.launch;
+  if (!l.cluster.empty() && env.cluster.name.empty()) {
+    if (const auto spec = cluster::find_cluster(l.cluster)) {
+      return {spec->hosts * l.workers_per_host, l.workers_per_host};
     }
   }
-  const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(train::sync_options(options));
-  DLSCALE_CHECK(!env.is_worker() || workers >= 1,
+  return {l.nnodes * l.workers, l.workers};
+}
+
+}  // namespace
+
+void run_train(const TrainJobOptions& options, const LaunchEnv& env,
+               const std::vector<std::string>& argv, std::ostream& out) {
+  // Validated once here, so bad input is one error, not one per worker.
+  const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(options.train.sync);
+  check_job_options(job_of(options, options.train.compute.threads, strategy->servers()));
+  const auto [workers, local_workers] = job_size(options, env, strategy->servers());
+  DLSCALE_CHECK(workers >= 1,
                 "{} leave no worker among the job's {} ranks; start more ranks or use fewer shards",
                 strategy->describe_servers(), env.world_size);
-  train::TrainOptions with_cluster = options;
-  with_cluster.cluster_hosts = env.cluster.hosts;  // for the record
-  with_cluster.cluster_link_mbit = env.cluster.link_mbit;
-  const train::ResolvedTrainOptions resolved =
-      train::resolve_train_options(with_cluster, workers, local_workers);
+  train::ResolvedTrainOptions resolved = train::resolve_train_options(options.train, workers, local_workers);
+  resolved.timeout = job_of(options, 1, 0).timeout();
+  resolved.launch_inputs = launch_inputs(options.launch, env.cluster.hosts, env.cluster.link_mbit);
   // A strategy that lays the variables out (more shards than variables):
   // one error, before anything starts.
   if (!env.is_worker()) strategy->check_model([&] { return train::model_numels(resolved); });
-  run_job(train::job_options(resolved.options), env, argv, [&](WorkerSlot& slot) {
+  const JobOptions job = job_of(options, resolved.options.compute.threads, strategy->servers());
+  run_job(job, env, argv, [&](WorkerSlot& slot) {
     // This rank's own strategy: what it splits off the job's communicator
     // must be gone before the communicator (MPI's finalize) is.
-    const std::unique_ptr<dp::Strategy> arranged = dp::make_strategy(resolved.sync);
+    const std::unique_ptr<dp::Strategy> arranged = dp::make_strategy(resolved.options.sync);
     const dp::Role role = arranged->arrange(slot.comm);
     if (role.serves) {
       train::serve(*arranged, resolved, [&](const std::string& status) { slot.status.write(status); });
@@ -102,7 +118,7 @@ void run_train(const train::TrainOptions& options, const LaunchEnv& env,
       ctx.comm = role.comm;
     }
     ctx.strategy = arranged.get();
-    train_worker(with_cluster, ctx, slot, argv, out);
+    train_worker(resolved, ctx, slot, argv, out);
   });
 }
 

@@ -11,10 +11,16 @@
 
 namespace dlscale::launch {
 
+/// `dlscale train`'s options: the training's and the launch's.
+struct TrainJobOptions {
+  train::TrainOptions train;
+  LaunchOptions launch;
+};
+
 /// Runs the training job. `out` receives rank 0's report. Throws
 /// dlscale::Error on bad input, JobFailed when workers fail and
 /// dlscale::PeerFailure when a peer or the network fails.
-void run_train(const train::TrainOptions& options, const LaunchEnv& env,
+void run_train(const TrainJobOptions& options, const LaunchEnv& env,
                const std::vector<std::string>& argv, std::ostream& out);
 
 }  // namespace dlscale::launch

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "models/model_options.h"
+
 namespace dlscale::models {
 
 /// Output of a forward pass: the main logits [batch, classes] and, in training
@@ -23,14 +25,6 @@ class Model : public torch::nn::Module {
  public:
   /// `x` is [batch, channels, height, width].
   virtual Logits forward(const torch::Tensor& x) = 0;
-};
-
-/// How to build a model. Defaults come from the model's spec when 0.
-struct ModelOptions {
-  int64_t num_classes = 0;  ///< output classes; 0 = the model's default (10 or 1000)
-  int64_t image_size = 0;   ///< input height = width in pixels; 0 = the model's default
-  bool aux_logits = false;  ///< build auxiliary classifiers (googlenet, inception3 only)
-  double dropout = -1;      ///< dropout probability for every dropout layer; < 0 = the model's own
 };
 
 /// The dropout probability to use where the architecture has `model_default`.
@@ -56,9 +50,6 @@ const std::vector<ModelSpec>& model_specs();
 
 /// The spec named `name`; throws dlscale::Error listing the known names.
 const ModelSpec& find_model(const std::string& name);
-
-/// Comma-separated list of known model names (for help and errors).
-std::string known_model_names();
 
 /// Fills defaults (0 fields) from the spec and validates: classes >= 1,
 /// image size >= the model's minimum, aux only where the model has it.

@@ -29,6 +29,7 @@ bool unscale_found_inf(std::vector<torch::Tensor>& grads, double scale) {
 
 }  // namespace
 
+const EnumNames<AmpMode, 3>& enum_names(AmpMode) { return kAmpModes; }
 AmpMode parse_amp(const std::string& name) { return kAmpModes.parse(name); }
 std::string to_string(AmpMode mode) { return kAmpModes.name(mode); }
 

@@ -11,13 +11,10 @@
 
 #include <torch/torch.h>
 
+#include "train/amp_mode.h"
+
 namespace dlscale::train {
 
-enum class AmpMode { kNone, kBf16, kFp16 };
-
-/// "none" | "bf16" | "fp16"; throws dlscale::Error otherwise.
-AmpMode parse_amp(const std::string& name);
-std::string to_string(AmpMode mode);
 /// The autocast dtype of `mode` (kFloat32 for none).
 torch::ScalarType amp_dtype(AmpMode mode);
 

@@ -6,29 +6,10 @@
 namespace dlscale::train {
 
 nlohmann::json recipe_json(const RecipeOptions& r) {
-  return {{"epochs", r.epochs},
-          {"eval_every", r.eval_every},
-          {"eval_every_steps", r.eval_every_steps},
-          {"eval_batch", r.eval_batch},
-          {"target_accuracy", target_fraction(r.target_accuracy)},
-          {"lr_scaling", r.lr_scaling},
-          {"base_batch", r.base_batch},
-          {"warmup_epochs", r.warmup_epochs},
-          {"warmup_start_factor", r.warmup_start_factor},
-          {"lr_schedule", r.lr_schedule},
-          {"lr_milestones", r.lr_milestones},
-          {"lr_gamma", r.lr_gamma},
-          {"lr_power", r.lr_power},
-          {"lr_end_factor", r.lr_end_factor},
-          {"onecycle_pct", r.onecycle_pct},
-          {"lars_eta", r.lars_eta},
-          {"wd_exclude", r.wd_exclude},
-          {"label_smoothing", r.label_smoothing},
-          {"mllog", r.mllog_path},
-          {"checkpoint", r.checkpoint_path},
-          {"checkpoint_every", r.checkpoint_every},
-          {"checkpoint_every_epochs", r.checkpoint_every_epochs},
-          {"resume", r.resume_path}};
+  nlohmann::json j = nlohmann::json::object();
+  record_inputs(r, j);
+  j["target_accuracy"] = target_fraction(r.target_accuracy);
+  return j;
 }
 
 nlohmann::json to_json(const EvalRecord& e) {

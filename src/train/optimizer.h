@@ -9,14 +9,14 @@
 
 namespace dlscale::train {
 
-/// The LibTorch optimizer for `kind` over `params`: plain SGD, SGD with
-/// (Nesterov) momentum, Adam or LARS (train/lars.h); with learning rate and
-/// weight decay. When the recipe excludes biases and norm weights, those
+/// The LibTorch optimizer `optimizer.kind` over `params`: plain SGD, SGD
+/// with (Nesterov) momentum, Adam or LARS (train/lars.h); with learning rate
+/// and weight decay. When the recipe excludes biases and norm weights, those
 /// (every tensor of at most one dimension) form a second group without
 /// weight decay (and, for LARS, without the trust ratio).
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(OptimizerKind kind,
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& optimizer,
                                                         std::vector<torch::Tensor> params,
-                                                        const TrainOptions& options);
+                                                        const RecipeOptions& recipe);
 
 /// Whether --wd-exclude (auto: for LARS only) puts 1-D tensors in their own group.
 bool excludes_bias_norm(OptimizerKind kind, const RecipeOptions& recipe);

@@ -18,6 +18,10 @@ constexpr EnumNames<LrScheduleKind, 5> kSchedules{"--lr-schedule",
                                                     {LrScheduleKind::kPoly, "poly"},
                                                     {LrScheduleKind::kCosine, "cosine"},
                                                     {LrScheduleKind::kOneCycle, "onecycle"}}}};
+constexpr EnumNames<DecayExclusion, 3> kExclusions{"--wd-exclude",
+                                                   {{{DecayExclusion::kAuto, "auto"},
+                                                     {DecayExclusion::kNone, "none"},
+                                                     {DecayExclusion::kBiasNorm, "bias-norm"}}}};
 
 constexpr double kMaxEpochs = 1e6;
 constexpr int64_t kMaxSteps = 1000000000;
@@ -29,7 +33,7 @@ double cosine_anneal(double start, double end, double pct) {
 }
 
 void check_schedule(const RecipeOptions& r) {
-  const LrScheduleKind kind = parse_lr_schedule(r.lr_schedule);
+  const LrScheduleKind kind = r.lr_schedule;
   DLSCALE_CHECK(r.lr_gamma > 0 && r.lr_gamma <= 1, "--lr-gamma must be in (0, 1] (got {})",
                 r.lr_gamma);
   DLSCALE_CHECK(r.lr_power > 0 && r.lr_power <= 100, "--lr-power must be in (0, 100] (got {})",
@@ -39,7 +43,7 @@ void check_schedule(const RecipeOptions& r) {
   DLSCALE_CHECK(r.onecycle_pct > 0 && r.onecycle_pct < 1,
                 "--onecycle-pct must be in (0, 1) (got {})", r.onecycle_pct);
   DLSCALE_CHECK(kind == LrScheduleKind::kStep || r.lr_milestones.empty(),
-                "--lr-milestones is for --lr-schedule step (got --lr-schedule {})", r.lr_schedule);
+                "--lr-milestones is for --lr-schedule step (got --lr-schedule {})", to_string(r.lr_schedule));
   DLSCALE_CHECK(kind != LrScheduleKind::kStep || !r.lr_milestones.empty(),
                 "--lr-schedule step needs --lr-milestones (epochs, e.g. 30,60,80)");
   double previous = 0;
@@ -55,10 +59,12 @@ void check_schedule(const RecipeOptions& r) {
 
 }  // namespace
 
-LrScaling parse_lr_scaling(const std::string& name) { return kScalings.parse(name); }
+const EnumNames<LrScaling, 2>& enum_names(LrScaling) { return kScalings; }
+const EnumNames<LrScheduleKind, 5>& enum_names(LrScheduleKind) { return kSchedules; }
+const EnumNames<DecayExclusion, 3>& enum_names(DecayExclusion) { return kExclusions; }
 std::string to_string(LrScaling scaling) { return kScalings.name(scaling); }
-LrScheduleKind parse_lr_schedule(const std::string& name) { return kSchedules.parse(name); }
 std::string to_string(LrScheduleKind kind) { return kSchedules.name(kind); }
+std::string to_string(DecayExclusion exclusion) { return kExclusions.name(exclusion); }
 
 int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch) {
   return static_cast<int64_t>(std::llround(epochs * static_cast<double>(steps_per_epoch)));
@@ -80,7 +86,6 @@ void check_recipe(const RecipeOptions& r, bool has_dataset) {
   DLSCALE_CHECK(r.target_accuracy >= 0 && r.target_accuracy <= 100,
                 "--target-accuracy must be a fraction in (0, 1] or a percentage in (1, 100] "
                 "(got {})", r.target_accuracy);
-  parse_lr_scaling(r.lr_scaling);
   DLSCALE_CHECK(r.base_batch >= 1 && r.base_batch <= kMaxBatch,
                 "--base-batch must be in [1, {}] (got {})", kMaxBatch, r.base_batch);
   DLSCALE_CHECK(r.warmup_epochs >= 0 && r.warmup_epochs <= kMaxEpochs,
@@ -90,8 +95,6 @@ void check_recipe(const RecipeOptions& r, bool has_dataset) {
   check_schedule(r);
   DLSCALE_CHECK(r.lars_eta > 0 && r.lars_eta <= 1, "--lars-eta must be in (0, 1] (got {})",
                 r.lars_eta);
-  DLSCALE_CHECK(r.wd_exclude == "auto" || r.wd_exclude == "none" || r.wd_exclude == "bias-norm",
-                "unknown --wd-exclude '{}' (expected auto, none or bias-norm)", r.wd_exclude);
   DLSCALE_CHECK(r.label_smoothing >= 0 && r.label_smoothing < 1,
                 "--label-smoothing must be in [0, 1) (got {})", r.label_smoothing);
   DLSCALE_CHECK(r.checkpoint_every >= 0 && r.checkpoint_every <= kMaxSteps,
@@ -112,7 +115,7 @@ void check_recipe(const RecipeOptions& r, bool has_dataset) {
         std::pair{"--eval-every-steps", r.eval_every_steps > 0},
         std::pair{"--target-accuracy", r.target_accuracy > 0},
         std::pair{"--warmup-epochs", r.warmup_epochs > 0},
-        std::pair{"--lr-schedule", r.lr_schedule != "constant"},
+        std::pair{"--lr-schedule", r.lr_schedule != LrScheduleKind::kConstant},
         std::pair{"--checkpoint-every-epochs", r.checkpoint_every_epochs > 0}}) {
     DLSCALE_CHECK(!set, "{} needs a dataset with epochs and a test split (--data fashion-mnist, "
                         "idx:DIR, ...); synthetic data has neither",
@@ -122,7 +125,7 @@ void check_recipe(const RecipeOptions& r, bool has_dataset) {
 
 LrSchedule::LrSchedule(const RecipeOptions& r, double base_lr, int64_t global_batch,
                        int64_t steps_per_epoch, int64_t total_steps)
-    : kind_(parse_lr_schedule(r.lr_schedule)),
+    : kind_(r.lr_schedule),
       peak_(base_lr),
       warmup_start_(r.warmup_start_factor),
       total_steps_(std::max<int64_t>(1, total_steps)),
@@ -131,7 +134,7 @@ LrSchedule::LrSchedule(const RecipeOptions& r, double base_lr, int64_t global_ba
       end_factor_(r.lr_end_factor),
       onecycle_pct_(r.onecycle_pct) {
   DLSCALE_ASSERT(steps_per_epoch >= 1);
-  if (parse_lr_scaling(r.lr_scaling) == LrScaling::kLinear) {
+  if (r.lr_scaling == LrScaling::kLinear) {
     peak_ = base_lr * static_cast<double>(global_batch) / static_cast<double>(r.base_batch);
   }
   warmup_steps_ = epochs_to_steps(r.warmup_epochs, steps_per_epoch);

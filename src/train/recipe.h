@@ -9,18 +9,24 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
+#include "core/option_table.h"
+
 namespace dlscale::train {
 
 enum class LrScaling { kNone, kLinear };
 enum class LrScheduleKind { kConstant, kStep, kPoly, kCosine, kOneCycle };
 /// Which parameters weight decay (and LARS's trust ratio) skip: none, or
-/// every parameter of at most one dimension (biases, batch-norm scales and shifts).
-enum class DecayExclusion { kNone, kBiasNorm };
+/// every parameter of at most one dimension (biases, batch-norm scales and
+/// shifts); auto = bias-norm for LARS, none otherwise.
+enum class DecayExclusion { kAuto, kNone, kBiasNorm };
 
-LrScaling parse_lr_scaling(const std::string& name);
+const EnumNames<LrScaling, 2>& enum_names(LrScaling);
+const EnumNames<LrScheduleKind, 5>& enum_names(LrScheduleKind);
+const EnumNames<DecayExclusion, 3>& enum_names(DecayExclusion);
 std::string to_string(LrScaling scaling);
-LrScheduleKind parse_lr_schedule(const std::string& name);
 std::string to_string(LrScheduleKind kind);
+std::string to_string(DecayExclusion exclusion);
 
 struct RecipeOptions {
   // How long, and when to evaluate.
@@ -28,28 +34,123 @@ struct RecipeOptions {
   double eval_every = 0;        ///< evaluate every this many epochs; 0 = see eval_every_steps
   int64_t eval_every_steps = 0; ///< evaluate every this many steps; 0 = never (unless epochs/target)
   int64_t eval_batch = 256;     ///< evaluation samples per batch per worker
-  double target_accuracy = 0;   ///< stop at the first evaluation with top-1 ≥ this (fraction); 0 = none
+  double target_accuracy = 0;   ///< stop at the first evaluation reaching this (fraction, or % above 1); 0 = none
   // Learning rate.
-  std::string lr_scaling = "none";  ///< none | linear (lr × global batch / base_batch)
-  int64_t base_batch = 256;         ///< the batch --lr is given for, under linear scaling
-  double warmup_epochs = 0;         ///< linear warm-up length
-  double warmup_start_factor = 0;   ///< warm-up starts at this fraction of the peak rate
-  std::string lr_schedule = "constant";  ///< constant | step | poly | cosine | onecycle
-  std::vector<double> lr_milestones;     ///< step: epochs at which the rate is multiplied by gamma
-  double lr_gamma = 0.1;                 ///< step
-  double lr_power = 2;                   ///< poly
-  double lr_end_factor = 0;              ///< poly, cosine: final rate as a fraction of the peak
-  double onecycle_pct = 0.3;             ///< onecycle: fraction of the steps spent rising
+  LrScaling lr_scaling = LrScaling::kNone;  ///< linear: lr × global batch / base_batch
+  int64_t base_batch = 256;                 ///< the batch --lr is given for, under linear scaling
+  double warmup_epochs = 0;                 ///< linear warm-up length
+  double warmup_start_factor = 0;           ///< warm-up starts at this fraction of the peak rate
+  LrScheduleKind lr_schedule = LrScheduleKind::kConstant;
+  std::vector<double> lr_milestones;        ///< step: epochs at which the rate is multiplied by gamma
+  double lr_gamma = 0.1;                    ///< step
+  double lr_power = 2;                      ///< poly
+  double lr_end_factor = 0;                 ///< poly, cosine: final rate as a fraction of the peak
+  double onecycle_pct = 0.3;                ///< onecycle: fraction of the steps spent rising
   // Optimizer extras.
-  double lars_eta = 0.001;           ///< LARS trust coefficient
-  std::string wd_exclude = "auto";   ///< auto | none | bias-norm (auto: bias-norm for lars)
+  double lars_eta = 0.001;                          ///< LARS trust coefficient
+  DecayExclusion wd_exclude = DecayExclusion::kAuto;
   double label_smoothing = 0;
   // Logs and checkpoints.
   std::string mllog_path;            ///< MLPerf-style log (rank 0); "" = none
   std::string checkpoint_path;       ///< where checkpoints go; "" = none
-  int64_t checkpoint_every = 0;      ///< steps between checkpoints; 0 = see epochs
+  int64_t checkpoint_every = 0;      ///< steps between checkpoints; 0 = see epochs, else at the end
   double checkpoint_every_epochs = 0;
   std::string resume_path;           ///< continue from this checkpoint; "" = start afresh
+
+  /// The table (core/option_table.h); a record holds it under "recipe", with
+  /// the target as a fraction (recipe_json).
+  template <typename Self, typename Visitor>
+  static void table(Self& s, Visitor&& v) {
+    when(s, v);
+    rate(s, v);
+    extras(s, v);
+    logs(s, v);
+  }
+
+ private:
+  template <typename Self, typename Visitor>
+  static void when(Self& s, Visitor&& v) {
+    v(Option{"--epochs",
+             "Train this many epochs (may be fractional) instead of --steps; evaluates after each epoch "
+             "unless told otherwise",
+             "epochs"}
+          .no_default(),
+      s.epochs);
+    v(Option{"--eval-every", "Evaluate on the test split every E epochs", "eval_every"}.no_default(), s.eval_every);
+    v(Option{"--eval-every-steps", "Evaluate on the test split every N steps", "eval_every_steps"}.no_default(),
+      s.eval_every_steps);
+    v(Option{"--eval-batch", "Evaluation samples per batch per worker", "eval_batch"}, s.eval_batch);
+    v(Option{"--target-accuracy",
+             "Stop at the first evaluation whose top-1 reaches this (0.9 or 90 = 90%); a run that ends without "
+             "it has status aborted",
+             nullptr}
+          .no_default(),
+      s.target_accuracy);
+  }
+  template <typename Self, typename Visitor>
+  static void rate(Self& s, Visitor&& v) {
+    v(Option{"--lr-scaling", "none | linear: peak rate = --lr x global batch / --base-batch (Goyal et al. 2017)",
+             "lr_scaling"},
+      s.lr_scaling);
+    v(Option{"--base-batch", "The global batch --lr is meant for (linear scaling)", "base_batch"}, s.base_batch);
+    v(Option{"--warmup-epochs", "Ramp the rate linearly to its peak over this many epochs (gradual warm-up)",
+             "warmup_epochs"},
+      s.warmup_epochs);
+    v(Option{"--warmup-start-factor", "Warm-up starts at this fraction of the peak rate", "warmup_start_factor"},
+      s.warmup_start_factor);
+    v(Option{"--lr-schedule",
+             "constant | step (x --lr-gamma at each of --lr-milestones) | poly (power --lr-power) | cosine | "
+             "onecycle (PyTorch OneCycleLR)",
+             "lr_schedule"},
+      s.lr_schedule);
+    v(Option{"--lr-milestones", "step: epochs at which the rate is multiplied by --lr-gamma, e.g. 30,60,80",
+             "lr_milestones"}
+          .no_default(),
+      s.lr_milestones);
+    v(Option{"--lr-gamma", "step: factor at each milestone", "lr_gamma"}, s.lr_gamma);
+    v(Option{"--lr-power", "poly: (1 - t)^power decay after warm-up", "lr_power"}, s.lr_power);
+    v(Option{"--lr-end-factor", "poly, cosine: the final rate as a fraction of the peak", "lr_end_factor"},
+      s.lr_end_factor);
+    v(Option{"--onecycle-pct", "onecycle: fraction of the run spent rising to the peak", "onecycle_pct"},
+      s.onecycle_pct);
+  }
+  template <typename Self, typename Visitor>
+  static void extras(Self& s, Visitor&& v) {
+    v(Option{"--lars-eta", "LARS trust coefficient (--optimizer lars)", "lars_eta"}, s.lars_eta);
+    v(Option{"--wd-exclude",
+             "auto | none | bias-norm: exempt biases and norm weights (1-D tensors) from weight decay and "
+             "LARS's trust ratio; auto = bias-norm for lars, none otherwise",
+             "wd_exclude"},
+      s.wd_exclude);
+    v(Option{"--label-smoothing", "Label smoothing of the cross-entropy loss (Szegedy et al. 2016)",
+             "label_smoothing"},
+      s.label_smoothing);
+  }
+  template <typename Self, typename Visitor>
+  static void logs(Self& s, Visitor&& v) {
+    v(Option{"--mllog", "Write MLPerf Training-style ':::MLLOG {json}' lines here (rank 0; docs/mllog.md)",
+             "mllog"}
+          .no_default(),
+      s.mllog_path);
+    v(Option{"--checkpoint",
+             "Checkpoint file (written atomically by rank 0, replaced each time; '{step}' in the name keeps one "
+             "file per checkpoint, e.g. ckpt-{step}.bin)",
+             "checkpoint"}
+          .no_default(),
+      s.checkpoint_path);
+    v(Option{"--checkpoint-every",
+             "Write a checkpoint every N steps; without it or --checkpoint-every-epochs (or with 0), "
+             "--checkpoint writes one when the run ends",
+             "checkpoint_every"}
+          .no_default(),
+      s.checkpoint_every);
+    v(Option{"--checkpoint-every-epochs", "Write a checkpoint every E epochs", "checkpoint_every_epochs"}
+          .no_default(),
+      s.checkpoint_every_epochs);
+    v(Option{"--resume", "Continue exactly from this checkpoint (same model, workers and batch)", "resume"}
+          .no_default(),
+      s.resume_path);
+  }
 };
 
 /// Throws dlscale::Error naming the first bad value. `has_dataset` is false

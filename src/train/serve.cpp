@@ -1,6 +1,7 @@
 #include "train/serve.h"
 
 #include "compute/threads.h"
+#include "data/data_spec.h"
 #include "models/model.h"
 #include "train/optimizer.h"
 
@@ -8,22 +9,25 @@ namespace dlscale::train {
 
 std::vector<int64_t> model_numels(const ResolvedTrainOptions& c) {
   // Only the shapes matter: a server's values come from worker 0.
-  const models::ModelSpec& spec = models::find_model(c.options.model);
-  const auto model = spec.make(models::resolve_options(spec, model_options(c.options)));
+  const models::ModelSpec& spec = models::find_model(c.options.model.name);
+  const auto model = spec.make(models::resolve_options(spec, c.options.model));
   std::vector<int64_t> numels;
   for (const auto& p : model->parameters()) numels.push_back(p.numel());
   return numels;
 }
 
-void serve(dp::Strategy& strategy, const ResolvedTrainOptions& c,
+void serve(dp::Strategy& strategy, const ResolvedTrainOptions& config,
            const std::function<void(const std::string&)>& status) {
-  set_compute_threads(c.options.threads);
+  set_compute_threads(config.options.compute.threads);
+  // The model's shapes, as the workers' data shapes them.
+  ResolvedTrainOptions c = config;
+  open_training_data(c);
   dp::ServeContext context;
   context.numels = model_numels(c);
   context.element_bytes = static_cast<int64_t>(torch::elementSize(torch::kFloat32));
   context.make_optimizer = optimizer_factory(c);
-  context.steps = c.options.steps;
-  context.warmup = c.options.warmup;
+  context.steps = c.options.run.steps;
+  context.warmup = c.options.run.warmup;
   context.status = status;
   strategy.serve(context);
 }

@@ -1,135 +1,209 @@
 #pragma once
-// Everything `dlscale train` can be asked, parsed once at the edge into this
-// struct and validated by resolve_train_options() before any work starts.
+// Everything `dlscale train` can be asked, nested by concern: the model,
+// the run's shape, the optimizer and recipe, the data, the strategy, the
+// compute and the outputs. Each struct describes its options once, in a
+// table (core/option_table.h) that gives the CLI flag and help, the record
+// key and whether ranks must agree on it; enums are parsed at the CLI edge.
+// resolve_train_options() validates everything once, before any work. The
+// launch flags (workers, nodes, backend, timeout) belong to the launch
+// layer (launch/launch_options.h).
+#include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/enum_names.h"
+#include "core/option_table.h"
 #include "data/data_options.h"
 #include "dp/sync_options.h"
-#include "launch/job_options.h"
-#include "models/model.h"
-#include "train/amp.h"
+#include "models/model_options.h"
+#include "train/amp_mode.h"
 #include "train/recipe.h"
+
+namespace dlscale::data {
+struct OpenedData;
+}
 
 namespace dlscale::train {
 
 enum class OptimizerKind { kSgd, kMomentum, kNesterov, kAdam, kLars };
+const EnumNames<OptimizerKind, 5>& enum_names(OptimizerKind);
+std::string to_string(OptimizerKind kind);
 
 /// Layout of 4-D activations and weights. oneDNN's CPU convolutions run
 /// faster on channels-last (NHWC) tensors; see docs/metrics.md.
 enum class MemoryFormat { kChannelsLast, kContiguous };
-
-/// "sgd" | "momentum" | "nesterov" | "adam" | "lars"; throws dlscale::Error otherwise.
-OptimizerKind parse_optimizer(const std::string& name);
-std::string to_string(OptimizerKind kind);
-
-/// When rank 0's batch-norm statistics (module buffers) are copied to the
-/// other workers: never, once at start with the weights, or before every step
-/// (PyTorch DDP's broadcast_buffers=True).
-enum class SyncBuffers { kNone, kInit, kStep };
-SyncBuffers parse_sync_buffers(const std::string& name);
-std::string to_string(SyncBuffers policy);
-
-/// "channels-last" | "contiguous"; throws dlscale::Error otherwise.
-MemoryFormat parse_memory_format(const std::string& name);
+const EnumNames<MemoryFormat, 2>& enum_names(MemoryFormat);
 std::string to_string(MemoryFormat format);
 
-struct TrainOptions {
-  std::string model = "resnet18";
-  int64_t batch = 32;          ///< samples per step per worker (weak scaling)
-  int64_t global_batch = 0;    ///< > 0: strong scaling, per-worker batch = global / workers
-  int64_t steps = 20;          ///< total steps, including the warm-up steps
-  int64_t warmup = 3;          ///< first steps excluded from the measurement
+/// How much one run trains and how it reports.
+struct RunOptions {
+  int64_t batch = 32;              ///< samples per step per worker (weak scaling)
+  int64_t global_batch = 0;        ///< > 0: strong scaling, per-worker batch = global / workers
+  int64_t steps = 20;              ///< total steps, including the warm-up steps
+  int64_t warmup = 3;              ///< first steps excluded from the measurement
+  uint64_t seed = 42;              ///< model initialization, data order and augmentation
+  int64_t display_every = 10;      ///< print a step line every this many steps; 0 = never
+  int64_t synthetic_batches = 1;   ///< distinct synthetic batches cycled through
+
+  template <typename Self, typename Visitor>
+  static void table(Self& s, Visitor&& v) {
+    v(Option{"--batch,-b", "Samples per step per worker", "batch"}.agreed(), s.batch);
+    v(Option{"--global-batch",
+             "Strong scaling: samples per step over all workers, split evenly (must divide by the worker "
+             "count); 0 = weak scaling with --batch per worker",
+             nullptr},
+      s.global_batch);
+    v(Option{"--steps", "Total steps including warm-up; measured steps = steps - warmup", "steps"}.agreed(),
+      s.steps);
+    v(Option{"--warmup", "Warm-up steps excluded from the measurement", "warmup"}.agreed(), s.warmup);
+    v(Option{"--seed", "Seed of model initialization, synthetic data, sample order and augmentation", "seed"}
+          .agreed(),
+      s.seed);
+    v(Option{"--display-every", "Print a step line every N steps (and the first and last); 0 = none",
+             "display_every"},
+      s.display_every);
+    v(Option{"--synthetic-batches", "Distinct synthetic batches generated once and cycled through",
+             "synthetic_batches"},
+      s.synthetic_batches);
+  }
+};
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  double lr = 0.01;           ///< learning rate
+  double momentum = 0.9;      ///< used by momentum, nesterov and lars
+  double weight_decay = 0.0;  ///< L2 penalty
+
+  template <typename Self, typename Visitor>
+  static void table(Self& s, Visitor&& v) {
+    v(Option{"--optimizer", "sgd | momentum | nesterov | adam | lars (docs/convergence.md)", "optimizer"}
+          .agreed(),
+      s.kind);
+    v(Option{"--lr", "Learning rate", "lr"}.agreed(), s.lr);
+    v(Option{"--momentum", "Momentum for --optimizer momentum|nesterov", "momentum"}.agreed(), s.momentum);
+    v(Option{"--weight-decay", "L2 weight decay", "weight_decay"}.agreed(), s.weight_decay);
+  }
+};
+
+/// Where and how a worker computes.
+struct ComputeOptions {
   int threads = 0;             ///< intra-op threads per worker; 0 = cores / local workers (>= 1)
-  int64_t image_size = 0;      ///< input height = width; 0 = the model's default
-  int64_t num_classes = 0;     ///< 0 = the model's default
-  bool aux_logits = false;     ///< train auxiliary classifiers too (googlenet, inception3)
-  double dropout = -1;         ///< override every dropout probability; < 0 = the model's own
-  std::string optimizer = "sgd";
-  double lr = 0.01;            ///< learning rate
-  double momentum = 0.9;       ///< used by momentum, nesterov and lars
-  double weight_decay = 0.0;   ///< L2 penalty
-  uint64_t seed = 42;          ///< model initialization, data order and augmentation
-  int64_t display_every = 10;  ///< print a step line every this many steps; 0 = never
-  int64_t synthetic_batches = 1;  ///< distinct synthetic batches cycled through
   std::string device = "cpu";  ///< "cpu", "cuda" (a GPU per local rank) or "cuda:N"
   bool share_gpus = false;     ///< let several local workers use one GPU (docs/gpu.md)
-  std::string amp = "none";    ///< none | bf16 | fp16: autocast of the forward pass (train/amp.h)
-  std::string memory_format = "channels-last";  ///< "channels-last" or "contiguous"
+  AmpMode amp = AmpMode::kNone;  ///< autocast of the forward pass (train/amp.h)
+  MemoryFormat memory_format = MemoryFormat::kChannelsLast;
   bool keep_freed_memory = true;  ///< tune malloc to reuse freed activations (core/memory.h)
-  std::string json_path;       ///< result record file; "" = none
-  std::string save_weights;    ///< rank 0 saves the final parameters here (torch::save); "" = no
-  data::DataOptions data;      ///< --data and the input pipeline (docs/data.md)
-  RecipeOptions recipe;        ///< epochs, evaluation, schedule, LARS, checkpoints (docs/convergence.md)
 
-  // Data parallelism (docs/launch.md, docs/strategies.md).
-  int workers = 1;               ///< worker processes on this node
-  int nnodes = 1;                ///< nodes, each running `workers` processes
-  int node_rank = 0;             ///< this node's index in [0, nnodes)
-  std::string master_addr = "127.0.0.1";  ///< host of the rendezvous store (node 0)
-  int master_port = 29500;       ///< its port (multi-node; a local job picks a free one)
-  std::string master_bind;       ///< the store's listen address; "" = master_addr
-  std::string host_addr;         ///< address other nodes reach this node's workers at; "" = host name
-  std::string backend;           ///< "gloo" | "mpi"; "" = mpi under mpirun, gloo otherwise
-  std::string mpi_collectives = "blocking";  ///< blocking | polled (launch/job_options.h)
-  std::string cluster;           ///< emulated cluster to run on (docs/cluster.md); "" = none
-  int workers_per_host = 1;      ///< --cluster: workers in each host
-  int cluster_hosts = 0;         ///< --cluster: its hosts (from the launch, for the record)
-  double cluster_link_mbit = 0;  ///< --cluster: its link rate; 0 = unshaped (for the record)
-  std::string strategy = "allreduce";  ///< allreduce | tree | hierarchical | independent
-  std::string compress = "none";  ///< none | fp16 | bf16: the type gradients travel in
-  int ranks_per_node = 0;        ///< hierarchical: ranks per node group; 0 = by host
-  int ps_shards = 1;             ///< ps: server shards
-  std::string ps_placement = "colocated";  ///< ps: colocated | dedicated
-  std::string ps_assign = "round-robin";   ///< ps: round-robin | greedy
-  double ps_partition_mb = 0;    ///< ps: split tensors bigger than this over shards; 0 = never
-  std::string ps_mode = "sync";  ///< ps: sync | async
-  int max_staleness = -1;        ///< ps async: bound in versions; -1 = unbounded
-  double bucket_mb = 25.0;       ///< gradient bucket size in MiB; 0 = one bucket after backward
-  double first_bucket_mb = 1.0;  ///< size of the first bucket in MiB
-  std::string sync_buffers = "init";  ///< none | init | step
-  double timeout_s = 60.0;       ///< a worker silent or a collective stuck this long fails the job
-  std::string trace_path;        ///< Chrome-trace JSON of every rank's phases and buckets
-  bool bind_cores = false;       ///< pin each local worker to its own cores
-  bool verbose_ranks = false;    ///< let every rank print to stdout, not only rank 0
+  template <typename Self, typename Visitor>
+  static void table(Self& s, Visitor&& v) {
+    v(Option{"--threads,-t,--threads-per-worker",
+             "Intra-op compute threads per worker (LibTorch and BLAS); 0 = cores / local workers, at least 1",
+             "threads"},
+      s.threads);
+    v(Option{"--device",
+             "cpu | cuda (local worker r gets GPU r mod GPUs) | cuda:N (needs a CUDA LibTorch build; "
+             "docs/gpu.md)",
+             "device"},
+      s.device);
+    v(Option{"--share-gpus",
+             "--device cuda: let several local workers use one GPU when there are fewer GPUs than workers "
+             "(Gloo stages through host memory; NCCL cannot)",
+             "share_gpus"},
+      s.share_gpus);
+    v(Option{"--amp",
+             "none | bf16 | fp16: mixed precision (autocast of the forward pass); fp16 adds dynamic loss "
+             "scaling and needs --device cuda (docs/gpu.md)",
+             "amp"}
+          .agreed(),
+      s.amp);
+    v(Option{"--memory-format",
+             "channels-last | contiguous: layout of images and conv weights (channels-last is faster with "
+             "oneDNN on CPU)",
+             "memory_format"}
+          .agreed(),
+      s.memory_format);
+    v(Option{"!--no-malloc-tuning",
+             "Leave glibc malloc at its defaults (by default dlscale keeps freed memory for reuse instead of "
+             "unmapping it every step)",
+             "keep_freed_memory"},
+      s.keep_freed_memory);
+  }
 };
 
-/// Options after validation, with defaults filled in.
+/// What a run writes besides its console output.
+struct OutputOptions {
+  std::string json_path;     ///< result record file; "" = none
+  std::string save_weights;  ///< rank 0 saves the final parameters here (torch::save); "" = no
+  std::string trace_path;    ///< Chrome-trace JSON of every rank's phases and buckets
+
+  template <typename Self, typename Visitor>
+  static void table(Self& s, Visitor&& v) {
+    v(Option{"--json", "Write the self-describing JSON result record here (atomically)", "json"}.no_default(),
+      s.json_path);
+    v(Option{"--save-weights", "Rank 0 saves the final parameters here (torch::save of the parameter list)",
+             "save_weights"}
+          .no_default(),
+      s.save_weights);
+    v(Option{"--trace",
+             "Write a Chrome-trace JSON (chrome://tracing, Perfetto) of every rank's phases and bucket "
+             "collectives",
+             "trace"}
+          .no_default(),
+      s.trace_path);
+  }
+};
+
+struct TrainOptions {
+  models::ModelOptions model;
+  RunOptions run;
+  OptimizerOptions optimizer;
+  RecipeOptions recipe;    ///< epochs, evaluation, schedule, LARS, checkpoints (docs/convergence.md)
+  data::DataOptions data;  ///< --data and the input pipeline (docs/data.md)
+  dp::SyncOptions sync;    ///< the strategy (docs/strategies.md)
+  ComputeOptions compute;
+  OutputOptions output;
+};
+
+/// Options after validation: defaults filled in, and what follows from them.
 struct ResolvedTrainOptions {
   TrainOptions options;        ///< every 0/"" default replaced by its value
-  OptimizerKind optimizer = OptimizerKind::kSgd;
-  MemoryFormat memory_format = MemoryFormat::kChannelsLast;
-  SyncBuffers sync_buffers = SyncBuffers::kInit;
-  AmpMode amp = AmpMode::kNone;
-  dp::SyncOptions sync;        ///< strategy, buckets, compression (node_name left to the job)
   int64_t channels = 0;
   int64_t measured_steps = 0;
-  int64_t global_batch = 0;  ///< samples per step over all workers
-  int world_size = 1;
-  int local_world_size = 1;  ///< workers on this node
+  int64_t global_batch = 0;    ///< samples per step over all workers
+  int world_size = 1;          ///< workers
+  int local_world_size = 1;    ///< workers on this node
   bool strong_scaling = false;
+  /// The launch's --timeout: what links without a communicator wait.
+  std::chrono::milliseconds timeout{60000};
+  /// The launch layer's part of the record's inputs (workers, backend, cluster…).
+  nlohmann::json launch_inputs = nlohmann::json::object();
 };
-
-/// The model-building part of `options` (not yet resolved against the spec).
-models::ModelOptions model_options(const TrainOptions& options);
-
-/// The strategy part of `options`, parsed (not yet checked).
-dp::SyncOptions sync_options(const TrainOptions& options);
-
-/// The launch part of `options` (threads as given: resolve first). Throws
-/// dlscale::Error when --timeout is not a positive number of seconds.
-launch::JobOptions job_options(const TrainOptions& options);
 
 /// Validates every field and fills defaults for a job of `world_size`
 /// workers, `local_world_size` of them on this node. Throws dlscale::Error
 /// with a one-line message naming the bad value and what is allowed. Also
 /// checks that output paths can be written, so a long run never ends with a
-/// lost result. With world_size = 0 the size is nnodes × workers.
-ResolvedTrainOptions resolve_train_options(const TrainOptions& options, int world_size = 0,
+/// lost result.
+ResolvedTrainOptions resolve_train_options(const TrainOptions& options, int world_size = 1,
                                            int local_world_size = 0);
+
+/// Fills the image size and classes the data implies where the options
+/// give none (0: the model's default), and checks them against the model.
+void shape_by_data(ResolvedTrainOptions& resolved, int64_t image_size, int64_t num_classes);
+
+/// Opens (and stages) the training split and shapes `resolved` by it: the
+/// data is opened in each worker, after the options were resolved.
+data::OpenedData open_training_data(ResolvedTrainOptions& resolved);
 
 /// With --epochs, sets the steps to epochs × `steps_per_epoch` (the data's
 /// global batches per epoch) and re-checks them against --warmup.
 void apply_epochs(ResolvedTrainOptions& resolved, int64_t steps_per_epoch);
+
+/// The record's inputs (schema dlscale.train/1): every option of every table
+/// under its key, the recipe under "recipe", and what follows from them.
+nlohmann::json inputs_json(const ResolvedTrainOptions& config);
+/// The inputs every worker must agree on (compared at start).
+nlohmann::json agreed_inputs(const ResolvedTrainOptions& config);
 
 }  // namespace dlscale::train

@@ -8,7 +8,6 @@
 #include "core/record_keys.h"
 #include "core/text_table.h"
 #include "dp/strategy.h"
-#include "cluster/cluster.h"
 
 namespace dlscale::train {
 
@@ -64,73 +63,6 @@ TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t globa
     s.last_loss = steps.back().loss;
   }
   return s;
-}
-
-nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
-  const TrainOptions& o = c.options;
-  return {{"model", o.model},
-          {"batch", o.batch},
-          {"global_batch", c.global_batch},
-          {"world_size", c.world_size},
-          {"local_world_size", c.local_world_size},
-          {"scaling", c.strong_scaling ? "strong" : "weak"},
-          {"workers", o.workers},
-          {"nnodes", o.nnodes},
-          {"host_addr", o.host_addr},
-          {"master_bind", o.master_bind},
-          {"backend", o.backend},
-          {"mpi_collectives", o.mpi_collectives},
-          {"cluster", cluster::cluster_json(o.cluster, o.cluster_hosts, o.workers_per_host,
-                                           o.cluster_link_mbit)},
-          {"strategy", o.strategy},
-          {"compress", o.compress},
-          {"ranks_per_node", o.ranks_per_node},
-          {"ps_shards", o.ps_shards},
-          {"ps_placement", o.ps_placement},
-          {"ps_assign", o.ps_assign},
-          {"ps_partition_mb", o.ps_partition_mb},
-          {"ps_mode", o.ps_mode},
-          {"max_staleness", o.max_staleness},
-          {"bucket_mb", o.bucket_mb},
-          {"first_bucket_mb", o.first_bucket_mb},
-          {"sync_buffers", to_string(c.sync_buffers)},
-          {"timeout_s", o.timeout_s},
-          {"bind_cores", o.bind_cores},
-          {"dropout", o.dropout},
-          {"trace", o.trace_path},
-          {"save_weights", o.save_weights},
-          {"steps", o.steps},
-          {"warmup", o.warmup},
-          {"measured_steps", c.measured_steps},
-          {"threads", o.threads},
-          {"image_size", o.image_size},
-          {"channels", c.channels},
-          {"num_classes", o.num_classes},
-          {"aux_logits", o.aux_logits},
-          {"optimizer", to_string(c.optimizer)},
-          {"lr", o.lr},
-          {"momentum", o.momentum},
-          {"weight_decay", o.weight_decay},
-          {"seed", o.seed},
-          {"display_every", o.display_every},
-          {"synthetic_batches", o.synthetic_batches},
-          {"data", o.data.spec},
-          {"data_threads", o.data.threads},
-          {"prefetch", o.data.prefetch},
-          {"cache", o.data.cache},
-          {"augment", o.data.augment},
-          {"shuffle", o.data.shuffle},
-          {"data_order", o.data.order},
-          {"shuffle_buffer", o.data.shuffle_buffer},
-          {"skip_corrupt", o.data.skip_corrupt},
-          {"stage_dir", o.data.stage_dir},
-          {"device", o.device},
-          {"share_gpus", o.share_gpus},
-          {"amp", to_string(c.amp)},
-          {"memory_format", to_string(c.memory_format)},
-          {"keep_freed_memory", o.keep_freed_memory},
-          {"json", o.json_path},
-          {"recipe", recipe_json(o.recipe)}};
 }
 
 namespace {
@@ -282,7 +214,7 @@ nlohmann::json to_json(const TrainResult& r) {
             {"num_classes", r.model.num_classes}}},
           {"environment", environment_json(r)},
           {"precision",
-           {{"amp", to_string(r.config.amp)},
+           {{"amp", to_string(r.config.options.compute.amp)},
             {"skipped_steps", r.runtime.amp_skipped_steps},
             {"loss_scale", r.runtime.loss_scale}}},
           {record::kResults, results_json(r)},
@@ -296,21 +228,21 @@ void print_header(std::ostream& out, const TrainResult& r) {
              m.name, with_thousands(m.parameters), m.flops_per_sample() / 1e9, m.channels, m.image_size,
              m.image_size, m.num_classes);
   fmt::print(out, "  batch {} per worker x {} worker(s) = {} global ({} scaling) | steps {} ({} warm-up) | optimizer {} lr {}\n",
-             o.batch, r.config.world_size, r.config.global_batch,
-             r.config.strong_scaling ? "strong" : "weak", o.steps, o.warmup,
-             to_string(r.config.optimizer), o.lr);
+             o.run.batch, r.config.world_size, r.config.global_batch,
+             r.config.strong_scaling ? "strong" : "weak", o.run.steps, o.run.warmup,
+             to_string(o.optimizer.kind), o.optimizer.lr);
   fmt::print(out, "  device {}{} | {} | amp {} | threads {} (BLAS {}) | LibTorch {} | BLAS {}\n",
              r.runtime.device, r.runtime.gpu.empty() ? "" : " (" + r.runtime.gpu + ")",
-             to_string(r.config.memory_format), to_string(r.config.amp), r.runtime.compute_threads,
+             to_string(o.compute.memory_format), to_string(o.compute.amp), r.runtime.compute_threads,
              r.runtime.blas_threads, r.runtime.torch_version, r.system.blas);
   const DataSummary& d = r.data;
   if (d.format == "synthetic") {
     fmt::print(out, "  data synthetic ({} distinct global batch(es) generated at start and cycled)\n",
-               o.synthetic_batches);
+               o.run.synthetic_batches);
   } else {
     fmt::print(out, "  data {} ({} samples, {} steps/epoch{}) | augment {} | {} data thread(s), prefetch {}{}{}\n",
                d.spec, with_thousands(d.samples), d.steps_per_epoch,
-               o.data.order == "streaming"
+               o.data.order == data::DataOrder::kStreaming
                    ? fmt::format(", streaming, shuffle buffer {}", o.data.shuffle_buffer)
                    : "",
                d.augment, o.data.threads,

@@ -132,9 +132,6 @@ StepTimes median_phase_times(const std::vector<StepRecord>& steps);
 /// Fills busy time and bandwidths of `comm` from rank 0's measured steps.
 void summarize_comm(const std::vector<StepRecord>& steps, int world_size, CommSummary& comm);
 
-/// Every resolved input, as recorded under "inputs" in the result record.
-nlohmann::json inputs_json(const ResolvedTrainOptions& config);
-
 /// The self-describing record (schema "dlscale.train/1"): inputs, model,
 /// environment, summary and every step's times.
 nlohmann::json to_json(const TrainResult& result);

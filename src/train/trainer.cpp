@@ -18,6 +18,7 @@
 #include "data/data_spec.h"
 #include "dp/gradient_sync.h"
 #include "dp/strategy.h"
+#include "train/amp.h"
 #include "train/evaluator.h"
 #include "train/mllog.h"
 #include "train/optimizer.h"
@@ -31,7 +32,7 @@ void ConsoleObserver::on_start(const TrainResult& result) {
 }
 
 void ConsoleObserver::on_step(const StepRecord& step, const TrainResult& result) {
-  const TrainOptions& o = result.config.options;
+  const RunOptions& o = result.config.options.run;
   if (o.display_every == 0) return;
   const int64_t first_step = result.convergence.resumed_from_step;  // 0 unless resumed
   const bool first = step.step == first_step;
@@ -54,125 +55,117 @@ void ConsoleObserver::on_eval(const EvalRecord& eval, const TrainResult& result)
 
 void ConsoleObserver::on_finish(const TrainResult& result) { print_summary(out_, result); }
 
-namespace {
+Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker, std::vector<std::string> argv)
+    : Trainer(resolve_train_options(options, std::max(1, worker.world_size), worker.local_world_size),
+              worker, std::move(argv)) {}
 
-/// The recorded inputs every worker must agree on (checked at start).
-nlohmann::json agreed_fields(const ResolvedTrainOptions& c) {
-  static const char* const kAgreed[] = {
-      "model",     "batch",        "global_batch",  "world_size", "steps",
-      "warmup",    "image_size",   "num_classes",   "aux_logits", "dropout",
-      "optimizer", "lr",           "momentum",      "weight_decay", "seed",
-      "memory_format", "amp", "bucket_mb", "first_bucket_mb", "sync_buffers",
-      "strategy", "compress", "ranks_per_node", "ps_shards", "ps_placement", "ps_assign",
-      "ps_partition_mb", "ps_mode", "max_staleness", "data", "augment", "shuffle", "data_order",
-      "shuffle_buffer"};
-  const nlohmann::json inputs = inputs_json(c);
-  nlohmann::json agreed = nlohmann::json::object();
-  for (const char* key : kAgreed) agreed[key] = inputs.at(key);
-  return agreed;
-}
-
-/// Image size and classes the data implies where the user gave none.
-TrainOptions shaped_by_data(TrainOptions o, const data::OpenedData& data) {
-  if (!data.dataset) return o;
-  const data::DatasetInfo& info = data.dataset->info();
-  if (o.image_size == 0) o.image_size = info.image_size;  // 0 (sizes vary): the model's default
-  if (o.num_classes == 0) o.num_classes = info.num_classes;
-  return o;
-}
-
-}  // namespace
-
-Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker,
+Trainer::Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker,
                  std::vector<std::string> argv)
     : worker_(worker), device_(torch::kCPU), init_start_(now_seconds()) {
-  // The data is opened first: it shapes the model (channels, size, classes).
-  data::check_data_options(options.data);
-  const data::OpenedData opened = data::open_data(
-      options.data, models::find_model(options.model).channels, data::Split::kTrain);
-  result_.config = resolve_train_options(shaped_by_data(options, opened), worker.world_size,
-                                         worker.local_world_size);
-  result_.argv = std::move(argv);
-  const ResolvedTrainOptions& c = result_.config;
-  const TrainOptions& o = c.options;
   DLSCALE_ASSERT(worker.world_size == 1 || worker.comm != nullptr);
-  device_ = worker_device(o.device, worker.local_rank, worker.local_world_size, o.share_gpus);
+  result_.config = config;
+  result_.argv = std::move(argv);
+  // The data is opened first: it shapes the model (channels, size, classes).
+  const data::OpenedData opened = open_training_data(result_.config);
+  setup_compute();
+  const data::SourceOptions source = setup_data(opened);
+  build_model();
+  if (worker.world_size > 1) join_workers();
+  setup_sync();
+  optimizer_ = make_optimizer(result_.config.options.optimizer, model_->parameters(), result_.config.options.recipe);
+  setup_convergence(source);
+  const TrainOptions& o = result_.config.options;
+  if (!o.recipe.resume_path.empty()) resume_from(o.recipe.resume_path);
+  if (!o.output.trace_path.empty()) tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
+  // Boundaries of the five phases (kNumPhases counts "total" too): six marks.
+  if (device_.is_cuda()) phase_clock_ = make_cuda_phase_clock(device_.index(), kNumPhases);
+  if (!phase_clock_) phase_clock_ = make_host_phase_clock(kNumPhases);
+  scaler_ = std::make_unique<LossScaler>(o.compute.amp == AmpMode::kFp16);
+  record_runtime();
+}
+
+void Trainer::setup_compute() {
+  const ComputeOptions& o = result_.config.options.compute;
+  device_ = worker_device(o.device, worker_.local_rank, worker_.local_world_size, o.share_gpus);
   set_compute_threads(o.threads);  // process-wide (see compute/threads.h)
   // cuDNN picks each convolution's fastest algorithm on its first call (as
   // tf_cnn_benchmarks' autotuning and torch.backends.cudnn.benchmark do).
   if (device_.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
   if (o.keep_freed_memory) keep_freed_memory();
+}
 
-  const models::ModelSpec& spec = models::find_model(o.model);
-  const bool channels_last = c.memory_format == MemoryFormat::kChannelsLast;
+data::SourceOptions Trainer::setup_data(const data::OpenedData& opened) {
+  const ResolvedTrainOptions& c = result_.config;
+  const TrainOptions& o = c.options;
   data::SourceOptions so;
   so.global_batch = c.global_batch;
-  so.rank = worker.rank;
+  so.rank = worker_.rank;
   so.world_size = c.world_size;
-  so.channels = spec.channels;
-  so.image_size = o.image_size;
-  so.num_classes = o.num_classes;
-  so.synthetic_batches = o.synthetic_batches;
-  so.seed = o.seed + 1;  // data stream independent of the initialization stream
+  so.channels = c.channels;
+  so.image_size = o.model.image_size;
+  so.num_classes = o.model.num_classes;
+  so.synthetic_batches = o.run.synthetic_batches;
+  so.seed = o.run.seed + 1;  // data stream independent of the initialization stream
   so.device = device_;
-  so.channels_last = channels_last;
+  so.channels_last = o.compute.memory_format == MemoryFormat::kChannelsLast;
   data_ = data::make_data_source(opened, o.data, so);
   steps_per_epoch_ = data_->steps_per_epoch();
   apply_epochs(result_.config, steps_per_epoch_);  // --epochs: the steps are known now
   record_data_info(opened);
+  return so;
+}
 
-  torch::manual_seed(o.seed + static_cast<uint64_t>(worker.rank));  // dropout masks differ per rank
-  const models::ModelOptions mo = models::resolve_options(spec, model_options(o));
-  model_ = spec.make(mo);
+void Trainer::build_model() {
+  const TrainOptions& o = result_.config.options;
+  const models::ModelSpec& spec = models::find_model(o.model.name);
+  torch::manual_seed(o.run.seed + static_cast<uint64_t>(worker_.rank));  // dropout masks differ per rank
+  model_ = spec.make(o.model);
   aux_loss_weight_ = spec.aux_loss_weight;
-  result_.model = models::measure_model(spec, mo, *model_);
-
+  result_.model = models::measure_model(spec, o.model, *model_);
   model_->to(device_);
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& p : model_->parameters()) {
-      if (p.dim() == 4) p.set_data(compat::with_memory_format(p, channels_last));
-    }
+  const bool channels_last = o.compute.memory_format == MemoryFormat::kChannelsLast;
+  torch::NoGradGuard no_grad;
+  for (auto& p : model_->parameters()) {
+    if (p.dim() == 4) p.set_data(compat::with_memory_format(p, channels_last));
   }
   model_->train();
+}
 
-  if (worker.world_size > 1) {
-    comm::Communicator& comm = *worker.comm;
-    comm::check_same_config(comm, agreed_fields(c));
-    torch::NoGradGuard no_grad;
-    for (auto& p : model_->parameters()) {
-      // Broadcast moves bytes: a contiguous staging copy keeps any layout right.
-      torch::Tensor staging = p.contiguous();
-      comm.broadcast(staging, 0);
-      p.copy_(staging);
-    }
-    if (c.sync_buffers != SyncBuffers::kNone) broadcast_buffers();
+/// Every worker checks it got the same configuration, then takes rank 0's
+/// weights (and batch-norm statistics).
+void Trainer::join_workers() {
+  comm::Communicator& comm = *worker_.comm;
+  comm::check_same_config(comm, agreed_inputs(result_.config));
+  torch::NoGradGuard no_grad;
+  for (auto& p : model_->parameters()) {
+    // Broadcast moves bytes: a contiguous staging copy keeps any layout right.
+    torch::Tensor staging = p.contiguous();
+    comm.broadcast(staging, 0);
+    p.copy_(staging);
   }
-  dp::Strategy* strategy = worker.strategy;
+  if (result_.config.options.sync.sync_buffers != dp::SyncBuffers::kNone) broadcast_buffers();
+}
+
+void Trainer::setup_sync() {
+  const ResolvedTrainOptions& c = result_.config;
+  dp::Strategy* strategy = worker_.strategy;
   if (strategy == nullptr) {
-    own_strategy_ = dp::make_strategy(c.sync);
-    DLSCALE_ASSERT(!own_strategy_->arrange(worker.comm).serves);
+    own_strategy_ = dp::make_strategy(c.options.sync);
+    DLSCALE_ASSERT(!own_strategy_->arrange(worker_.comm).serves);
     strategy = own_strategy_.get();
   }
   dp::SyncContext sync_context;
-  sync_context.comm = worker.comm;
-  sync_context.node_name = worker.node_name;
+  sync_context.comm = worker_.comm;
+  sync_context.node_name = worker_.node_name;
   sync_context.make_optimizer = optimizer_factory(c);
-  sync_context.steps = o.steps;
-  sync_context.warmup = o.warmup;
-  sync_context.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  sync_context.steps = c.options.run.steps;
+  sync_context.warmup = c.options.run.warmup;
+  sync_context.timeout = c.timeout;
   sync_ = strategy->make_sync(model_->parameters(), sync_context);
   record_sync_info();
-  optimizer_ = make_optimizer(c.optimizer, model_->parameters(), o);
-  setup_convergence(so);
-  if (!o.recipe.resume_path.empty()) resume_from(o.recipe.resume_path);
+}
 
-  if (!o.trace_path.empty()) tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
-  // Boundaries of the five phases (kNumPhases counts "total" too): six marks.
-  if (device_.is_cuda()) phase_clock_ = make_cuda_phase_clock(device_.index(), kNumPhases);
-  if (!phase_clock_) phase_clock_ = make_host_phase_clock(kNumPhases);
-  scaler_ = std::make_unique<LossScaler>(c.amp == AmpMode::kFp16);
-
+void Trainer::record_runtime() {
   result_.system = collect_system_info();  // after LibTorch loaded its BLAS
   result_.runtime.torch_version = compat::torch_version();
   result_.runtime.compute_threads = compute_threads();
@@ -228,8 +221,9 @@ void Trainer::broadcast_buffers() {
 }
 
 std::optional<compat::AutocastScope> Trainer::autocast() const {
-  if (result_.config.amp == AmpMode::kNone) return std::nullopt;
-  return std::optional<compat::AutocastScope>(std::in_place, device_, amp_dtype(result_.config.amp));
+  const AmpMode amp = result_.config.options.compute.amp;
+  if (amp == AmpMode::kNone) return std::nullopt;
+  return std::optional<compat::AutocastScope>(std::in_place, device_, amp_dtype(amp));
 }
 
 torch::Tensor Trainer::forward_loss(const data::Batch& batch) {
@@ -248,7 +242,7 @@ torch::Tensor Trainer::forward_loss(const data::Batch& batch) {
 StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   StepRecord rec;
   rec.step = step;
-  rec.measured = step >= start_step_ + result_.config.options.warmup;
+  rec.measured = step >= start_step_ + result_.config.options.run.warmup;
   // Phase boundaries 0..5 (data, forward, backward, comm, optimizer): host
   // clock readings on CPU, events on the compute stream on a GPU.
   PhaseClock& clock = *phase_clock_;
@@ -259,7 +253,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   const data::Batch batch = data_->batch(step);
   clock.mark(1);
   observer.on_phase(step, "forward");
-  if (worker_.world_size > 1 && result_.config.sync_buffers == SyncBuffers::kStep) {
+  if (worker_.world_size > 1 && result_.config.options.sync.sync_buffers == dp::SyncBuffers::kStep) {
     broadcast_buffers();
   }
   const torch::Tensor loss = forward_loss(batch);
@@ -385,13 +379,13 @@ void Trainer::write_outputs() {
     }
   }
   if (worker_.rank != 0) return;
-  if (tracer_) write_file_atomic(o.trace_path, make_trace(traces).dump() + "\n");
-  if (!o.save_weights.empty()) {
+  if (tracer_) write_file_atomic(o.output.trace_path, make_trace(traces).dump() + "\n");
+  if (!o.output.save_weights.empty()) {
     std::ostringstream out;
     torch::save(model_->parameters(), out);
-    write_file_atomic(o.save_weights, out.str());
+    write_file_atomic(o.output.save_weights, out.str());
   }
-  if (!o.json_path.empty()) write_file_atomic(o.json_path, to_json(result_).dump(2) + "\n");
+  if (!o.output.json_path.empty()) write_file_atomic(o.output.json_path, to_json(result_).dump(2) + "\n");
 }
 
 TrainResult Trainer::run(TrainObserver& observer) {
@@ -403,8 +397,8 @@ TrainResult Trainer::run(TrainObserver& observer) {
   observer.on_start(result_);
   double measure_start = 0;
   std::optional<int64_t> tcp_start;
-  for (int64_t step = start_step_; step < o.steps; ++step) {
-    if (step == start_step_ + o.warmup) {
+  for (int64_t step = start_step_; step < o.run.steps; ++step) {
+    if (step == start_step_ + o.run.warmup) {
       measure_start = now_seconds();
       measuring_ = true;
       if (worker_.world_size > 1) tcp_start = tcp_bytes_acked();

@@ -13,14 +13,11 @@
 #include "comm/communicator.h"
 #include "compute/torch_compat.h"
 #include "data/data_source.h"
+#include "data/data_spec.h"
 #include "models/model.h"
 #include "train/recipe.h"
 #include "train/train_result.h"
 
-namespace dlscale::data {
-struct OpenedData;
-struct SourceOptions;
-}
 
 namespace dlscale {
 class PhaseClock;
@@ -87,10 +84,15 @@ struct WorkerContext {
 
 class Trainer {
  public:
-  /// Validates `options` (throws dlscale::Error on bad input), builds the
-  /// model, optimizer and data, and with several workers checks that every
-  /// worker got the same configuration and copies rank 0's weights to all.
-  /// `argv` is recorded in the result as given.
+  /// Opens the data (which shapes the model), builds the model, optimizer
+  /// and strategy from options resolved once (resolve_train_options), and
+  /// with several workers checks that every worker got the same
+  /// configuration and copies rank 0's weights to all. `argv` is recorded
+  /// in the result as given.
+  Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker,
+          std::vector<std::string> argv = {});
+  /// Resolves `options` for the worker's job first (throws dlscale::Error on
+  /// bad input).
   explicit Trainer(const TrainOptions& options, const WorkerContext& worker = {},
                    std::vector<std::string> argv = {});
   ~Trainer();
@@ -105,6 +107,12 @@ class Trainer {
   const ResolvedTrainOptions& config() const { return result_.config; }
 
  private:
+  void setup_compute();
+  data::SourceOptions setup_data(const data::OpenedData& opened);
+  void build_model();
+  void join_workers();
+  void setup_sync();
+  void record_runtime();
   StepRecord run_step(int64_t step, TrainObserver& observer);
   /// Autocast to the --amp type for the scope of the result; none without --amp.
   std::optional<compat::AutocastScope> autocast() const;

@@ -32,8 +32,8 @@ bool every(int64_t done, int64_t interval) { return interval > 0 && done % inter
 void Trainer::setup_convergence(const data::SourceOptions& source) {
   const ResolvedTrainOptions& c = result_.config;
   const RecipeOptions& r = c.options.recipe;
-  schedule_ = LrSchedule(r, c.options.lr, c.global_batch, std::max<int64_t>(1, steps_per_epoch_),
-                         c.options.steps);
+  schedule_ = LrSchedule(r, c.options.optimizer.lr, c.global_batch, std::max<int64_t>(1, steps_per_epoch_),
+                         c.options.run.steps);
   ConvergenceSummary& conv = result_.convergence;
   conv.lr_peak = schedule_.peak();
   conv.lr_warmup_steps = schedule_.warmup_steps();
@@ -64,14 +64,14 @@ void Trainer::log_run_start() {
   if (!mllog_) return;
   const ResolvedTrainOptions& c = result_.config;
   const RecipeOptions& r = c.options.recipe;
-  mllog_->point("submission_benchmark", c.options.model);
-  mllog_->point("seed", c.options.seed);
+  mllog_->point("submission_benchmark", c.options.model.name);
+  mllog_->point("seed", c.options.run.seed);
   mllog_->point("global_batch_size", c.global_batch);
-  mllog_->point("opt_name", to_string(c.optimizer));
+  mllog_->point("opt_name", to_string(c.options.optimizer.kind));
   mllog_->point("opt_base_learning_rate", schedule_.peak());
   mllog_->point("opt_learning_rate_warmup_epochs", r.warmup_epochs);
-  mllog_->point("opt_learning_rate_schedule", r.lr_schedule);
-  mllog_->point("opt_weight_decay", c.options.weight_decay);
+  mllog_->point("opt_learning_rate_schedule", to_string(r.lr_schedule));
+  mllog_->point("opt_weight_decay", c.options.optimizer.weight_decay);
   mllog_->point("train_samples", result_.data.samples);
   mllog_->point("eval_samples", evaluator_ ? evaluator_->samples() : 0);
   mllog_->end("init_stop");
@@ -86,7 +86,7 @@ double Trainer::run_seconds() const { return prior_run_seconds_ + now_seconds() 
 bool Trainer::after_step(int64_t step, TrainObserver& observer) {
   const RecipeOptions& r = result_.config.options.recipe;
   const int64_t done = step + 1;
-  const bool last = done == result_.config.options.steps;
+  const bool last = done == result_.config.options.run.steps;
   const int64_t spe = steps_per_epoch_;
   const bool epoch_end = mllog_ && spe > 0 && every(done, spe);
   if (epoch_end) mllog_->end("epoch_stop", {{"epoch_num", done / spe}});
@@ -166,16 +166,16 @@ void Trainer::finish_convergence() {
 CheckpointMeta Trainer::checkpoint_meta(int64_t next_step) const {
   const ResolvedTrainOptions& c = result_.config;
   CheckpointMeta m;
-  m.model = c.options.model;
+  m.model = c.options.model.name;
   m.world_size = c.world_size;
   m.global_batch = c.global_batch;
-  m.optimizer = to_string(c.optimizer);
+  m.optimizer = to_string(c.options.optimizer.kind);
   m.parameters = static_cast<int64_t>(model_->parameters().size());
   m.buffers = static_cast<int64_t>(model_->buffers().size());
-  m.seed = c.options.seed;
+  m.seed = c.options.run.seed;
   m.data = c.options.data.spec;
   m.next_step = next_step;
-  m.steps = c.options.steps;
+  m.steps = c.options.run.steps;
   m.run_seconds = run_seconds();
   m.lr_curve = schedule_.samples_from(next_step);
   m.evals = result_.convergence.evals;
@@ -241,11 +241,11 @@ std::string read_checkpoint(const std::string& path, int rank, comm::Communicato
 /// poly, cosine and onecycle the same run length. Checked at the steps the
 /// checkpoint sampled (those within this run).
 void Trainer::check_lr_curve(const CheckpointMeta& meta, const std::string& path) const {
-  const int64_t steps = result_.config.options.steps;
+  const int64_t steps = result_.config.options.run.steps;
   DLSCALE_CHECK(meta.steps == steps || !schedule_.depends_on_length(),
                 "checkpoint {} was written by a run of {} steps; --lr-schedule {} depends on the "
                 "run's length and this run has {} (resume with the same --steps or --epochs)",
-                path, meta.steps, result_.config.options.recipe.lr_schedule, steps);
+                path, meta.steps, to_string(result_.config.options.recipe.lr_schedule), steps);
   for (const auto& [step, saved] : meta.lr_curve) {  // empty when written before it was kept
     if (step >= steps) break;
     const double now = schedule_.at(step);
@@ -262,16 +262,17 @@ void Trainer::resume_from(const std::string& path) {
   const CheckpointState state =
       decode_checkpoint(read_checkpoint(path, worker_.rank, worker_.comm), path);
   const CheckpointMeta& m = state.meta;
-  DLSCALE_CHECK(m.model == c.options.model, "checkpoint {} is of model {}, not {}", path, m.model,
-                c.options.model);
+  DLSCALE_CHECK(m.model == c.options.model.name, "checkpoint {} is of model {}, not {}", path, m.model,
+                c.options.model.name);
   DLSCALE_CHECK(m.world_size == c.world_size,
                 "checkpoint {} was written by {} workers; this run has {} (resume with the same "
                 "worker count)",
                 path, m.world_size, c.world_size);
   DLSCALE_CHECK(m.global_batch == c.global_batch, "checkpoint {} trained with global batch {}, not {}",
                 path, m.global_batch, c.global_batch);
-  DLSCALE_CHECK(m.optimizer == to_string(c.optimizer), "checkpoint {} used --optimizer {}, not {}",
-                path, m.optimizer, to_string(c.optimizer));
+  DLSCALE_CHECK(m.optimizer == to_string(c.options.optimizer.kind),
+                "checkpoint {} used --optimizer {}, not {}", path, m.optimizer,
+                to_string(c.options.optimizer.kind));
   std::vector<torch::Tensor> targets = model_->parameters();
   for (const auto& b : model_->buffers()) targets.push_back(b);
   DLSCALE_CHECK(state.tensors.size() == targets.size(),
@@ -303,9 +304,9 @@ void Trainer::resume_from(const std::string& path) {
     compat::set_cpu_rng_state(state.rng[static_cast<size_t>(worker_.rank)]);
   }
   start_step_ = m.next_step;
-  DLSCALE_CHECK(start_step_ < c.options.steps,
+  DLSCALE_CHECK(start_step_ < c.options.run.steps,
                 "checkpoint {} is at step {}: nothing is left of this run's {} steps", path,
-                start_step_, c.options.steps);
+                start_step_, c.options.run.steps);
   check_lr_curve(m, path);
   prior_run_seconds_ = m.run_seconds;
   result_.convergence.evals = m.evals;

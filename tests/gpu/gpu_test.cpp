@@ -85,16 +85,16 @@ TEST_F(GpuTest, NcclRejectsTensorsOffItsGpu) {
 
 train::TrainOptions gpu_options(const std::string& model, int64_t size, int64_t batch, int64_t steps) {
   train::TrainOptions o;
-  o.model = model;
-  o.image_size = size;
-  o.num_classes = 10;
-  o.batch = batch;
-  o.steps = steps;
-  o.warmup = 2;
-  o.display_every = 0;
-  o.optimizer = "momentum";
-  o.device = "cuda";
-  o.dropout = 0;
+  o.model.name = model;
+  o.model.image_size = size;
+  o.model.num_classes = 10;
+  o.run.batch = batch;
+  o.run.steps = steps;
+  o.run.warmup = 2;
+  o.run.display_every = 0;
+  o.optimizer.kind = train::OptimizerKind::kMomentum;
+  o.compute.device = "cuda";
+  o.model.dropout = 0;
   return o;
 }
 
@@ -110,14 +110,14 @@ train::TrainResult train_in_process(const train::TrainOptions& o) {
 TEST_F(GpuTest, MixedPrecisionLossesStayCloseToFp32) {
   train::TrainOptions o = gpu_options("resnet18", 32, 32, 12);
   const train::TrainResult fp32 = train_in_process(o);
-  o.amp = "bf16";
+  o.compute.amp = train::AmpMode::kBf16;
   const train::TrainResult bf16 = train_in_process(o);
   ASSERT_EQ(bf16.steps.size(), fp32.steps.size());
   for (size_t i = 0; i < bf16.steps.size(); ++i) {
     ASSERT_TRUE(std::isfinite(bf16.steps[i].loss)) << "step " << i;
     EXPECT_NEAR(bf16.steps[i].loss, fp32.steps[i].loss, 0.1 * fp32.steps[i].loss + 0.02) << "step " << i;
   }
-  o.amp = "fp16";
+  o.compute.amp = train::AmpMode::kFp16;
   const train::TrainResult fp16 = train_in_process(o);
   for (const auto& s : fp16.steps) ASSERT_TRUE(std::isfinite(s.loss)) << "step " << s.step;
   const int64_t skipped = fp16.runtime.amp_skipped_steps;
@@ -138,11 +138,12 @@ TEST_F(GpuTest, MultiTensorSgdTracksLibTorchsSgdOnTheGpu) {
     ours.push_back(torch::randn(shape, torch::kCUDA).requires_grad_(true));
     theirs.push_back(ours.back().detach().clone().requires_grad_(true));
   }
-  train::TrainOptions o;
+  train::OptimizerOptions o;
+  o.kind = train::OptimizerKind::kNesterov;
   o.lr = 0.05;
   o.momentum = 0.9;
   o.weight_decay = 5e-4;
-  auto fast = train::make_optimizer(train::OptimizerKind::kNesterov, ours, o);
+  auto fast = train::make_optimizer(o, ours, train::RecipeOptions{});
   EXPECT_NE(dynamic_cast<train::MultiTensorSgd*>(fast.get()), nullptr);
   torch::optim::SGD reference(theirs, torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(5e-4));
   for (int step = 0; step < 5; ++step) {

@@ -231,7 +231,7 @@ TEST(Planner, RunKeyIgnoresRepeatsAndTimeout) {
 }
 
 TEST(Planner, RepeatsOfARunThatEvaluatesTakeNewSeeds) {
-  EXPECT_EQ(static_cast<long long>(train::TrainOptions{}.seed), kDefaultSeed);  // train's --seed default
+  EXPECT_EQ(static_cast<long long>(train::TrainOptions{}.run.seed), kDefaultSeed);  // train's --seed default
   const auto tta = plan("parameters: {model: tinycnn, batch: 8, target-accuracy: 90, repeats: 3}");
   EXPECT_EQ(repeat_params(tta[0].params, 1), tta[0].params);  // repeat 1 as planned
   EXPECT_EQ(param_int(repeat_params(tta[0].params, 2), "seed"), 1042);

@@ -71,14 +71,14 @@ TEST(LossScaler, DisabledIsTheIdentity) {
 
 TrainOptions lenet(int64_t steps) {
   TrainOptions o;
-  o.model = "lenet";
-  o.batch = 16;
-  o.steps = steps;
-  o.warmup = 1;
-  o.threads = 1;
-  o.display_every = 0;
-  o.dropout = 0;
-  o.optimizer = "momentum";
+  o.model.name = "lenet";
+  o.run.batch = 16;
+  o.run.steps = steps;
+  o.run.warmup = 1;
+  o.compute.threads = 1;
+  o.run.display_every = 0;
+  o.model.dropout = 0;
+  o.optimizer.kind = OptimizerKind::kMomentum;
   return o;
 }
 
@@ -88,14 +88,14 @@ TEST(Amp, Bf16OnCpuTracksFp32) {
   TrainOptions o = lenet(6);
   TrainObserver quiet;
   const TrainResult fp32 = Trainer(o).run(quiet);
-  o.amp = "bf16";
+  o.compute.amp = AmpMode::kBf16;
   const TrainResult bf16 = Trainer(o).run(quiet);
   ASSERT_EQ(bf16.steps.size(), fp32.steps.size());
   for (size_t i = 0; i < fp32.steps.size(); ++i) {
     ASSERT_TRUE(std::isfinite(bf16.steps[i].loss));
     EXPECT_NEAR(bf16.steps[i].loss, fp32.steps[i].loss, 0.05 * fp32.steps[i].loss) << "step " << i;
   }
-  EXPECT_EQ(bf16.config.amp, AmpMode::kBf16);
+  EXPECT_EQ(bf16.config.options.compute.amp, AmpMode::kBf16);
   EXPECT_EQ(bf16.runtime.phase_timing, "host-clock");
   EXPECT_EQ(to_json(bf16).at("precision").at("amp"), "bf16");
   EXPECT_EQ(to_json(bf16).at("inputs").at("amp"), "bf16");
@@ -103,7 +103,7 @@ TEST(Amp, Bf16OnCpuTracksFp32) {
 
 TEST(Amp, Fp16NeedsAGpu) {
   TrainOptions o = lenet(4);
-  o.amp = "fp16";
+  o.compute.amp = AmpMode::kFp16;
   try {
     resolve_train_options(o);
     FAIL();

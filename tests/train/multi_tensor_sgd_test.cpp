@@ -131,10 +131,11 @@ TEST(MultiTensorSgd, CheckpointsAreSgdsOwnBothWays) {
 TEST(MultiTensorSgd, MakeOptimizerTakesItForGpuParametersOnly) {
   // On a CPU one tensor at a time is faster (each stays in cache); the GPU
   // test MultiTensorSgdTracksLibTorchsSgdOnTheGpu checks the other side.
-  TrainOptions o;
+  OptimizerOptions o;
   o.momentum = 0.9;
   for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kMomentum, OptimizerKind::kNesterov}) {
-    const auto optimizer = make_optimizer(kind, make_params(), o);
+    o.kind = kind;
+    const auto optimizer = make_optimizer(o, make_params(), RecipeOptions{});
     EXPECT_EQ(dynamic_cast<MultiTensorSgd*>(optimizer.get()), nullptr);
     EXPECT_NE(dynamic_cast<torch::optim::SGD*>(optimizer.get()), nullptr);
   }

@@ -24,14 +24,19 @@ namespace {
 // peak 0.2. 10 steps per epoch, 100 steps, one warm-up epoch from 0.
 RecipeOptions scaled_recipe(const std::string& schedule) {
   RecipeOptions r;
-  r.lr_scaling = "linear";
+  r.lr_scaling = LrScaling::kLinear;
   r.base_batch = 256;
   r.warmup_epochs = 1;
-  r.lr_schedule = schedule;
+  r.lr_schedule = enum_names(LrScheduleKind{}).parse(schedule);
   return r;
 }
 
 LrSchedule schedule_of(const RecipeOptions& r) { return LrSchedule(r, 0.1, 512, 10, 100); }
+
+OptimizerOptions with_kind(OptimizerOptions o, OptimizerKind kind) {
+  o.kind = kind;
+  return o;
+}
 
 TEST(LrSchedule, ConstantWithLinearScalingAndWarmup) {
   const LrSchedule s = schedule_of(scaled_recipe("constant"));
@@ -45,7 +50,7 @@ TEST(LrSchedule, ConstantWithLinearScalingAndWarmup) {
   from_half.warmup_start_factor = 0.5;
   EXPECT_DOUBLE_EQ(schedule_of(from_half).at(0), 0.2 * (0.5 + 0.5 * 0.1));
   RecipeOptions unscaled = scaled_recipe("constant");
-  unscaled.lr_scaling = "none";
+  unscaled.lr_scaling = LrScaling::kNone;
   EXPECT_DOUBLE_EQ(schedule_of(unscaled).at(50), 0.1);
 }
 
@@ -128,7 +133,7 @@ TEST(Recipe, BadCombinationsAreRefusedInOneLine) {
   r = scaled_recipe("onecycle");
   EXPECT_THROW(check_recipe(r, true), Error);  // warm-up with onecycle
   r = RecipeOptions{};
-  r.lr_schedule = "step";
+  r.lr_schedule = LrScheduleKind::kStep;
   EXPECT_THROW(check_recipe(r, true), Error);  // step without milestones
   r.lr_milestones = {6, 3};
   EXPECT_THROW(check_recipe(r, true), Error);  // not increasing
@@ -154,11 +159,11 @@ TEST(Lars, MatchesTheFormulaOnAHandComputedExample) {
   torch::Tensor w = torch::tensor({{3.0, 4.0}}, torch::kFloat64).requires_grad_();
   torch::Tensor b = torch::tensor({1.0}, torch::kFloat64).requires_grad_();
   TrainOptions o;
-  o.lr = 1.0;
-  o.momentum = 0.9;
-  o.weight_decay = 0.01;
+  o.optimizer.lr = 1.0;
+  o.optimizer.momentum = 0.9;
+  o.optimizer.weight_decay = 0.01;
   o.recipe.lars_eta = 0.001;
-  auto lars = make_optimizer(OptimizerKind::kLars, {w, b}, o);  // wd-exclude auto: b is excluded
+  auto lars = make_optimizer(with_kind(o.optimizer, OptimizerKind::kLars), {w, b}, o.recipe);  // wd-exclude auto: b is excluded
   w.mutable_grad() = torch::tensor({{0.6, 0.8}}, torch::kFloat64);
   b.mutable_grad() = torch::tensor({0.5}, torch::kFloat64);
   lars->step();
@@ -185,9 +190,9 @@ TEST(Lars, EachTensorGetsItsOwnTrustRatio) {
   torch::Tensor b = torch::tensor({{1.0, 1.0}}, torch::kFloat64).requires_grad_();
   torch::Tensor z = torch::zeros({1, 2}, torch::kFloat64).requires_grad_();
   TrainOptions o;
-  o.lr = 0.5;
+  o.optimizer.lr = 0.5;
   o.recipe.lars_eta = 0.01;
-  auto lars = make_optimizer(OptimizerKind::kLars, {a, b, z}, o);
+  auto lars = make_optimizer(with_kind(o.optimizer, OptimizerKind::kLars), {a, b, z}, o.recipe);
   a.mutable_grad() = torch::tensor({{0.0, 2.0}}, torch::kFloat64);  // ‖g‖ = 2: trust 0.01·5/2
   z.mutable_grad() = torch::tensor({{1.0, -1.0}}, torch::kFloat64);
   lars->step();
@@ -202,10 +207,10 @@ TEST(Optimizer, WeightDecayExclusionPutsOneDimensionalTensorsInTheirOwnGroup) {
   torch::Tensor w = torch::ones({2, 2}, torch::kFloat64).requires_grad_();
   torch::Tensor b = torch::ones({2}, torch::kFloat64).requires_grad_();
   TrainOptions o;
-  o.lr = 0.5;
-  o.weight_decay = 0.1;
-  o.recipe.wd_exclude = "bias-norm";
-  auto sgd = make_optimizer(OptimizerKind::kSgd, {w, b}, o);
+  o.optimizer.lr = 0.5;
+  o.optimizer.weight_decay = 0.1;
+  o.recipe.wd_exclude = DecayExclusion::kBiasNorm;
+  auto sgd = make_optimizer(with_kind(o.optimizer, OptimizerKind::kSgd), {w, b}, o.recipe);
   ASSERT_EQ(sgd->param_groups().size(), 2u);
   w.mutable_grad() = torch::zeros_like(w);
   b.mutable_grad() = torch::zeros_like(b);

@@ -18,67 +18,106 @@ std::string error_of(const TrainOptions& o) {
 
 TEST(TrainOptions, DefaultsResolve) {
   TrainOptions o;
-  o.model = "lenet";
-  const ResolvedTrainOptions r = resolve_train_options(o);
-  EXPECT_EQ(r.options.image_size, 28);
-  EXPECT_EQ(r.options.num_classes, 10);
+  o.model.name = "lenet";
+  ResolvedTrainOptions r = resolve_train_options(o);
+  shape_by_data(r, 0, 0);  // synthetic data: the model's defaults
+  EXPECT_EQ(r.options.model.image_size, 28);
+  EXPECT_EQ(r.options.model.num_classes, 10);
   EXPECT_EQ(r.channels, 1);
   EXPECT_EQ(r.measured_steps, 17);
   EXPECT_EQ(r.global_batch, 32);
   EXPECT_EQ(r.world_size, 1);
-  EXPECT_GE(r.options.threads, 1);
-  EXPECT_EQ(r.optimizer, OptimizerKind::kSgd);
+  EXPECT_GE(r.options.compute.threads, 1);
+  EXPECT_EQ(r.options.optimizer.kind, OptimizerKind::kSgd);
 }
 
 TEST(TrainOptions, EachBadInputIsNamed) {
   TrainOptions o;
-  o.model = "nope";
+  o.model.name = "nope";
   EXPECT_NE(error_of(o).find("unknown model 'nope'; known models: lenet, tinycnn, alexnet"),
             std::string::npos);
   o = {};
-  o.batch = 0;
+  o.run.batch = 0;
   EXPECT_EQ(error_of(o), "--batch must be in [1, 1048576] (got 0)");
   o = {};
-  o.batch = -4;
+  o.run.batch = -4;
   EXPECT_EQ(error_of(o), "--batch must be in [1, 1048576] (got -4)");
   o = {};
-  o.steps = 3;
-  o.warmup = 3;
+  o.run.steps = 3;
+  o.run.warmup = 3;
   EXPECT_NE(error_of(o).find("--steps (3) must be greater than --warmup (3)"), std::string::npos);
   o = {};
-  o.warmup = -1;
+  o.run.warmup = -1;
   EXPECT_EQ(error_of(o), "--warmup must be >= 0 (got -1)");
   o = {};
-  o.model = "inception3";
-  o.image_size = 32;
+  o.model.name = "inception3";
+  o.model.image_size = 32;
   EXPECT_EQ(error_of(o), "model 'inception3' needs --image-size >= 75 (got 32)");
   o = {};
-  o.optimizer = "rmsprop";
-  EXPECT_EQ(error_of(o), "unknown optimizer 'rmsprop'; allowed: sgd, momentum, nesterov, adam, lars");
+  // An unknown name never reaches the struct: the CLI parses enums at the edge.
+  try {
+    enum_names(OptimizerKind{}).parse("rmsprop");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "unknown optimizer 'rmsprop'; allowed: sgd, momentum, nesterov, adam, lars");
+  }
   o = {};
-  o.lr = 0;
+  o.optimizer.lr = 0;
   EXPECT_EQ(error_of(o), "--lr must be in (0, 1e+06] (got 0)");
   o = {};
-  o.threads = -1;
+  o.compute.threads = -1;
   EXPECT_NE(error_of(o).find("--threads must be in [0, 1024]"), std::string::npos);
   o = {};
-  o.optimizer = "nesterov";
-  o.momentum = 0;
+  o.optimizer.kind = OptimizerKind::kNesterov;
+  o.optimizer.momentum = 0;
   EXPECT_NE(error_of(o).find("nesterov needs --momentum > 0"), std::string::npos);
   o = {};
-  o.device = "tpu";
+  o.compute.device = "tpu";
   EXPECT_NE(error_of(o).find("'tpu'"), std::string::npos);
   o = {};
-  o.memory_format = "nhwc";
-  EXPECT_EQ(error_of(o), "unknown memory format 'nhwc'; allowed: channels-last, contiguous");
+  try {
+    enum_names(MemoryFormat{}).parse("nhwc");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "unknown memory format 'nhwc'; allowed: channels-last, contiguous");
+  }
   o = {};
-  o.json_path = "/nonexistent-dir/r.json";
+  o.output.json_path = "/nonexistent-dir/r.json";
   EXPECT_NE(error_of(o).find("directory '/nonexistent-dir' does not exist"), std::string::npos);
 }
 
 TEST(TrainOptions, OptimizerNamesRoundTrip) {
   for (const char* name : {"sgd", "momentum", "nesterov", "adam"}) {
-    EXPECT_EQ(to_string(parse_optimizer(name)), name);
+    EXPECT_EQ(to_string(enum_names(OptimizerKind{}).parse(name)), name);
+  }
+}
+
+// Each option is described once: the record's inputs and what ranks agree
+// on come from the same tables as the CLI's flags.
+TEST(TrainOptions, RecordAndAgreementComeFromTheTables) {
+  TrainOptions o;
+  o.model.name = "lenet";
+  o.optimizer.kind = OptimizerKind::kMomentum;
+  o.sync.strategy = dp::StrategyKind::kTree;
+  o.data.order = data::DataOrder::kGlobal;
+  ResolvedTrainOptions r = resolve_train_options(o, 2, 2);
+  shape_by_data(r, 0, 0);
+  const nlohmann::json in = inputs_json(r);
+  EXPECT_EQ(in["model"], "lenet");
+  EXPECT_EQ(in["optimizer"], "momentum");
+  EXPECT_EQ(in["strategy"], "tree");
+  EXPECT_EQ(in["data_order"], "global");
+  EXPECT_EQ(in["image_size"], 28);
+  EXPECT_EQ(in["global_batch"], 64);
+  EXPECT_EQ(in["recipe"]["lr_schedule"], "constant");
+  EXPECT_EQ(in["recipe"]["target_accuracy"], 0.0);
+  const nlohmann::json agreed = agreed_inputs(r);
+  for (const char* key : {"model", "batch", "global_batch", "world_size", "optimizer", "lr", "strategy",
+                          "ps_shards", "data", "augment", "amp", "sync_buffers"}) {
+    EXPECT_TRUE(agreed.contains(key)) << key;
+  }
+  for (const char* key : {"display_every", "threads", "json", "data_threads"}) {
+    EXPECT_FALSE(agreed.contains(key)) << key;
   }
 }
 

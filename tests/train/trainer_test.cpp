@@ -27,15 +27,15 @@ double mean_loss(const std::vector<StepRecord>& steps, size_t begin, size_t end)
 
 TrainOptions quick(const std::string& model, int64_t image_size, int64_t batch, int64_t steps) {
   TrainOptions o;
-  o.model = model;
-  o.image_size = image_size;
-  o.batch = batch;
-  o.steps = steps;
-  o.warmup = 1;
-  o.threads = 1;
-  o.display_every = 0;
-  o.optimizer = "momentum";
-  o.synthetic_batches = 4;  // learn the class patterns, not one memorized batch
+  o.model.name = model;
+  o.model.image_size = image_size;
+  o.run.batch = batch;
+  o.run.steps = steps;
+  o.run.warmup = 1;
+  o.compute.threads = 1;
+  o.run.display_every = 0;
+  o.optimizer.kind = OptimizerKind::kMomentum;
+  o.run.synthetic_batches = 4;  // learn the class patterns, not one memorized batch
   return o;
 }
 
@@ -54,7 +54,7 @@ TEST(Trainer, LenetLossDecreases) {
 
 TEST(Trainer, Resnet18LossDecreases) {
   TrainOptions o = quick("resnet18", 32, 16, 20);
-  o.num_classes = 10;
+  o.model.num_classes = 10;
   Trainer t(o);
   CountingObserver obs;
   const TrainResult r = t.run(obs);
@@ -63,10 +63,10 @@ TEST(Trainer, Resnet18LossDecreases) {
 
 TEST(Trainer, GoogLeNetWithAuxiliaryLossDecreases) {
   TrainOptions o = quick("googlenet", 32, 8, 16);
-  o.num_classes = 10;
-  o.aux_logits = true;
-  o.optimizer = "adam";
-  o.lr = 1e-3;
+  o.model.num_classes = 10;
+  o.model.aux_logits = true;
+  o.optimizer.kind = OptimizerKind::kAdam;
+  o.optimizer.lr = 1e-3;
   Trainer t(o);
   CountingObserver obs;
   const TrainResult r = t.run(obs);
@@ -90,10 +90,10 @@ TEST(Trainer, SameSeedSameLosses) {
 TEST(Trainer, MemoryFormatsTrainAlike) {
   TrainOptions o = quick("lenet", 28, 16, 4);
   CountingObserver obs;
-  o.memory_format = "channels-last";
+  o.compute.memory_format = MemoryFormat::kChannelsLast;
   Trainer a(o);
   const TrainResult ra = a.run(obs);
-  o.memory_format = "contiguous";
+  o.compute.memory_format = MemoryFormat::kContiguous;
   Trainer b(o);
   const TrainResult rb = b.run(obs);
   for (size_t i = 0; i < ra.steps.size(); ++i) {
@@ -130,7 +130,7 @@ TEST(Trainer, WritesSelfDescribingJsonRecord) {
   const std::string path = std::filesystem::temp_directory_path().string() + "/dlscale_trainer_" +
                            std::to_string(::getpid()) + ".json";
   TrainOptions o = quick("lenet", 28, 8, 4);
-  o.json_path = path;
+  o.output.json_path = path;
   Trainer t(o, {}, {"dlscale", "train"});
   CountingObserver obs;
   t.run(obs);

@@ -1,0 +1,43 @@
+#pragma once
+// Which model to build and how (`dlscale train`'s model flags), torch-free
+// so that options can be parsed, recorded and compared without LibTorch.
+#include <cstdint>
+#include <string>
+
+#include "core/option_table.h"
+
+namespace dlscale::models {
+
+/// Comma-separated list of known model names (for help and errors).
+std::string known_model_names();
+
+/// How to build a model. Defaults come from the model's spec when 0.
+struct ModelOptions {
+  std::string name = "resnet18";  ///< a name of the zoo (models/model.h)
+  int64_t num_classes = 0;  ///< output classes; 0 = the model's default (10 or 1000)
+  int64_t image_size = 0;   ///< input height = width in pixels; 0 = the model's default
+  bool aux_logits = false;  ///< build auxiliary classifiers (googlenet, inception3 only)
+  double dropout = -1;      ///< dropout probability for every dropout layer; < 0 = the model's own
+
+  /// The options' table (core/option_table.h).
+  template <typename Self, typename Visitor>
+  static void table(Self& s, Visitor&& v) {
+    v(Option{"--model,-m", "Model to train; one of: " + known_model_names(), "model"}.agreed(), s.name);
+    v(Option{"--image-size", "Input height = width in pixels; 0 = the model's default (see 'dlscale models')",
+             "image_size"}
+          .agreed(),
+      s.image_size);
+    v(Option{"--classes", "Output classes; 0 = the model's default", "num_classes"}.agreed(), s.num_classes);
+    v(Option{"--aux-logits", "Build and train the auxiliary classifiers (googlenet, inception3)", "aux_logits"}
+          .agreed(),
+      s.aux_logits);
+    v(Option{"--dropout",
+             "Probability of every dropout layer; negative = the model's own (0 disables dropout, which "
+             "makes N-worker runs comparable to one worker step for step)",
+             "dropout"}
+          .agreed(),
+      s.dropout);
+  }
+};
+
+}  // namespace dlscale::models
