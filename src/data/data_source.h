@@ -4,14 +4,43 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace dlscale::data {
 
-/// One batch for one worker: inputs [b, c, h, w] float32 and labels [b] int64.
+/// Named tensors: a batch's inputs or targets, a model's inputs.
+using TensorMap = std::map<std::string, torch::Tensor>;
+
+/// The names image datasets give their tensors (models/task.h's image
+/// classification reads them): "image" [b, c, h, w] float32, "label" [b] int64.
+inline constexpr const char* kImage = "image";
+inline constexpr const char* kLabel = "label";
+
+/// One batch for one worker: what the model reads and what its loss compares
+/// the outputs with; every tensor's first dimension is the batch.
 struct Batch {
-  torch::Tensor inputs;
-  torch::Tensor labels;
+  TensorMap inputs;
+  TensorMap targets;
+  /// Samples in the batch (the first dimension of its first input).
+  int64_t size() const { return inputs.empty() ? 0 : inputs.begin()->second.size(0); }
+};
+
+/// One sample (no batch dimension), as a synthetic generator makes it.
+struct Sample {
+  TensorMap inputs;
+  TensorMap targets;
+};
+
+/// Sample `index` of a synthetic stream, made from its seed and the index alone.
+using SampleFn = std::function<Sample(uint64_t index)>;
+
+/// The tensors a source's batches hold, by name.
+struct Provides {
+  std::vector<std::string> inputs;
+  std::vector<std::string> targets;
 };
 
 /// What a source's own threads did so far (zero for sources without any).
@@ -33,6 +62,8 @@ class DataSource {
   virtual int64_t local_batch() const = 0;
   /// Short description for headers and result records, e.g. "synthetic".
   virtual std::string name() const = 0;
+  /// The inputs and targets of its batches (images and labels by default).
+  virtual Provides provides() const { return {{kImage}, {kLabel}}; }
   /// Global batches per epoch (0: not a finite dataset).
   virtual int64_t steps_per_epoch() const { return 0; }
   /// Counters of the source's pipeline (thread-safe).

@@ -34,18 +34,15 @@ std::string resolve_augment(const DataOptions& o, const OpenedData& data) {
 std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataOptions& o,
                                              const SourceOptions& s) {
   if (!data.dataset) {
+    DLSCALE_CHECK(s.synthetic != nullptr, "synthetic data needs a sample generator (the model's task)");
     SyntheticOptions so;
     so.global_batch = s.global_batch;
     so.rank = s.rank;
     so.world_size = s.world_size;
-    so.channels = s.channels;
-    so.image_size = s.image_size;
-    so.num_classes = s.num_classes;
     so.pool_batches = s.synthetic_batches;
-    so.seed = s.seed;
     so.device = s.device;
     so.channels_last = s.channels_last;
-    return std::make_unique<SyntheticData>(so);
+    return std::make_unique<SyntheticData>(so, s.synthetic);
   }
   check_labels(*data.dataset, s.num_classes);
   PipelineOptions po;

@@ -31,6 +31,7 @@ struct SourceOptions {
   int64_t num_classes = 1000;
   uint64_t seed = 42;
   int64_t synthetic_batches = 1;  ///< synthetic only
+  SampleFn synthetic;             ///< synthetic only: sample i of the stream (the model's task makes it)
   /// Training (augmentation, the sampler's order) or evaluation (evaluation
   /// transform; every sample once per pass, split over ranks, shorter last batch).
   bool train = true;
@@ -38,7 +39,7 @@ struct SourceOptions {
   torch::Device device = torch::kCPU;
 };
 
-/// The worker's source: SyntheticData for synthetic, else a Pipeline.
+/// The worker's source: SyntheticData (from `source.synthetic`) for synthetic, else a Pipeline.
 std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataOptions& options,
                                              const SourceOptions& source);
 

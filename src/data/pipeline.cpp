@@ -123,12 +123,12 @@ Batch Pipeline::build(int64_t step) {
       }
     }
   });
-  Batch batch{inputs, torch::tensor(labels, torch::kInt64)};
+  Batch batch{{{kImage, inputs}}, {{kLabel, torch::tensor(labels, torch::kInt64)}}};
   if (options_.device.is_cuda()) {
     // From pinned memory without blocking this thread: the copy is queued on
     // the compute stream ahead of the step that uses it.
-    batch.inputs = batch.inputs.to(options_.device, /*non_blocking=*/true);
-    batch.labels = batch.labels.pin_memory().to(options_.device, /*non_blocking=*/true);
+    for (auto& [unused, x] : batch.inputs) x = x.to(options_.device, /*non_blocking=*/true);
+    for (auto& [unused, x] : batch.targets) x = x.pin_memory().to(options_.device, /*non_blocking=*/true);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.busy_seconds += now_seconds() - start;

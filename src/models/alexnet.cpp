@@ -10,7 +10,7 @@ torch::nn::MaxPool2d max_pool_3s2() {
   return torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(3).stride(2));
 }
 
-class AlexNet : public Model {
+class AlexNet : public ImageModel {
  public:
   explicit AlexNet(const ModelOptions& o) {
     using torch::nn::Dropout;
@@ -28,7 +28,7 @@ class AlexNet : public Model {
                               Fc(4096, 4096), ReLU(torch::nn::ReLUOptions(true)), Fc(4096, o.num_classes)));
   }
 
-  Logits forward(const torch::Tensor& x) override {
+  Output forward_image(const torch::Tensor& x) override {
     torch::Tensor h = torch::adaptive_avg_pool2d(features_->forward(x), {6, 6});
     return {classifier_->forward(h.flatten(1)), {}};
   }

@@ -63,7 +63,7 @@ class AuxHeadImpl : public torch::nn::Module {
 };
 TORCH_MODULE(AuxHead);
 
-class GoogLeNet : public Model {
+class GoogLeNet : public ImageModel {
  public:
   explicit GoogLeNet(const ModelOptions& o) {
     conv1_ = register_module("conv1", basic_conv(3, 64, 7, 2, 3));
@@ -92,8 +92,8 @@ class GoogLeNet : public Model {
     init_batchnorm_identity(*this);
   }
 
-  Logits forward(const torch::Tensor& x) override {
-    Logits out;
+  Output forward_image(const torch::Tensor& x) override {
+    Output out;
     torch::Tensor h = max_pool_ceil(conv1_(x), 3, 2);
     h = max_pool_ceil(conv3_(conv2_(h)), 3, 2);
     h = max_pool_ceil(i3b_(i3a_(h)), 3, 2);

@@ -155,7 +155,7 @@ class AuxHeadImpl : public torch::nn::Module {
 };
 TORCH_MODULE(AuxHead);
 
-class Inception3 : public Model {
+class Inception3 : public ImageModel {
  public:
   explicit Inception3(const ModelOptions& o) {
     stem_ = register_module("stem", Branch(std::vector<ConvBnRelu>{bc(3, 32, 3, 2), bc(32, 32, 3),
@@ -183,8 +183,8 @@ class Inception3 : public Model {
     init_batchnorm_identity(*this);
   }
 
-  Logits forward(const torch::Tensor& x) override {
-    Logits out;
+  Output forward_image(const torch::Tensor& x) override {
+    Output out;
     torch::Tensor h = torch::max_pool2d(stem_(x), 3, 2);
     h = torch::max_pool2d(stem2_(h), 3, 2);
     h = mixed6_->forward(mixed5_->forward(h));

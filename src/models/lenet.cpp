@@ -7,7 +7,7 @@
 namespace dlscale::models {
 namespace {
 
-class LeNet : public Model {
+class LeNet : public ImageModel {
  public:
   explicit LeNet(const ModelOptions& o) {
     const int64_t side = o.image_size / 4;  // two 2×2 poolings, floor
@@ -18,7 +18,7 @@ class LeNet : public Model {
     fc2_ = register_module("fc2", Fc(1024, o.num_classes));
   }
 
-  Logits forward(const torch::Tensor& x) override {
+  Output forward_image(const torch::Tensor& x) override {
     torch::Tensor h = torch::max_pool2d(torch::relu(conv1_(x)), 2);
     h = torch::max_pool2d(torch::relu(conv2_(h)), 2);
     h = dropout_(torch::relu(fc1_(h.flatten(1))));

@@ -8,8 +8,10 @@
 
 namespace dlscale::models {
 
-const std::vector<ModelSpec>& model_specs() {
-  static const std::vector<ModelSpec> specs = [] {
+namespace {
+
+std::vector<ModelSpec>& registry() {
+  static std::vector<ModelSpec> specs = [] {
     std::vector<ModelSpec> all;
     all.push_back(lenet_spec());
     all.push_back(tinycnn_spec());
@@ -21,6 +23,19 @@ const std::vector<ModelSpec>& model_specs() {
     return all;
   }();
   return specs;
+}
+
+}  // namespace
+
+const std::vector<ModelSpec>& model_specs() { return registry(); }
+
+void register_model(ModelSpec spec) {
+  DLSCALE_CHECK(!spec.name.empty() && spec.task != nullptr && spec.make != nullptr,
+                "model '{}' needs a name, a task and a factory to be registered", spec.name);
+  for (const auto& s : registry()) {
+    DLSCALE_CHECK(s.name != spec.name, "model '{}' is registered already", spec.name);
+  }
+  registry().push_back(std::move(spec));
 }
 
 std::string known_model_names() {
@@ -63,7 +78,7 @@ int64_t count_parameters(torch::nn::Module& model) {
   return n;
 }
 
-int64_t count_macs_per_sample(Model& model, int64_t channels, int64_t image_size) {
+int64_t count_macs_per_sample(Model& model, const TensorMap& probe) {
   std::vector<MacCounter*> counters;
   for (auto& m : model.modules(/*include_self=*/false)) {
     if (auto* c = dynamic_cast<MacCounter*>(m.get())) {
@@ -75,7 +90,7 @@ int64_t count_macs_per_sample(Model& model, int64_t channels, int64_t image_size
   model.eval();
   {
     torch::NoGradGuard no_grad;
-    model.forward(torch::zeros({1, channels, image_size, image_size}));
+    model.forward(probe);
   }
   model.train(was_training);
   int64_t macs = 0;
@@ -90,7 +105,10 @@ ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& mo
   f.image_size = o.image_size;
   f.num_classes = o.num_classes;
   f.parameters = count_parameters(model);
-  f.macs_per_sample = count_macs_per_sample(model, spec.channels, o.image_size);
+  f.task = spec.task->name();
+  f.unit = spec.task->unit();
+  f.inputs = spec.task->inputs(spec, o);
+  f.macs_per_sample = count_macs_per_sample(model, probe_inputs(f.inputs));
   return f;
 }
 

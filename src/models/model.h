@@ -1,6 +1,7 @@
 #pragma once
-// The model zoo: a registry of named architectures with their default input,
-// parameter count and forward FLOPs per sample (computed, not tabulated).
+// The model zoo: a registry of named architectures with their task (what
+// they read and learn, models/task.h), default input, parameter count and
+// forward FLOPs per sample (computed, not tabulated).
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -10,21 +11,22 @@
 #include <vector>
 
 #include "models/model_options.h"
+#include "models/task.h"
 
 namespace dlscale::models {
 
-/// Output of a forward pass: the main logits [batch, classes] and, in training
-/// mode for models built with auxiliary classifiers, their logits too.
-struct Logits {
-  torch::Tensor main;
-  std::vector<torch::Tensor> aux;
-};
-
-/// Base class of every zoo model.
+/// Base class of every model: a forward pass over the named inputs its task
+/// declares.
 class Model : public torch::nn::Module {
  public:
-  /// `x` is [batch, channels, height, width].
-  virtual Logits forward(const torch::Tensor& x) = 0;
+  virtual Output forward(const TensorMap& inputs) = 0;
+};
+
+/// A model of images: reads the "image" input, [batch, channels, height, width].
+class ImageModel : public Model {
+ public:
+  Output forward(const TensorMap& inputs) override { return forward_image(inputs.at(data::kImage)); }
+  virtual Output forward_image(const torch::Tensor& x) = 0;
 };
 
 /// The dropout probability to use where the architecture has `model_default`.
@@ -36,7 +38,8 @@ inline double dropout_or(const ModelOptions& o, double model_default) {
 struct ModelSpec {
   std::string name;
   std::string description;
-  int64_t channels = 3;             ///< input channels
+  std::shared_ptr<const Task> task = image_classification();  ///< what it reads and learns
+  int64_t channels = 3;             ///< input channels (image tasks)
   int64_t default_image_size = 224;
   int64_t min_image_size = 1;       ///< smallest height = width the architecture accepts
   int64_t min_image_size_aux = 0;   ///< the same with auxiliary classifiers (0: has none)
@@ -47,6 +50,12 @@ struct ModelSpec {
 
 /// All registered models, in listing order.
 const std::vector<ModelSpec>& model_specs();
+
+/// Adds `spec` to the registry (after the zoo), so that `--model NAME` and
+/// `dlscale models` know it; a model of a new family or task is one file
+/// that calls this (at start-up or from a test). Throws dlscale::Error when
+/// the name is taken or the spec has no task or factory.
+void register_model(ModelSpec spec);
 
 /// The spec named `name`; throws dlscale::Error listing the known names.
 const ModelSpec& find_model(const std::string& name);
@@ -64,9 +73,10 @@ int64_t count_parameters(torch::nn::Module& model);
 
 /// Multiply-accumulates of one forward pass per sample in inference mode,
 /// counted over every convolution and fully connected layer by running one
-/// probe sample through the model and walking its layers. Forward FLOPs per
-/// sample are 2 × this (docs/metrics.md). Restores the training mode.
-int64_t count_macs_per_sample(Model& model, int64_t channels, int64_t image_size);
+/// probe sample (task.h's probe_inputs) through the model and walking its
+/// layers. Forward FLOPs per sample are 2 × this (docs/metrics.md).
+/// Restores the training mode.
+int64_t count_macs_per_sample(Model& model, const TensorMap& probe);
 
 /// Summary of a built model at given options, for listings and records.
 struct ModelFacts {
@@ -76,6 +86,9 @@ struct ModelFacts {
   int64_t num_classes = 0;
   int64_t parameters = 0;
   int64_t macs_per_sample = 0;
+  std::string task;                ///< its task's name
+  ThroughputUnit unit;             ///< what its throughput counts
+  std::vector<TensorSpec> inputs;  ///< what it reads, per sample
   double flops_per_sample() const { return 2.0 * static_cast<double>(macs_per_sample); }
 };
 

@@ -74,7 +74,7 @@ class BottleneckImpl : public torch::nn::Module {
 TORCH_MODULE(Bottleneck);
 
 template <typename Block>
-class ResNet : public Model {
+class ResNet : public ImageModel {
  public:
   ResNet(const std::vector<int64_t>& blocks, const ModelOptions& o) {
     conv1_ = register_module("conv1", Conv(conv_options(3, 64, 7, 2, 3, false)));
@@ -97,7 +97,7 @@ class ResNet : public Model {
     init_batchnorm_identity(*this);
   }
 
-  Logits forward(const torch::Tensor& x) override {
+  Output forward_image(const torch::Tensor& x) override {
     torch::Tensor h = bn1_(conv1_(x)).relu_();
     h = torch::max_pool2d(h, 3, 2, 1);
     for (auto& layer : layers_) h = layer->forward(h);

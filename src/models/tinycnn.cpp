@@ -9,7 +9,7 @@
 namespace dlscale::models {
 namespace {
 
-class TinyCnn : public Model {
+class TinyCnn : public ImageModel {
  public:
   explicit TinyCnn(const ModelOptions& o) {
     const int64_t side = o.image_size / 4;  // two 2×2 poolings, floor
@@ -19,7 +19,7 @@ class TinyCnn : public Model {
     fc_ = register_module("fc", Fc(side * side * 32, o.num_classes));
   }
 
-  Logits forward(const torch::Tensor& x) override {
+  Output forward_image(const torch::Tensor& x) override {
     torch::Tensor h = torch::max_pool2d(block1_(x), 2);
     h = torch::max_pool2d(block2_(h), 2);
     return {fc_(dropout_(h.flatten(1))), {}};

@@ -12,7 +12,7 @@ namespace {
 
 constexpr int64_t kPool = 0;  // marks a 2×2 max-pool in a configuration
 
-class Vgg : public Model {
+class Vgg : public ImageModel {
  public:
   Vgg(const std::vector<int64_t>& config, const ModelOptions& o) {
     using torch::nn::Dropout;
@@ -45,7 +45,7 @@ class Vgg : public Model {
     }
   }
 
-  Logits forward(const torch::Tensor& x) override {
+  Output forward_image(const torch::Tensor& x) override {
     torch::Tensor h = torch::adaptive_avg_pool2d(features_->forward(x), {7, 7});
     return {classifier_->forward(h.flatten(1)), {}};
   }

@@ -81,6 +81,12 @@ class FieldReader {
     return x;
   }
 
+  bool boolean(const char* key) const {
+    const nlohmann::json& v = at(key);
+    if (!v.is_boolean()) damaged(key, "is not true or false");
+    return v.get<bool>();
+  }
+
   const nlohmann::json& array(const char* key) const {
     const nlohmann::json& v = at(key);
     if (!v.is_array()) damaged(key, "is not a list");
@@ -93,17 +99,35 @@ class FieldReader {
   std::string prefix_;
 };
 
-EvalRecord read_eval(const nlohmann::json& j, const std::string& file, size_t index, int64_t steps) {
+EvalRecord read_eval(const nlohmann::json& j, const std::string& file, size_t index, int64_t steps,
+                     const std::vector<MetricSpec>& metrics) {
   const FieldReader f(j, file, fmt::format("evals[{}]", index));
   EvalRecord e;
   e.step = f.integer("step", 0, steps);
   e.epoch = f.real("epoch", 0, 1e12);
-  e.top1 = f.real("top1", 0, 1);
-  e.top5 = f.real("top5", 0, 1);
+  for (const MetricSpec& m : metrics) {
+    e.metrics.emplace_back(m.name, m.percent ? f.real(m.name.c_str(), 0, 1) : f.real(m.name.c_str(), -1e300, 1e300));
+  }
   e.samples = f.integer("samples", 0, std::numeric_limits<int64_t>::max());
   e.seconds = f.real("seconds", 0, 1e12);
   e.run_seconds = f.real("run_seconds", 0, 1e12);
   return e;
+}
+
+/// The "metrics" list: name, label and how each is shown and compared.
+std::vector<MetricSpec> read_metrics(const nlohmann::json& list, const std::string& file) {
+  std::vector<MetricSpec> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const FieldReader f(list[i], file, fmt::format("metrics[{}]", i));
+    MetricSpec m;
+    m.name = f.text("name");
+    if (is_eval_field(m.name)) f.damaged("name", fmt::format("'{}' is a field of every evaluation", m.name));
+    m.label = f.text("label");
+    m.percent = f.boolean("percent");
+    m.higher_is_better = f.boolean("higher_is_better");
+    out.push_back(m);
+  }
+  return out;
 }
 
 std::vector<std::pair<int64_t, double>> read_lr_curve(const FieldReader& f, const nlohmann::json& curve,
@@ -165,20 +189,28 @@ nlohmann::json to_json(const CheckpointMeta& m) {
   for (const EvalRecord& e : m.evals) evals.push_back(to_json(e));
   nlohmann::json curve = nlohmann::json::array();
   for (const auto& [step, rate] : m.lr_curve) curve.push_back({step, rate});
-  return {{"schema", kSchema},
-          {"model", m.model},
-          {"world_size", m.world_size},
-          {"global_batch", m.global_batch},
-          {"optimizer", m.optimizer},
-          {"parameters", m.parameters},
-          {"buffers", m.buffers},
-          {"seed", m.seed},
-          {"data", m.data},
-          {"next_step", m.next_step},
-          {"steps", m.steps},
-          {"run_seconds", m.run_seconds},
-          {"lr_curve", curve},
-          {"evals", evals}};
+  nlohmann::json j = {{"schema", kSchema},
+                      {"model", m.model},
+                      {"world_size", m.world_size},
+                      {"global_batch", m.global_batch},
+                      {"optimizer", m.optimizer},
+                      {"parameters", m.parameters},
+                      {"buffers", m.buffers},
+                      {"seed", m.seed},
+                      {"data", m.data},
+                      {"next_step", m.next_step},
+                      {"steps", m.steps},
+                      {"run_seconds", m.run_seconds},
+                      {"lr_curve", curve},
+                      {"evals", evals}};
+  if (!m.metrics.empty()) {
+    j["metrics"] = nlohmann::json::array();
+    for (const MetricSpec& x : m.metrics) {
+      j["metrics"].push_back(
+          {{"name", x.name}, {"label", x.label}, {"percent", x.percent}, {"higher_is_better", x.higher_is_better}});
+    }
+  }
+  return j;
 }
 
 CheckpointMeta parse_checkpoint_meta(const nlohmann::json& meta, const std::string& name) {
@@ -199,8 +231,13 @@ CheckpointMeta parse_checkpoint_meta(const nlohmann::json& meta, const std::stri
   // Written by every dlscale since checkpoints kept the rate curve; older
   // files lack it and are checked without it.
   if (meta.contains("lr_curve")) m.lr_curve = read_lr_curve(f, f.array("lr_curve"), m.next_step);
+  if (meta.contains("metrics")) m.metrics = read_metrics(f.array("metrics"), name);
+  // Checkpoints from before tasks named their metrics are image classification's.
+  const std::vector<MetricSpec> metrics =
+      meta.contains("metrics") ? m.metrics
+                               : std::vector<MetricSpec>{{"top1", "top-1", true, true}, {"top5", "top-5", true, true}};
   const nlohmann::json& evals = f.array("evals");
-  for (size_t i = 0; i < evals.size(); ++i) m.evals.push_back(read_eval(evals[i], name, i, m.steps));
+  for (size_t i = 0; i < evals.size(); ++i) m.evals.push_back(read_eval(evals[i], name, i, m.steps, metrics));
   return m;
 }
 

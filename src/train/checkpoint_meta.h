@@ -44,13 +44,16 @@ struct CheckpointMeta {
   /// (step, rate) samples of the learning-rate curve from next_step on;
   /// empty in checkpoints written before the curve was kept.
   std::vector<std::pair<int64_t, double>> lr_curve;
+  /// The task's quality metrics, which `evals` hold; empty in checkpoints
+  /// written before tasks named them (image classification's top1, top5).
+  std::vector<MetricSpec> metrics;
   std::vector<EvalRecord> evals;
 };
 
 nlohmann::json to_json(const CheckpointMeta& meta);
 /// Reads and validates every field: types, ranges (world size and batch
 /// >= 1, 0 <= next_step <= steps, finite non-negative times, positive
-/// rates, evaluations with fractions in [0, 1]). Throws dlscale::Error
+/// rates, evaluations holding every metric, fractions in [0, 1]). Throws dlscale::Error
 /// "checkpoint NAME is damaged: FIELD ..." naming the first bad field.
 CheckpointMeta parse_checkpoint_meta(const nlohmann::json& meta, const std::string& name);
 

@@ -4,49 +4,44 @@
 
 namespace dlscale::train {
 
-EvalCounts count_correct(const torch::Tensor& logits, const torch::Tensor& labels) {
-  EvalCounts c;
-  c.samples = labels.size(0);
-  if (c.samples == 0) return c;
-  const int64_t k = std::min<int64_t>(5, logits.size(1));
-  const torch::Tensor top = std::get<1>(logits.topk(k, 1));  // [n, k], best first
-  const torch::Tensor hits = top.eq(labels.unsqueeze(1));
-  c.top1 = hits.select(1, 0).sum().item<int64_t>();
-  c.top5 = hits.any(1).sum().item<int64_t>();
-  return c;
-}
-
 Evaluator::Evaluator(const data::OpenedData& test, const data::DataOptions& options,
-                     data::SourceOptions source) {
-  DLSCALE_ASSERT(test.dataset != nullptr);
+                     data::SourceOptions source, std::shared_ptr<const models::Task> task)
+    : task_(std::move(task)) {
+  DLSCALE_ASSERT(test.dataset != nullptr && task_ != nullptr);
   source.train = false;
   samples_ = test.dataset->info().size;
   source_ = data::make_data_source(test, options, source);
   batches_ = source_->steps_per_epoch();
 }
 
-EvalCounts Evaluator::run(models::Model& model, comm::Communicator* comm,
-                          const std::function<void()>& progress) {
-  EvalCounts mine;
+EvalSums Evaluator::run(models::Model& model, comm::Communicator* comm,
+                        const std::function<void()>& progress) {
+  EvalSums mine;
+  mine.sums.assign(task_->metrics().size(), 0.0);
   model.eval();
   {
     torch::NoGradGuard no_grad;
     for (int64_t b = 0; b < batches_; ++b) {
       if (progress) progress();
       const data::Batch batch = source_->batch(next_step_++);
-      const EvalCounts c = count_correct(model.forward(batch.inputs).main.cpu(), batch.labels.cpu());
-      mine.top1 += c.top1;
-      mine.top5 += c.top5;
-      mine.samples += c.samples;
+      const std::vector<double> s = task_->evaluate(model.forward(batch.inputs), batch.targets);
+      DLSCALE_ASSERT(s.size() == mine.sums.size());
+      for (size_t m = 0; m < s.size(); ++m) mine.sums[m] += s[m];
+      mine.samples += batch.size();
     }
   }
   model.train();
   if (comm == nullptr || comm->size() == 1) return mine;
-  // Integers summed exactly: gathered, then added on every rank.
-  const torch::Tensor all =
-      comm->allgather(torch::tensor({mine.top1, mine.top5, mine.samples}, torch::kInt64));
-  const torch::Tensor sum = all.sum(0);
-  return {sum[0].item<int64_t>(), sum[1].item<int64_t>(), sum[2].item<int64_t>()};
+  // Gathered, then added in rank order on every rank: all get the same
+  // totals (exact for counts, which double holds up to 2^53).
+  std::vector<double> mine_all = mine.sums;
+  mine_all.push_back(static_cast<double>(mine.samples));
+  const torch::Tensor all = comm->allgather(torch::tensor(mine_all, torch::kFloat64));
+  const torch::Tensor sum = all.view({comm->size(), -1}).sum(0);
+  EvalSums total;
+  for (size_t m = 0; m < mine.sums.size(); ++m) total.sums.push_back(sum[static_cast<int64_t>(m)].item<double>());
+  total.samples = static_cast<int64_t>(sum[static_cast<int64_t>(mine.sums.size())].item<double>());
+  return total;
 }
 
 }  // namespace dlscale::train

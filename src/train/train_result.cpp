@@ -67,6 +67,37 @@ TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t globa
 
 namespace {
 
+/// "float32", "int64": NumPy's names, as the rest of the record uses.
+std::string dtype_name(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat32: return "float32";
+    case torch::kFloat16: return "float16";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kFloat64: return "float64";
+    case torch::kInt64: return "int64";
+    case torch::kInt32: return "int32";
+    default: return c10::toString(t);
+  }
+}
+
+/// Each input's name, dtype and shape after the batch dimension.
+nlohmann::json model_inputs_json(const std::vector<models::TensorSpec>& inputs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : inputs) out.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}});
+  return out;
+}
+
+/// "1x28x28" for one input; "tokens 128, mask 128" for several.
+std::string input_text(const std::vector<models::TensorSpec>& inputs) {
+  std::string text;
+  for (const auto& t : inputs) {
+    std::string shape;
+    for (int64_t d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    text += (text.empty() ? "" : ", ") + (inputs.size() == 1 ? shape : t.name + " " + shape);
+  }
+  return text;
+}
+
 double ms(double seconds) { return seconds * 1e3; }
 
 /// Per-rank TCP byte counts; null where the kernel did not report them.
@@ -188,7 +219,9 @@ nlohmann::json results_json(const TrainResult& r) {
           {"loss_first", s.first_loss},
           {"loss_last", s.last_loss},
           // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
-          {"est_train_gflops_per_sec", 3.0 * r.model.flops_per_sample() * s.samples_per_sec / 1e9}};
+          {"est_train_gflops_per_sec", 3.0 * r.model.flops_per_sample() * s.samples_per_sec / 1e9},
+          // The task's unit (images, tokens, ...) per second.
+          {"items_per_sec", s.samples_per_sec * static_cast<double>(r.model.unit.items_per_sample)}};
   // Each strategy's own section: the run's strategy's, null for the others.
   for (const std::string& key : dp::strategy_section_keys()) results[key] = nullptr;
   if (!r.strategy.key.empty()) results[r.strategy.key] = r.strategy.section;
@@ -210,8 +243,12 @@ nlohmann::json to_json(const TrainResult& r) {
             {"parameters", r.model.parameters},
             {"macs_per_sample", r.model.macs_per_sample},
             {"forward_flops_per_sample", r.model.flops_per_sample()},
-            {"input_shape", {r.model.channels, r.model.image_size, r.model.image_size}},
-            {"num_classes", r.model.num_classes}}},
+            {"input_shape", r.model.inputs.empty() ? std::vector<int64_t>{} : r.model.inputs.front().shape},
+            {"inputs", model_inputs_json(r.model.inputs)},
+            {"num_classes", r.model.num_classes},
+            {"task", r.model.task},
+            {"unit", r.model.unit.name},
+            {"items_per_sample", r.model.unit.items_per_sample}}},
           {"environment", environment_json(r)},
           {"precision",
            {{"amp", to_string(r.config.options.compute.amp)},
@@ -224,9 +261,9 @@ nlohmann::json to_json(const TrainResult& r) {
 void print_header(std::ostream& out, const TrainResult& r) {
   const TrainOptions& o = r.config.options;
   const models::ModelFacts& m = r.model;
-  fmt::print(out, "dlscale train: {} ({} parameters, {:.3f} GFLOPs/sample forward), input {}x{}x{}, {} classes\n",
-             m.name, with_thousands(m.parameters), m.flops_per_sample() / 1e9, m.channels, m.image_size,
-             m.image_size, m.num_classes);
+  fmt::print(out, "dlscale train: {} ({} parameters, {:.3f} GFLOPs/sample forward), input {}, {} classes\n",
+             m.name, with_thousands(m.parameters), m.flops_per_sample() / 1e9, input_text(m.inputs),
+             m.num_classes);
   fmt::print(out, "  batch {} per worker x {} worker(s) = {} global ({} scaling) | steps {} ({} warm-up) | optimizer {} lr {}\n",
              o.run.batch, r.config.world_size, r.config.global_batch,
              r.config.strong_scaling ? "strong" : "weak", o.run.steps, o.run.warmup,
@@ -304,6 +341,11 @@ void print_summary(std::ostream& out, const TrainResult& r) {
   fmt::print(out, "{}\n", std::string(78, '-'));
   fmt::print(out, "total samples/s: {:.2f}  ({} measured steps x {} samples in {:.3f} s)\n",
              s.samples_per_sec, s.measured_steps, r.config.global_batch, s.wall_seconds);
+  if (r.model.unit.items_per_sample != 1) {
+    fmt::print(out, "total {}/s: {:.2f}  ({} per sample)\n", r.model.unit.name,
+               s.samples_per_sec * static_cast<double>(r.model.unit.items_per_sample),
+               r.model.unit.items_per_sample);
+  }
   fmt::print(out, "per-step samples/s: {:.2f} +/- {:.2f} (jitter = {:.2f})\n", s.step_rate.mean,
              s.step_rate.uncertainty, s.step_rate.jitter);
   fmt::print(out, "step time: p50 {:.2f} ms  p95 {:.2f} ms\n", ms(s.step_time.p50),

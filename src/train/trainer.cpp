@@ -50,7 +50,7 @@ void ConsoleObserver::on_step(const StepRecord& step, const TrainResult& result)
 }
 
 void ConsoleObserver::on_eval(const EvalRecord& eval, const TrainResult& result) {
-  print_eval_line(out_, eval);
+  print_eval_line(out_, eval, result.convergence.metrics);
 }
 
 void ConsoleObserver::on_finish(const TrainResult& result) { print_summary(out_, result); }
@@ -67,6 +67,8 @@ Trainer::Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker
   result_.argv = std::move(argv);
   // The data is opened first: it shapes the model (channels, size, classes).
   const data::OpenedData opened = open_training_data(result_.config);
+  spec_ = models::find_model(result_.config.options.model.name);
+  task_ = spec_.task;
   setup_compute();
   const data::SourceOptions source = setup_data(opened);
   build_model();
@@ -108,7 +110,10 @@ data::SourceOptions Trainer::setup_data(const data::OpenedData& opened) {
   so.seed = o.run.seed + 1;  // data stream independent of the initialization stream
   so.device = device_;
   so.channels_last = o.compute.memory_format == MemoryFormat::kChannelsLast;
+  so.synthetic = task_->synthetic(spec_, o.model, so.seed);
   data_ = data::make_data_source(opened, o.data, so);
+  const std::string mismatch = models::feed_mismatch(spec_, o.model, data_->provides(), o.data.spec);
+  DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
   steps_per_epoch_ = data_->steps_per_epoch();
   apply_epochs(result_.config, steps_per_epoch_);  // --epochs: the steps are known now
   record_data_info(opened);
@@ -117,11 +122,9 @@ data::SourceOptions Trainer::setup_data(const data::OpenedData& opened) {
 
 void Trainer::build_model() {
   const TrainOptions& o = result_.config.options;
-  const models::ModelSpec& spec = models::find_model(o.model.name);
   torch::manual_seed(o.run.seed + static_cast<uint64_t>(worker_.rank));  // dropout masks differ per rank
-  model_ = spec.make(o.model);
-  aux_loss_weight_ = spec.aux_loss_weight;
-  result_.model = models::measure_model(spec, o.model, *model_);
+  model_ = spec_.make(o.model);
+  result_.model = models::measure_model(spec_, o.model, *model_);
   model_->to(device_);
   const bool channels_last = o.compute.memory_format == MemoryFormat::kChannelsLast;
   torch::NoGradGuard no_grad;
@@ -228,15 +231,8 @@ std::optional<compat::AutocastScope> Trainer::autocast() const {
 
 torch::Tensor Trainer::forward_loss(const data::Batch& batch) {
   const auto autocast_scope = autocast();
-  const models::Logits logits = model_->forward(batch.inputs);
-  namespace F = torch::nn::functional;
-  const auto ce = F::CrossEntropyFuncOptions().label_smoothing(
-      result_.config.options.recipe.label_smoothing);
-  torch::Tensor loss = F::cross_entropy(logits.main, batch.labels, ce);
-  for (const auto& aux : logits.aux) {
-    loss = loss + aux_loss_weight_ * F::cross_entropy(aux, batch.labels, ce);
-  }
-  return loss;
+  return task_->loss(model_->forward(batch.inputs), batch.targets,
+                     {result_.config.options.recipe.label_smoothing, spec_.aux_loss_weight});
 }
 
 StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {

@@ -142,7 +142,8 @@ class Trainer {
   TrainResult result_;
   WorkerContext worker_;
   torch::Device device_;
-  double aux_loss_weight_ = 0;
+  models::ModelSpec spec_;                       ///< the model's (copied: the registry may grow)
+  std::shared_ptr<const models::Task> task_;     ///< what it reads and learns
   std::shared_ptr<models::Model> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<data::DataSource> data_;

@@ -39,11 +39,14 @@ void Trainer::setup_convergence(const data::SourceOptions& source) {
   conv.lr_warmup_steps = schedule_.warmup_steps();
   conv.target = target_fraction(r.target_accuracy);
   conv.enabled = r.epochs > 0 || r.eval_every > 0 || r.eval_every_steps > 0 || conv.target > 0;
+  conv.metrics = task_->metrics();
   if (worker_.rank == 0 && !r.mllog_path.empty()) {
     mllog_ = std::make_unique<Mllog>(r.mllog_path);
     mllog_->start("init_start", nlohmann::json::object(), wall_ms_at(init_start_));
   }
   if (!conv.enabled) return;
+  DLSCALE_CHECK(!conv.metrics.empty(), "model '{}' ({}) has no quality metric to evaluate (--epochs, "
+                "--eval-every, --target-accuracy)", c.options.model.name, task_->name());
   const data::OpenedData test = [&] {
     try {
       return data::open_data(c.options.data, c.channels, data::Split::kTest);
@@ -55,7 +58,7 @@ void Trainer::setup_convergence(const data::SourceOptions& source) {
   }();
   data::SourceOptions eval_source = source;
   eval_source.global_batch = r.eval_batch * c.world_size;
-  evaluator_ = std::make_unique<Evaluator>(test, c.options.data, eval_source);
+  evaluator_ = std::make_unique<Evaluator>(test, c.options.data, eval_source, task_);
 }
 
 void Trainer::log_run_start() {
@@ -120,16 +123,17 @@ bool Trainer::evaluate(int64_t done, TrainObserver& observer) {
   if (mllog_) mllog_->start("eval_start", {{"epoch_num", epoch_num}});
   // Every rank evaluates rank 0's batch-norm statistics, as one process would.
   if (worker_.world_size > 1) broadcast_buffers();
-  const EvalCounts counts = [&] {
+  const EvalSums sums = [&] {
     const auto autocast_scope = autocast();  // evaluated in the precision it trains in
     return evaluator_->run(*model_, worker_.comm, [&] { observer.on_phase(done - 1, "eval"); });
   }();
   EvalRecord e;
   e.step = done;
   e.epoch = epoch;
-  e.samples = counts.samples;
-  e.top1 = counts.samples > 0 ? static_cast<double>(counts.top1) / counts.samples : 0.0;
-  e.top5 = counts.samples > 0 ? static_cast<double>(counts.top5) / counts.samples : 0.0;
+  e.samples = sums.samples;
+  for (size_t m = 0; m < conv.metrics.size(); ++m) {
+    e.metrics.emplace_back(conv.metrics[m].name, sums.samples > 0 ? sums.sums[m] / sums.samples : 0.0);
+  }
   e.seconds = now_seconds() - start;
   e.run_seconds = run_seconds();
   conv.eval_seconds += e.seconds;
@@ -137,10 +141,12 @@ bool Trainer::evaluate(int64_t done, TrainObserver& observer) {
   conv.evals.push_back(e);
   if (mllog_) {
     mllog_->end("eval_stop", {{"epoch_num", epoch_num}});
-    mllog_->point("eval_accuracy", e.top1, {{"epoch_num", epoch_num}});
+    mllog_->point("eval_accuracy", e.metrics.front().second, {{"epoch_num", epoch_num}});
   }
   observer.on_eval(e, result_);
-  if (conv.target > 0 && e.top1 >= conv.target) {
+  const MetricSpec& quality = conv.metrics.front();  // a target is set on the first
+  const double value = e.metrics.front().second;
+  if (conv.target > 0 && (quality.higher_is_better ? value >= conv.target : value <= conv.target)) {
     conv.status = "success";
     conv.epochs_to_target = epoch;
     return true;
@@ -179,6 +185,7 @@ CheckpointMeta Trainer::checkpoint_meta(int64_t next_step) const {
   m.run_seconds = run_seconds();
   m.lr_curve = schedule_.samples_from(next_step);
   m.evals = result_.convergence.evals;
+  m.metrics = result_.convergence.metrics;
   return m;
 }
 

@@ -60,7 +60,7 @@ std::vector<Batch> first_batches(const std::shared_ptr<Dataset>& d, const Pipeli
   std::vector<Batch> out;
   for (int64_t s = 0; s < n; ++s) {
     const Batch b = p.batch(s);
-    out.push_back({b.inputs.clone(), b.labels.clone()});
+    out.push_back({{{kImage, b.inputs.at(kImage).clone()}}, {{kLabel, b.targets.at(kLabel).clone()}}});
   }
   return out;
 }
@@ -72,8 +72,8 @@ TEST(Pipeline, ThreadsAndPrefetchDoNotChangeTheBatches) {
   for (const auto& [threads, prefetch] : {std::pair{3, 0}, std::pair{1, 2}, std::pair{2, 5}}) {
     const auto got = first_batches(d, options(threads, prefetch), 7);
     for (size_t s = 0; s < got.size(); ++s) {
-      EXPECT_TRUE(torch::equal(got[s].inputs, reference[s].inputs)) << threads << " " << prefetch;
-      EXPECT_TRUE(torch::equal(got[s].labels, reference[s].labels));
+      EXPECT_TRUE(torch::equal(got[s].inputs.at(kImage), reference[s].inputs.at(kImage))) << threads << " " << prefetch;
+      EXPECT_TRUE(torch::equal(got[s].targets.at(kLabel), reference[s].targets.at(kLabel)));
     }
   }
 }
@@ -89,7 +89,7 @@ TEST(Pipeline, RankSlicesAreTheGlobalBatchAndLabelsFollowTheSampler) {
   for (int64_t s = 0; s < 3; ++s) {
     std::vector<int64_t> want;
     for (int64_t i : sampler.indices(s, 0, 12)) want.push_back(i % 5);
-    EXPECT_TRUE(torch::equal(whole[s].labels, torch::tensor(want, torch::kInt64)));
+    EXPECT_TRUE(torch::equal(whole[s].targets.at(kLabel), torch::tensor(want, torch::kInt64)));
   }
   for (const int64_t world : {2, 3}) {
     std::vector<std::vector<Batch>> parts;
@@ -102,11 +102,11 @@ TEST(Pipeline, RankSlicesAreTheGlobalBatchAndLabelsFollowTheSampler) {
     for (int64_t s = 0; s < 3; ++s) {
       std::vector<torch::Tensor> in, lab;
       for (auto& p : parts) {
-        in.push_back(p[s].inputs);
-        lab.push_back(p[s].labels);
+        in.push_back(p[s].inputs.at(kImage));
+        lab.push_back(p[s].targets.at(kLabel));
       }
-      EXPECT_TRUE(torch::equal(torch::cat(in), whole[s].inputs)) << world;
-      EXPECT_TRUE(torch::equal(torch::cat(lab), whole[s].labels)) << world;
+      EXPECT_TRUE(torch::equal(torch::cat(in), whole[s].inputs.at(kImage))) << world;
+      EXPECT_TRUE(torch::equal(torch::cat(lab), whole[s].targets.at(kLabel))) << world;
     }
   }
 }
@@ -117,8 +117,8 @@ TEST(Pipeline, ChannelsLastHoldsTheSameValues) {
   o.channels_last = true;
   const auto nhwc = first_batches(d, o, 2);
   const auto nchw = first_batches(d, options(2, 1), 2);
-  EXPECT_TRUE(nhwc[0].inputs.is_contiguous(torch::MemoryFormat::ChannelsLast));
-  EXPECT_TRUE(torch::equal(nhwc[1].inputs, nchw[1].inputs));
+  EXPECT_TRUE(nhwc[0].inputs.at(kImage).is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(torch::equal(nhwc[1].inputs.at(kImage), nchw[1].inputs.at(kImage)));
 }
 
 TEST(Pipeline, ACorruptSampleFailsTheBatchOrIsSkippedAndCounted) {
@@ -137,8 +137,8 @@ TEST(Pipeline, ACorruptSampleFailsTheBatchOrIsSkippedAndCounted) {
     o.skip_corrupt = true;
     Pipeline skipping(d, o);
     const Batch b = skipping.batch(0);
-    EXPECT_EQ(b.labels[3].item<int64_t>(), 4);
-    EXPECT_FLOAT_EQ(b.inputs[3][0][2][2].item<float>(), 4.f / 255.f);
+    EXPECT_EQ(b.targets.at(kLabel)[3].item<int64_t>(), 4);
+    EXPECT_FLOAT_EQ(b.inputs.at(kImage)[3][0][2][2].item<float>(), 4.f / 255.f);
     skipping.batch(1);
     // Prefetching may already have built step 2 (epoch 1 meets sample 3 again).
     if (prefetch == 0) {

@@ -1,8 +1,11 @@
 #include "data/synthetic.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "data/sampler.h"
+#include "models/model.h"
 
 namespace dlscale::data {
 namespace {
@@ -10,57 +13,82 @@ namespace {
 SyntheticOptions small_options() {
   SyntheticOptions o;
   o.global_batch = 8;
-  o.channels = 1;
-  o.image_size = 12;
-  o.num_classes = 5;
   o.pool_batches = 2;
   return o;
 }
 
+/// Image classification's samples: 1 channel (lenet's), 12x12, 5 classes.
+SampleFn images(uint64_t seed = 42) {
+  const models::ModelSpec& spec = models::find_model("lenet");
+  models::ModelOptions m;
+  m.image_size = 12;
+  m.num_classes = 5;
+  return spec.task->synthetic(spec, m, seed);
+}
+
+torch::Tensor image(const Batch& b) { return b.inputs.at(kImage); }
+torch::Tensor label(const Batch& b) { return b.targets.at(kLabel); }
+
 TEST(Synthetic, ShapesAndLabelRange) {
-  SyntheticData d(small_options());
+  SyntheticData d(small_options(), images());
   const Batch b = d.batch(0);
-  EXPECT_EQ(b.inputs.sizes(), (std::vector<int64_t>{8, 1, 12, 12}));
-  EXPECT_EQ(b.labels.sizes(), (std::vector<int64_t>{8}));
-  EXPECT_EQ(b.labels.scalar_type(), torch::kInt64);
-  EXPECT_GE(b.labels.min().item<int64_t>(), 0);
-  EXPECT_LT(b.labels.max().item<int64_t>(), 5);
+  EXPECT_EQ(image(b).sizes(), (std::vector<int64_t>{8, 1, 12, 12}));
+  EXPECT_EQ(label(b).sizes(), (std::vector<int64_t>{8}));
+  EXPECT_EQ(label(b).scalar_type(), torch::kInt64);
+  EXPECT_GE(label(b).min().item<int64_t>(), 0);
+  EXPECT_LT(label(b).max().item<int64_t>(), 5);
 }
 
 TEST(Synthetic, PoolCyclesAndSeedIsDeterministic) {
-  SyntheticData a(small_options());
-  SyntheticData b(small_options());
-  EXPECT_TRUE(torch::equal(a.batch(0).inputs, b.batch(0).inputs));
-  EXPECT_TRUE(torch::equal(a.batch(0).inputs, a.batch(2).inputs));
-  EXPECT_FALSE(torch::equal(a.batch(0).inputs, a.batch(1).inputs));
-  auto other = small_options();
-  other.seed = 7;
-  EXPECT_FALSE(torch::equal(SyntheticData(other).batch(0).inputs, a.batch(0).inputs));
+  SyntheticData a(small_options(), images());
+  SyntheticData b(small_options(), images());
+  EXPECT_TRUE(torch::equal(image(a.batch(0)), image(b.batch(0))));
+  EXPECT_TRUE(torch::equal(image(a.batch(0)), image(a.batch(2))));
+  EXPECT_FALSE(torch::equal(image(a.batch(0)), image(a.batch(1))));
+  EXPECT_FALSE(torch::equal(image(SyntheticData(small_options(), images(7)).batch(0)), image(a.batch(0))));
 }
 
 // N workers' slices, concatenated in rank order, are exactly the global batch.
 TEST(Synthetic, RankSlicesTileTheGlobalBatch) {
-  SyntheticData whole(small_options());
+  SyntheticData whole(small_options(), images());
   for (int64_t world : {2, 4}) {
     std::vector<torch::Tensor> inputs, labels;
     for (int64_t rank = 0; rank < world; ++rank) {
       auto o = small_options();
       o.rank = rank;
       o.world_size = world;
-      SyntheticData part(o);
+      SyntheticData part(o, images());
       EXPECT_EQ(part.local_batch(), 8 / world);
-      inputs.push_back(part.batch(1).inputs);
-      labels.push_back(part.batch(1).labels);
+      inputs.push_back(image(part.batch(1)));
+      labels.push_back(label(part.batch(1)));
     }
-    EXPECT_TRUE(torch::equal(torch::cat(inputs), whole.batch(1).inputs));
-    EXPECT_TRUE(torch::equal(torch::cat(labels), whole.batch(1).labels));
+    EXPECT_TRUE(torch::equal(torch::cat(inputs), image(whole.batch(1))));
+    EXPECT_TRUE(torch::equal(torch::cat(labels), label(whole.batch(1))));
+  }
+}
+
+// Image classification's samples are its 8x8 class pattern (from the seed),
+// upsampled, plus unit Gaussian noise (from the seed and the sample's index),
+// labelled by the index's mixed seed: the data dlscale always generated.
+TEST(Synthetic, ImagesAreTheClassPatternInNoise) {
+  const Batch b = SyntheticData(small_options(), images(42)).batch(1);
+  at::Generator pattern_gen = at::detail::createCPUGenerator(42);
+  const torch::Tensor patterns = torch::randn({5, 1, 8, 8}, pattern_gen, torch::kFloat32);
+  for (int64_t k = 0; k < 8; ++k) {
+    const uint64_t seed = mix_seed(42, static_cast<uint64_t>(8 + k));
+    const auto want_label = static_cast<int64_t>(seed % 5);
+    EXPECT_EQ(label(b)[k].item<int64_t>(), want_label);
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+    const torch::Tensor noise = torch::randn({1, 12, 12}, gen, torch::kFloat32);
+    const torch::Tensor pattern = torch::upsample_nearest2d(patterns.narrow(0, want_label, 1), {12, 12})[0];
+    EXPECT_TRUE(torch::equal(image(b)[k], noise + pattern)) << k;
   }
 }
 
 TEST(Synthetic, RejectsIndivisibleBatch) {
   auto o = small_options();
   o.world_size = 3;
-  EXPECT_THROW(SyntheticData{o}, Error);
+  EXPECT_THROW(SyntheticData(o, images()), Error);
 }
 
 }  // namespace

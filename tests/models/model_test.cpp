@@ -135,14 +135,14 @@ TEST(ModelZoo, MinimumImageSizeIsExact) {
       o.image_size = min;
       auto model = spec.make(o);
       model->train();
-      const auto out = model->forward(torch::randn({2, spec.channels, min, min}));
+      const auto out = model->forward({{data::kImage, torch::randn({2, spec.channels, min, min})}});
       EXPECT_EQ(out.main.sizes(), (std::vector<int64_t>{2, 10}));
       if (min > 1) {
         o.image_size = min - 1;
         EXPECT_ANY_THROW({
           auto small = spec.make(o);
           small->train();
-          small->forward(torch::randn({2, spec.channels, min - 1, min - 1}));
+          small->forward({{data::kImage, torch::randn({2, spec.channels, min - 1, min - 1})}});
         });
       }
     }
@@ -156,17 +156,17 @@ TEST(ModelZoo, AuxiliaryLogitsOnlyInTraining) {
   o.image_size = 64;
   auto model = make_model(find_model("googlenet"), o);
   model->train();
-  auto out = model->forward(torch::randn({2, 3, 64, 64}));
+  auto out = model->forward({{data::kImage, torch::randn({2, 3, 64, 64})}});
   ASSERT_EQ(out.aux.size(), 2u);
   EXPECT_EQ(out.aux[0].sizes(), (std::vector<int64_t>{2, 7}));
   model->eval();
-  EXPECT_TRUE(model->forward(torch::randn({2, 3, 64, 64})).aux.empty());
+  EXPECT_TRUE(model->forward({{data::kImage, torch::randn({2, 3, 64, 64})}}).aux.empty());
 }
 
 TEST(ModelZoo, CountingMacsKeepsTrainingMode) {
   auto model = make_model(find_model("lenet"), {});
   model->train();
-  count_macs_per_sample(*model, 1, 28);
+  count_macs_per_sample(*model, {{data::kImage, torch::zeros({1, 1, 28, 28})}});
   EXPECT_TRUE(model->is_training());
 }
 

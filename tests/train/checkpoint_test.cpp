@@ -27,8 +27,7 @@ CheckpointMeta sample() {
   EvalRecord e;
   e.step = 10;
   e.epoch = 0.5;
-  e.top1 = 0.25;
-  e.top5 = 0.75;
+  e.metrics = {{"top1", 0.25}, {"top5", 0.75}};
   e.samples = 100;
   e.seconds = 0.1;
   e.run_seconds = 1.4;

@@ -223,10 +223,13 @@ TEST(Evaluation, CountsTopOneAndTopFive) {
   // Three samples, six classes: label ranked 1st, 3rd and 6th.
   const torch::Tensor logits = torch::tensor(
       {{9.0, 1.0, 2.0, 3.0, 4.0, 5.0}, {1.0, 9.0, 8.0, 7.0, 2.0, 3.0}, {6.0, 5.0, 4.0, 3.0, 2.0, 1.0}});
-  const EvalCounts c = count_correct(logits, torch::tensor({0, 3, 5}, torch::kInt64));
-  EXPECT_EQ(c.top1, 1);
-  EXPECT_EQ(c.top5, 2);
-  EXPECT_EQ(c.samples, 3);
+  const auto task = models::image_classification();
+  const std::vector<double> sums =
+      task->evaluate({logits, {}}, {{data::kLabel, torch::tensor({0, 3, 5}, torch::kInt64)}});
+  ASSERT_EQ(task->metrics().size(), 2u);
+  EXPECT_EQ(task->metrics()[0].name, "top1");
+  EXPECT_EQ(task->metrics()[1].name, "top5");
+  EXPECT_EQ(sums, (std::vector<double>{1, 2}));
 }
 
 TEST(Evaluation, DistributedCountsEqualOneProcessExactly) {
@@ -244,7 +247,7 @@ TEST(Evaluation, DistributedCountsEqualOneProcessExactly) {
     return spec.make(models::resolve_options(spec, {}));
   };
   auto counts_with = [&](int world) {
-    std::vector<EvalCounts> per_rank(world);
+    std::vector<EvalSums> per_rank(world);
     comm::testing::run_ranks("inproc", world, [&](comm::Communicator& comm) {
       data::SourceOptions so;
       so.global_batch = 5 * world;  // 5 per rank: every part ends in a short batch
@@ -253,25 +256,24 @@ TEST(Evaluation, DistributedCountsEqualOneProcessExactly) {
       so.channels = 1;
       so.image_size = 28;
       so.num_classes = 10;
-      Evaluator evaluator(test, d, so);
+      Evaluator evaluator(test, d, so, models::image_classification());
       auto model = make();
       per_rank[comm.rank()] = evaluator.run(*model, &comm);
       per_rank[comm.rank()] = evaluator.run(*model, &comm);  // a second pass counts the same
     });
     for (const auto& c : per_rank) {
-      EXPECT_EQ(c.top1, per_rank[0].top1);
-      EXPECT_EQ(c.top5, per_rank[0].top5);
+      EXPECT_EQ(c.sums, per_rank[0].sums);
     }
     return per_rank[0];
   };
-  const EvalCounts one = counts_with(1);
+  const EvalSums one = counts_with(1);
   EXPECT_EQ(one.samples, 37);
-  EXPECT_GT(one.top5, one.top1);
+  ASSERT_EQ(one.sums.size(), 2u);
+  EXPECT_GT(one.sums[1], one.sums[0]);  // top-5 hits more than top-1
   for (int world : {2, 3}) {
-    const EvalCounts many = counts_with(world);
+    const EvalSums many = counts_with(world);
     EXPECT_EQ(many.samples, 37) << world;
-    EXPECT_EQ(many.top1, one.top1) << world;
-    EXPECT_EQ(many.top5, one.top5) << world;
+    EXPECT_EQ(many.sums, one.sums) << world;
   }
 }
 

@@ -1,0 +1,74 @@
+#include "models/task.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "data/sampler.h"
+#include "models/model.h"
+
+namespace dlscale::models {
+
+namespace {
+
+torch::Tensor draw(const TensorSpec& t, at::Generator& gen) {
+  if (isIntegralType(t.dtype, /*includeBool=*/false)) {
+    return torch::randint(t.low, std::max(t.high, t.low + 1), t.shape, gen,
+                          torch::TensorOptions().dtype(t.dtype));
+  }
+  return torch::randn(t.shape, gen, torch::TensorOptions().dtype(t.dtype));
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "nothing" : s;
+}
+
+/// The names of `specs` missing from `have`.
+std::vector<std::string> missing(const std::vector<TensorSpec>& specs, const std::vector<std::string>& have) {
+  std::vector<std::string> out;
+  for (const auto& t : specs) {
+    if (std::find(have.begin(), have.end(), t.name) == have.end()) out.push_back(t.name);
+  }
+  return out;
+}
+
+}  // namespace
+
+data::SampleFn Task::synthetic(const ModelSpec& spec, const ModelOptions& options, uint64_t seed) const {
+  return [in = inputs(spec, options), out = targets(spec, options), seed](uint64_t index) {
+    at::Generator gen = at::detail::createCPUGenerator(data::mix_seed(seed, index));
+    data::Sample s;
+    for (const auto& t : in) s.inputs[t.name] = draw(t, gen);
+    for (const auto& t : out) s.targets[t.name] = draw(t, gen);
+    return s;
+  };
+}
+
+TensorMap probe_inputs(const std::vector<TensorSpec>& specs) {
+  TensorMap m;
+  for (const auto& t : specs) {
+    std::vector<int64_t> shape{1};
+    shape.insert(shape.end(), t.shape.begin(), t.shape.end());
+    m[t.name] = torch::full(shape, isIntegralType(t.dtype, false) ? t.low : 0,
+                            torch::TensorOptions().dtype(t.dtype));
+  }
+  return m;
+}
+
+std::string feed_mismatch(const ModelSpec& spec, const ModelOptions& options, const data::Provides& provides,
+                          const std::string& data_name) {
+  const Task& task = *spec.task;
+  std::vector<std::string> lacks = missing(task.inputs(spec, options), provides.inputs);
+  const std::vector<std::string> lacks_targets = missing(task.targets(spec, options), provides.targets);
+  lacks.insert(lacks.end(), lacks_targets.begin(), lacks_targets.end());
+  if (lacks.empty()) return "";
+  std::vector<std::string> has = provides.inputs;
+  has.insert(has.end(), provides.targets.begin(), provides.targets.end());
+  return fmt::format("data '{}' provides {}; model '{}' ({}) needs {} too", data_name, joined(has), spec.name,
+                     task.name(), joined(lacks));
+}
+
+}  // namespace dlscale::models

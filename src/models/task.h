@@ -1,0 +1,90 @@
+#pragma once
+// The task seam: what a model learns to do. A model's spec names its task;
+// the task says what the model reads (named input tensors), what its loss
+// compares the outputs with (named targets), which quality metrics it can
+// evaluate, what throughput counts (images, tokens, samples) and how to make
+// synthetic samples. The trainer, the strategies, the evaluator and the
+// reports go through it and name no task; image classification
+// (image_task.cpp) is the first.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/metric_spec.h"
+#include "data/data_source.h"
+#include "models/model_options.h"
+
+namespace dlscale::models {
+
+using data::TensorMap;
+struct ModelSpec;
+
+/// One named tensor of a sample (its batch dimension left out).
+struct TensorSpec {
+  std::string name;
+  torch::ScalarType dtype = torch::kFloat32;
+  std::vector<int64_t> shape;  ///< after the batch dimension
+  int64_t low = 0;             ///< integer IDs: values in [low, high)
+  int64_t high = 0;
+  bool varies = false;         ///< its shape may change from batch to batch (e.g. sequence length)
+};
+
+/// Output of a forward pass: the main output and, in training mode for
+/// models built with auxiliary heads, theirs too.
+struct Output {
+  torch::Tensor main;
+  std::vector<torch::Tensor> aux;
+};
+
+/// What throughput counts: `name` per second, `items_per_sample` per sample.
+struct ThroughputUnit {
+  std::string name = "samples";
+  int64_t items_per_sample = 1;
+};
+
+/// Settings of the loss that come from the run and the model's spec.
+struct LossOptions {
+  double label_smoothing = 0;  ///< --label-smoothing (classification)
+  double aux_weight = 0;       ///< weight of each auxiliary output's loss
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  /// Short name for records, e.g. "image-classification".
+  virtual std::string name() const = 0;
+  /// The model's inputs and the batch's targets for `spec` at resolved options.
+  virtual std::vector<TensorSpec> inputs(const ModelSpec& spec, const ModelOptions& options) const = 0;
+  virtual std::vector<TensorSpec> targets(const ModelSpec& spec, const ModelOptions& options) const = 0;
+  /// The training loss of `output` against the batch's `targets`.
+  virtual torch::Tensor loss(const Output& output, const TensorMap& targets,
+                             const LossOptions& options) const = 0;
+  /// The quality metrics evaluate() sums, in its order; the first is the one
+  /// a target (--target-accuracy) is set on. Empty: the task has none.
+  virtual std::vector<MetricSpec> metrics() const = 0;
+  /// Per-metric sums over a batch (a metric's value is its sum over the test
+  /// set divided by the samples), so ranks' parts add up exactly.
+  virtual std::vector<double> evaluate(const Output& output, const TensorMap& targets) const = 0;
+  virtual ThroughputUnit unit() const = 0;
+  /// Synthetic sample i, from `seed` and i alone. The default draws every
+  /// float tensor from a unit Gaussian and every integer one uniformly from
+  /// [low, high); a task overrides it to make its data learnable.
+  virtual data::SampleFn synthetic(const ModelSpec& spec, const ModelOptions& options, uint64_t seed) const;
+};
+
+/// A sample of zeros (integer inputs at their `low`) with a batch dimension
+/// of 1: the probe a model's FLOPs are counted with.
+TensorMap probe_inputs(const std::vector<TensorSpec>& specs);
+
+/// One line naming what `provides` lacks of what the task needs, or "" when
+/// it can feed it: "dataset X provides image, label; model M (task T) needs tokens".
+std::string feed_mismatch(const ModelSpec& spec, const ModelOptions& options, const data::Provides& provides,
+                          const std::string& data_name);
+
+/// The task of every image classifier of the zoo.
+std::shared_ptr<const Task> image_classification();
+
+}  // namespace dlscale::models

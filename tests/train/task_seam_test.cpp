@@ -1,0 +1,171 @@
+// A second task, written here in the test tree only: linear regression with
+// float targets and mean squared error. It is registered like any model and
+// trained through the normal trainer, strategy and record, over one and two
+// workers, without any file of src/ naming it (issue 22's task seam).
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "comm/comm_test_util.h"
+#include "core/error.h"
+#include "data/data_util.h"
+#include "models/layers.h"
+#include "models/model.h"
+#include "train/train_result.h"
+#include "train/trainer.h"
+
+namespace dlscale::train {
+namespace {
+
+constexpr int64_t kFeatures = 4;
+
+/// y = x · (1, -2, 0.5, 3) + 0.25 from Gaussian x; sample "points" hold three items each.
+class Regression : public models::Task {
+ public:
+  std::string name() const override { return "toy-regression"; }
+  std::vector<models::TensorSpec> inputs(const models::ModelSpec&, const models::ModelOptions&) const override {
+    return {{"x", torch::kFloat32, {kFeatures}}};
+  }
+  std::vector<models::TensorSpec> targets(const models::ModelSpec&, const models::ModelOptions&) const override {
+    return {{"y", torch::kFloat32, {1}}};
+  }
+  torch::Tensor loss(const models::Output& out, const models::TensorMap& targets,
+                     const models::LossOptions&) const override {
+    return torch::mse_loss(out.main, targets.at("y"));
+  }
+  std::vector<MetricSpec> metrics() const override { return {{"mse", "mse", false, false}}; }
+  std::vector<double> evaluate(const models::Output& out, const models::TensorMap& targets) const override {
+    return {(out.main - targets.at("y")).pow(2).sum().item<double>()};
+  }
+  models::ThroughputUnit unit() const override { return {"points", 3}; }
+  data::SampleFn synthetic(const models::ModelSpec& spec, const models::ModelOptions& options,
+                           uint64_t seed) const override {
+    const data::SampleFn noise = Task::synthetic(spec, options, seed);  // the generic generator
+    const torch::Tensor w = torch::tensor({1.0f, -2.0f, 0.5f, 3.0f});
+    return [noise, w](uint64_t index) {
+      data::Sample s = noise(index);
+      s.targets["y"] = (s.inputs.at("x") * w).sum().unsqueeze(0) + 0.25f;
+      return s;
+    };
+  }
+};
+
+/// One fully connected layer from zeros: no random initialization, so ranks
+/// that are threads sharing one generator build the same model.
+class Linear : public models::Model {
+ public:
+  Linear() {
+    fc_ = register_module("fc", models::Fc(kFeatures, 1));
+    torch::NoGradGuard no_grad;
+    for (auto& p : parameters()) p.zero_();
+  }
+  models::Output forward(const models::TensorMap& inputs) override { return {fc_(inputs.at("x")), {}}; }
+
+ private:
+  models::Fc fc_{nullptr};
+};
+
+void register_toy_model() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    models::ModelSpec spec;
+    spec.name = "toy-linear";
+    spec.description = "linear regression (test task)";
+    spec.task = std::make_shared<const Regression>();
+    spec.channels = 1;
+    spec.make = [](const models::ModelOptions&) { return std::make_shared<Linear>(); };
+    models::register_model(spec);
+  });
+}
+
+TrainOptions toy_options(int64_t batch_per_worker) {
+  register_toy_model();
+  TrainOptions o;
+  o.model.name = "toy-linear";
+  o.run.batch = batch_per_worker;
+  o.run.steps = 30;
+  o.run.warmup = 1;
+  o.run.display_every = 0;
+  o.run.synthetic_batches = 8;
+  o.compute.threads = 1;
+  o.optimizer.lr = 0.05;
+  return o;
+}
+
+struct Trained {
+  TrainResult result;
+  std::vector<torch::Tensor> parameters;  ///< rank 0's, after the run
+};
+
+/// Trains over `world` in-process ranks, a global batch of 16.
+Trained train_toy(int world) {
+  Trained out;
+  TrainObserver quiet;
+  comm::testing::run_ranks("inproc", world, [&](comm::Communicator& comm) {
+    WorkerContext ctx;
+    ctx.rank = comm.rank();
+    ctx.world_size = world;
+    ctx.local_rank = comm.rank();
+    ctx.local_world_size = world;
+    ctx.comm = world > 1 ? &comm : nullptr;
+    Trainer t(toy_options(16 / world), ctx);
+    TrainResult r = t.run(quiet);
+    if (comm.rank() != 0) return;
+    out.result = std::move(r);
+    for (const auto& p : t.model().parameters()) out.parameters.push_back(p.detach().clone());
+  });
+  return out;
+}
+
+TEST(TaskSeam, ToyRegressionTrainsOverTwoWorkersAsOverOne) {
+  const Trained one = train_toy(1);
+  const Trained two = train_toy(2);
+  // Data-parallel over two ranks is one process on the same global batch.
+  ASSERT_EQ(one.parameters.size(), two.parameters.size());
+  for (size_t i = 0; i < one.parameters.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(one.parameters[i], two.parameters[i], 1e-5, 1e-6))
+        << one.parameters[i] << " vs " << two.parameters[i];
+  }
+  // It learned: the loss fell by far and the weights approach the truth.
+  const auto& steps = one.result.steps;
+  EXPECT_LT(steps.back().loss, 0.05 * steps.front().loss) << steps.front().loss << " -> " << steps.back().loss;
+  EXPECT_NEAR(one.parameters[0][0][1].item<double>(), -2.0, 0.3);
+
+  // The record names the task and counts its unit.
+  const nlohmann::json record = to_json(two.result);
+  EXPECT_EQ(record["model"]["task"], "toy-regression");
+  EXPECT_EQ(record["model"]["unit"], "points");
+  EXPECT_EQ(record["model"]["items_per_sample"], 3);
+  EXPECT_EQ(record["model"]["macs_per_sample"], kFeatures);
+  EXPECT_EQ(record["model"]["inputs"][0]["name"], "x");
+  EXPECT_EQ(record["model"]["input_shape"], nlohmann::json::array({kFeatures}));
+  const double sps = record["results"]["samples_per_sec"].get<double>();
+  EXPECT_DOUBLE_EQ(record["results"]["items_per_sec"].get<double>(), 3 * sps);
+  EXPECT_EQ(record["inputs"]["world_size"], 2);
+}
+
+TEST(TaskSeam, DataThatCannotFeedTheModelIsNamedWithIt) {
+  TrainOptions o = toy_options(8);
+  o.data.spec = "idx:" + testing::write_idx_dataset(16, 8, 28, false);
+  try {
+    Trainer t(o);
+    FAIL() << "images fed a regression model";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("provides image, label; model 'toy-linear' (toy-regression) needs x, y"), std::string::npos)
+        << what;
+  }
+}
+
+TEST(TaskSeam, ImageClassificationIsTheZoosTask) {
+  const models::ModelSpec& lenet = models::find_model("lenet");
+  EXPECT_EQ(lenet.task, models::image_classification());
+  const models::ModelOptions o = models::resolve_options(lenet, {});
+  const auto in = lenet.task->inputs(lenet, o);
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0].shape, (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_THROW(models::register_model(lenet), Error);  // the name is taken
+}
+
+}  // namespace
+}  // namespace dlscale::train
