@@ -1,5 +1,6 @@
 #include "dp/bucketed_sync.h"
 
+#include "compute/dtype_name.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "dp/bucket_plan.h"
@@ -24,9 +25,7 @@ BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator
   make_buckets(options.first_bucket_mb, options.bucket_mb, wire);
   info_.strategy = collective_->name();
   info_.layout = overlap_ ? "bucketed" : "flat";
-  info_.wire_dtype = options.compress == Compression::kFp16   ? "float16"
-                     : options.compress == Compression::kBf16 ? "bfloat16"
-                                                              : "float32";
+  info_.wire_dtype = dtype_name(wire);
   info_.bucket_bytes = bucket_bytes();
   for (int64_t b : info_.bucket_bytes) info_.formula_bytes_sent += collective_->bytes_sent(b);
   info_.formula = collective_->formula();

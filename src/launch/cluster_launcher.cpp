@@ -15,6 +15,7 @@
 
 #include "cluster/cluster.h"
 #include "core/child_process.h"
+#include "core/line_reader.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -30,19 +31,8 @@ namespace {
 struct NodeProc {
   int host = 0;
   ChildProcess proc;
-  int err_fd = -1;           // its (and its workers') stderr, forwarded by us
-  std::string partial;       // an unfinished stderr line
+  LineReader err;            // its (and its workers') stderr, forwarded by us
   std::string error;         // its last "dlscale: error: " line, without the prefix
-  NodeProc() = default;
-  NodeProc(NodeProc&& o) noexcept
-      : host(o.host), proc(std::move(o.proc)), err_fd(o.err_fd), partial(std::move(o.partial)),
-        error(std::move(o.error)) {
-    o.err_fd = -1;
-  }
-  NodeProc(const NodeProc&) = delete;
-  ~NodeProc() {
-    if (err_fd >= 0) ::close(err_fd);
-  }
   bool running() const { return proc.running(); }
   bool failed() const { return proc.failed(); }
 };
@@ -81,12 +71,9 @@ void add_default_threads(ClusterPlan& plan, const cluster::ClusterSpec& spec) {
 /// and host name), with its stderr on a pipe we forward.
 NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, int h,
                     const std::string& secret) {
-  int fds[2];
-  DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
-  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  LinePipe pipe;
   NodeProc n;
   n.host = h;
-  n.err_fd = fds[0];
   SpawnOptions spawn;
   spawn.program = plan.binary;
   spawn.argv = plan.argv;
@@ -97,7 +84,7 @@ NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, i
   spawn.set_env = {{kEnvJobSecret, secret},
                    {kEnvCluster, fmt::format("{}:{}:{}:{:g}", spec.name, h, spec.hosts, spec.link_mbit)}};
   spawn.stdin_fd = SpawnOptions::kInherit;
-  spawn.stderr_fd = fds[1];
+  spawn.stderr_fd = pipe.write_fd;
   const cluster::HostEntry entry = cluster::host_entry(spec.name, h);
   spawn.enter = [entry](const char** what) { return cluster::enter_host(entry, what); };
   spawn.name = fmt::format("host {}", h);
@@ -105,30 +92,23 @@ NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, i
   try {
     n.proc = ChildProcess(spawn);
   } catch (const Error& e) {
-    ::close(fds[1]);
     throw Error(fmt::format("cannot start host {}'s launcher: {}", h, e.what()));
   }
-  ::close(fds[1]);
+  pipe.close_write();
+  n.err = std::move(pipe.reader);
   return n;
 }
 
 /// Forwards complete stderr lines to ours, keeping the last error line
 /// back: the job's one error line, printed by the caller, names it.
 void forward_stderr(NodeProc& n, bool flush) {
-  char buf[4096];
-  ssize_t got;
-  while ((got = ::read(n.err_fd, buf, sizeof(buf))) > 0) n.partial.append(buf, got);
-  if (flush && !n.partial.empty() && n.partial.back() != '\n') n.partial += '\n';
-  size_t nl;
-  while ((nl = n.partial.find('\n')) != std::string::npos) {
-    const std::string line = n.partial.substr(0, nl + 1);
-    n.partial.erase(0, nl + 1);
-    constexpr const char* kPrefix = "dlscale: error: ";
+  constexpr const char* kPrefix = "dlscale: error: ";
+  for (const std::string& line : n.err.read_lines(flush)) {
     if (line.rfind(kPrefix, 0) == 0) {
-      n.error = line.substr(std::strlen(kPrefix), line.size() - std::strlen(kPrefix) - 1);
+      n.error = line.substr(std::strlen(kPrefix));
       continue;
     }
-    std::fputs(line.c_str(), stderr);
+    std::fputs((line + "\n").c_str(), stderr);
   }
 }
 
@@ -206,7 +186,7 @@ int supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
   double failed_at = 0;
   while (true) {
     std::vector<pollfd> fds;
-    for (const NodeProc& n : nodes) fds.push_back({n.err_fd, POLLIN, 0});
+    for (const NodeProc& n : nodes) fds.push_back({n.err.fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
     for (NodeProc& n : nodes) forward_stderr(n, false);
     bool any_running = false;

@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/child_process.h"
+#include "core/line_reader.h"
 #include "core/subprocess.h"
 #include "launch/launch_env.h"
 
@@ -42,36 +43,16 @@ void on_signal(int sig) { g_interrupted = sig; }
 struct Child {
   int rank = 0;          // global rank
   ChildProcess proc;
-  int status_fd = -1;    // read end of the progress pipe
-  std::string partial;
+  LineReader status;     // the read end of the progress pipe
   std::string last_status = "starting";
   std::string error;     // the worker's own error line, sent instead of printed
   double last_progress = 0;
-  Child() = default;
-  Child(Child&& o) noexcept
-      : rank(o.rank), proc(std::move(o.proc)), status_fd(o.status_fd), partial(std::move(o.partial)),
-        last_status(std::move(o.last_status)), error(std::move(o.error)), last_progress(o.last_progress) {
-    o.status_fd = -1;
-  }
-  Child(const Child&) = delete;
-  ~Child() {
-    if (status_fd >= 0) ::close(status_fd);
-  }
   bool running() const { return proc.running(); }
   bool failed() const { return proc.failed(); }
 };
 
 void read_status(Child& c, double now) {
-  char buf[4096];
-  while (true) {
-    const ssize_t n = ::read(c.status_fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    c.partial.append(buf, static_cast<size_t>(n));
-  }
-  size_t nl;
-  while ((nl = c.partial.find('\n')) != std::string::npos) {
-    const std::string line = c.partial.substr(0, nl);
-    c.partial.erase(0, nl + 1);
+  for (const std::string& line : c.status.read_lines()) {
     c.last_progress = now;
     if (line.rfind(kStatusErrorPrefix, 0) == 0) {
       c.error = line.substr(std::strlen(kStatusErrorPrefix));
@@ -270,16 +251,13 @@ std::vector<Child> start_children(const LaunchPlan& plan, int port, const std::s
     Child c;
     c.rank = first_rank + local;
     c.last_progress = start;
-    int fds[2];
-    DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0, "cannot create a pipe: {}",
-                  std::strerror(errno));
-    c.status_fd = fds[0];
+    LinePipe pipe(/*nonblocking_write=*/true);  // a worker drops a status line rather than wait
     SpawnOptions spawn;
     spawn.program = plan.binary;
     spawn.argv = plan.argv;
     spawn.set_env = worker_env(plan, c.rank, local, local_world, world, port, secret);
     spawn.stdin_fd = SpawnOptions::kInherit;
-    spawn.pass_fds = {{fds[1], kStatusFd}};
+    spawn.pass_fds = {{pipe.write_fd, kStatusFd}};
     // Only the first worker prints (after the servers), unless --verbose-ranks.
     if (c.rank != plan.servers && !plan.verbose_ranks) spawn.stdout_fd = SpawnOptions::kDevNull;
     for (int t = 0; plan.bind_cores && t < plan.threads_per_worker && !cores.empty(); ++t) {
@@ -288,10 +266,10 @@ std::vector<Child> start_children(const LaunchPlan& plan, int port, const std::s
     try {
       c.proc = ChildProcess(spawn);
     } catch (const Error& e) {
-      ::close(fds[1]);
       throw Error(fmt::format("cannot start worker {}: {}", c.rank, e.what()));
     }
-    ::close(fds[1]);
+    pipe.close_write();
+    c.status = std::move(pipe.reader);
     children.push_back(std::move(c));
   }
   DLSCALE_LOG_INFO("started {} worker(s){} on this node (ranks {}-{} of {}), rendezvous {}:{}",
@@ -309,7 +287,7 @@ std::string supervise(std::vector<Child>& children, const LaunchPlan& plan,
                       const InterruptGuard& interrupts, int& exit_code) {
   while (true) {
     std::vector<pollfd> fds;
-    for (const auto& c : children) fds.push_back({c.status_fd, POLLIN, 0});
+    for (const auto& c : children) fds.push_back({c.status.fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 200);
     const double now = now_seconds();
     bool any_running = false;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "compute/dtype_name.h"
 #include "core/record_keys.h"
 #include "core/text_table.h"
 #include "dp/strategy.h"
@@ -66,19 +67,6 @@ TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t globa
 }
 
 namespace {
-
-/// "float32", "int64": NumPy's names, as the rest of the record uses.
-std::string dtype_name(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat32: return "float32";
-    case torch::kFloat16: return "float16";
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kFloat64: return "float64";
-    case torch::kInt64: return "int64";
-    case torch::kInt32: return "int32";
-    default: return c10::toString(t);
-  }
-}
 
 /// Each input's name, dtype and shape after the batch dimension.
 nlohmann::json model_inputs_json(const std::vector<models::TensorSpec>& inputs) {
