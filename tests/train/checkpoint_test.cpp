@@ -44,6 +44,29 @@ std::string error_of(const nlohmann::json& meta) {
   return "";
 }
 
+// A task's metrics travel with the checkpoint: its evaluations are read
+// by them (a non-percentage may leave [0, 1]), and a damaged list is named.
+TEST(CheckpointMeta, KeepsTheTasksMetricsAndChecksThem) {
+  CheckpointMeta m = sample();
+  m.metrics = {{"mse", "mse", false, false}};
+  m.evals[0].metrics = {{"mse", 3.5}};
+  const nlohmann::json j = to_json(m);
+  const CheckpointMeta back = parse_checkpoint_meta(j, "c.bin");
+  EXPECT_EQ(to_json(back), j);
+  ASSERT_EQ(back.metrics.size(), 1u);
+  EXPECT_FALSE(back.metrics[0].higher_is_better);
+  EXPECT_EQ(back.evals[0].metric("mse"), 3.5);
+  nlohmann::json bad = j;
+  bad["metrics"][0]["percent"] = "no";
+  EXPECT_EQ(error_of(bad), "checkpoint c.bin is damaged: 'metrics[0].percent' is not true or false");
+  bad = j;
+  bad["metrics"][0]["name"] = "step";
+  EXPECT_EQ(error_of(bad), "checkpoint c.bin is damaged: 'metrics[0].name' 'step' is a field of every evaluation");
+  bad = j;
+  bad["evals"][0].erase("mse");
+  EXPECT_EQ(error_of(bad), "checkpoint c.bin is damaged: 'evals[0].mse' is missing");
+}
+
 TEST(CheckpointMeta, RoundTripsAndReadsFilesWithoutTheRateCurve) {
   const nlohmann::json j = to_json(sample());
   EXPECT_EQ(to_json(parse_checkpoint_meta(j, "c.bin")), j);
