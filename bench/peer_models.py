@@ -1,5 +1,8 @@
 """The peer's models: torchvision's architectures, plus the TensorFlow
-deep-MNIST LeNet that torchvision lacks, defined exactly like dlscale's."""
+deep-MNIST LeNet that torchvision lacks, the Transformer (torch.nn.Transformer
+with a tied embedding) and MLPerf's NeuMF, defined exactly like dlscale's."""
+import math
+
 import torch
 import torchvision.models as tv
 
@@ -23,8 +26,65 @@ class LeNet(torch.nn.Module):
         return self.fc2(x)
 
 
-def build_model(name, image_size, num_classes=None, aux_logits=False):
-    """torchvision model `name` (untrained) or the LeNet above."""
+class Transformer(torch.nn.Module):
+    """torch.nn.Transformer (post-norm, ReLU, final norms) with one token
+    embedding shared by source and target, scaled by sqrt(d), plus sinusoidal
+    positions, and tied to the output projection (no bias)."""
+
+    def __init__(self, vocab=32768, d_model=512, heads=8, ff=2048, layers=6, dropout=0.1):
+        super().__init__()
+        self.d_model = d_model
+        self.embedding = torch.nn.Embedding(vocab, d_model)
+        self.core = torch.nn.Transformer(d_model, heads, layers, layers, ff, dropout, batch_first=True)
+        self.dropout = torch.nn.Dropout(dropout)
+        torch.nn.init.normal_(self.embedding.weight, 0.0, d_model ** -0.5)
+
+    def embed(self, tokens):
+        length = tokens.shape[1]
+        pos = torch.arange(length, dtype=torch.float64).unsqueeze(1)
+        rates = torch.exp(torch.arange(0, self.d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / self.d_model))
+        pe = torch.zeros(length, self.d_model, dtype=torch.float64)
+        pe[:, 0::2] = torch.sin(pos * rates)
+        pe[:, 1::2] = torch.cos(pos * rates)[:, : self.d_model // 2]
+        x = self.embedding(tokens) * math.sqrt(self.d_model) + pe.to(self.embedding.weight.dtype)
+        return self.dropout(x)
+
+    def forward(self, src, tgt_in):
+        length = tgt_in.shape[1]
+        causal = torch.full((length, length), float("-inf")).triu(1)
+        h = self.core(self.embed(src), self.embed(tgt_in), tgt_mask=causal)
+        return torch.nn.functional.linear(h, self.embedding.weight)
+
+
+class NeuMF(torch.nn.Module):
+    """MLPerf's NCF: GMF 64 and MLP 256-256-128-64 over user and item embeddings."""
+
+    def __init__(self, users=138493, items=26744, gmf=64, mlp=(256, 256, 128, 64)):
+        super().__init__()
+        self.gmf_user = torch.nn.Embedding(users, gmf)
+        self.gmf_item = torch.nn.Embedding(items, gmf)
+        self.mlp_user = torch.nn.Embedding(users, mlp[0] // 2)
+        self.mlp_item = torch.nn.Embedding(items, mlp[0] // 2)
+        self.mlp = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(mlp[:-1], mlp[1:]))
+        self.final = torch.nn.Linear(gmf + mlp[-1], 1)
+
+    def forward(self, user, item):
+        gmf = self.gmf_user(user) * self.gmf_item(item)
+        x = torch.cat([self.mlp_user(user), self.mlp_item(item)], -1)
+        for layer in self.mlp:
+            x = torch.relu(layer(x))
+        return self.final(torch.cat([gmf, x], -1)).squeeze(-1)
+
+
+def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab=None):
+    """torchvision model `name` (untrained), the LeNet above, or the
+    Transformer or NeuMF above."""
+    if name == "transformer":
+        return Transformer(vocab or 32768)
+    if name == "transformer-big":
+        return Transformer(vocab or 32768, 1024, 16, 4096, 6, 0.3)
+    if name == "ncf":
+        return NeuMF()
     if name == "lenet":
         return LeNet(image_size, num_classes or 10)
     classes = num_classes or 1000

@@ -8,6 +8,7 @@ Prints one JSON line: {"samples_per_sec": ..., "step_time_p50_ms": ..., ...}.
 Run with Debian's interpreter: /usr/bin/python3 bench/peer_train.py --help
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -39,13 +40,41 @@ def make_optimizer(name, params, lr, momentum):
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def timed_steps(model, opt, inputs, labels, steps, warmup, amp="none"):
+def synthetic_batch(args, device):
+    """The model's inputs (a tuple) and its loss function of the output, for
+    one synthetic batch made once, as dlscale's synthetic data."""
+    b = args.batch
+    if args.model.startswith("transformer"):
+        vocab = args.vocab or 32768
+        seq = args.seq_len or 128
+        src = torch.randint(2, vocab, (b, seq), device=device)
+        tgt = torch.randint(2, vocab, (b, seq), device=device)
+        tgt_in = torch.cat([torch.ones(b, 1, dtype=torch.long, device=device), tgt[:, :-1]], 1)
+        ce = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+        return (src, tgt_in), lambda out: ce(out.reshape(-1, vocab), tgt.reshape(-1)), seq
+    if args.model == "ncf":
+        user = torch.randint(138493, (b,), device=device)
+        item = torch.randint(26744, (b,), device=device)
+        clicked = torch.randint(2, (b,), device=device).float()
+        bce = torch.nn.BCEWithLogitsLoss()
+        return (user, item), lambda out: bce(out, clicked), 1
+    size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
+    channels = CHANNELS.get(args.model, 3)
+    classes = args.classes or (10 if args.model == "lenet" else 1000)
+    inputs = torch.randn(b, channels, size, size, device=device)
+    if args.channels_last:
+        inputs = inputs.contiguous(memory_format=torch.channels_last)
+    labels = torch.randint(classes, (b,), device=device)
+    ce = torch.nn.CrossEntropyLoss()
+    return (inputs,), lambda out: ce(out, labels), 1
+
+
+def timed_steps(model, opt, inputs, loss_fn, steps, warmup, amp="none"):
     """Trains `steps` steps like dlscale (gradients set to None, loss read
     back every step; with --amp, autocast of the forward pass and for fp16 a
     GradScaler). Returns (per-step seconds, wall seconds of the steps after
     `warmup`)."""
-    loss_fn = torch.nn.CrossEntropyLoss()
-    device_type = inputs.device.type
+    device_type = inputs[0].device.type
     scaler = torch.amp.GradScaler(device_type) if amp == "fp16" else None
     times = []
     start = None
@@ -53,9 +82,12 @@ def timed_steps(model, opt, inputs, labels, steps, warmup, amp="none"):
         if step == warmup:
             start = time.perf_counter()
         t0 = time.perf_counter()
-        with torch.autocast(device_type, dtype=AMP_DTYPES.get(amp, torch.float32),
-                            enabled=amp != "none"):
-            loss = loss_fn(model(inputs), labels)
+        # PyTorch 1.13's CPU autocast refuses float32 even when disabled: no
+        # autocast context at all without --amp.
+        scope = (torch.autocast(device_type, dtype=AMP_DTYPES[amp]) if amp != "none"
+                 else contextlib.nullcontext())
+        with scope:
+            loss = loss_fn(model(*inputs))
         opt.zero_grad(set_to_none=True)
         if scaler is not None:
             scaler.scale(loss).backward()
@@ -78,6 +110,9 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--image-size", type=int, default=0)
     ap.add_argument("--classes", type=int, default=0)
+    ap.add_argument("--vocab", type=int, default=0, help="transformer: 0 = 32768")
+    ap.add_argument("--seq-len", type=int, default=0, help="transformer: 0 = 128")
+    ap.add_argument("--dropout", type=float, default=-1, help="transformer: < 0 = the model's own")
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--momentum", type=float, default=0.9)
@@ -93,17 +128,20 @@ def main():
     torch.backends.cudnn.benchmark = args.device.startswith("cuda")
     torch.manual_seed(args.seed)
     size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
-    channels = CHANNELS.get(args.model, 3)
     classes = args.classes or (10 if args.model == "lenet" else 1000)
-    model = build_model(args.model, size, num_classes=classes).to(args.device)
+    model = build_model(args.model, size, num_classes=classes, vocab=args.vocab).to(args.device)
+    if args.dropout >= 0:
+        for m in model.modules():
+            if isinstance(m, torch.nn.Dropout):
+                m.p = args.dropout
+            if isinstance(m, torch.nn.MultiheadAttention):
+                m.dropout = args.dropout
     model.train()
     opt = make_optimizer(args.optimizer, model.parameters(), args.lr, args.momentum)
-    inputs = torch.randn(args.batch, channels, size, size, device=args.device)
-    labels = torch.randint(classes, (args.batch,), device=args.device)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
-        inputs = inputs.contiguous(memory_format=torch.channels_last)
-    times, wall = timed_steps(model, opt, inputs, labels, args.steps, args.warmup, args.amp)
+    inputs, loss_fn, items_per_sample = synthetic_batch(args, args.device)
+    times, wall = timed_steps(model, opt, inputs, loss_fn, args.steps, args.warmup, args.amp)
     measured = times[args.warmup:]
     print(json.dumps({
         "peer": "pytorch-eager",
@@ -117,6 +155,7 @@ def main():
         "batch": args.batch,
         "measured_steps": len(measured),
         "samples_per_sec": len(measured) * args.batch / wall,
+        "items_per_sec": len(measured) * args.batch * items_per_sample / wall,
         "step_time_p50_ms": statistics.median(measured) * 1e3,
     }))
 

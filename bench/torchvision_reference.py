@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Prints torchvision's parameter counts and forward multiply-accumulates per
 sample (conv + linear layers, counted with forward hooks) for the models of
-dlscale's zoo, as a check of tests/models/model_test.cpp's expected values.
+dlscale's zoo (parameters alone for transformer and ncf, whose attention
+products torch.nn.MultiheadAttention computes without Linear modules), as a check of tests/models/model_test.cpp's expected values.
 
 Run with Debian's interpreter, which sees python3-torch/python3-torchvision:
     /usr/bin/python3 bench/torchvision_reference.py [--image-size N]
@@ -61,6 +62,9 @@ def main():
                 continue
             rows.append({"name": name, "aux_logits": aux, "image_size": size, "parameters": params,
                          "macs_per_sample": macs})
+    for name in ("transformer", "transformer-big", "ncf"):
+        model = build_model(name)
+        rows.append({"name": name, "parameters": sum(p.numel() for p in model.parameters())})
     for r in rows:
         print(json.dumps(r))
 

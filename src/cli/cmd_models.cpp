@@ -19,42 +19,64 @@ struct ModelsOptions {
   bool json = false;
 };
 
+nlohmann::json facts_json(const models::ModelSpec& spec, const models::ModelFacts& f) {
+  nlohmann::json j{{"name", spec.name},
+                   {"family", spec.family},
+                   {"task", f.task},
+                   {"unit", f.unit.name},
+                   {"items_per_sample", f.unit.items_per_sample},
+                   {"parameters", f.parameters},
+                   {"macs_per_sample", f.macs_per_sample},
+                   {"forward_flops_per_sample", f.flops_per_sample()},
+                   {"inputs", nlohmann::json::object()},
+                   {"description", spec.description}};
+  for (const auto& t : f.inputs) j["inputs"][t.name] = t.shape;
+  if (spec.takes_flag("--image-size")) {
+    j["input_shape"] = {f.channels, f.image_size, f.image_size};
+    j["num_classes"] = f.num_classes;
+    j["min_image_size"] = spec.min_image_size;
+  }
+  if (spec.takes_flag("--vocab")) {
+    j["vocab"] = f.vocab;
+    j["seq_len"] = f.seq_len;
+  }
+  return j;
+}
+
 void run_models(const ModelsOptions& o) {
-  TextTable table({"model", "params", "GFLOPs/sample", "input", "min size", "description"},
-                  {Align::kLeft, Align::kRight, Align::kRight, Align::kLeft, Align::kRight,
-                   Align::kLeft});
+  TextTable table({"model", "family", "params", "GFLOPs/sample", "input", "unit", "min size", "description"},
+                  {Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kLeft, Align::kLeft,
+                   Align::kRight, Align::kLeft});
   nlohmann::json records = nlohmann::json::array();
   for (const auto& spec : models::model_specs()) {
+    const bool image = spec.takes_flag("--image-size");
     models::ModelOptions mo;
-    mo.image_size = o.image_size;
-    mo.num_classes = o.num_classes;
+    if (image) {  // --image-size and --classes are the image models' (the others at their defaults)
+      mo.image_size = o.image_size;
+      mo.num_classes = o.num_classes;
+    }
     const int64_t size = o.image_size ? o.image_size : spec.default_image_size;
-    if (size < spec.min_image_size) {  // this listing shows the limit instead of failing
-      table.add_row({spec.name, "-", "-", fmt::format("{}x{}x{}", spec.channels, size, size),
+    if (image && size < spec.min_image_size) {  // this listing shows the limit instead of failing
+      table.add_row({spec.name, spec.family, "-", "-", fmt::format("{}x{}x{}", spec.channels, size, size), "-",
                      std::to_string(spec.min_image_size), "too small for this model"});
       records.push_back({{"name", spec.name}, {"error", "image size below minimum"},
                          {"min_image_size", spec.min_image_size}});
       continue;
     }
     const models::ModelFacts f = models::describe_model(spec, mo);
-    table.add_row({spec.name, with_thousands(f.parameters),
-                   fmt::format("{:.3f}", f.flops_per_sample() / 1e9),
-                   fmt::format("{}x{}x{}", f.channels, f.image_size, f.image_size),
-                   std::to_string(spec.min_image_size), spec.description});
-    records.push_back({{"name", spec.name},
-                       {"parameters", f.parameters},
-                       {"macs_per_sample", f.macs_per_sample},
-                       {"forward_flops_per_sample", f.flops_per_sample()},
-                       {"input_shape", {f.channels, f.image_size, f.image_size}},
-                       {"num_classes", f.num_classes},
-                       {"min_image_size", spec.min_image_size},
-                       {"description", spec.description}});
+    table.add_row({spec.name, spec.family, with_thousands(f.parameters),
+                   fmt::format("{:.3f}", f.flops_per_sample() / 1e9), models::input_text(f.inputs),
+                   f.unit.items_per_sample == 1 ? f.unit.name
+                                                : fmt::format("{} ({}/sample)", f.unit.name, f.unit.items_per_sample),
+                   image ? std::to_string(spec.min_image_size) : "-", spec.description});
+    records.push_back(facts_json(spec, f));
   }
   if (o.json) {
     std::cout << records.dump(2) << '\n';
   } else {
     table.print(std::cout);
-    std::cout << "GFLOPs/sample: forward pass, 2 x multiply-accumulates of conv and FC layers.\n";
+    std::cout << "GFLOPs/sample: forward pass, 2 x multiply-accumulates of conv, FC and attention layers "
+                 "(embedding look-ups count none).\n";
   }
 }
 
@@ -63,11 +85,11 @@ void run_models(const ModelsOptions& o) {
 void add_models_command(CLI::App& app) {
   auto opts = std::make_shared<ModelsOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "models", "List the model zoo: parameters, forward GFLOPs per sample, default input size.");
+      "models", "List the model zoo: family, parameters, forward GFLOPs per sample, default input, throughput unit.");
   cmd->add_option("--image-size", opts->image_size,
-                  "Compute at this input height = width; 0 = each model's default")
+                  "Image models: compute at this input height = width; 0 = each model's default")
       ->capture_default_str();
-  cmd->add_option("--classes", opts->num_classes, "Output classes; 0 = each model's default")
+  cmd->add_option("--classes", opts->num_classes, "Image models: output classes; 0 = each model's default")
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print JSON instead of a table");
   cmd->callback([opts] { run_models(*opts); });

@@ -128,6 +128,7 @@ ModelSpec googlenet_spec() {
   // The unpadded 3×3/2 max-pools (ceil mode) need >= 2 pixels in; below 15
   // the third one sees a 1×1 map. The aux heads pool adaptively: no extra limit.
   s.min_image_size = 15;
+  s.takes.push_back("--aux-logits");
   s.min_image_size_aux = 15;
   s.aux_loss_weight = 0.3;
   s.make = [](const ModelOptions& o) { return std::make_shared<GoogLeNet>(o); };

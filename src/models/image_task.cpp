@@ -55,7 +55,7 @@ class ImageClassification : public Task {
             static_cast<double>(hits.any(1).sum().item<int64_t>())};
   }
 
-  ThroughputUnit unit() const override { return {"images", 1}; }
+  ThroughputUnit unit(const ModelSpec&, const ModelOptions&) const override { return {"images", 1}; }
 
   data::SampleFn synthetic(const ModelSpec& spec, const ModelOptions& o, uint64_t seed) const override {
     // Private generators: the data does not depend on (or disturb) the global

@@ -211,6 +211,7 @@ ModelSpec inception3_spec() {
   s.description = "Inception v3 (torchvision)";
   s.default_image_size = 299;
   s.min_image_size = 75;        // torchvision's documented minimum
+  s.takes.push_back("--aux-logits");
   s.min_image_size_aux = 299;   // the aux head pools 5×5/3 then convolves 5×5 at Mixed_6e
   s.aux_loss_weight = 0.4;
   s.make = [](const ModelOptions& o) { return std::make_shared<Inception3>(o); };

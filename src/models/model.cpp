@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "models/layers.h"
 #include "models/zoo.h"
@@ -20,6 +22,8 @@ std::vector<ModelSpec>& registry() {
     for (auto& s : resnet_specs()) all.push_back(std::move(s));
     all.push_back(googlenet_spec());
     all.push_back(inception3_spec());
+    for (auto& s : transformer_specs()) all.push_back(std::move(s));
+    all.push_back(ncf_spec());
     return all;
   }();
   return specs;
@@ -51,16 +55,41 @@ const ModelSpec& find_model(const std::string& name) {
   throw Error(fmt::format("unknown model '{}'; known models: {}", name, known_model_names()));
 }
 
+bool ModelSpec::takes_flag(const std::string& flag) const {
+  return std::find(takes.begin(), takes.end(), flag) != takes.end();
+}
+
+namespace {
+
+/// A flag set for a model whose family does not take it: one line naming both.
+void check_takes(const ModelSpec& spec, const std::string& flag, bool set) {
+  if (!set || spec.takes_flag(flag)) return;
+  std::string list;
+  for (const auto& f : spec.takes) list += (list.empty() ? "" : ", ") + f;
+  throw Error(fmt::format("{} does not apply to model '{}' (family {}); it takes {}", flag, spec.name,
+                          spec.family, list.empty() ? "no model flag but --dropout" : list + " and --dropout"));
+}
+
+}  // namespace
+
 ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
+  check_takes(spec, "--image-size", o.image_size != 0);
+  check_takes(spec, "--classes", o.num_classes != 0);
+  check_takes(spec, "--aux-logits", o.aux_logits);
+  check_takes(spec, "--vocab", o.vocab != 0);
+  check_takes(spec, "--seq-len", o.seq_len != 0);
+  DLSCALE_CHECK(o.dropout < 1, "--dropout must be < 1 (got {}; negative = the model's own)", o.dropout);
+  if (spec.takes_flag("--vocab")) {
+    if (o.vocab == 0) o.vocab = spec.default_vocab;
+    if (o.seq_len == 0) o.seq_len = spec.default_seq_len;
+    DLSCALE_CHECK(o.vocab >= 4, "--vocab must be >= 4 (got {})", o.vocab);
+    DLSCALE_CHECK(o.seq_len >= 1, "--seq-len must be >= 1 (got {})", o.seq_len);
+  }
+  if (!spec.takes_flag("--image-size")) return o;
   if (o.num_classes == 0) o.num_classes = spec.default_classes;
   if (o.image_size == 0) o.image_size = spec.default_image_size;
   DLSCALE_CHECK(o.num_classes >= 1, "--classes must be >= 1 (got {})", o.num_classes);
   DLSCALE_CHECK(o.image_size >= 1, "--image-size must be >= 1 (got {})", o.image_size);
-  DLSCALE_CHECK(o.dropout < 1, "--dropout must be < 1 (got {}; negative = the model's own)",
-                o.dropout);
-  DLSCALE_CHECK(!o.aux_logits || spec.min_image_size_aux > 0,
-                "model '{}' has no auxiliary classifiers (--aux-logits is for googlenet, inception3)",
-                spec.name);
   const int64_t min_size = o.aux_logits ? spec.min_image_size_aux : spec.min_image_size;
   DLSCALE_CHECK(o.image_size >= min_size,
                 "model '{}' needs --image-size >= {}{} (got {})", spec.name, min_size,
@@ -104,9 +133,12 @@ ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& mo
   f.channels = spec.channels;
   f.image_size = o.image_size;
   f.num_classes = o.num_classes;
+  f.vocab = o.vocab;
+  f.seq_len = o.seq_len;
+  f.family = spec.family;
   f.parameters = count_parameters(model);
   f.task = spec.task->name();
-  f.unit = spec.task->unit();
+  f.unit = spec.task->unit(spec, o);
   f.inputs = spec.task->inputs(spec, o);
   f.macs_per_sample = count_macs_per_sample(model, probe_inputs(f.inputs));
   return f;

@@ -39,12 +39,20 @@ struct ModelSpec {
   std::string name;
   std::string description;
   std::shared_ptr<const Task> task = image_classification();  ///< what it reads and learns
+  std::string family = "cnn";       ///< for listings: cnn, transformer, rnn, recommendation, detection
+  /// The model flags it takes besides --model and --dropout; setting another
+  /// is an error naming the family and these.
+  std::vector<std::string> takes = {"--image-size", "--classes"};
+  bool takes_flag(const std::string& flag) const;
+  int64_t default_vocab = 0;        ///< sequence models
+  int64_t default_seq_len = 0;
   int64_t channels = 3;             ///< input channels (image tasks)
   int64_t default_image_size = 224;
   int64_t min_image_size = 1;       ///< smallest height = width the architecture accepts
   int64_t min_image_size_aux = 0;   ///< the same with auxiliary classifiers (0: has none)
   int64_t default_classes = 1000;
   double aux_loss_weight = 0.0;     ///< weight of each auxiliary loss (torchvision recipes)
+  double default_label_smoothing = 0.0;  ///< when --label-smoothing is negative
   std::function<std::shared_ptr<Model>(const ModelOptions&)> make;  ///< resolved options
 };
 
@@ -86,6 +94,9 @@ struct ModelFacts {
   int64_t num_classes = 0;
   int64_t parameters = 0;
   int64_t macs_per_sample = 0;
+  int64_t vocab = 0;               ///< sequence models
+  int64_t seq_len = 0;
+  std::string family;
   std::string task;                ///< its task's name
   ThroughputUnit unit;             ///< what its throughput counts
   std::vector<TensorSpec> inputs;  ///< what it reads, per sample

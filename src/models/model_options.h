@@ -18,6 +18,8 @@ struct ModelOptions {
   int64_t image_size = 0;   ///< input height = width in pixels; 0 = the model's default
   bool aux_logits = false;  ///< build auxiliary classifiers (googlenet, inception3 only)
   double dropout = -1;      ///< dropout probability for every dropout layer; < 0 = the model's own
+  int64_t vocab = 0;        ///< token vocabulary (sequence models); 0 = the model's default
+  int64_t seq_len = 0;      ///< tokens per source and per target sequence; 0 = the model's default
 
   /// The options' table (core/option_table.h).
   template <typename Self, typename Visitor>
@@ -27,7 +29,7 @@ struct ModelOptions {
              "image_size"}
           .agreed(),
       s.image_size);
-    v(Option{"--classes", "Output classes; 0 = the model's default", "num_classes"}.agreed(), s.num_classes);
+    v(Option{"--classes", "Output classes of a classifier; 0 = the model's default", "num_classes"}.agreed(), s.num_classes);
     v(Option{"--aux-logits", "Build and train the auxiliary classifiers (googlenet, inception3)", "aux_logits"}
           .agreed(),
       s.aux_logits);
@@ -37,6 +39,14 @@ struct ModelOptions {
              "dropout"}
           .agreed(),
       s.dropout);
+    v(Option{"--vocab", "Token vocabulary of a sequence model (transformer, gnmt); 0 = the model's default",
+             "vocab"}
+          .agreed(),
+      s.vocab);
+    v(Option{"--seq-len", "Tokens per source and per target sequence (transformer, gnmt); 0 = the model's default",
+             "seq_len"}
+          .agreed(),
+      s.seq_len);
   }
 };
 

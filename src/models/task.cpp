@@ -58,6 +58,19 @@ TensorMap probe_inputs(const std::vector<TensorSpec>& specs) {
   return m;
 }
 
+std::string input_text(const std::vector<TensorSpec>& inputs) {
+  std::string text;
+  for (const auto& t : inputs) {
+    std::string shape;
+    for (int64_t d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    const std::string one = inputs.size() == 1 && !shape.empty() ? shape
+                            : shape.empty()                      ? t.name
+                                                                 : t.name + " " + shape;
+    text += (text.empty() ? "" : ", ") + one;
+  }
+  return text;
+}
+
 std::string feed_mismatch(const ModelSpec& spec, const ModelOptions& options, const data::Provides& provides,
                           const std::string& data_name) {
   const Task& task = *spec.task;

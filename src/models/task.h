@@ -68,7 +68,7 @@ class Task {
   /// Per-metric sums over a batch (a metric's value is its sum over the test
   /// set divided by the samples), so ranks' parts add up exactly.
   virtual std::vector<double> evaluate(const Output& output, const TensorMap& targets) const = 0;
-  virtual ThroughputUnit unit() const = 0;
+  virtual ThroughputUnit unit(const ModelSpec& spec, const ModelOptions& options) const = 0;
   /// Synthetic sample i, from `seed` and i alone. The default draws every
   /// float tensor from a unit Gaussian and every integer one uniformly from
   /// [low, high); a task overrides it to make its data learnable.
@@ -79,6 +79,10 @@ class Task {
 /// of 1: the probe a model's FLOPs are counted with.
 TensorMap probe_inputs(const std::vector<TensorSpec>& specs);
 
+/// What a model reads per sample, for listings: a lone input as its shape
+/// ("3x224x224"), several as names and shapes ("src 128, tgt_in 128"; "user, item").
+std::string input_text(const std::vector<TensorSpec>& inputs);
+
 /// One line naming what `provides` lacks of what the task needs, or "" when
 /// it can feed it: "dataset X provides image, label; model M (task T) needs tokens".
 std::string feed_mismatch(const ModelSpec& spec, const ModelOptions& options, const data::Provides& provides,
@@ -86,5 +90,15 @@ std::string feed_mismatch(const ModelSpec& spec, const ModelOptions& options, co
 
 /// The task of every image classifier of the zoo.
 std::shared_ptr<const Task> image_classification();
+
+/// Sequence to sequence (transformer, gnmt): source tokens and the target
+/// shifted right in, target tokens out; label-smoothed cross-entropy, token
+/// accuracy, throughput in target tokens (seq2seq_task.cpp).
+std::shared_ptr<const Task> translation();
+
+/// Implicit-feedback recommendation (ncf) over `users` and `items`: a user
+/// and an item in, a score out; binary cross-entropy, hit rate at 10
+/// (recommendation_task.cpp).
+std::shared_ptr<const Task> recommendation(int64_t users, int64_t items);
 
 }  // namespace dlscale::models

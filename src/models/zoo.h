@@ -13,5 +13,7 @@ std::vector<ModelSpec> vgg_specs();
 std::vector<ModelSpec> resnet_specs();
 ModelSpec googlenet_spec();
 ModelSpec inception3_spec();
+std::vector<ModelSpec> transformer_specs();
+ModelSpec ncf_spec();
 
 }  // namespace dlscale::models

@@ -95,8 +95,8 @@ void check_recipe(const RecipeOptions& r, bool has_dataset) {
   check_schedule(r);
   DLSCALE_CHECK(r.lars_eta > 0 && r.lars_eta <= 1, "--lars-eta must be in (0, 1] (got {})",
                 r.lars_eta);
-  DLSCALE_CHECK(r.label_smoothing >= 0 && r.label_smoothing < 1,
-                "--label-smoothing must be in [0, 1) (got {})", r.label_smoothing);
+  DLSCALE_CHECK(r.label_smoothing < 1, "--label-smoothing must be < 1 (got {}; negative = the model's default)",
+                r.label_smoothing);
   DLSCALE_CHECK(r.checkpoint_every >= 0 && r.checkpoint_every <= kMaxSteps,
                 "--checkpoint-every must be in [0, {}] steps (got {})", kMaxSteps,
                 r.checkpoint_every);

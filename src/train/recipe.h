@@ -49,7 +49,7 @@ struct RecipeOptions {
   // Optimizer extras.
   double lars_eta = 0.001;                          ///< LARS trust coefficient
   DecayExclusion wd_exclude = DecayExclusion::kAuto;
-  double label_smoothing = 0;
+  double label_smoothing = -1;  ///< < 0: the model's default (0.1 for transformer and gnmt, else 0)
   // Logs and checkpoints.
   std::string mllog_path;            ///< MLPerf-style log (rank 0); "" = none
   std::string checkpoint_path;       ///< where checkpoints go; "" = none
@@ -122,7 +122,8 @@ struct RecipeOptions {
              "LARS's trust ratio; auto = bias-norm for lars, none otherwise",
              "wd_exclude"},
       s.wd_exclude);
-    v(Option{"--label-smoothing", "Label smoothing of the cross-entropy loss (Szegedy et al. 2016)",
+    v(Option{"--label-smoothing", "Label smoothing of the cross-entropy loss (Szegedy et al. 2016); negative = the model's "
+             "default (0.1 for transformer and gnmt, 0 for the others)",
              "label_smoothing"},
       s.label_smoothing);
   }

@@ -35,6 +35,8 @@ constexpr int64_t kMaxBatch = 1 << 20;
 constexpr int64_t kMaxGlobalBatch = 1 << 30;
 constexpr int64_t kMaxImageSize = 4096;
 constexpr int64_t kMaxClasses = 1000000;
+constexpr int64_t kMaxVocab = 10000000;
+constexpr int64_t kMaxSeqLen = 65536;
 constexpr int64_t kMaxSyntheticBatches = 4096;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxShards = 1024;
@@ -105,6 +107,10 @@ void check_model(const models::ModelOptions& o) {
   DLSCALE_CHECK(o.num_classes >= 0 && o.num_classes <= kMaxClasses,
                 "--classes must be in [0, {}] (got {}; 0 = the model's default)", kMaxClasses,
                 o.num_classes);
+  DLSCALE_CHECK(o.vocab >= 0 && o.vocab <= kMaxVocab, "--vocab must be in [0, {}] (got {}; 0 = the model's default)",
+                kMaxVocab, o.vocab);
+  DLSCALE_CHECK(o.seq_len >= 0 && o.seq_len <= kMaxSeqLen,
+                "--seq-len must be in [0, {}] (got {}; 0 = the model's default)", kMaxSeqLen, o.seq_len);
   models::resolve_options(models::find_model(o.name), o);
 }
 
@@ -202,7 +208,9 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   data::check_data_options(o.data);
   check_recipe(o.recipe, o.data.spec != "synthetic");
   check_strategy(r);
-  r.channels = models::find_model(o.model.name).channels;
+  const models::ModelSpec& spec = models::find_model(o.model.name);
+  r.channels = spec.channels;
+  if (o.recipe.label_smoothing < 0) o.recipe.label_smoothing = spec.default_label_smoothing;
   r.measured_steps = o.run.steps - o.run.warmup;
   check_train_outputs(o);
   return r;
@@ -210,12 +218,25 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
 
 void shape_by_data(ResolvedTrainOptions& r, int64_t image_size, int64_t num_classes) {
   models::ModelOptions& m = r.options.model;
+  const models::ModelSpec& spec = models::find_model(m.name);
+  if (!spec.takes_flag("--image-size")) {  // not an image model: the data cannot shape it
+    m = models::resolve_options(spec, m);
+    return;
+  }
   if (m.image_size == 0) m.image_size = image_size;  // 0 (sizes vary): the model's default
   if (m.num_classes == 0) m.num_classes = num_classes;
-  m = models::resolve_options(models::find_model(m.name), m);
+  m = models::resolve_options(spec, m);
 }
 
 data::OpenedData open_training_data(ResolvedTrainOptions& r) {
+  if (data::parse_data_spec(r.options.data.spec).kind != "synthetic") {
+    // Every dataset format holds labelled images (DataSource::provides()'s
+    // default): a model they cannot feed is named before anything is opened.
+    const std::string mismatch =
+        models::feed_mismatch(models::find_model(r.options.model.name), r.options.model,
+                              data::Provides{{data::kImage}, {data::kLabel}}, r.options.data.spec);
+    DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
+  }
   data::OpenedData opened = data::open_data(r.options.data, r.channels, data::Split::kTrain);
   if (opened.dataset) {
     shape_by_data(r, opened.dataset->info().image_size, opened.dataset->info().num_classes);

@@ -76,16 +76,6 @@ nlohmann::json model_inputs_json(const std::vector<models::TensorSpec>& inputs) 
 }
 
 /// "1x28x28" for one input; "tokens 128, mask 128" for several.
-std::string input_text(const std::vector<models::TensorSpec>& inputs) {
-  std::string text;
-  for (const auto& t : inputs) {
-    std::string shape;
-    for (int64_t d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    text += (text.empty() ? "" : ", ") + (inputs.size() == 1 ? shape : t.name + " " + shape);
-  }
-  return text;
-}
-
 double ms(double seconds) { return seconds * 1e3; }
 
 /// Per-rank TCP byte counts; null where the kernel did not report them.
@@ -234,6 +224,9 @@ nlohmann::json to_json(const TrainResult& r) {
             {"input_shape", r.model.inputs.empty() ? std::vector<int64_t>{} : r.model.inputs.front().shape},
             {"inputs", model_inputs_json(r.model.inputs)},
             {"num_classes", r.model.num_classes},
+            {"vocab", r.model.vocab},
+            {"seq_len", r.model.seq_len},
+            {"family", r.model.family},
             {"task", r.model.task},
             {"unit", r.model.unit.name},
             {"items_per_sample", r.model.unit.items_per_sample}}},
@@ -249,9 +242,11 @@ nlohmann::json to_json(const TrainResult& r) {
 void print_header(std::ostream& out, const TrainResult& r) {
   const TrainOptions& o = r.config.options;
   const models::ModelFacts& m = r.model;
-  fmt::print(out, "dlscale train: {} ({} parameters, {:.3f} GFLOPs/sample forward), input {}, {} classes\n",
-             m.name, with_thousands(m.parameters), m.flops_per_sample() / 1e9, input_text(m.inputs),
-             m.num_classes);
+  const std::string shape = m.num_classes > 0 ? fmt::format(", {} classes", m.num_classes)
+                            : m.vocab > 0     ? fmt::format(", vocabulary {}", m.vocab)
+                                              : "";
+  fmt::print(out, "dlscale train: {} ({} parameters, {:.3f} GFLOPs/sample forward), input {}{}\n", m.name,
+             with_thousands(m.parameters), m.flops_per_sample() / 1e9, models::input_text(m.inputs), shape);
   fmt::print(out, "  batch {} per worker x {} worker(s) = {} global ({} scaling) | steps {} ({} warm-up) | optimizer {} lr {}\n",
              o.run.batch, r.config.world_size, r.config.global_batch,
              r.config.strong_scaling ? "strong" : "weak", o.run.steps, o.run.warmup,

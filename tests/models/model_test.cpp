@@ -65,13 +65,13 @@ TEST(ModelZoo, AuxiliaryClassifierParameters) {
   EXPECT_EQ(count_parameters(*make_model(find_model("inception3"), o)), 27161264);
 }
 
-TEST(ModelZoo, ListsAllThirteenModels) {
+TEST(ModelZoo, ListsEveryModel) {
   std::vector<std::string> names;
   for (const auto& s : model_specs()) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"lenet", "tinycnn", "alexnet", "vgg11", "vgg16",
                                              "vgg19", "resnet18", "resnet34", "resnet50",
                                              "resnet101", "resnet152", "googlenet",
-                                             "inception3"}));
+                                             "inception3", "transformer", "transformer-big", "ncf"}));
 }
 
 TEST(ModelZoo, TinyCnnParametersByHand) {
@@ -125,6 +125,7 @@ TEST(ModelZoo, RefusesImagesTooSmallNamingTheMinimum) {
 // The declared minimum image size is exact: it works, one pixel less fails.
 TEST(ModelZoo, MinimumImageSizeIsExact) {
   for (const auto& spec : model_specs()) {
+    if (!spec.takes_flag("--image-size")) continue;  // not an image model
     for (const bool aux : {false, true}) {
       const int64_t min = aux ? spec.min_image_size_aux : spec.min_image_size;
       if (min == 0 || (aux && spec.min_image_size_aux == 0)) continue;

@@ -37,7 +37,9 @@ class Regression : public models::Task {
   std::vector<double> evaluate(const models::Output& out, const models::TensorMap& targets) const override {
     return {(out.main - targets.at("y")).pow(2).sum().item<double>()};
   }
-  models::ThroughputUnit unit() const override { return {"points", 3}; }
+  models::ThroughputUnit unit(const models::ModelSpec&, const models::ModelOptions&) const override {
+    return {"points", 3};
+  }
   data::SampleFn synthetic(const models::ModelSpec& spec, const models::ModelOptions& options,
                            uint64_t seed) const override {
     const data::SampleFn noise = Task::synthetic(spec, options, seed);  // the generic generator

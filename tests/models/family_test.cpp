@@ -1,0 +1,155 @@
+// The families beyond image classification: parameter counts are PyTorch's
+// for the same architectures (bench/torchvision_reference.py prints them from
+// bench/peer_models.py), multiply-accumulates follow the layer formulas, the
+// synthetic tasks are what docs/models.md says, and flags a family does not
+// take are refused naming it.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "models/model.h"
+#include "models/recommendation.h"
+#include "models/seq2seq.h"
+
+namespace dlscale::models {
+namespace {
+
+int64_t params_of(const std::string& name, int64_t vocab = 0) {
+  ModelOptions o;
+  o.vocab = vocab;
+  return count_parameters(*make_model(find_model(name), o));
+}
+
+TEST(Families, ParameterCountsArePyTorchs) {
+  EXPECT_EQ(params_of("transformer"), 60917760);  // vocabulary 32,768
+  EXPECT_EQ(params_of("transformer", 1000), 44652544);
+  EXPECT_EQ(params_of("transformer-big", 1000), 177385472);
+  EXPECT_EQ(params_of("ncf"), 31832577);
+}
+
+// Per sample at source = target length L: every Fc's weight × rows, the two
+// attention products (2·Lq·Lk·d) and the tied projection (L·d·V).
+TEST(Families, TransformerMacsFollowTheLayers) {
+  const int64_t d = 512, ff = 2048, layers = 6, vocab = 1000, len = 16;
+  ModelOptions o;
+  o.vocab = vocab;
+  o.seq_len = len;
+  const ModelFacts f = describe_model(find_model("transformer"), o);
+  const int64_t attention_products = 2 * len * len * d;
+  const int64_t ffn = 2 * d * ff * len;
+  const int64_t encoder = 4 * d * d * len + attention_products + ffn;
+  const int64_t decoder = 4 * d * d * len + attention_products + 4 * d * d * len + attention_products + ffn;
+  EXPECT_EQ(f.macs_per_sample, layers * (encoder + decoder) + len * d * vocab);
+  EXPECT_EQ(f.unit.name, "tokens");
+  EXPECT_EQ(f.unit.items_per_sample, len);
+  EXPECT_EQ(f.family, "transformer");
+  EXPECT_EQ(input_text(f.inputs), "src 16, tgt_in 16");
+}
+
+TEST(Families, NcfMacsAreItsMlpAndNearlyAllParametersAreEmbeddings) {
+  const ModelFacts f = describe_model(find_model("ncf"), {});
+  EXPECT_EQ(f.macs_per_sample, 256 * 256 + 256 * 128 + 128 * 64 + 128);
+  EXPECT_EQ(f.unit.name, "samples");
+  const int64_t embeddings = (138493 + 26744) * (64 + 128);
+  EXPECT_GT(static_cast<double>(embeddings) / static_cast<double>(f.parameters), 0.99);
+  EXPECT_EQ(input_text(f.inputs), "user, item");
+}
+
+// Sample i: target = the vocabulary permutation of the source, reversed; the
+// decoder reads it shifted right behind the begin token; the same (seed, i)
+// gives the same sample.
+TEST(Families, TranslationSamplesArePermutedAndReversed) {
+  const ModelSpec& spec = find_model("transformer");
+  ModelOptions o;
+  o.vocab = 50;
+  o.seq_len = 7;
+  o = resolve_options(spec, o);
+  const data::SampleFn sample = spec.task->synthetic(spec, o, 11);
+  torch::Tensor dictionary = torch::full({o.vocab}, -1, torch::kInt64);
+  for (uint64_t i = 0; i < 40; ++i) {
+    const data::Sample s = sample(i);
+    const torch::Tensor src = s.inputs.at(kSourceTokens), tgt = s.targets.at(kTargetTokens);
+    ASSERT_EQ(src.sizes(), (std::vector<int64_t>{7}));
+    EXPECT_TRUE(s.inputs.at(kTargetIn).equal(shift_right(tgt)));
+    EXPECT_EQ(s.inputs.at(kTargetIn)[0].item<int64_t>(), kBeginToken);
+    EXPECT_GE(src.min().item<int64_t>(), kFirstWord);
+    EXPECT_LT(src.max().item<int64_t>(), o.vocab);
+    const torch::Tensor mapped = tgt.flip(0);
+    for (int64_t k = 0; k < 7; ++k) {  // one word always maps to the same word
+      const int64_t from = src[k].item<int64_t>(), to = mapped[k].item<int64_t>();
+      if (dictionary[from].item<int64_t>() < 0) dictionary[from] = to;
+      EXPECT_EQ(dictionary[from].item<int64_t>(), to);
+    }
+    EXPECT_TRUE(sample(i).inputs.at(kSourceTokens).equal(src));
+  }
+}
+
+TEST(Families, RecommendationSamplesFollowThePlantedTaste) {
+  const ModelSpec& spec = find_model("ncf");
+  const data::SampleFn sample = spec.task->synthetic(spec, {}, 5);
+  int positives = 0;
+  for (uint64_t i = 0; i < 500; ++i) {
+    const data::Sample s = sample(i);
+    const int64_t user = s.inputs.at(kUser).item<int64_t>(), item = s.inputs.at(kItem).item<int64_t>();
+    const float clicked = s.targets.at(kClicked).item<float>();
+    EXPECT_EQ(clicked, item % kTasteGroups == user % kTasteGroups ? 1.0F : 0.0F) << i;
+    if (i % (kNegativesPerPositive + 1) == 0) {
+      EXPECT_EQ(clicked, 1.0F) << i;
+    }
+    positives += clicked == 1.0F;
+    EXPECT_LT(user, 138493);
+    EXPECT_LT(item, 26744);
+  }
+  // 1 in 5 planted, plus 1 in 16 of the sampled negatives.
+  EXPECT_NEAR(positives, 100 + 400 / 16, 20);
+}
+
+// HR@10: a hit when fewer than 10 candidates score above the positive (first).
+TEST(Families, HitRateCountsCandidatesAboveThePositive) {
+  const Task& task = *find_model("ncf").task;
+  torch::Tensor scores = torch::arange(1000, torch::kFloat32).flip(0).repeat({3, 1});  // positive best
+  scores[1][0] = 989.5;  // 9 candidates above (998 ... 990): a hit
+  scores[2][0] = 988.5;  // 10 above: a miss
+  EXPECT_EQ(task.evaluate({scores, {}}, {}), std::vector<double>{2});
+  EXPECT_THROW(task.evaluate({torch::zeros({4}), {}}, {}), Error);
+}
+
+TEST(Families, NcfScoresCandidateLists) {
+  const ModelSpec& spec = find_model("ncf");
+  auto model = make_model(spec, {});
+  model->eval();
+  const Output out = model->forward({{kUser, torch::tensor({3, 4})}, {kItem, torch::randint(0, 26744, {2, 1000})}});
+  EXPECT_EQ(out.main.sizes(), (std::vector<int64_t>{2, 1000}));
+}
+
+TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
+  const auto message = [](const std::string& name, ModelOptions o) {
+    try {
+      resolve_options(find_model(name), o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  ModelOptions image;
+  image.image_size = 32;
+  EXPECT_EQ(message("ncf", image), "--image-size does not apply to model 'ncf' (family recommendation); it takes "
+                                   "no model flag but --dropout");
+  ModelOptions vocab;
+  vocab.vocab = 100;
+  EXPECT_EQ(message("resnet50", vocab), "--vocab does not apply to model 'resnet50' (family cnn); it takes "
+                                        "--image-size, --classes and --dropout");
+  ModelOptions classes;
+  classes.num_classes = 10;
+  EXPECT_EQ(message("transformer", classes), "--classes does not apply to model 'transformer' (family "
+                                             "transformer); it takes --vocab, --seq-len and --dropout");
+  ModelOptions aux;
+  aux.aux_logits = true;
+  EXPECT_EQ(message("resnet18", aux).substr(0, 42), "--aux-logits does not apply to model 'resn");
+  ModelOptions tiny;
+  tiny.vocab = 3;
+  EXPECT_EQ(message("transformer", tiny), "--vocab must be >= 4 (got 3)");
+  EXPECT_EQ(message("transformer", vocab), "accepted");
+}
+
+}  // namespace
+}  // namespace dlscale::models
