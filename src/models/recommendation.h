@@ -11,7 +11,6 @@ inline constexpr const char* kClicked = "clicked";  ///< [batch] 1 for an intera
 
 inline constexpr int64_t kNegativesPerPositive = 4;  ///< training samples: 1 positive, then 4 sampled negatives
 inline constexpr int64_t kHitRank = 10;              ///< hit rate at 10
-inline constexpr int64_t kEvalNegatives = 999;       ///< evaluation: 1 positive among 999 negatives
 
 /// The synthetic task's planted taste: user u likes exactly the items of
 /// its group, u mod groups (item i is in group i mod groups).

@@ -75,7 +75,6 @@ nlohmann::json model_inputs_json(const std::vector<models::TensorSpec>& inputs) 
   return out;
 }
 
-/// "1x28x28" for one input; "tokens 128, mask 128" for several.
 double ms(double seconds) { return seconds * 1e3; }
 
 /// Per-rank TCP byte counts; null where the kernel did not report them.
