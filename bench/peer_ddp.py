@@ -3,6 +3,10 @@
 processes, each training the same model on its own synthetic batch (random
 tensors made once) with DistributedDataParallel's bucketed allreduce (25 MB
 buckets, 1 MB first bucket), the same optimizer, steps and threads per worker.
+With --zero the optimizer is PyTorch's ZeroRedundancyOptimizer over DDP (each
+rank keeps the optimizer state of its partition of the parameters, then
+broadcasts them), the peer of `dlscale train --strategy zero --zero-stage 1`;
+it also reports rank 0's optimizer-state bytes.
 Throughput is measured like dlscale's: measured steps x global batch / wall
 time of the measured steps on rank 0, after a barrier at start.
 
@@ -26,6 +30,13 @@ from peer_models import build_model  # noqa: E402
 from peer_train import CHANNELS, DEFAULT_SIZE, make_optimizer, timed_steps  # noqa: E402
 
 
+def state_bytes(optimizer):
+    """Bytes of the optimizer's state tensors on this rank (Adam's step
+    counters are scalars: not counted, as dlscale does not count them)."""
+    return sum(t.numel() * t.element_size() for st in optimizer.state.values()
+               for t in st.values() if torch.is_tensor(t) and t.dim() > 0)
+
+
 def worker(rank, args, port, queue):
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
@@ -39,7 +50,14 @@ def worker(rank, args, port, queue):
         model = model.to(memory_format=torch.channels_last)
     model.train()
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
-    opt = make_optimizer(args.optimizer, ddp.parameters(), args.lr, args.momentum)
+    if args.zero:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        kinds = {"sgd": (torch.optim.SGD, {}), "momentum": (torch.optim.SGD, {"momentum": args.momentum}),
+                 "adam": (torch.optim.Adam, {})}
+        cls, extra = kinds[args.optimizer]
+        opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=cls, lr=args.lr, **extra)
+    else:
+        opt = make_optimizer(args.optimizer, ddp.parameters(), args.lr, args.momentum)
     gen = torch.Generator().manual_seed(args.seed + rank)
     inputs = torch.randn(args.batch, channels, size, size, generator=gen)
     if args.channels_last:
@@ -54,7 +72,9 @@ def worker(rank, args, port, queue):
                    "model": args.model, "batch_per_worker": args.batch,
                    "measured_steps": len(measured),
                    "samples_per_sec": len(measured) * args.batch * args.workers / wall,
-                   "step_time_p50_ms": statistics.median(measured) * 1e3})
+                   "step_time_p50_ms": statistics.median(measured) * 1e3,
+                   "zero": args.zero,
+                   "optimizer_state_bytes": state_bytes(opt.optim if args.zero else opt)})
     dist.destroy_process_group()
 
 
@@ -74,6 +94,8 @@ def main():
     ap.add_argument("--bucket-mb", type=float, default=25.0)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--zero", action="store_true",
+                    help="ZeroRedundancyOptimizer (optimizer state sharded over the ranks)")
     args = ap.parse_args()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -31,7 +31,7 @@ void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) 
       "bytes/B per operation. Launched like 'train': --workers N, mpirun, srun, --nnodes.");
   cmd->add_option("--op", f->ops,
                   "Operations, comma-separated or repeated: allreduce (backend native) | tree | "
-                  "hierarchical | broadcast | allgather | sendrecv (ping-pong, ranks 0-1) | all")
+                  "hierarchical | broadcast | allgather | reduce_scatter | sendrecv (ping-pong, ranks 0-1) | all")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--min-bytes,-b", f->min_bytes, "Smallest message; K/M/G suffixes (x1024)")

@@ -22,6 +22,31 @@ void check_comm_tensor(const torch::Tensor& t, const char* op, bool reducible,
   }
 }
 
+void check_comm_chunks(const torch::Tensor& whole, const torch::Tensor& chunk, int ranks,
+                       const char* op, bool reducible, const torch::Device& device) {
+  check_comm_tensor(whole, op, reducible, device);
+  check_comm_tensor(chunk, op, reducible, device);
+  DLSCALE_CHECK(whole.scalar_type() == chunk.scalar_type(), "{}: dtypes differ ({} and {})", op,
+                c10::toString(whole.scalar_type()), c10::toString(chunk.scalar_type()));
+  DLSCALE_CHECK(whole.numel() == ranks * chunk.numel(),
+                "{}: the whole tensor has {} elements, not {} ranks x {} of a chunk", op,
+                whole.numel(), ranks, chunk.numel());
+}
+
+bool is_own_chunk(const torch::Tensor& whole, const torch::Tensor& chunk, int rank) {
+  const auto* base = static_cast<const char*>(whole.data_ptr());
+  const int64_t bytes = chunk.numel() * static_cast<int64_t>(chunk.element_size());
+  return chunk.data_ptr() == base + rank * bytes;
+}
+
+torch::Tensor Communicator::allgather(const torch::Tensor& input) {
+  std::vector<int64_t> shape{size()};
+  for (int64_t d : input.sizes()) shape.push_back(d);
+  torch::Tensor out = torch::empty(shape, input.options());
+  allgather_into(input, out);
+  return out;
+}
+
 void check_tag(uint32_t tag, const char* op) {
   DLSCALE_CHECK(tag < (1u << 24), "{}: tag {} is too large; allowed: < 2^24", op, tag);
 }

@@ -4,7 +4,8 @@
 //
 // Tensors are contiguous tensors on the backend's device() (CPU for gloo, mpi
 // and inproc; the rank's GPU for nccl) of float32, float16 or bfloat16 (for
-// the reductions) or any dtype (broadcast, allgather, send/recv move bytes).
+// the reductions and reduce_scatter) or any dtype (broadcast, allgather,
+// send/recv move bytes).
 // The communicator a job hands out is a StagedCommunicator, which accepts
 // tensors on any device.
 // Every blocking call gives up after the communicator's timeout and throws
@@ -60,8 +61,20 @@ class Communicator {
   virtual void allreduce(torch::Tensor& tensor, ReduceOp op) = 0;
   /// In place: every rank ends with `root`'s `tensor`.
   virtual void broadcast(torch::Tensor& tensor, int root) = 0;
-  /// Returns [size, ...input shape]: row r is rank r's `input`.
-  virtual torch::Tensor allgather(const torch::Tensor& input) = 0;
+  /// Returns [size, ...input shape]: row r is rank r's `input` (allocates,
+  /// then allgather_into()).
+  torch::Tensor allgather(const torch::Tensor& input);
+  /// The flat allgather of equal shards: `output` (contiguous, input's dtype,
+  /// size() * input.numel() elements) ends with rank r's `input` as its r-th
+  /// chunk. `input` may be this rank's own chunk of `output` (in place), as a
+  /// sharded strategy gathers its parameters.
+  virtual void allgather_into(const torch::Tensor& input, torch::Tensor& output) = 0;
+  /// The flat reduce-scatter: `input` (float32/float16/bfloat16, numel a
+  /// multiple of size()) is size() equal chunks; `output` (input's dtype,
+  /// input.numel() / size() elements, not overlapping `input`) ends with the
+  /// elementwise sum (or average) over ranks of their chunk rank(). Half
+  /// types sum in float32.
+  virtual void reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) = 0;
   virtual void barrier() = 0;
   /// Non-blocking point to point; `tag` (< 2^24) must match between sender
   /// and receiver; messages with the same peer and tag arrive in order.
@@ -101,5 +114,14 @@ void check_tag(uint32_t tag, const char* op);
 /// dtype float32, float16 or bfloat16.
 void check_comm_tensor(const torch::Tensor& t, const char* op, bool reducible,
                        const torch::Device& device = torch::kCPU);
+
+/// Throws dlscale::Error unless `whole` and `chunk` are contiguous tensors of
+/// one dtype on `device` with whole.numel() == ranks * chunk.numel() (the
+/// shapes of allgather_into and reduce_scatter).
+void check_comm_chunks(const torch::Tensor& whole, const torch::Tensor& chunk, int ranks,
+                       const char* op, bool reducible, const torch::Device& device = torch::kCPU);
+
+/// Whether `chunk` is chunk `rank` of `whole` (an in-place allgather).
+bool is_own_chunk(const torch::Tensor& whole, const torch::Tensor& chunk, int rank);
 
 }  // namespace dlscale::comm

@@ -48,10 +48,22 @@ void StagedCommunicator::broadcast(torch::Tensor& tensor, int root) {
   if (!native.is_same(tensor)) tensor.copy_(native);
 }
 
-torch::Tensor StagedCommunicator::allgather(const torch::Tensor& input) {
-  const torch::Tensor native = to_native(input);
-  torch::Tensor out = inner_->allgather(native);
-  return native.is_same(input) ? out : out.to(input.device());
+void StagedCommunicator::allgather_into(const torch::Tensor& input, torch::Tensor& output) {
+  torch::Tensor native_out = to_native(output);
+  // In place stays in place: the input is then the native output's chunk.
+  const bool in_place = is_own_chunk(output, input, rank());
+  const torch::Tensor native_in =
+      in_place ? native_out.view(-1).narrow(0, rank() * input.numel(), input.numel()) : to_native(input);
+  inner_->allgather_into(native_in, native_out);
+  if (!native_out.is_same(output)) output.copy_(native_out);
+}
+
+void StagedCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
+                                        ReduceOp op) {
+  const torch::Tensor native_in = to_native(input);
+  torch::Tensor native_out = to_native(output);
+  inner_->reduce_scatter(native_in, native_out, op);
+  if (!native_out.is_same(output)) output.copy_(native_out);
 }
 
 std::unique_ptr<Request> StagedCommunicator::isend(const torch::Tensor& tensor, int dst,

@@ -65,6 +65,16 @@ int64_t count_wrong(const torch::Tensor& got, const Period& period) {
   return wrong;
 }
 
+/// The sum over ranks of each rank's pattern, element by element.
+Period summed_period(int ranks) {
+  Period sum{0, 0, 0};
+  for (int r = 0; r < ranks; ++r) {
+    const Period p = pattern_period(r);
+    for (size_t k = 0; k < 3; ++k) sum[k] += p[k];
+  }
+  return sum;
+}
+
 /// One operation of the benchmark, nccl-tests style: set up buffers for a
 /// size, restore them before each iteration (untimed), run, check. Most
 /// operations restore `output_` from `input_` and compare it with the
@@ -94,11 +104,7 @@ class SumOperation : public Operation {
   void prepare(int64_t count) override {
     input_ = pattern(comm_.rank(), count, dtype_).to(comm_.device());
     output_ = torch::empty_like(input_);
-    expected_ = {0, 0, 0};
-    for (int r = 0; r < comm_.size(); ++r) {
-      const Period p = pattern_period(r);
-      for (size_t k = 0; k < 3; ++k) expected_[k] += p[k];
-    }
+    expected_ = summed_period(comm_.size());
   }
   void run() override { coll_->sum(output_, 0); }
 
@@ -117,21 +123,44 @@ class BroadcastOperation : public Operation {
   void run() override { comm_.broadcast(output_, 0); }
 };
 
-/// `count` is the gathered total; each rank contributes count / ranks.
+/// `count` is the gathered total; each rank contributes count / ranks into
+/// its chunk of one flat buffer (the sharded strategies' form).
 class AllgatherOperation : public Operation {
  public:
   using Operation::Operation;
   void prepare(int64_t count) override {
-    input_ = pattern(comm_.rank(), count / comm_.size(), dtype_).to(comm_.device());
-    output_ = torch::Tensor();
+    const int64_t chunk = std::max<int64_t>(1, count / comm_.size());
+    input_ = pattern(comm_.rank(), chunk, dtype_).to(comm_.device());
+    output_ = torch::empty({chunk * comm_.size()}, input_.options());
   }
-  void reset() override { output_ = torch::Tensor(); }  // frees the last gather first
-  void run() override { output_ = comm_.allgather(input_); }
+  void reset() override {}
+  void run() override { comm_.allgather_into(input_, output_); }
   int64_t wrong() override {
+    const int64_t chunk = input_.numel();
     int64_t wrong = 0;
-    for (int r = 0; r < comm_.size(); ++r) wrong += count_wrong(output_[r], pattern_period(r));
+    for (int r = 0; r < comm_.size(); ++r) {
+      wrong += count_wrong(output_.narrow(0, r * chunk, chunk), pattern_period(r));
+    }
     return wrong;
   }
+};
+
+/// `count` is each rank's input; each rank ends with the sum of its chunk
+/// of count / ranks elements.
+class ReduceScatterOperation : public Operation {
+ public:
+  using Operation::Operation;
+  void prepare(int64_t count) override {
+    const int64_t chunk = std::max<int64_t>(1, count / comm_.size());
+    input_ = pattern(comm_.rank(), chunk * comm_.size(), dtype_).to(comm_.device());
+    output_ = torch::empty({chunk}, input_.options());
+    // This rank's chunk starts at element rank * chunk of the periodic sum.
+    const Period sum = summed_period(comm_.size());
+    const int64_t phase = comm_.rank() * chunk % 3;
+    for (size_t k = 0; k < 3; ++k) expected_[k] = sum[(k + static_cast<size_t>(phase)) % 3];
+  }
+  void reset() override {}
+  void run() override { comm_.reduce_scatter(input_, output_, comm::ReduceOp::kSum); }
 };
 
 /// Ping-pong between ranks 0 and 1 (others idle); one op = one way, so the
@@ -162,6 +191,7 @@ std::unique_ptr<Operation> make_operation(const std::string& op, const Commbench
   const torch::ScalarType dtype = scalar_type(o.dtype);
   if (op == "broadcast") return std::make_unique<BroadcastOperation>(comm, dtype);
   if (op == "allgather") return std::make_unique<AllgatherOperation>(comm, dtype);
+  if (op == "reduce_scatter") return std::make_unique<ReduceScatterOperation>(comm, dtype);
   if (op == "sendrecv") return std::make_unique<SendRecvOperation>(comm, dtype);
   return std::make_unique<SumOperation>(
       dp::make_bucket_collective(op, comm, o.ranks_per_node, node_name), comm, dtype);
@@ -259,7 +289,7 @@ CommbenchOptions resolve_commbench_options(CommbenchOptions o) {
         std::find(std::begin(kOperations), std::end(kOperations), op) != std::end(kOperations);
     DLSCALE_CHECK(known,
                   "unknown --op '{}'; allowed: allreduce, tree, hierarchical, broadcast, "
-                  "allgather, sendrecv, all",
+                  "allgather, reduce_scatter, sendrecv, all",
                   op);
     if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
   }
@@ -318,7 +348,7 @@ std::vector<int64_t> message_sizes(const CommbenchOptions& o, int64_t element_by
 
 double bus_factor(const std::string& op, int ranks) {
   if (ranks <= 1) return op == "sendrecv" || op == "broadcast" ? 1.0 : 0.0;
-  if (op == "allgather") return static_cast<double>(ranks - 1) / ranks;
+  if (op == "allgather" || op == "reduce_scatter") return static_cast<double>(ranks - 1) / ranks;
   if (op == "broadcast" || op == "sendrecv") return 1.0;
   return 2.0 * (ranks - 1) / ranks;  // allreduce, and the strategies' equivalents
 }

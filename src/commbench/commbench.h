@@ -14,9 +14,11 @@
 
 namespace dlscale::commbench {
 
-/// "allreduce" | "tree" | "hierarchical" | "broadcast" | "allgather" | "sendrecv".
-inline constexpr const char* kOperations[] = {"allreduce", "tree",      "hierarchical",
-                                              "broadcast", "allgather", "sendrecv"};
+/// "allreduce" | "tree" | "hierarchical" | "broadcast" | "allgather" |
+/// "reduce_scatter" | "sendrecv".
+inline constexpr const char* kOperations[] = {"allreduce", "tree",           "hierarchical",
+                                              "broadcast", "allgather",      "reduce_scatter",
+                                              "sendrecv"};
 
 struct CommbenchOptions {
   std::vector<std::string> ops = {"allreduce"};  ///< from kOperations; "all" expands to each
@@ -53,7 +55,7 @@ std::vector<int64_t> message_sizes(const CommbenchOptions& options, int64_t elem
 /// One measured point.
 struct CommRow {
   std::string op;
-  int64_t bytes = 0;      ///< message size (allgather: the gathered total)
+  int64_t bytes = 0;      ///< message size (allgather: the gathered total; reduce_scatter: each rank's input)
   int64_t count = 0;      ///< elements
   double time_us = 0;     ///< mean time of one operation, max over ranks
   double algbw_gbps = 0;  ///< bytes / time

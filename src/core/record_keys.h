@@ -29,6 +29,8 @@ inline constexpr const char* kBreakdownMs = "breakdown_ms";  ///< {phase: median
 inline constexpr const char* kComm = "comm";                 ///< null on one worker
 inline constexpr const char* kData = "data";
 inline constexpr const char* kConvergence = "convergence";   ///< null unless the run evaluated
+/// Memory per worker: the max over ranks of each figure, and "per_rank".
+inline constexpr const char* kMem = "mem";
 
 // results.comm of a train record.
 inline constexpr const char* kCommBytesPerStep = "bytes_per_step";

@@ -7,11 +7,33 @@
 
 namespace dlscale::dp {
 
+namespace {
+
+torch::ScalarType wire_type(Compression compress) {
+  return compress == Compression::kFp16   ? torch::kFloat16
+         : compress == Compression::kBf16 ? torch::kBFloat16
+                                          : torch::kFloat32;
+}
+
+}  // namespace
+
 BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator& comm,
                            std::unique_ptr<BucketCollective> collective, const SyncOptions& options)
+    : BucketedSync(std::move(params), comm, options, Layout{}) {
+  collective_ = std::move(collective);
+  info_.strategy = collective_->name();
+  info_.layout = overlap_ ? "bucketed" : "flat";
+  for (int64_t b : info_.bucket_bytes) info_.formula_bytes_sent += collective_->bytes_sent(b);
+  info_.formula = collective_->formula();
+  info_.nodes = collective_->nodes();
+}
+
+BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator& comm,
+                           const SyncOptions& options, Layout layout)
     : params_(std::move(params)),
-      collective_(std::move(collective)),
       overlap_(options.bucket_mb > 0),
+      layout_(layout),
+      wire_(wire_type(options.compress)),
       inv_world_(torch::scalar_tensor(1.0 / comm.size(), torch::kFloat32)) {
   check_sync_options(options);
   for (const auto& p : params_) {
@@ -19,17 +41,13 @@ BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator
                   "bucketed strategies support float32 parameters on one device (got {} on {})",
                   c10::toString(p.scalar_type()), p.device().str());
   }
-  const torch::ScalarType wire = options.compress == Compression::kFp16   ? torch::kFloat16
-                                 : options.compress == Compression::kBf16 ? torch::kBFloat16
-                                                                          : torch::kFloat32;
-  make_buckets(options.first_bucket_mb, options.bucket_mb, wire);
-  info_.strategy = collective_->name();
-  info_.layout = overlap_ ? "bucketed" : "flat";
-  info_.wire_dtype = dtype_name(wire);
+  make_buckets(options.first_bucket_mb, options.bucket_mb);
+  info_.wire_dtype = dtype_name(wire_);
   info_.bucket_bytes = bucket_bytes();
-  for (int64_t b : info_.bucket_bytes) info_.formula_bytes_sent += collective_->bytes_sent(b);
-  info_.formula = collective_->formula();
-  info_.nodes = collective_->nodes();
+  start();
+}
+
+void BucketedSync::start() {
   seen_.assign(params_.size(), false);
   ready_.assign(buckets_.size(), false);
   if (overlap_) {
@@ -41,7 +59,7 @@ BucketedSync::BucketedSync(std::vector<torch::Tensor> params, comm::Communicator
   comm_thread_ = std::thread([this] { comm_loop(); });
 }
 
-void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb, torch::ScalarType wire) {
+void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb) {
   // Gradients become ready in about reverse registration order.
   std::vector<size_t> order;
   std::vector<int64_t> bytes;
@@ -52,51 +70,77 @@ void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb, torch:
   const std::vector<std::vector<size_t>> groups =
       plan_buckets(bytes, first_bucket_mb, overlap_ ? bucket_mb : 0.0);
   bucket_of_.resize(params_.size());
+  offset_of_.resize(params_.size());
   views_.resize(params_.size());
-  // Buckets live beside the parameters (on the GPU for --device cuda); the
-  // communicator stages them if its backend needs another device.
-  const auto on = torch::TensorOptions().device(params_.empty() ? torch::Device(torch::kCPU)
-                                                                : params_[0].device());
   for (size_t b = 0; b < groups.size(); ++b) {
     Bucket bucket;
-    int64_t elements = 0;
-    for (size_t i : groups[b]) {
-      bucket.params.push_back(order[i]);
-      elements += params_[order[i]].numel();
-    }
-    bucket.buffer = torch::zeros({elements}, on.dtype(torch::kFloat32));
-    if (wire != torch::kFloat32) bucket.wire = torch::zeros({elements}, on.dtype(wire));
     int64_t offset = 0;
-    for (size_t k : bucket.params) {
-      const torch::Tensor& p = params_[k];
-      // The slot has the parameter's own strides (channels-last convolution
-      // weights included), so gradients copy straight in and serve as .grad.
-      views_[k] = bucket.buffer.narrow(0, offset, p.numel()).as_strided(p.sizes(), p.strides());
+    for (size_t i : groups[b]) {
+      const size_t k = order[i];
+      bucket.params.push_back(k);
       bucket_of_[k] = b;
-      offset += p.numel();
+      offset_of_[k] = offset;
+      offset += params_[k].numel();
     }
+    bucket.elements = (offset + layout_.pad_to - 1) / layout_.pad_to * layout_.pad_to;
     bucket.timing.bucket = static_cast<int>(b);
+    if (layout_.keep_buffers) {
+      ensure_buffer(bucket);
+      if (wire_ != torch::kFloat32) bucket.wire = torch::zeros({bucket.elements}, bucket.buffer.options().dtype(wire_));
+    }
     buckets_.push_back(std::move(bucket));
   }
 }
 
-BucketedSync::~BucketedSync() {
-  for (size_t k = 0; k < hook_handles_.size(); ++k) params_[k].remove_hook(hook_handles_[k]);
+void BucketedSync::ensure_buffer(Bucket& bucket) {
+  if (bucket.buffer.defined()) return;
+  // Buckets live beside the parameters (on the GPU for --device cuda); the
+  // communicator stages them if its backend needs another device.
+  const auto on = torch::TensorOptions().device(params_.empty() ? torch::Device(torch::kCPU)
+                                                                : params_[0].device());
+  bucket.buffer = torch::zeros({bucket.elements}, on.dtype(torch::kFloat32));
+  for (size_t k : bucket.params) {
+    const torch::Tensor& p = params_[k];
+    // The slot has the parameter's own strides (channels-last convolution
+    // weights included), so gradients copy straight in and serve as .grad.
+    views_[k] = bucket.buffer.narrow(0, offset_of_[k], p.numel()).as_strided(p.sizes(), p.strides());
+  }
+}
+
+void BucketedSync::release_buffer(Bucket& bucket) {
+  DLSCALE_ASSERT(!layout_.keep_buffers);
+  bucket.buffer = torch::Tensor();
+  for (size_t k : bucket.params) views_[k] = torch::Tensor();
+}
+
+void BucketedSync::stop_comm_thread() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
     cv_.notify_all();
   }
-  comm_thread_.join();
+  if (comm_thread_.joinable()) comm_thread_.join();
+}
+
+BucketedSync::~BucketedSync() {
+  for (size_t k = 0; k < hook_handles_.size(); ++k) params_[k].remove_hook(hook_handles_[k]);
+  stop_comm_thread();
 }
 
 std::vector<int64_t> BucketedSync::bucket_bytes() const {
   std::vector<int64_t> out;
-  for (const auto& b : buckets_) {
-    const torch::Tensor& t = b.wire.defined() ? b.wire : b.buffer;
-    out.push_back(t.numel() * t.element_size());
-  }
+  for (const auto& b : buckets_) out.push_back(b.elements * static_cast<int64_t>(c10::elementSize(wire_)));
   return out;
+}
+
+HeldBytes BucketedSync::held_bytes() const {
+  HeldBytes held;
+  held.grads = 0;
+  for (const auto& b : buckets_) {
+    if (b.buffer.defined()) held.grads += b.buffer.numel() * static_cast<int64_t>(b.buffer.element_size());
+    if (b.wire.defined()) held.grads += b.wire.numel() * static_cast<int64_t>(b.wire.element_size());
+  }
+  return held;
 }
 
 void BucketedSync::begin_backward() {
@@ -117,6 +161,7 @@ void BucketedSync::on_grad(size_t k, const torch::Tensor& grad) {
   // may be reducing other buckets.
   {
     torch::NoGradGuard no_grad;
+    ensure_buffer(buckets_[bucket_of_[k]]);
     at::mul_out(views_[k], grad, inv_world_);  // copy and average in one pass
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -139,6 +184,7 @@ void BucketedSync::launch_in_order() {
 }
 
 void BucketedSync::reduce_bucket(Bucket& bucket, uint32_t tag) {
+  DLSCALE_ASSERT(collective_ != nullptr);
   if (!bucket.wire.defined()) {
     collective_->sum(bucket.buffer, tag);
     return;
@@ -191,6 +237,7 @@ SyncStepStats BucketedSync::end_backward() {
     for (size_t b = 0; b < buckets_.size(); ++b) {
       Bucket& bucket = buckets_[b];
       if (ready_[b]) continue;
+      ensure_buffer(bucket);
       for (size_t k : bucket.params) {
         if (seen_[k]) continue;
         const torch::Tensor& g = params_[k].grad();
@@ -217,8 +264,12 @@ SyncStepStats BucketedSync::end_backward() {
     stats.busy_seconds += bucket.timing.end - bucket.timing.start;
     stats.buckets.push_back(bucket.timing);
   }
-  for (size_t k = 0; k < params_.size(); ++k) params_[k].mutable_grad() = views_[k];
+  finish_backward();
   return stats;
+}
+
+void BucketedSync::finish_backward() {
+  for (size_t k = 0; k < params_.size(); ++k) params_[k].mutable_grad() = views_[k];
 }
 
 }  // namespace dlscale::dp

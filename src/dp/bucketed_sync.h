@@ -55,24 +55,60 @@ class BucketedSync : public GradientSync {
   /// Launches buckets not yet launched (zero gradients for parameters that
   /// received none), waits for every bucket and sets each .grad to the mean.
   SyncStepStats end_backward() override;
+  /// The bucket buffers (and wire copies) hold the gradients.
+  HeldBytes held_bytes() const override;
 
   bool overlaps() const { return overlap_; }
   size_t num_buckets() const { return buckets_.size(); }
   /// Wire bytes of each bucket, in launch order.
   std::vector<int64_t> bucket_bytes() const;
 
- private:
+ protected:
+  /// How a strategy that reduces buckets its own way (the sharded one)
+  /// shapes them.
+  struct Layout {
+    int64_t pad_to = 1;         ///< each bucket's elements are a multiple of this (zeros after the gradients)
+    bool keep_buffers = true;   ///< false: a bucket's buffer exists from its first gradient until release_buffer()
+  };
   struct Bucket {
-    torch::Tensor buffer;        // flat, float32
+    torch::Tensor buffer;        // flat, float32; undefined between steps without keep_buffers
     torch::Tensor wire;          // flat, the wire type; undefined without compression
+    int64_t elements = 0;        // of the buffer, padding included
     std::vector<size_t> params;  // indices into params_
     int pending = 0;             // gradients still missing this step
     bool done = false;           // collective finished this step
     BucketTiming timing;
   };
 
-  void make_buckets(double first_bucket_mb, double bucket_mb, torch::ScalarType wire);
-  void reduce_bucket(Bucket& bucket, uint32_t tag);
+  /// For a subclass that overrides reduce_bucket() and finish_backward()
+  /// and fills info_ itself.
+  BucketedSync(std::vector<torch::Tensor> params, comm::Communicator& comm, const SyncOptions& options,
+               Layout layout);
+  /// On the communication thread: reduce `bucket` (tag < 2^20 tells the
+  /// buckets of a step apart). By default the collective's sum in place,
+  /// through the wire type.
+  virtual void reduce_bucket(Bucket& bucket, uint32_t tag);
+  /// After every bucket is reduced: by default each .grad becomes a view of
+  /// its bucket slot.
+  virtual void finish_backward();
+  /// Frees a bucket's buffer (keep_buffers = false), once it is reduced.
+  void release_buffer(Bucket& bucket);
+  /// Stops the communication thread; a subclass calls it first in its
+  /// destructor (its reduce_bucket may use the subclass's members).
+  void stop_comm_thread();
+
+  const std::vector<torch::Tensor>& params() const { return params_; }
+  std::vector<Bucket>& buckets() { return buckets_; }
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  torch::ScalarType wire_dtype() const { return wire_; }
+
+  SyncInfo info_;
+
+ private:
+  void make_buckets(double first_bucket_mb, double bucket_mb);
+  /// Gives `bucket` a zeroed buffer and its parameters' slots, if it has none.
+  void ensure_buffer(Bucket& bucket);
+  void start();
 
   void on_grad(size_t param, const torch::Tensor& grad);
   void mark_ready(size_t bucket);  // with mu_ held
@@ -82,10 +118,12 @@ class BucketedSync : public GradientSync {
   std::vector<torch::Tensor> params_;
   std::unique_ptr<BucketCollective> collective_;
   const bool overlap_;
-  SyncInfo info_;
+  const Layout layout_;
+  torch::ScalarType wire_ = torch::kFloat32;
   const torch::Tensor inv_world_;  // 1 / world size: gradients are scaled as they are packed
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;     // param index -> bucket index
+  std::vector<int64_t> offset_of_;    // param index -> its slot's offset in the bucket
   std::vector<torch::Tensor> views_;  // param index -> view of its bucket slot
   std::vector<bool> seen_;            // param index -> gradient arrived this step
   std::vector<bool> ready_;           // bucket index -> complete, may launch

@@ -49,6 +49,9 @@ struct SyncInfo {
   std::vector<int64_t> bucket_bytes;   ///< wire bytes of each bucket, in launch order
   double formula_bytes_sent = 0;       ///< bytes this rank sends per step, by the formula
   std::string formula;                 ///< that formula as text (S = bytes per step)
+  /// busbw = algbw × this over the collectives' busy time; 0 = the ring
+  /// allreduce's 2(p−1)/p (nccl-tests' factors).
+  double bus_factor = 0;
   bool keeps_replicas_identical = true;
   int nodes = 0;  ///< hierarchical: node groups; 0 otherwise
   /// Lines the run's console header shows for the strategy (its layout).
@@ -70,6 +73,14 @@ struct StrategyReport {
   nlohmann::json section;   ///< that section
   std::vector<std::string> summary;  ///< console lines after the communication summary
   std::vector<TraceSpan> spans;      ///< the trace's spans of servers
+};
+
+/// What a rank keeps of parameters and gradients between steps, in bytes
+/// (docs/metrics.md, "Memory"); -1 where the model's own tensors hold them
+/// and the trainer counts them (one full copy per parameter).
+struct HeldBytes {
+  int64_t params = -1;
+  int64_t grads = -1;
 };
 
 /// Builds an optimizer over the given tensors (a shard owns its variables' optimizer).
@@ -94,6 +105,11 @@ class GradientSync {
   /// Collective over the workers, once after the last step: the strategy's
   /// section of the record, console lines and trace spans.
   virtual StrategyReport report() { return {}; }
+  /// The parameter and gradient memory this strategy keeps on this rank.
+  virtual HeldBytes held_bytes() const { return {}; }
+  /// The optimizer whose state this rank keeps when the strategy owns the
+  /// update on this rank (a shard of it); null: the trainer's optimizer.
+  virtual const torch::optim::Optimizer* own_optimizer() const { return nullptr; }
 };
 
 /// What a worker's GradientSync needs besides the parameters.

@@ -6,7 +6,8 @@
 
 namespace dlscale::dp {
 
-std::unique_ptr<Strategy> make_ps_strategy(const SyncOptions& options);  // ps_strategy.cpp
+std::unique_ptr<Strategy> make_ps_strategy(const SyncOptions& options);    // ps_strategy.cpp
+std::unique_ptr<Strategy> make_zero_strategy(const SyncOptions& options);  // zero_strategy.cpp
 
 Role Strategy::arrange(comm::Communicator* world) {
   if (world == nullptr) return {};
@@ -53,6 +54,8 @@ std::unique_ptr<Strategy> make_strategy(const SyncOptions& options) {
   switch (options.strategy) {
     case StrategyKind::kPs:
       return make_ps_strategy(options);
+    case StrategyKind::kZero:
+      return make_zero_strategy(options);
     case StrategyKind::kIndependent:
       return std::make_unique<IndependentStrategy>();
     default:
@@ -60,6 +63,6 @@ std::unique_ptr<Strategy> make_strategy(const SyncOptions& options) {
   }
 }
 
-std::vector<std::string> strategy_section_keys() { return {"ps"}; }
+std::vector<std::string> strategy_section_keys() { return {"ps", "zero"}; }
 
 }  // namespace dlscale::dp

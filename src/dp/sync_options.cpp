@@ -7,12 +7,13 @@ namespace dlscale::dp {
 
 namespace {
 
-constexpr EnumNames<StrategyKind, 5> kStrategies{"--strategy",
+constexpr EnumNames<StrategyKind, 6> kStrategies{"--strategy",
                                              {{{StrategyKind::kAllreduce, "allreduce"},
                                                {StrategyKind::kTree, "tree"},
                                                {StrategyKind::kHierarchical, "hierarchical"},
                                                {StrategyKind::kIndependent, "independent"},
-                                               {StrategyKind::kPs, "ps"}}}};
+                                               {StrategyKind::kPs, "ps"},
+                                               {StrategyKind::kZero, "zero"}}}};
 constexpr EnumNames<Compression, 3> kCompressions{
     "--compress",
     {{{Compression::kNone, "none"}, {Compression::kFp16, "fp16"}, {Compression::kBf16, "bf16"}}}};
@@ -53,7 +54,7 @@ void check_ps_options(const SyncOptions& o) {
 
 }  // namespace
 
-const EnumNames<StrategyKind, 5>& enum_names(StrategyKind) { return kStrategies; }
+const EnumNames<StrategyKind, 6>& enum_names(StrategyKind) { return kStrategies; }
 const EnumNames<Compression, 3>& enum_names(Compression) { return kCompressions; }
 const EnumNames<SyncBuffers, 3>& enum_names(SyncBuffers) { return kSyncBuffers; }
 const EnumNames<PsPlacement, 2>& enum_names(PsPlacement) { return kPlacements; }
@@ -78,6 +79,14 @@ void check_sync_options(const SyncOptions& o) {
   DLSCALE_CHECK(o.ranks_per_node == 0 || o.strategy == StrategyKind::kHierarchical,
                 "--ranks-per-node applies to --strategy hierarchical only (got --strategy {})",
                 to_string(o.strategy));
+  DLSCALE_CHECK(o.zero_stage == SyncOptions{}.zero_stage || o.strategy == StrategyKind::kZero,
+                "--zero-stage applies to --strategy zero only (got --strategy {})",
+                to_string(o.strategy));
+  DLSCALE_CHECK(o.zero_stage != 3,
+                "--zero-stage 3 (parameters sharded, gathered per unit around forward and backward) "
+                "is not built yet; allowed: 1, 2");
+  DLSCALE_CHECK(o.zero_stage == 1 || o.zero_stage == 2, "--zero-stage must be 1 or 2 (got {})",
+                o.zero_stage);
   check_ps_options(o);
 }
 

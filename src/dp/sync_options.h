@@ -9,8 +9,8 @@
 
 namespace dlscale::dp {
 
-enum class StrategyKind { kAllreduce, kTree, kHierarchical, kIndependent, kPs };
-const EnumNames<StrategyKind, 5>& enum_names(StrategyKind);
+enum class StrategyKind { kAllreduce, kTree, kHierarchical, kIndependent, kPs, kZero };
+const EnumNames<StrategyKind, 6>& enum_names(StrategyKind);
 std::string to_string(StrategyKind strategy);
 
 /// The type gradients travel and are summed in.
@@ -92,6 +92,7 @@ struct SyncOptions {
   double bucket_mb = 25.0;       ///< bucket capacity in MiB; 0 = one bucket after backward
   double first_bucket_mb = 1.0;  ///< capacity of the first bucket (the last layers' gradients)
   SyncBuffers sync_buffers = SyncBuffers::kInit;
+  int zero_stage = 1;  ///< --strategy zero: 1 = optimizer state sharded, 2 = and gradients
   PsOptions ps;  ///< --strategy ps only (its own table)
 
   /// The strategy's own flags; PsOptions has its table (a help group of its own).
@@ -102,13 +103,15 @@ struct SyncOptions {
              "(binary tree to rank 0 and back over send/recv) | hierarchical (reduce in each node, allreduce "
              "among node leaders, broadcast in the node) | independent (no exchange: each worker trains its "
              "own replica) | ps (parameter server: workers push gradients to shards that own the variables and "
-             "their optimizer, and pull the new values)",
+             "their optimizer, and pull the new values) | zero (sharded data parallelism, ZeRO: buckets are "
+             "reduce-scattered, each worker updates its shard of the parameters and optimizer state, and "
+             "the parameters are all-gathered; see --zero-stage)",
              "strategy"}
           .agreed(),
       s.strategy);
     v(Option{"--compress",
              "none | fp16 | bf16: gradients travel and are summed in this type, then are cast back to float32 "
-             "(allreduce, tree, hierarchical)",
+             "(allreduce, tree, hierarchical, zero)",
              "compress"}
           .agreed(),
       s.compress);
@@ -128,6 +131,13 @@ struct SyncOptions {
              "first_bucket_mb"}
           .agreed(),
       s.first_bucket_mb);
+    v(Option{"--zero-stage",
+             "--strategy zero: 1 (optimizer state sharded over the workers) | 2 (and gradients: each "
+             "worker keeps only its shard of the reduced gradients). Stage 3 (parameters sharded) is not "
+             "built yet",
+             "zero_stage"}
+          .agreed(),
+      s.zero_stage);
     v(Option{"--sync-buffers",
              "When rank 0's batch-norm statistics are copied to all workers: none | init (with the weights at "
              "start) | step (before every step)",

@@ -12,6 +12,7 @@
 #include "core/stats.h"
 #include "report/commbench_report.h"
 #include "report/report.h"
+#include "report/report_parts.h"
 #include "report/tta_report.h"
 
 namespace dlscale::report {
@@ -223,6 +224,44 @@ std::string scaling_charts(const std::vector<ScalingRow>& rows) {
   o << "<div class=\"charts\">\n";
   o << line_chart("Throughput vs workers (dashed: ideal scaling)", "samples/s", xs, tput, 0);
   o << line_chart("Scaling efficiency vs workers", "efficiency (%)", xs, eff, 100);
+  o << "</div>\n";
+  return o.str();
+}
+
+/// Memory per worker against workers, one line per configuration (model,
+/// strategy, what else varies): accounted total and peak resident set.
+std::string memory_charts(const std::vector<MemoryRow>& rows) {
+  std::set<double> xs_set;
+  std::map<std::string, std::pair<Series, Series>> by_name;  // accounted, peak
+  std::vector<std::string> order;
+  for (const MemoryRow& r : rows) {
+    std::string name;
+    for (const auto& [k, v] : r.labels) {
+      if (v == "-") continue;  // a parameter other runs set
+      name += (name.empty() ? "" : " ") + (k == "model" || k == "strategy" ? v : k + "=" + v);
+    }
+    auto [it, added] = by_name.try_emplace(name);
+    if (added) {
+      const int color = static_cast<int>(order.size());
+      it->second = {Series{name, {}, color, false}, Series{name, {}, color, false}};
+      order.push_back(name);
+    }
+    xs_set.insert(r.workers);
+    if (r.mib[3] >= 0) it->second.first.points.emplace_back(r.workers, r.mib[3]);
+    if (r.mib[4] >= 0) it->second.second.points.emplace_back(r.workers, r.mib[4]);
+  }
+  std::vector<Series> accounted, peak;
+  for (const std::string& name : order) {
+    auto& [a, p] = by_name.at(name);
+    for (Series* s : {&a, &p}) std::sort(s->points.begin(), s->points.end());
+    accounted.push_back(a);
+    peak.push_back(p);
+  }
+  const std::vector<double> xs(xs_set.begin(), xs_set.end());
+  std::ostringstream o;
+  o << "<div class=\"charts\">\n";
+  o << line_chart("Parameters + gradients + optimizer state per worker", "MiB", xs, accounted, 0);
+  o << line_chart("Peak resident set per worker", "MiB", xs, peak, 0);
   o << "</div>\n";
   return o.str();
 }
@@ -463,6 +502,10 @@ std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOpti
     } catch (const Error&) {
       // No dlscale run with a breakdown in the selection: no section.
     }
+  }
+  if (const std::vector<MemoryRow> rows = memory_rows(runs); !rows.empty()) {
+    const Report rep = build_report(runs, {ReportType::kMemory, "", ""});
+    o << "<h2 id=\"memory\">Memory per worker</h2>\n" << memory_charts(rows) << report_section(rep);
   }
   if (!runs.empty() && (!opt.compare_by.empty() || !detect_compare_by(runs).empty())) {
     const Report rep = build_report(runs, {ReportType::kCompare, opt.compare_by, opt.baseline});

@@ -10,13 +10,14 @@
 namespace dlscale::report {
 namespace {
 
-constexpr EnumNames<ReportType, 7> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
+constexpr EnumNames<ReportType, 8> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
                                                  {ReportType::kStrong, "strong"},
                                                  {ReportType::kBreakdown, "breakdown"},
                                                  {ReportType::kCompare, "compare"},
                                                  {ReportType::kCommbench, "commbench"},
                                                  {ReportType::kIo, "io"},
-                                                 {ReportType::kTta, "tta"}}}};
+                                                 {ReportType::kTta, "tta"},
+                                                 {ReportType::kMemory, "memory"}}}};
 constexpr EnumNames<Format, 4> kFormatNames{
     "format", {{{Format::kText, "text"}, {Format::kMarkdown, "markdown"}, {Format::kCsv, "csv"}, {Format::kJson, "json"}}}};
 
@@ -44,6 +45,8 @@ Report build_report(const std::vector<RunRecord>& all, const ReportOptions& o) {
       return io_report(runs);
     case ReportType::kTta:
       return tta_report(runs);
+    case ReportType::kMemory:
+      return memory_report(runs);
     case ReportType::kCommbench:
       break;
   }

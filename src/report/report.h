@@ -12,7 +12,7 @@
 
 namespace dlscale::report {
 
-enum class ReportType { kWeak, kStrong, kBreakdown, kCompare, kCommbench, kIo, kTta };
+enum class ReportType { kWeak, kStrong, kBreakdown, kCompare, kCommbench, kIo, kTta, kMemory };
 enum class Format { kText, kMarkdown, kCsv, kJson };
 
 /// A cell: its display text and, for numbers, the value CSV/JSON carry.

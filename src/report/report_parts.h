@@ -51,10 +51,20 @@ struct Comparison {
 Comparison compare_runs(const std::vector<RunRecord>& runs, const std::string& by,
                         const std::string& wanted_baseline);
 
+/// One run's memory per worker (report --type memory and its HTML chart).
+struct MemoryRow {
+  std::vector<std::pair<std::string, std::string>> labels;  ///< model, strategy, varying params
+  int workers = 1;
+  std::vector<double> mib;  ///< params, grads, optimizer, total, peak RSS; < 0 = unknown
+};
+/// The runs with memory figures, in order.
+std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs);
+
 // One function per report type.
 Report scaling_report(const std::vector<RunRecord>& runs, const std::string& scaling);
 Report breakdown_report(const std::vector<RunRecord>& runs);
 Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& options);
 Report io_report(const std::vector<RunRecord>& runs);
+Report memory_report(const std::vector<RunRecord>& runs);
 
 }  // namespace dlscale::report

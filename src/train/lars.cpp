@@ -63,6 +63,16 @@ torch::Tensor Lars::step(LossClosure closure) {
   return loss;
 }
 
+int64_t Lars::state_bytes() const {
+  int64_t total = 0;
+  for (const auto& group : velocity_) {
+    for (const auto& v : group) {
+      if (v.defined()) total += v.numel() * static_cast<int64_t>(v.element_size());
+    }
+  }
+  return total;
+}
+
 void Lars::save(torch::serialize::OutputArchive& archive) const {
   for (size_t gi = 0; gi < velocity_.size(); ++gi) {
     for (size_t pi = 0; pi < velocity_[gi].size(); ++pi) {

@@ -31,6 +31,8 @@ class Lars : public torch::optim::Optimizer {
   Lars(std::vector<torch::optim::OptimizerParamGroup> groups, LarsOptions defaults);
   torch::Tensor step(LossClosure closure = nullptr) override;
   /// Momentum buffers, by group then parameter (for checkpoints).
+  /// Bytes of the velocity tensors kept so far.
+  int64_t state_bytes() const;
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 

@@ -1,5 +1,6 @@
 #include "train/optimizer.h"
 
+#include "core/error.h"
 #include "train/lars.h"
 #include "train/multi_tensor_sgd.h"
 
@@ -72,6 +73,27 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& 
       }
       return std::make_unique<torch::optim::SGD>(std::move(groups), torch::optim::SGDOptions(o.lr));
   }
+}
+
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
+  auto bytes = [](const torch::Tensor& t) {
+    return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : int64_t{0};
+  };
+  if (const auto* lars = dynamic_cast<const Lars*>(&optimizer)) return lars->state_bytes();
+  int64_t total = 0;
+  for (const auto& entry : optimizer.state()) {
+    // SGD's (momentum, Nesterov; the multi-tensor SGD keeps the same state)
+    // and Adam's: the state types of dlscale's other optimizers.
+    const torch::optim::OptimizerParamState* state = entry.second.get();
+    if (const auto* sgd = dynamic_cast<const torch::optim::SGDParamState*>(state)) {
+      total += bytes(sgd->momentum_buffer());
+    } else if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(state)) {
+      total += bytes(adam->exp_avg()) + bytes(adam->exp_avg_sq()) + bytes(adam->max_exp_avg_sq());
+    } else {
+      throw InternalError("optimizer_state_bytes: an optimizer state of an unknown type");
+    }
+  }
+  return total;
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {

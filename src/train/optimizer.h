@@ -21,6 +21,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& 
 /// Whether --wd-exclude (auto: for LARS only) puts 1-D tensors in their own group.
 bool excludes_bias_norm(OptimizerKind kind, const RecipeOptions& recipe);
 
+/// Bytes of the state tensors `optimizer` keeps (momentum buffers, Adam's
+/// moments); 0 before its first step.
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
+
 /// Sets every group's learning rate (the schedule's value for the step).
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 

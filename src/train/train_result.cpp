@@ -41,7 +41,8 @@ void summarize_comm(const std::vector<StepRecord>& steps, int world_size, CommSu
   const double busy_s = median(busy);
   comm.busy_ms_p50 = busy_s * 1e3;
   comm.algbw_gbps = busy_s > 0 ? static_cast<double>(comm.bytes_per_step) / busy_s / 1e9 : 0.0;
-  comm.busbw_gbps = comm.algbw_gbps * 2.0 * (world_size - 1) / world_size;
+  const double factor = comm.bus_factor > 0 ? comm.bus_factor : 2.0 * (world_size - 1) / world_size;
+  comm.busbw_gbps = comm.algbw_gbps * factor;
 }
 
 TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t global_batch,
@@ -174,6 +175,33 @@ nlohmann::json steps_json(const std::vector<StepRecord>& steps) {
   return per_step;
 }
 
+/// Each figure's max over ranks (what a worker must have), and each rank's.
+nlohmann::json memory_json(const std::vector<RankMemory>& ranks) {
+  if (ranks.empty()) return nullptr;
+  auto row = [](const RankMemory& m) {
+    return nlohmann::json{{"params_bytes", m.params},
+                          {"grads_bytes", m.grads},
+                          {"optimizer_bytes", m.optimizer},
+                          {"total_bytes", m.total()},
+                          {"peak_rss_bytes", m.peak_rss >= 0 ? nlohmann::json(m.peak_rss) : nlohmann::json()}};
+  };
+  RankMemory most = ranks.front();
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (const RankMemory& m : ranks) {
+    most.params = std::max(most.params, m.params);
+    most.grads = std::max(most.grads, m.grads);
+    most.optimizer = std::max(most.optimizer, m.optimizer);
+    most.peak_rss = std::max(most.peak_rss, m.peak_rss);
+    per_rank.push_back(row(m));
+  }
+  nlohmann::json j = row(most);
+  j["total_bytes"] = std::max_element(ranks.begin(), ranks.end(), [](const RankMemory& a, const RankMemory& b) {
+                       return a.total() < b.total();
+                     })->total();
+  j["per_rank"] = per_rank;
+  return j;
+}
+
 nlohmann::json results_json(const TrainResult& r) {
   using namespace record;
   const TrainSummary& s = r.summary;
@@ -193,6 +221,7 @@ nlohmann::json results_json(const TrainResult& r) {
           {kComm, comm_json(r)},
           {kData, data_json(r.data, s.measured_steps)},
           {kConvergence, to_json(r.convergence)},
+          {kMem, memory_json(r.memory)},
           {"loss_first", s.first_loss},
           {"loss_last", s.last_loss},
           // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
@@ -318,6 +347,27 @@ void print_comm_summary(std::ostream& out, const TrainResult& r) {
 
 }  // namespace
 
+namespace {
+
+/// "memory per worker: ..." (the most any rank keeps, and its peak).
+void print_memory_summary(std::ostream& out, const std::vector<RankMemory>& ranks) {
+  if (ranks.empty()) return;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  RankMemory most;
+  for (const RankMemory& m : ranks) {
+    if (m.total() > most.total()) most = m;
+    most.peak_rss = std::max(most.peak_rss, m.peak_rss);
+  }
+  fmt::print(out,
+             "memory per worker{}: parameters {:.1f} MiB, gradients {:.1f} MiB, optimizer state "
+             "{:.1f} MiB (total {:.1f} MiB){}\n",
+             ranks.size() > 1 ? " (the most any rank keeps)" : "", most.params / kMiB, most.grads / kMiB,
+             most.optimizer / kMiB, most.total() / kMiB,
+             most.peak_rss >= 0 ? fmt::format("; peak resident {:.1f} MiB", most.peak_rss / kMiB) : "");
+}
+
+}  // namespace
+
 void print_summary(std::ostream& out, const TrainResult& r) {
   const TrainSummary& s = r.summary;
   fmt::print(out, "{}\n", std::string(78, '-'));
@@ -348,6 +398,7 @@ void print_summary(std::ostream& out, const TrainResult& r) {
                ms(s.median_times.data),
                p.skipped > 0 ? fmt::format(", {} corrupt sample(s) skipped", p.skipped) : "");
   }
+  print_memory_summary(out, r.memory);
   fmt::print(out, "loss: {:.4f} -> {:.4f}\n", s.first_loss, s.last_loss);
   print_convergence_summary(out, r.convergence);
   out.flush();

@@ -55,7 +55,8 @@ struct CommSummary {
   int64_t bytes_per_step = 0;         ///< gradient bytes handed to collectives per step
   double busy_ms_p50 = 0;             ///< median time in collectives per step (rank 0)
   double algbw_gbps = 0;              ///< bytes_per_step / busy time, GB/s
-  double busbw_gbps = 0;              ///< algbw × 2(p−1)/p (ring allreduce traffic per link)
+  double busbw_gbps = 0;              ///< algbw × bus_factor (ring allreduce: 2(p−1)/p, traffic per link)
+  double bus_factor = 0;              ///< the strategy's (dp::SyncInfo); 0 = ring allreduce's
   std::string formula;                ///< bytes each rank sends per step, as a formula
   std::vector<double> formula_bytes_sent;  ///< per rank, bytes per step by the formula
   std::vector<double> tcp_bytes_sent;      ///< per rank, bytes per step acknowledged on TCP sockets; -1 = unknown
@@ -91,6 +92,16 @@ struct DataSummary {
   data::PipelineStats pipeline;  ///< rank 0's pipeline counters over the whole run
 };
 
+/// What one rank keeps for training between steps, in bytes (docs/metrics.md,
+/// "Memory"): accounted from the tensors it holds, and the measured peak.
+struct RankMemory {
+  int64_t params = 0;
+  int64_t grads = 0;
+  int64_t optimizer = 0;  ///< optimizer state (momentum buffers, Adam's moments)
+  int64_t peak_rss = -1;  ///< the process's peak resident set (VmHWM); -1 = unknown
+  int64_t total() const { return params + grads + optimizer; }
+};
+
 struct TrainSummary {
   int world_size = 1;
   int64_t measured_steps = 0;
@@ -120,6 +131,7 @@ struct TrainResult {
   DataSummary data;
   ConvergenceSummary convergence;         ///< evaluations and time to accuracy
   std::vector<StepTimes> rank_median_times;  ///< per rank: median per phase
+  std::vector<RankMemory> memory;            ///< per rank, at the end of the run
 };
 
 /// Computes the summary from `steps` (measured steps only) and the wall time.

@@ -208,6 +208,7 @@ void Trainer::record_sync_info() {
   result_.comm.exchange = info.exchange;
   result_.comm.wire_dtype = info.wire_dtype;
   result_.comm.formula = info.formula;
+  result_.comm.bus_factor = info.bus_factor;
   result_.comm.nodes = info.nodes;
   result_.comm.replicas_should_match = info.keeps_replicas_identical;
   result_.comm.bucket_bytes = info.bucket_bytes;
@@ -355,6 +356,36 @@ void Trainer::gather_comm_facts(double tcp_bytes, int64_t tcp_steps) {
   }
 }
 
+RankMemory Trainer::account_memory() const {
+  // What the strategy holds where it holds it; else the model's tensors
+  // (one gradient per parameter, as .grad keeps them between steps).
+  int64_t model_bytes = 0;
+  for (const auto& p : model_->parameters()) model_bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  const dp::HeldBytes held = sync_->held_bytes();
+  RankMemory m;
+  m.params = held.params >= 0 ? held.params : model_bytes;
+  m.grads = held.grads >= 0 ? held.grads : model_bytes;
+  const torch::optim::Optimizer* own = sync_->own_optimizer();
+  m.optimizer = optimizer_state_bytes(own != nullptr ? *own : *optimizer_);
+  m.peak_rss = peak_resident_bytes();
+  return m;
+}
+
+void Trainer::gather_memory() {
+  const RankMemory mine = account_memory();
+  if (worker_.world_size == 1) {
+    result_.memory = {mine};
+    return;
+  }
+  const torch::Tensor all = worker_.comm->allgather(
+      torch::tensor({mine.params, mine.grads, mine.optimizer, mine.peak_rss}, torch::kInt64));
+  result_.memory.clear();
+  for (int r = 0; r < worker_.world_size; ++r) {
+    result_.memory.push_back({all[r][0].item<int64_t>(), all[r][1].item<int64_t>(),
+                              all[r][2].item<int64_t>(), all[r][3].item<int64_t>()});
+  }
+}
+
 void Trainer::record_strategy_report(dp::StrategyReport report) {
   if (tracer_) {
     for (const dp::TraceSpan& span : report.spans) tracer_->add(span.name, span.track, span.start, span.end);
@@ -423,6 +454,7 @@ TrainResult Trainer::run(TrainObserver& observer) {
     result_.comm.formula_bytes_sent = {sync_->info().formula_bytes_sent};
     result_.comm.tcp_bytes_sent = {-1.0};
   }
+  gather_memory();
   result_.data.pipeline = data_->stats();
   result_.runtime.amp_skipped_steps = scaler_->skipped_steps();
   result_.runtime.loss_scale = scaler_->scale();

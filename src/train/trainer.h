@@ -124,6 +124,10 @@ class Trainer {
   void record_data_info(const data::OpenedData& opened);
   void gather_rank_times();
   void gather_comm_facts(double tcp_bytes, int64_t tcp_steps);
+  /// This rank's parameters, gradients and optimizer state, as held now.
+  RankMemory account_memory() const;
+  /// Every rank's account and peak resident set, into result_.memory.
+  void gather_memory();
   void write_outputs();
   void record_sync_info();
   void record_strategy_report(dp::StrategyReport report);

@@ -79,6 +79,70 @@ TEST_P(CommTest, BroadcastAllgatherBarrier) {
   });
 }
 
+TEST_P(CommTest, ReduceScatterSumsEachRanksChunkExactly) {
+  const int size = GetParam().size;
+  run_ranks(GetParam().backend, size, [&](Communicator& comm) {
+    for (const auto dtype : {torch::kFloat32, torch::kFloat16, torch::kBFloat16}) {
+      for (const int64_t chunk : {1, 5, 40, 301}) {
+        const int64_t m = dtype == torch::kFloat32 ? chunk : std::min<int64_t>(chunk, 5);
+        const torch::Tensor in = contribution(comm.rank(), m * size, dtype);
+        torch::Tensor out = torch::full({m}, -1.0f).to(dtype);
+        comm.reduce_scatter(in, out, ReduceOp::kSum);
+        // Element i of chunk r is (r*m + i + 1) * (1 + 2 + ... + size).
+        const double ranks_sum = size * (size + 1) / 2.0;
+        const torch::Tensor expected =
+            torch::arange(comm.rank() * m + 1, comm.rank() * m + m + 1, torch::kFloat32) * ranks_sum;
+        ASSERT_TRUE(torch::equal(out.to(torch::kFloat32), expected))
+            << c10::toString(dtype) << " chunk=" << m << " rank " << comm.rank();
+        // The input is left as it was.
+        ASSERT_TRUE(torch::equal(in, contribution(comm.rank(), m * size, dtype)));
+      }
+    }
+    torch::Tensor in = torch::full({2 * size}, static_cast<float>(comm.rank() * 2));
+    torch::Tensor out = torch::empty({2});
+    comm.reduce_scatter(in, out, ReduceOp::kAverage);
+    EXPECT_TRUE(torch::equal(out, torch::full({2}, static_cast<float>(size - 1))));
+  });
+}
+
+TEST_P(CommTest, AllgatherIntoGathersEqualShardsInAndOutOfPlace) {
+  const int size = GetParam().size;
+  run_ranks(GetParam().backend, size, [&](Communicator& comm) {
+    const int64_t chunk = 37;
+    const torch::Tensor expected = torch::arange(0, chunk * size, torch::kFloat32);
+    const torch::Tensor mine = expected.narrow(0, comm.rank() * chunk, chunk).clone();
+    torch::Tensor out = torch::full({chunk * size}, -1.0f);
+    comm.allgather_into(mine, out);
+    EXPECT_TRUE(torch::equal(out, expected)) << "out of place, rank " << comm.rank();
+    // In place: only this rank's chunk of the output holds data beforehand.
+    torch::Tensor whole = torch::full({chunk * size}, -1.0f);
+    torch::Tensor own = whole.narrow(0, comm.rank() * chunk, chunk);
+    own.copy_(mine);
+    comm.allgather_into(own, whole);
+    EXPECT_TRUE(torch::equal(whole, expected)) << "in place, rank " << comm.rank();
+    // Any dtype moves as bytes.
+    const torch::Tensor ids = torch::full({3}, static_cast<int64_t>(comm.rank()), torch::kInt64);
+    torch::Tensor all_ids = torch::empty({3 * size}, torch::kInt64);
+    comm.allgather_into(ids, all_ids);
+    for (int r = 0; r < size; ++r) EXPECT_EQ(all_ids[3 * r + 2].item<int64_t>(), r);
+  });
+}
+
+TEST_P(CommTest, ShardedCollectivesRefuseMismatchedChunks) {
+  const int size = GetParam().size;
+  run_ranks(GetParam().backend, size, [&](Communicator& comm) {
+    torch::Tensor out = torch::empty({3});
+    EXPECT_THROW(comm.reduce_scatter(torch::ones({3 * size + 1}), out, ReduceOp::kSum), Error);
+    torch::Tensor wrong_type = torch::empty({3}, torch::kFloat16);
+    EXPECT_THROW(comm.reduce_scatter(torch::ones({3 * size}), wrong_type, ReduceOp::kSum), Error);
+    torch::Tensor ints = torch::empty({3}, torch::kInt32);
+    EXPECT_THROW(comm.reduce_scatter(torch::ones({3 * size}, torch::kInt32), ints, ReduceOp::kSum),
+                 Error);
+    torch::Tensor small = torch::empty({3 * size - 1});
+    EXPECT_THROW(comm.allgather_into(torch::ones({3}), small), Error);
+  });
+}
+
 // Tests that need at least two ranks.
 class CommMultiRankTest : public CommTest {};
 

@@ -50,6 +50,7 @@ TEST(Commbench, BusFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(bus_factor("allreduce", 4), 1.5);
   EXPECT_DOUBLE_EQ(bus_factor("tree", 4), 1.5);
   EXPECT_DOUBLE_EQ(bus_factor("allgather", 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_factor("reduce_scatter", 4), 0.75);
   EXPECT_DOUBLE_EQ(bus_factor("broadcast", 4), 1.0);
   EXPECT_DOUBLE_EQ(bus_factor("sendrecv", 2), 1.0);
 }
@@ -127,7 +128,7 @@ TEST(Commbench, EveryOperationIsCheckedOnRealRanks) {
 }
 
 /// Delegates to a real communicator but corrupts the first element of every
-/// allreduce and broadcast result: what #wrong must catch.
+/// allreduce, broadcast and reduce_scatter result: what #wrong must catch.
 class CorruptingCommunicator : public comm::Communicator {
  public:
   explicit CorruptingCommunicator(comm::Communicator& inner) : inner_(inner) {}
@@ -143,7 +144,13 @@ class CorruptingCommunicator : public comm::Communicator {
     inner_.broadcast(t, root);
     t[0] += 1;
   }
-  torch::Tensor allgather(const torch::Tensor& t) override { return inner_.allgather(t); }
+  void allgather_into(const torch::Tensor& t, torch::Tensor& out) override {
+    inner_.allgather_into(t, out);
+  }
+  void reduce_scatter(const torch::Tensor& t, torch::Tensor& out, comm::ReduceOp op) override {
+    inner_.reduce_scatter(t, out, op);
+    out[0] += 1;
+  }
   void barrier() override { inner_.barrier(); }
   std::unique_ptr<comm::Request> isend(const torch::Tensor& t, int dst, uint32_t tag) override {
     return inner_.isend(t, dst, tag);
@@ -163,7 +170,7 @@ class CorruptingCommunicator : public comm::Communicator {
 // counted (2 ranks x 3 sizes), and correct operations stay at 0.
 TEST(Commbench, WrongResultsAreCounted) {
   CommbenchOptions o;
-  o.ops = {"allreduce", "broadcast", "allgather"};
+  o.ops = {"allreduce", "broadcast", "allgather", "reduce_scatter"};
   o.min_bytes = 4;
   o.max_bytes = 64;
   o.factor = 4;
@@ -178,7 +185,8 @@ TEST(Commbench, WrongResultsAreCounted) {
     EXPECT_EQ(wrong["allreduce"], 2 * 3);
     EXPECT_EQ(wrong["broadcast"], 2 * 3);
     EXPECT_EQ(wrong["allgather"], 0);
-    EXPECT_EQ(r.wrong, 12);
+    EXPECT_EQ(wrong["reduce_scatter"], 2 * 3);
+    EXPECT_EQ(r.wrong, 18);
   });
 }
 
@@ -252,7 +260,7 @@ TEST(CommbenchCommand, UnderMpirun) {
     SCOPED_TRACE(mode);
     const auto o = testing::run_shell(
         "mpirun --oversubscribe --allow-run-as-root -np 3 " + std::string(DLSCALE_BINARY) +
-        " commbench --op allreduce,hierarchical,allgather,broadcast --ranks-per-node 2 "
+        " commbench --op allreduce,hierarchical,allgather,reduce_scatter,broadcast --ranks-per-node 2 "
         "--max-bytes 16K --factor 16 --iters 2 --warmup 1 --dtype bf16 --mpi-collectives " +
         mode);
     ASSERT_EQ(o.code, 0) << o.err;

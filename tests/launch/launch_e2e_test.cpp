@@ -430,6 +430,24 @@ TEST(LaunchErrors, KilledPsServerFailsTheJobNamingTheShard) {
   expect_no_worker_left(a);
 }
 
+// Sharded data parallelism: a worker killed at a random moment (in its
+// reduce-scatters, its update or the parameters' all-gather, which take
+// most of a zero step on lenet) ends the job within the bound, naming the
+// rank; no process is left.
+TEST(LaunchErrors, KilledZeroWorkerFailsTheJobNamingTheRank) {
+  std::mt19937 rng(std::random_device{}());
+  const double delay = std::uniform_real_distribution<double>(0, 1.0)(rng);
+  const Aftermath a = signal_rank("--timeout 10 --strategy zero --zero-stage 2 --optimizer adam --lr 0.001", 1,
+                                  2, delay, SIGKILL, 20);
+  ASSERT_EQ(a.workers.size(), 2u) << a.err;
+  EXPECT_NE(a.code, -1) << "the launcher did not stop within 20 s";
+  EXPECT_EQ(a.code, 5);
+  EXPECT_LT(a.took, 12.0);
+  EXPECT_NE(a.err.find("rank 1 was killed by signal 9 (SIGKILL)"), std::string::npos) << a.err;
+  EXPECT_EQ(count_errors(a.err), 1) << a.err;
+  expect_no_worker_left(a);
+}
+
 // Async parameter server: a dead worker ends the job too, never a silent
 // continuation of the others.
 TEST(LaunchErrors, KilledAsyncPsWorkerFailsTheJob) {

@@ -168,7 +168,7 @@ TEST(StrategyErrors, BadCombinationsAreRefusedInOneLine) {
   EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.err,
             "dlscale: error: unknown --strategy 'ring'; allowed: allreduce, tree, hierarchical, "
-            "independent, ps\n");
+            "independent, ps, zero\n");
   o = run_dlscale("train --model lenet --strategy independent --compress fp16");
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("--compress fp16 needs a strategy that exchanges gradients"),

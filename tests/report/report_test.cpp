@@ -297,6 +297,63 @@ TEST(ReportGolden, IoOverheadInEveryFormat) {
   }
 }
 
+/// Runs of a sharding study: resnet18 with Adam, allreduce and zero stages
+/// 1 and 2 on 1, 2 and 4 workers, with the mem_* metrics a record gives
+/// (Ψ = 11.2 M float32 parameters, padded; K = 8 bytes for Adam).
+std::vector<RunRecord> memory_runs() {
+  std::vector<RunRecord> runs;
+  const double psi = 4.0 * 11'200'000;
+  std::int64_t id = 60;
+  for (const std::string strategy : {"allreduce", "zero"}) {
+    for (const int stage : {1, 2}) {
+      if (strategy == "allreduce" && stage == 2) continue;
+      for (const int workers : {1, 2, 4}) {
+        RunRecord r = run(++id, "resnet18", "weak", workers, 16, {100.0 * workers, 101.0 * workers});
+        r.params.erase("_tool");
+        r.params["strategy"] = Value(strategy);
+        if (strategy == "zero") r.params["zero-stage"] = Value(stage);
+        const double n = strategy == "zero" ? workers : 1;
+        const double grads = strategy == "zero" && stage == 2 ? psi / n : psi;
+        for (auto& rep : r.repeats) {
+          rep.metrics["mem_params_bytes"] = psi;
+          rep.metrics["mem_grads_bytes"] = grads;
+          rep.metrics["mem_optimizer_bytes"] = 2 * psi / n;
+          rep.metrics["mem_total_bytes"] = psi + grads + 2 * psi / n;
+          rep.metrics["mem_peak_rss_bytes"] = 400.0 * 1024 * 1024 + psi + grads + 2 * psi / n;
+        }
+        runs.push_back(std::move(r));
+      }
+    }
+  }
+  return runs;
+}
+
+TEST(ReportGolden, MemoryInEveryFormatAndHtml) {
+  const Report r = build_report(memory_runs(), {ReportType::kMemory, "", ""});
+  ASSERT_EQ(r.tables.size(), 1u);
+  ASSERT_EQ(r.tables[0].rows.size(), 9u);
+  // zero stage 2 on 4 workers: 4Ψ + 4Ψ/4 + 8Ψ/4 = 7Ψ bytes = 7 x 42.7 MiB.
+  const auto& row = r.tables[0].rows[8];
+  EXPECT_EQ(row[0].text, "resnet18");
+  EXPECT_EQ(row[1].text, "zero");
+  EXPECT_EQ(row[3].text, "4");
+  EXPECT_NEAR(*row[7].value, 7 * 4.0 * 11'200'000 / 4 / (1024.0 * 1024), 1e-9);
+  expect_golden("memory.txt", render(r, Format::kText));
+  expect_golden("memory.md", render(r, Format::kMarkdown));
+  expect_golden("memory.csv", render(r, Format::kCsv));
+  expect_golden("memory.json", render(r, Format::kJson));
+  const std::string html = render_html(memory_runs(), {});
+  EXPECT_NE(html.find("Peak resident set per worker"), std::string::npos);
+  EXPECT_NE(html.find("resnet18 zero zero-stage=2"), std::string::npos);
+  // Runs without memory figures have no memory report.
+  try {
+    build_report(golden_runs(), {ReportType::kMemory, "", ""});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no run in the selection has memory figures"), std::string::npos);
+  }
+}
+
 /// A repeat of a run to 90% top-1 that evaluated after every epoch: it
 /// reached the target at its last epoch after `seconds`, or (aborted) ran
 /// `epochs` epochs in `seconds` without reaching it.

@@ -4,6 +4,7 @@
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
+#include <gloo/types.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
@@ -85,6 +86,10 @@ class GlooRequest : public Request {
   std::chrono::milliseconds timeout_;
 };
 
+/// The slot prefix of dlscale's ring reduce-scatter: apart from Gloo's own
+/// collectives (0x01-0x08) and from point-to-point tags (prefix 0).
+constexpr uint8_t kReduceScatterSlotPrefix = 0x40;
+
 /// A 2-byte element for Gloo's byte accounting of float16/bfloat16 buffers.
 struct Half16 {
   uint16_t bits;
@@ -153,23 +158,60 @@ void GlooCommunicator::broadcast(torch::Tensor& tensor, int root) {
   guarded(rank_, "broadcast", [&] { gloo::broadcast(opts); });
 }
 
-torch::Tensor GlooCommunicator::allgather(const torch::Tensor& input) {
-  check_comm_tensor(input, "allgather", /*reducible=*/false);
-  std::vector<int64_t> shape{size_};
-  for (int64_t d : input.sizes()) shape.push_back(d);
-  torch::Tensor out = torch::empty(shape, input.options());
+void GlooCommunicator::allgather_into(const torch::Tensor& input, torch::Tensor& output) {
+  check_comm_chunks(output, input, size_, "allgather", /*reducible=*/false);
   const size_t bytes = static_cast<size_t>(input.numel()) * input.element_size();
+  const bool in_place = is_own_chunk(output, input, rank_);
   if (size_ == 1) {
-    out[0].copy_(input);
-    return out;
+    if (!in_place) output.copy_(input.view_as(output));
+    return;
   }
   gloo::AllgatherOptions opts(context_);
-  opts.setInput(static_cast<uint8_t*>(input.data_ptr()), bytes);
-  opts.setOutput(static_cast<uint8_t*>(out.data_ptr()), bytes * size_);
+  // Without an input Gloo gathers in place: this rank's chunk is already there.
+  if (!in_place) opts.setInput(static_cast<uint8_t*>(input.data_ptr()), bytes);
+  opts.setOutput(static_cast<uint8_t*>(output.data_ptr()), bytes * size_);
   opts.setTag(next_tag());
   opts.setTimeout(timeout_);
   guarded(rank_, "allgather", [&] { gloo::allgather(opts); });
-  return out;
+}
+
+void GlooCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
+                                      ReduceOp op) {
+  check_comm_chunks(input, output, size_, "reduce_scatter", /*reducible=*/true);
+  const torch::Tensor in = input.reshape({-1});
+  const int64_t n = output.numel();
+  auto chunk = [&](int c) { return in.narrow(0, (c % size_ + size_) % size_ * n, n); };
+  if (size_ == 1 || n == 0) {
+    output.copy_(in.view_as(output));
+  } else {
+    // A ring over Gloo's pairs, as the first half of a ring allreduce (Gloo's
+    // own reduce-scatter, halving-doubling, sends more than (p-1)/p of the
+    // input outside powers of two and when it redistributes). At step s rank
+    // r sends its running sum of chunk r-s-1 to r+1 and adds its own part of
+    // chunk r-s-2, received from r-1; after p-1 steps it holds chunk r.
+    const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, next_tag());
+    const int right = (rank_ + 1) % size_, left = (rank_ + size_ - 1) % size_;
+    const size_t bytes = static_cast<size_t>(n) * in.element_size();
+    torch::Tensor incoming = torch::empty({n}, in.options());
+    torch::Tensor sum = torch::empty({n}, in.options());
+    torch::Tensor sending = chunk(rank_ - 1);
+    guarded(rank_, "reduce_scatter", [&] {
+      for (int step = 0; step < size_ - 1; ++step) {
+        auto send = context_->createUnboundBuffer(sending.data_ptr(), bytes);
+        auto recv = context_->createUnboundBuffer(incoming.data_ptr(), bytes);
+        recv->recv(left, slot);
+        send->send(right, slot);
+        if (!recv->waitRecv(timeout_) || !send->waitSend(timeout_)) {
+          throw PeerFailure(fmt::format("rank {}: gloo reduce_scatter was aborted", rank_));
+        }
+        sum_into(in.scalar_type(), sum.data_ptr(), incoming.data_ptr(), chunk(rank_ - step - 2).data_ptr(),
+                 static_cast<size_t>(n));
+        sending = sum;  // its send completed: the next step may overwrite it
+      }
+    });
+    output.copy_(sending.view_as(output));
+  }
+  if (op == ReduceOp::kAverage) output.div_(size_);
 }
 
 void GlooCommunicator::barrier() {

@@ -123,20 +123,42 @@ void InProcCommunicator::broadcast(torch::Tensor& tensor, int root) {
       "broadcast", timeout_);
 }
 
-torch::Tensor InProcCommunicator::allgather(const torch::Tensor& input) {
-  check_comm_tensor(input, "allgather", /*reducible=*/false);
-  std::vector<int64_t> shape{size()};
-  for (int64_t d : input.sizes()) shape.push_back(d);
-  torch::Tensor out = torch::empty(shape, input.options());
+void InProcCommunicator::allgather_into(const torch::Tensor& input, torch::Tensor& output) {
+  check_comm_chunks(output, input, size(), "allgather", /*reducible=*/false);
   const size_t bytes = static_cast<size_t>(input.numel()) * input.element_size();
+  // Each rank writes only its own output, from the others' inputs; an input
+  // that is a chunk of its own output is not overwritten before all have read.
+  torch::Tensor result = torch::empty_like(output);
   group_->exchange(
       rank_, input.data_ptr(),
       [&](const std::vector<const void*>& all) {
-        auto* dst = static_cast<char*>(out.data_ptr());
+        auto* dst = static_cast<char*>(result.data_ptr());
         for (size_t r = 0; r < all.size(); ++r) std::memcpy(dst + r * bytes, all[r], bytes);
       },
       "allgather", timeout_);
-  return out;
+  output.copy_(result);
+}
+
+void InProcCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
+                                        ReduceOp op) {
+  check_comm_chunks(input, output, size(), "reduce_scatter", /*reducible=*/true);
+  // Chunk rank_ of every rank's input, summed in rank order.
+  const size_t n = static_cast<size_t>(output.numel());
+  const size_t bytes = n * output.element_size();
+  const auto dtype = output.scalar_type();
+  torch::Tensor result = torch::empty_like(output);
+  group_->exchange(
+      rank_, input.data_ptr(),
+      [&](const std::vector<const void*>& all) {
+        auto chunk = [&](size_t r) { return static_cast<const char*>(all[r]) + rank_ * bytes; };
+        std::memcpy(result.data_ptr(), chunk(0), bytes);
+        for (size_t r = 1; r < all.size(); ++r) {
+          sum_into(dtype, result.data_ptr(), result.data_ptr(), chunk(r), n);
+        }
+      },
+      "reduce_scatter", timeout_);
+  output.copy_(result);
+  if (op == ReduceOp::kAverage) output.div_(size());
 }
 
 void InProcCommunicator::barrier() {

@@ -191,21 +191,39 @@ void MpiCommunicator::broadcast(torch::Tensor& tensor, int root) {
       [&](MPI_Request* req) { return MPI_Ibcast(data, n, MPI_BYTE, root, impl_->comm, req); });
 }
 
-torch::Tensor MpiCommunicator::allgather(const torch::Tensor& input) {
-  check_comm_tensor(input, "allgather", /*reducible=*/false);
-  std::vector<int64_t> shape{size_};
-  for (int64_t d : input.sizes()) shape.push_back(d);
-  torch::Tensor out = torch::empty(shape, input.options());
+void MpiCommunicator::allgather_into(const torch::Tensor& input, torch::Tensor& output) {
+  check_comm_chunks(output, input, size_, "allgather", /*reducible=*/false);
   const int n = checked_count(input.numel() * input.element_size(), rank_, "allgather");
-  const void* in = input.data_ptr();
-  void* all = out.data_ptr();
+  // MPI forbids aliased buffers: this rank's own chunk goes as MPI_IN_PLACE.
+  const void* in = is_own_chunk(output, input, rank_) ? MPI_IN_PLACE : input.data_ptr();
+  void* all = output.data_ptr();
   impl_->collective(
       rank_, "allgather", timeout_,
       [&] { return MPI_Allgather(in, n, MPI_BYTE, all, n, MPI_BYTE, impl_->comm); },
       [&](MPI_Request* req) {
         return MPI_Iallgather(in, n, MPI_BYTE, all, n, MPI_BYTE, impl_->comm, req);
       });
-  return out;
+}
+
+void MpiCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
+                                     ReduceOp op) {
+  check_comm_chunks(input, output, size_, "reduce_scatter", /*reducible=*/true);
+  const int n = checked_count(output.numel(), rank_, "reduce_scatter");
+  MPI_Datatype type = MPI_FLOAT;
+  MPI_Op mpi_op = MPI_SUM;
+  if (input.scalar_type() != torch::kFloat32) {
+    type = MPI_UINT16_T;
+    mpi_op = input.scalar_type() == torch::kFloat16 ? impl_->op_half : impl_->op_bfloat16;
+  }
+  const void* in = input.data_ptr();
+  void* out = output.data_ptr();
+  impl_->collective(
+      rank_, "reduce_scatter", timeout_,
+      [&] { return MPI_Reduce_scatter_block(in, out, n, type, mpi_op, impl_->comm); },
+      [&](MPI_Request* req) {
+        return MPI_Ireduce_scatter_block(in, out, n, type, mpi_op, impl_->comm, req);
+      });
+  if (op == ReduceOp::kAverage) output.div_(size_);
 }
 
 void MpiCommunicator::barrier() {

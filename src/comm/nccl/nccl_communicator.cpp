@@ -253,19 +253,31 @@ void NcclCommunicator::broadcast(torch::Tensor& tensor, int root) {
       options_.timeout);
 }
 
-torch::Tensor NcclCommunicator::allgather(const torch::Tensor& input) {
-  check_comm_tensor(input, "allgather", /*reducible=*/false, device());
-  std::vector<int64_t> shape{size_};
-  for (int64_t d : input.sizes()) shape.push_back(d);
-  torch::Tensor out = torch::empty(shape, input.options());
+void NcclCommunicator::allgather_into(const torch::Tensor& input, torch::Tensor& output) {
+  check_comm_chunks(output, input, size_, "allgather", /*reducible=*/false, device());
+  // In place when input is this rank's chunk of output, as NCCL allows.
   const void* in = input.data_ptr();
-  void* o = out.data_ptr();
+  void* o = output.data_ptr();
   const size_t n = byte_count(input);
   ncclComm_t comm = state_->comm;
   state_->run(
       "allgather", [&](cudaStream_t s) { return ncclAllGather(in, o, n, ncclUint8, comm, s); },
       options_.timeout);
-  return out;
+}
+
+void NcclCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
+                                      ReduceOp op) {
+  check_comm_chunks(input, output, size_, "reduce_scatter", /*reducible=*/true, device());
+  const void* in = input.data_ptr();
+  void* o = output.data_ptr();
+  const auto type = reduce_type(input.scalar_type());
+  const auto n = static_cast<size_t>(output.numel());
+  ncclComm_t comm = state_->comm;
+  const ncclRedOp_t red = op == ReduceOp::kSum ? ncclSum : ncclAvg;
+  state_->run(
+      "reduce_scatter",
+      [&](cudaStream_t s) { return ncclReduceScatter(in, o, n, type, red, comm, s); },
+      options_.timeout);
 }
 
 void NcclCommunicator::barrier() {

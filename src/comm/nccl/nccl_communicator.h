@@ -41,7 +41,8 @@ class NcclCommunicator : public Communicator {
 
   void allreduce(torch::Tensor& tensor, ReduceOp op) override;
   void broadcast(torch::Tensor& tensor, int root) override;
-  torch::Tensor allgather(const torch::Tensor& input) override;
+  void allgather_into(const torch::Tensor& input, torch::Tensor& output) override;
+  void reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) override;
   void barrier() override;
   std::unique_ptr<Request> isend(const torch::Tensor& tensor, int dst, uint32_t tag) override;
   std::unique_ptr<Request> irecv(torch::Tensor& tensor, int src, uint32_t tag) override;

@@ -1,0 +1,46 @@
+// --strategy zero as a Strategy (dp/strategy.h): what sharding cannot do
+// for a run, and the worker's ZeroSync.
+#include "core/error.h"
+#include "dp/independent_sync.h"
+#include "dp/strategy.h"
+#include "dp/zero_sync.h"
+
+namespace dlscale::dp {
+namespace {
+
+class ZeroStrategy : public Strategy {
+ public:
+  explicit ZeroStrategy(const SyncOptions& options) : options_(options) {}
+
+  void check(const RunNeeds& n) const override {
+    // A worker's optimizer sees flat chunks that cut across tensors.
+    DLSCALE_CHECK(!n.per_tensor_update,
+                  "--strategy zero updates flat shards that cut across tensors: --optimizer lars "
+                  "(a per-tensor trust ratio) and --wd-exclude bias-norm need another strategy");
+    DLSCALE_CHECK(!n.loss_scaling,
+                  "--amp fp16 unscales and checks whole gradients, of which --strategy zero keeps "
+                  "a shard: use --amp bf16 with --strategy zero");
+  }
+
+  std::string checkpoint_refusal() const override {
+    return "optimizer state sharded over the workers";
+  }
+
+  std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> params,
+                                          const SyncContext& c) override {
+    // One worker holds every shard: nothing to exchange.
+    if (c.comm == nullptr || c.comm->size() == 1) return make_independent_sync();
+    return make_zero_sync(std::move(params), *c.comm, options_, c.make_optimizer);
+  }
+
+ private:
+  SyncOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_zero_strategy(const SyncOptions& options) {
+  return std::make_unique<ZeroStrategy>(options);
+}
+
+}  // namespace dlscale::dp

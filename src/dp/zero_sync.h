@@ -1,0 +1,39 @@
+#pragma once
+// --strategy zero: sharded data parallelism as ZeRO stages 1 and 2
+// (docs/strategies.md, "Sharded data parallelism"), on the bucketing and
+// overlap of dp/bucketed_sync.h.
+//  - each bucket is a flat buffer padded to a multiple of the workers, split
+//    evenly (FSDP's way): worker r owns chunk r of every bucket;
+//  - the parameters become views of flat per-bucket parameter buffers;
+//  - a complete bucket of gradients (averaged as it is packed) is
+//    reduce-scattered on the communication thread, overlapping the rest of
+//    the backward pass: each worker receives the mean of its own chunk;
+//  - the worker's optimizer holds state for its chunks only; it steps them
+//    (at the trainer's current learning rate), then every bucket's
+//    parameters are all-gathered in place;
+//  - stage 1 keeps the full gradient buffers between steps (the reduced
+//    chunk lands in the worker's own slice of them); stage 2 keeps only the
+//    reduced chunks: a bucket's buffer lives from its first gradient until
+//    its reduce-scatter is done.
+// The parameters' own .grad tensors are released after backward.
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "dp/gradient_sync.h"
+#include "dp/sync_options.h"
+
+namespace dlscale::dp {
+
+/// The worker's side of --strategy zero over `comm` (at least 2 ranks; it
+/// must outlive the sync): uses options.zero_stage, bucket_mb,
+/// first_bucket_mb and compress; `make_optimizer` builds the optimizer over
+/// the worker's shards. Collective over `comm` only in apply_update().
+std::unique_ptr<GradientSync> make_zero_sync(std::vector<torch::Tensor> params, comm::Communicator& comm,
+                                             const SyncOptions& options,
+                                             const OptimizerFactory& make_optimizer);
+
+/// Elements of a bucket of `elements` padded for `ranks` shards.
+int64_t zero_padded(int64_t elements, int ranks);
+
+}  // namespace dlscale::dp

@@ -1,0 +1,87 @@
+#include "report/report_parts.h"
+
+#include "core/error.h"
+#include "core/record_keys.h"
+
+namespace dlscale::report {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+/// The memory figures of a record's results.mem, as the store keeps them.
+struct MemoryMetric {
+  const char* header;  ///< the wide table's column
+  const char* metric;  ///< mem_<key> in the store
+};
+const MemoryMetric kMemory[] = {{"params MiB", "mem_params_bytes"},
+                                {"grads MiB", "mem_grads_bytes"},
+                                {"optimizer MiB", "mem_optimizer_bytes"},
+                                {"total MiB", "mem_total_bytes"},
+                                {"peak RSS MiB", "mem_peak_rss_bytes"}};
+
+}  // namespace
+
+std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs) {
+  std::vector<const RunRecord*> with;
+  for (const RunRecord& r : runs) {
+    if (median_metric(r, "mem_total_bytes")) with.push_back(&r);
+  }
+  std::vector<MemoryRow> rows;
+  if (with.empty()) return rows;
+  std::vector<std::string> labels = {"model", "strategy"};
+  for (const std::string& v : varying(with, {"strategy", "workers"})) labels.push_back(v);
+  for (const RunRecord* r : with) {
+    MemoryRow row;
+    for (const std::string& l : labels) row.labels.emplace_back(l, text_of(r->params, l));
+    row.workers = r->params.count("workers") ? static_cast<int>(sweep::param_int(r->params, "workers")) : 1;
+    for (const MemoryMetric& m : kMemory) row.mib.push_back(median_metric(*r, m.metric).value_or(-kMiB) / kMiB);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+/// What each worker keeps (docs/metrics.md, "Memory"): one row per run, the
+/// most any rank keeps, as accounted, and the peak resident set.
+Report memory_report(const std::vector<RunRecord>& runs) {
+  const std::vector<MemoryRow> rows = memory_rows(runs);
+  DLSCALE_CHECK(!rows.empty(), "no run in the selection has memory figures (train records have them since "
+                               "results.mem was added)");
+  Report rep;
+  rep.type = ReportType::kMemory;
+  rep.title = "Memory per worker (MiB: the most any rank keeps between steps, and its peak resident set)";
+  rep.notes.push_back("params, grads and optimizer are accounted from the tensors a rank keeps; peak RSS is "
+                      "the process's VmHWM (activations and LibTorch included)");
+  rep.notes.push_back("values are medians of the completed repeats");
+  Table t;
+  t.title = rep.title;
+  std::vector<std::string> labels;
+  for (const auto& [name, unused] : rows.front().labels) labels.push_back(name);
+  labels.push_back("workers");
+  add_label_columns(t, labels);
+  Table& d = rep.data;
+  d.title = rep.title;
+  add_label_columns(d, labels);
+  for (const MemoryMetric& m : kMemory) {
+    t.headers.push_back(m.header);
+    t.numeric.push_back(true);
+    d.headers.push_back(m.metric);
+    d.numeric.push_back(true);
+  }
+  for (const MemoryRow& row : rows) {
+    std::vector<Cell> cells, data_cells;
+    for (const auto& [unused, value] : row.labels) cells.push_back({value, {}});
+    cells.push_back({std::to_string(row.workers), {}});
+    data_cells = cells;
+    for (double mib : row.mib) {
+      cells.push_back(mib < 0 ? Cell{"", {}} : number(mib, "{:.1f}"));
+      data_cells.push_back(mib < 0 ? Cell{"", {}} : number(mib * kMiB, "{:.0f}"));
+    }
+    t.rows.push_back(std::move(cells));
+    d.rows.push_back(std::move(data_cells));
+  }
+  rep.tables.push_back(std::move(t));
+  return rep;
+}
+
+}  // namespace dlscale::report
