@@ -176,6 +176,13 @@ std::string line_chart(const std::string& title, const std::string& y_label, con
   return o.str();
 }
 
+/// Charts side by side.
+std::string chart_row(const std::vector<std::string>& charts) {
+  std::string o = "<div class=\"charts\">\n";
+  for (const std::string& c : charts) o += c;
+  return o + "</div>\n";
+}
+
 /// A short legend name: "resnet18 b32 ddp image-size=32". `kind` is left
 /// out when a '_' parameter (the user's own name for the tool) is shown.
 std::string row_name(const ScalingRow& r) {
@@ -220,12 +227,8 @@ std::string scaling_charts(const std::vector<ScalingRow>& rows) {
     tput.push_back(ideal);
     eff.push_back(e);
   }
-  std::ostringstream o;
-  o << "<div class=\"charts\">\n";
-  o << line_chart("Throughput vs workers (dashed: ideal scaling)", "samples/s", xs, tput, 0);
-  o << line_chart("Scaling efficiency vs workers", "efficiency (%)", xs, eff, 100);
-  o << "</div>\n";
-  return o.str();
+  return chart_row({line_chart("Throughput vs workers (dashed: ideal scaling)", "samples/s", xs, tput, 0),
+                    line_chart("Scaling efficiency vs workers", "efficiency (%)", xs, eff, 100)});
 }
 
 /// Memory per worker against workers, one line per configuration (model,
@@ -247,8 +250,9 @@ std::string memory_charts(const std::vector<MemoryRow>& rows) {
       order.push_back(name);
     }
     xs_set.insert(r.workers);
-    if (r.mib[3] >= 0) it->second.first.points.emplace_back(r.workers, r.mib[3]);
-    if (r.mib[4] >= 0) it->second.second.points.emplace_back(r.workers, r.mib[4]);
+    const double total_mib = r.mib[MemoryRow::kTotal], peak_mib = r.mib[MemoryRow::kPeakRss];
+    if (total_mib >= 0) it->second.first.points.emplace_back(r.workers, total_mib);
+    if (peak_mib >= 0) it->second.second.points.emplace_back(r.workers, peak_mib);
   }
   std::vector<Series> accounted, peak;
   for (const std::string& name : order) {
@@ -258,12 +262,8 @@ std::string memory_charts(const std::vector<MemoryRow>& rows) {
     peak.push_back(p);
   }
   const std::vector<double> xs(xs_set.begin(), xs_set.end());
-  std::ostringstream o;
-  o << "<div class=\"charts\">\n";
-  o << line_chart("Parameters + gradients + optimizer state per worker", "MiB", xs, accounted, 0);
-  o << line_chart("Peak resident set per worker", "MiB", xs, peak, 0);
-  o << "</div>\n";
-  return o.str();
+  return chart_row({line_chart("Parameters + gradients + optimizer state per worker", "MiB", xs, accounted, 0),
+                    line_chart("Peak resident set per worker", "MiB", xs, peak, 0)});
 }
 
 /// busbw against message size, one chart per operation.

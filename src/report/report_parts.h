@@ -55,7 +55,8 @@ Comparison compare_runs(const std::vector<RunRecord>& runs, const std::string& b
 struct MemoryRow {
   std::vector<std::pair<std::string, std::string>> labels;  ///< model, strategy, varying params
   int workers = 1;
-  std::vector<double> mib;  ///< params, grads, optimizer, total, peak RSS; < 0 = unknown
+  std::vector<double> mib;  ///< by Figure; < 0 = unknown
+  enum Figure { kParams, kGrads, kOptimizer, kTotal, kPeakRss };
 };
 /// The runs with memory figures, in order.
 std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs);
