@@ -30,7 +30,10 @@ std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs) {
   std::vector<MemoryRow> rows;
   if (with.empty()) return rows;
   std::vector<std::string> labels = {"model", "strategy"};
-  for (const std::string& v : varying(with, {"strategy", "workers"})) labels.push_back(v);
+  // A model's own settings (its image size, vocabulary, rate) add no row.
+  for (const std::string& v : varying(with, {"strategy", "workers"})) {
+    if (!determined_by(with, "model", v)) labels.push_back(v);
+  }
   for (const RunRecord* r : with) {
     MemoryRow row;
     for (const std::string& l : labels) row.labels.emplace_back(l, text_of(r->params, l));
