@@ -83,9 +83,22 @@ struct HeldBytes {
   int64_t grads = -1;
 };
 
-/// Builds an optimizer over the given tensors (a shard owns its variables' optimizer).
-using OptimizerFactory =
-    std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<torch::Tensor>)>;
+/// What an optimizer over segments of the model's tensors (--strategy zero)
+/// needs for whole-tensor quantities, such as LARS's norms.
+struct TensorSegments {
+  /// Per optimizer parameter, in the order given: the model tensor
+  /// (registration index) it is a segment of.
+  std::vector<int64_t> tensor_of;
+  int64_t tensors = 0;  ///< the model's tensors
+  /// Collective over the workers: sums a float32 tensor elementwise. Every
+  /// worker calls it equally often (once per step where it is used).
+  std::function<void(torch::Tensor&)> sum_over_workers;
+};
+
+/// Builds an optimizer over the given tensors (a shard owns its variables'
+/// optimizer); `segments` is null unless they are segments of tensors.
+using OptimizerFactory = std::function<std::unique_ptr<torch::optim::Optimizer>(
+    std::vector<torch::Tensor>, const TensorSegments* segments)>;
 
 class GradientSync {
  public:

@@ -41,7 +41,7 @@ void PsShard::run() {
                                     config_.shard, e.what()));
     }
   }
-  optimizer_ = config_.make_optimizer({values_});
+  optimizer_ = config_.make_optimizer({values_}, nullptr);
   std::vector<std::thread> links;
   for (int w = 0; w < workers_; ++w) links.emplace_back([this, w] { serve(w); });
   for (auto& t : links) t.join();

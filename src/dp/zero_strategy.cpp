@@ -13,10 +13,6 @@ class ZeroStrategy : public Strategy {
   explicit ZeroStrategy(const SyncOptions& options) : options_(options) {}
 
   void check(const RunNeeds& n) const override {
-    // A worker's optimizer sees flat chunks that cut across tensors.
-    DLSCALE_CHECK(!n.per_tensor_update,
-                  "--strategy zero updates flat shards that cut across tensors: --optimizer lars "
-                  "(a per-tensor trust ratio) and --wd-exclude bias-norm need another strategy");
     DLSCALE_CHECK(!n.loss_scaling,
                   "--amp fp16 unscales and checks whole gradients, of which --strategy zero keeps "
                   "a shard: use --amp bf16 with --strategy zero");

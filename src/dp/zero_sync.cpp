@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/clock.h"
 #include "core/error.h"
 #include "dp/bucketed_sync.h"
@@ -21,7 +23,9 @@ class ZeroSync : public BucketedSync {
         comm_(comm),
         stage_(options.zero_stage) {
     shard_parameters();
-    optimizer_ = make_optimizer(shards_);
+    segments_.tensors = static_cast<int64_t>(this->params().size());
+    segments_.sum_over_workers = [this](torch::Tensor& t) { comm_.allreduce(t, comm::ReduceOp::kSum); };
+    optimizer_ = make_optimizer(segments_of_tensors_, &segments_);
     describe(options);
   }
   ~ZeroSync() override { stop_comm_thread(); }
@@ -41,13 +45,20 @@ class ZeroSync : public BucketedSync {
  private:
   int64_t chunk(const Bucket& bucket) const { return bucket.elements / comm_.size(); }
   void shard_parameters();
+  /// The optimizer's pieces of `bucket`'s tensors in this rank's chunk of
+  /// `flat`, with their gradients in `grads` (the chunk's).
+  void add_segments(const Bucket& bucket, const torch::Tensor& flat, const torch::Tensor& grads);
   void describe(const SyncOptions& options);
 
   comm::Communicator& comm_;
   const int stage_;
   std::vector<torch::Tensor> flat_params_;  // per bucket: every parameter of it, padded
-  std::vector<torch::Tensor> shards_;       // per bucket: this rank's chunk of flat_params_ (the optimizer's)
+  std::vector<torch::Tensor> shards_;       // per bucket: this rank's chunk of flat_params_
   std::vector<torch::Tensor> shard_grads_;  // stage 2, per bucket: the reduced chunk
+  // The optimizer's parameters: the pieces of the model's tensors inside
+  // this rank's chunks, and which tensor each is a piece of.
+  std::vector<torch::Tensor> segments_of_tensors_;
+  TensorSegments segments_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   double gather_seconds_ = 0;
   int64_t updates_ = 0;
@@ -69,15 +80,35 @@ void ZeroSync::shard_parameters() {
       offset += p.numel();
     }
     const int64_t n = chunk(bucket);
-    torch::Tensor shard = flat.narrow(0, rank * n, n).detach();
+    torch::Tensor grads;  // the chunk's reduced gradients
     if (stage_ == 1) {
-      shard.mutable_grad() = bucket.buffer.narrow(0, rank * n, n);
+      grads = bucket.buffer.narrow(0, rank * n, n);
     } else {
       shard_grads_.push_back(torch::zeros({n}, flat.options()));
-      shard.mutable_grad() = shard_grads_.back();
+      grads = shard_grads_.back();
     }
+    add_segments(bucket, flat, grads);
     flat_params_.push_back(flat);
-    shards_.push_back(shard);
+    shards_.push_back(flat.narrow(0, rank * n, n));
+  }
+}
+
+void ZeroSync::add_segments(const Bucket& bucket, const torch::Tensor& flat, const torch::Tensor& grads) {
+  const int64_t n = chunk(bucket);
+  const int64_t lo = comm_.rank() * n, hi = lo + n;
+  int64_t offset = 0;
+  for (size_t k : bucket.params) {
+    const torch::Tensor& p = params()[k];
+    const int64_t a = std::max(lo, offset), b = std::min(hi, offset + p.numel());
+    offset += p.numel();
+    if (a >= b) continue;
+    // A weight's piece is [1, len], a bias's [len]: the optimizer's
+    // bias-and-norm group (tensors of at most one dimension) stays right.
+    const std::vector<int64_t> shape = p.dim() >= 2 ? std::vector<int64_t>{1, b - a} : std::vector<int64_t>{b - a};
+    torch::Tensor segment = flat.narrow(0, a, b - a).detach().view(shape);
+    segment.mutable_grad() = grads.narrow(0, a - lo, b - a).view(shape);
+    segments_of_tensors_.push_back(segment);
+    segments_.tensor_of.push_back(static_cast<int64_t>(k));
   }
 }
 

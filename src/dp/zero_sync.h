@@ -8,9 +8,12 @@
 //  - a complete bucket of gradients (averaged as it is packed) is
 //    reduce-scattered on the communication thread, overlapping the rest of
 //    the backward pass: each worker receives the mean of its own chunk;
-//  - the worker's optimizer holds state for its chunks only; it steps them
-//    (at the trainer's current learning rate), then every bucket's
-//    parameters are all-gathered in place;
+//  - the worker's optimizer holds state for its chunks only: its parameters
+//    are the pieces of the model's tensors inside them (a weight's as
+//    [1, n], so the bias-and-norm group stays right; LARS sums each
+//    tensor's squared norms over the pieces and the workers in one small
+//    allreduce per step); it steps them at the trainer's current learning
+//    rate, then every bucket's parameters are all-gathered in place;
 //  - stage 1 keeps the full gradient buffers between steps (the reduced
 //    chunk lands in the worker's own slice of them); stage 2 keeps only the
 //    reduced chunks: a bucket's buffer lives from its first gradient until

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "train/closure_loss.h"
 
 namespace dlscale::train {
@@ -13,14 +14,10 @@ Lars::Lars(std::vector<torch::optim::OptimizerParamGroup> groups, LarsOptions de
 
 namespace {
 
-/// lr·trust of every (w, g) pair, trust = η‖w‖ / (‖g‖ + λ‖w‖), or 1 where a
-/// norm is 0: the norms of all tensors at once (multi-tensor), the ratios in
-/// a few element-wise operations, read back in one copy (a GPU waits once
-/// per group instead of twice per tensor).
-std::vector<double> trust_rates(const std::vector<torch::Tensor>& w, const std::vector<torch::Tensor>& g,
-                                const LarsOptions& o) {
-  const torch::Tensor w_norm = torch::stack(at::_foreach_norm(w));
-  const torch::Tensor g_norm = torch::stack(at::_foreach_norm(g));
+/// lr·trust of every (w, g) pair from their norms, trust = η‖w‖ / (‖g‖ +
+/// λ‖w‖), or 1 where a norm is 0: a few element-wise operations, read back
+/// in one copy (a GPU waits once per group instead of twice per tensor).
+std::vector<double> trust_rates(const torch::Tensor& w_norm, const torch::Tensor& g_norm, const LarsOptions& o) {
   const torch::Tensor trust = torch::where(w_norm.gt(0).logical_and(g_norm.gt(0)),
                                            w_norm.mul(o.eta()).div(g_norm.add(w_norm, o.weight_decay())),
                                            torch::ones_like(w_norm));
@@ -30,9 +27,39 @@ std::vector<double> trust_rates(const std::vector<torch::Tensor>& w, const std::
 
 }  // namespace
 
+void Lars::shard(std::vector<std::vector<int64_t>> tensor_of, int64_t tensors,
+                 std::function<void(torch::Tensor&)> sum_over_workers) {
+  DLSCALE_CHECK(tensor_of.size() == param_groups().size(), "LARS: {} groups of segments for {} groups",
+                tensor_of.size(), param_groups().size());
+  sharding_ = Sharding{std::move(tensor_of), tensors, std::move(sum_over_workers)};
+}
+
+torch::Tensor Lars::whole_tensor_norms() {
+  // Squared norms of this worker's segments, added up per tensor, then over
+  // the workers: one collective per step whatever this worker holds.
+  torch::TensorOptions on = torch::TensorOptions().dtype(torch::kFloat32);
+  for (const auto& group : param_groups()) {
+    if (!group.params().empty()) on = on.device(group.params().front().device());
+  }
+  torch::Tensor sums = torch::zeros({2, sharding_->tensors}, on);
+  for (size_t gi = 0; gi < param_groups().size(); ++gi) {
+    const auto& params = param_groups()[gi].params();
+    for (size_t pi = 0; pi < params.size(); ++pi) {
+      if (!params[pi].grad().defined()) continue;
+      const int64_t t = sharding_->tensor_of[gi][pi];
+      // Summed in float64 here; only the workers' partial sums add in float32.
+      sums[0][t] += params[pi].square().sum(torch::kFloat64);
+      sums[1][t] += params[pi].grad().square().sum(torch::kFloat64);
+    }
+  }
+  sharding_->sum_over_workers(sums);
+  return sums.sqrt_();
+}
+
 torch::Tensor Lars::step(LossClosure closure) {
   const torch::Tensor loss = closure_loss(closure);
   torch::NoGradGuard no_grad;
+  const torch::Tensor sharded_norms = sharding_ ? whole_tensor_norms() : torch::Tensor();
   for (size_t gi = 0; gi < param_groups().size(); ++gi) {
     auto& group = param_groups()[gi];
     const auto& o = static_cast<const LarsOptions&>(group.options());
@@ -45,7 +72,17 @@ torch::Tensor Lars::step(LossClosure closure) {
       gs.push_back(group.params()[pi].grad());
     }
     if (with_grad.empty()) continue;
-    const std::vector<double> rates = o.adapt() ? trust_rates(ws, gs, o) : std::vector<double>();
+    std::vector<double> rates;
+    if (o.adapt() && sharded_norms.defined()) {
+      // Each segment takes its whole tensor's norms.
+      std::vector<int64_t> ids;
+      for (size_t pi : with_grad) ids.push_back(sharding_->tensor_of[gi][pi]);
+      const torch::Tensor index = torch::tensor(ids, torch::kInt64).to(sharded_norms.device());
+      rates = trust_rates(sharded_norms[0].index_select(0, index), sharded_norms[1].index_select(0, index), o);
+    } else if (o.adapt()) {
+      // The norms of all tensors at once (multi-tensor).
+      rates = trust_rates(torch::stack(at::_foreach_norm(ws)), torch::stack(at::_foreach_norm(gs)), o);
+    }
     for (size_t i = 0; i < with_grad.size(); ++i) {
       // Excluded tensors (adapt off): plain momentum, no decay, no trust ratio.
       const torch::Tensor update =

@@ -9,6 +9,8 @@
 // v ← m·v + lr·g with neither trust ratio nor weight decay.
 #include <torch/torch.h>
 
+#include <functional>
+#include <optional>
 #include <vector>
 
 namespace dlscale::train {
@@ -30,14 +32,29 @@ class Lars : public torch::optim::Optimizer {
  public:
   Lars(std::vector<torch::optim::OptimizerParamGroup> groups, LarsOptions defaults);
   torch::Tensor step(LossClosure closure = nullptr) override;
-  /// Momentum buffers, by group then parameter (for checkpoints).
+  /// The parameters are segments of tensors spread over workers (--strategy
+  /// zero): `tensor_of[group][param]` is each one's tensor (of `tensors`);
+  /// each step sums the segments' squared norms per tensor over the
+  /// workers with `sum_over_workers` (one collective per step) and takes
+  /// the trust ratio from those.
+  void shard(std::vector<std::vector<int64_t>> tensor_of, int64_t tensors,
+             std::function<void(torch::Tensor&)> sum_over_workers);
   /// Bytes of the velocity tensors kept so far.
   int64_t state_bytes() const;
+  /// Momentum buffers, by group then parameter (for checkpoints).
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 
  private:
   std::vector<std::vector<torch::Tensor>> velocity_;  ///< [group][param], undefined until first used
+  struct Sharding {
+    std::vector<std::vector<int64_t>> tensor_of;
+    int64_t tensors = 0;
+    std::function<void(torch::Tensor&)> sum_over_workers;
+  };
+  std::optional<Sharding> sharding_;
+  /// [2, tensors]: each tensor's ‖w‖ and ‖g‖ over all workers' segments.
+  torch::Tensor whole_tensor_norms();
 };
 
 }  // namespace dlscale::train

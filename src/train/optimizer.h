@@ -14,9 +14,13 @@ namespace dlscale::train {
 /// and weight decay. When the recipe excludes biases and norm weights, those
 /// (every tensor of at most one dimension) form a second group without
 /// weight decay (and, for LARS, without the trust ratio).
+/// With `segments` (parameters that are segments of the model's tensors,
+/// --strategy zero), LARS takes each tensor's norms summed over its segments
+/// on every worker.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& optimizer,
                                                         std::vector<torch::Tensor> params,
-                                                        const RecipeOptions& recipe);
+                                                        const RecipeOptions& recipe,
+                                                        const dp::TensorSegments* segments = nullptr);
 
 /// Whether --wd-exclude (auto: for LARS only) puts 1-D tensors in their own group.
 bool excludes_bias_norm(OptimizerKind kind, const RecipeOptions& recipe);
