@@ -241,7 +241,8 @@ std::string memory_charts(const std::vector<MemoryRow>& rows) {
     std::string name;
     for (const auto& [k, v] : r.labels) {
       if (v == "-") continue;  // a parameter other runs set
-      name += (name.empty() ? "" : " ") + (k == "model" || k == "strategy" ? v : k + "=" + v);
+      // The user's own names ('_' parameters) read as themselves, as in row_name().
+      name += (name.empty() ? "" : " ") + (k == "model" || k == "strategy" || k[0] == '_' ? v : k + "=" + v);
     }
     auto [it, added] = by_name.try_emplace(name);
     if (added) {
