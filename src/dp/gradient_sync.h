@@ -107,6 +107,11 @@ class GradientSync {
   /// Before a step's data and forward (a bounded-staleness parameter server
   /// makes step 0 wait its turn here).
   virtual void begin_step() {}
+  /// Before the model's parameters are read: a step's forward, an
+  /// evaluation, the end of the run. A strategy that frees them between
+  /// steps (zero stage 3) gathers them here; they stay whole until its next
+  /// end_backward().
+  virtual void need_parameters() {}
   /// Before backward.
   virtual void begin_backward() = 0;
   /// After backward: every parameter's .grad holds the gradient to apply (the

@@ -82,10 +82,7 @@ void check_sync_options(const SyncOptions& o) {
   DLSCALE_CHECK(o.zero_stage == SyncOptions{}.zero_stage || o.strategy == StrategyKind::kZero,
                 "--zero-stage applies to --strategy zero only (got --strategy {})",
                 to_string(o.strategy));
-  DLSCALE_CHECK(o.zero_stage != 3,
-                "--zero-stage 3 (parameters sharded, gathered per unit around forward and backward) "
-                "is not built yet; allowed: 1, 2");
-  DLSCALE_CHECK(o.zero_stage == 1 || o.zero_stage == 2, "--zero-stage must be 1 or 2 (got {})",
+  DLSCALE_CHECK(o.zero_stage >= 1 && o.zero_stage <= 3, "--zero-stage must be 1, 2 or 3 (got {})",
                 o.zero_stage);
   check_ps_options(o);
 }

@@ -92,7 +92,7 @@ struct SyncOptions {
   double bucket_mb = 25.0;       ///< bucket capacity in MiB; 0 = one bucket after backward
   double first_bucket_mb = 1.0;  ///< capacity of the first bucket (the last layers' gradients)
   SyncBuffers sync_buffers = SyncBuffers::kInit;
-  int zero_stage = 1;  ///< --strategy zero: 1 = optimizer state sharded, 2 = and gradients
+  int zero_stage = 1;  ///< --strategy zero: 1 = optimizer state sharded, 2 = and gradients, 3 = and parameters
   PsOptions ps;  ///< --strategy ps only (its own table)
 
   /// The strategy's own flags; PsOptions has its table (a help group of its own).
@@ -133,8 +133,9 @@ struct SyncOptions {
       s.first_bucket_mb);
     v(Option{"--zero-stage",
              "--strategy zero: 1 (optimizer state sharded over the workers) | 2 (and gradients: each "
-             "worker keeps only its shard of the reduced gradients). Stage 3 (parameters sharded) is not "
-             "built yet",
+             "worker keeps only its shard of the reduced gradients) | 3 (and parameters: between steps a "
+             "worker keeps only its shard; the whole model, as one unit, is gathered before forward and "
+             "freed after backward)",
              "zero_stage"}
           .agreed(),
       s.zero_stage);

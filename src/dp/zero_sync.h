@@ -1,5 +1,5 @@
 #pragma once
-// --strategy zero: sharded data parallelism as ZeRO stages 1 and 2
+// --strategy zero: sharded data parallelism as ZeRO stages 1, 2 and 3
 // (docs/strategies.md, "Sharded data parallelism"), on the bucketing and
 // overlap of dp/bucketed_sync.h.
 //  - each bucket is a flat buffer padded to a multiple of the workers, split
@@ -17,7 +17,12 @@
 //  - stage 1 keeps the full gradient buffers between steps (the reduced
 //    chunk lands in the worker's own slice of them); stage 2 keeps only the
 //    reduced chunks: a bucket's buffer lives from its first gradient until
-//    its reduce-scatter is done.
+//    its reduce-scatter is done;
+//  - stage 3 also keeps only its chunks of the parameters: the whole model
+//    is one unit (FSDP's root-only wrapping), its flat buffers freed after
+//    backward (their storage, so autograd's references stay valid) and
+//    all-gathered from the chunks when next needed (need_parameters: a
+//    step's forward, an evaluation, the end of the run).
 // The parameters' own .grad tensors are released after backward.
 #include <memory>
 #include <vector>
@@ -32,8 +37,8 @@ namespace dlscale::dp {
 /// must outlive the sync): uses options.zero_stage, bucket_mb,
 /// first_bucket_mb and compress; `make_optimizer` builds the optimizer over
 /// the worker's shards. Collective over `comm` only in apply_update().
-std::unique_ptr<GradientSync> make_zero_sync(std::vector<torch::Tensor> params, comm::Communicator& comm,
-                                             const SyncOptions& options,
+std::unique_ptr<GradientSync> make_zero_sync(std::vector<torch::Tensor> params,
+                                             comm::Communicator& comm, const SyncOptions& options,
                                              const OptimizerFactory& make_optimizer);
 
 /// Elements of a bucket of `elements` padded for `ranks` shards.

@@ -1,7 +1,6 @@
-#include "report/report_parts.h"
-
 #include "core/error.h"
 #include "core/record_keys.h"
+#include "report/report_parts.h"
 
 namespace dlscale::report {
 
@@ -37,8 +36,10 @@ std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs) {
   for (const RunRecord* r : with) {
     MemoryRow row;
     for (const std::string& l : labels) row.labels.emplace_back(l, text_of(r->params, l));
-    row.workers = r->params.count("workers") ? static_cast<int>(sweep::param_int(r->params, "workers")) : 1;
-    for (const MemoryMetric& m : kMemory) row.mib.push_back(median_metric(*r, m.metric).value_or(-kMiB) / kMiB);
+    row.workers =
+        r->params.count("workers") ? static_cast<int>(sweep::param_int(r->params, "workers")) : 1;
+    for (const MemoryMetric& m : kMemory)
+      row.mib.push_back(median_metric(*r, m.metric).value_or(-kMiB) / kMiB);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -48,13 +49,16 @@ std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs) {
 /// most any rank keeps, as accounted, and the peak resident set.
 Report memory_report(const std::vector<RunRecord>& runs) {
   const std::vector<MemoryRow> rows = memory_rows(runs);
-  DLSCALE_CHECK(!rows.empty(), "no run in the selection has memory figures (train records have them since "
-                               "results.mem was added)");
+  DLSCALE_CHECK(!rows.empty(),
+                "no run in the selection has memory figures (train records have them since "
+                "results.mem was added)");
   Report rep;
   rep.type = ReportType::kMemory;
-  rep.title = "Memory per worker (MiB: the most any rank keeps between steps, and its peak resident set)";
-  rep.notes.push_back("params, grads and optimizer are accounted from the tensors a rank keeps; peak RSS is "
-                      "the process's VmHWM (activations and LibTorch included)");
+  rep.title =
+      "Memory per worker (MiB: the most any rank keeps between steps, and its peak resident set)";
+  rep.notes.push_back(
+      "params, grads and optimizer are accounted from the tensors a rank keeps; peak RSS is "
+      "the process's VmHWM (activations and LibTorch included)");
   rep.notes.push_back("values are medians of the completed repeats");
   Table t;
   t.title = rep.title;

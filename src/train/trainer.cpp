@@ -253,6 +253,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   if (worker_.world_size > 1 && result_.config.options.sync.sync_buffers == dp::SyncBuffers::kStep) {
     broadcast_buffers();
   }
+  sync_->need_parameters();
   const torch::Tensor loss = forward_loss(batch);
   clock.mark(2);
   observer.on_phase(step, "backward");
@@ -438,8 +439,11 @@ TrainResult Trainer::run(TrainObserver& observer) {
     if (after_step(step, observer)) break;  // the target is reached
   }
   const double wall = measuring_ ? now_seconds() - measure_start - paused_seconds_ : 0.0;
-  finish_convergence();
+  // The steps' traffic ends here: gathering sharded parameters for the
+  // replica check, the saved weights and a final evaluation is not a step's.
   const std::optional<int64_t> tcp_end = tcp_start ? tcp_bytes_acked() : std::nullopt;
+  sync_->need_parameters();
+  finish_convergence();
   record_strategy_report(sync_->report());
   result_.finished_at = utc_timestamp();
   if (worker_.world_size > 1) {

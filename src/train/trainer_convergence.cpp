@@ -121,6 +121,7 @@ bool Trainer::evaluate(int64_t done, TrainObserver& observer) {
                                        ? nlohmann::json(done / steps_per_epoch_)
                                        : nlohmann::json(epoch);
   if (mllog_) mllog_->start("eval_start", {{"epoch_num", epoch_num}});
+  sync_->need_parameters();
   // Every rank evaluates rank 0's batch-norm statistics, as one process would.
   if (worker_.world_size > 1) broadcast_buffers();
   const EvalSums sums = [&] {

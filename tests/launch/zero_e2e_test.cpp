@@ -28,7 +28,8 @@ const std::string kLenet =
     "--display-every 0 --global-batch 12 --first-bucket-mb 0.01 --bucket-mb 0.2";
 
 std::string with_optimizer(const std::string& optimizer) {
-  return kLenet + " --optimizer " + optimizer + (optimizer == "adam" ? " --lr 0.001" : " --lr 0.05");
+  return kLenet + " --optimizer " + optimizer +
+         (optimizer == "adam" ? " --lr 0.001" : " --lr 0.05");
 }
 
 std::vector<double> losses(const nlohmann::json& record) {
@@ -50,13 +51,14 @@ void expect_sharded_memory(const nlohmann::json& r, int stage, int n, int k) {
   const int64_t padded = sum_of(r["results"]["comm"]["bucket_bytes"]);
   const int64_t params = r["model"]["parameters"].get<int64_t>() * 4;
   EXPECT_GE(padded, params);
-  EXPECT_LT(padded, params + 4 * n * static_cast<int64_t>(r["results"]["comm"]["bucket_bytes"].size()));
+  EXPECT_LT(padded,
+            params + 4 * n * static_cast<int64_t>(r["results"]["comm"]["bucket_bytes"].size()));
   const nlohmann::json& per_rank = r["results"]["mem"]["per_rank"];
   ASSERT_EQ(per_rank.size(), static_cast<size_t>(n));
   for (int rank = 0; rank < n; ++rank) {
     SCOPED_TRACE("rank " + std::to_string(rank));
     const nlohmann::json& m = per_rank[rank];
-    EXPECT_EQ(m["params_bytes"], padded);
+    EXPECT_EQ(m["params_bytes"], stage == 3 ? padded / n : padded);
     EXPECT_EQ(m["grads_bytes"], stage == 1 ? padded : padded / n);
     // The optimizer keeps state for the rank's pieces of real tensors: a
     // chunk's padding (fewer than n elements per bucket, at its end) has none.
@@ -93,10 +95,10 @@ TEST(ZeroStrategy, StagesMatchOneWorkerAndAllreduceWithMomentumAndAdam) {
     for (const int n : {2, 3, 4}) {
       const std::string workers = " --workers " + std::to_string(n);
       const TrainRun allreduce = train(with_optimizer(optimizer) + workers);
-      for (const int stage : {1, 2}) {
+      for (const int stage : {1, 2, 3}) {
         SCOPED_TRACE(optimizer + " stage " + std::to_string(stage) + " x" + std::to_string(n));
-        const TrainRun r = train(with_optimizer(optimizer) + workers + " --strategy zero --zero-stage " +
-                                 std::to_string(stage));
+        const TrainRun r = train(with_optimizer(optimizer) + workers +
+                                 " --strategy zero --zero-stage " + std::to_string(stage));
         ASSERT_FALSE(r.weights.empty());
         if (optimizer == "momentum") {
           EXPECT_LE(closeness(r.weights, one.weights, 1e-5, 1e-7), 1.0);
@@ -111,7 +113,8 @@ TEST(ZeroStrategy, StagesMatchOneWorkerAndAllreduceWithMomentumAndAdam) {
         }
         const std::vector<double> mine = losses(r.record), theirs = losses(allreduce.record);
         ASSERT_EQ(mine.size(), theirs.size());
-        for (size_t s = 0; s < mine.size(); ++s) EXPECT_NEAR(mine[s], theirs[s], 1e-5 * std::abs(theirs[s]));
+        for (size_t s = 0; s < mine.size(); ++s)
+          EXPECT_NEAR(mine[s], theirs[s], 1e-5 * std::abs(theirs[s]));
         const nlohmann::json& c = r.record["results"]["comm"];
         EXPECT_EQ(c["strategy"], "zero");
         EXPECT_EQ(c["replicas_identical"], true);
@@ -139,19 +142,24 @@ TEST(ZeroStrategy, AllreduceAccountsFullReplicas) {
 // in float32; the weights agree within the wire type's precision.
 TEST(ZeroStrategy, CompressedGradientsAndMpirun) {
   const TrainRun one = train(with_optimizer("momentum"));
-  const TrainRun r = train(with_optimizer("momentum") + " --workers 2 --strategy zero --zero-stage 2 --compress bf16");
+  const TrainRun r = train(with_optimizer("momentum") +
+                           " --workers 2 --strategy zero --zero-stage 2 --compress bf16");
   EXPECT_LE(closeness(r.weights, one.weights, 1.0 / 128, 1e-3), 1.0);
   EXPECT_EQ(r.record["results"]["comm"]["wire_dtype"], "bfloat16");
   EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
-  // MPI: MPI_Reduce_scatter_block and an in-place MPI_Allgather.
+  // MPI: MPI_Reduce_scatter_block and MPI_Allgather, in place (stage 2)
+  // and from the kept shards (stage 3).
   const TrainRun adam = train(with_optimizer("adam"));
-  const std::string w = testing::temp_path("wz.pt");
-  const auto o = run_shell("mpirun --oversubscribe --allow-run-as-root -np 3 " + std::string(DLSCALE_BINARY) +
-                           " " + with_optimizer("adam") + " --strategy zero --zero-stage 2 --save-weights " + w);
-  ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("communication: mpi zero"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("replicas: identical\n"), std::string::npos) << o.out;
-  EXPECT_LE(closeness(testing::load_weights(w), adam.weights, 0, 1e-4), 1.0);
+  for (const std::string stage : {"2", "3"}) {
+    const std::string w = testing::temp_path("wz.pt");
+    const auto o = run_shell("mpirun --oversubscribe --allow-run-as-root -np 3 " +
+                             std::string(DLSCALE_BINARY) + " " + with_optimizer("adam") +
+                             " --strategy zero --zero-stage " + stage + " --save-weights " + w);
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("communication: mpi zero"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("replicas: identical\n"), std::string::npos) << o.out;
+    EXPECT_LE(closeness(testing::load_weights(w), adam.weights, 0, 1e-4), 1.0);
+  }
 }
 
 // Whole-tensor quantities: LARS's trust ratio from each tensor's norms
@@ -160,7 +168,8 @@ TEST(ZeroStrategy, CompressedGradientsAndMpirun) {
 // ranks; resnet18's batch norms give the exclusion something to exclude.
 TEST(ZeroStrategy, LarsAndBiasNormExclusionMatchAllreduce) {
   const std::string lars = kLenet + " --optimizer lars --lr 0.5 --weight-decay 0.0005";
-  const std::string excluded = kLenet + " --optimizer momentum --lr 0.05 --weight-decay 0.01 --wd-exclude bias-norm";
+  const std::string excluded =
+      kLenet + " --optimizer momentum --lr 0.05 --weight-decay 0.01 --wd-exclude bias-norm";
   // SGD at a rate too small to move a float32 weight: the initial weights.
   const std::vector<torch::Tensor> initial = train(kLenet + " --optimizer sgd --lr 1e-30").weights;
   for (const std::string& args : {lars, excluded}) {
@@ -173,9 +182,10 @@ TEST(ZeroStrategy, LarsAndBiasNormExclusionMatchAllreduce) {
     for (const int n : {2, 3}) {
       const std::string workers = " --workers " + std::to_string(n);
       const TrainRun allreduce = train(args + workers);
-      for (const int stage : {1, 2}) {
+      for (const int stage : {1, 2, 3}) {
         SCOPED_TRACE(args + workers + " stage " + std::to_string(stage));
-        const TrainRun r = train(args + workers + " --strategy zero --zero-stage " + std::to_string(stage));
+        const TrainRun r =
+            train(args + workers + " --strategy zero --zero-stage " + std::to_string(stage));
         ASSERT_FALSE(r.weights.empty());
         EXPECT_LE(closeness(r.weights, allreduce.weights, rtol, 1e-7), 1.0);
         EXPECT_LE(closeness(r.weights, one.weights, rtol, 1e-7), 1.0);
@@ -186,15 +196,41 @@ TEST(ZeroStrategy, LarsAndBiasNormExclusionMatchAllreduce) {
   }
 }
 
+// Stage 3 frees the parameters after every backward: evaluations between
+// steps and the end of the run (the replica check, the saved weights) gather
+// them first, and see exactly what allreduce's replicas hold.
+TEST(ZeroStrategy, Stage3EvaluatesAndSavesTheCurrentParameters) {
+  const std::string args =
+      "train --model tinycnn --data fashion-mnist --augment none --threads 1 --global-batch 64 "
+      "--steps 12 "
+      "--warmup 1 --eval-every-steps 5 --optimizer momentum --lr 0.05 --display-every 0 --workers "
+      "2";
+  const TrainRun allreduce = train(args);
+  const TrainRun r = train(args + " --strategy zero --zero-stage 3");
+  ASSERT_FALSE(r.weights.empty());
+  EXPECT_LE(closeness(r.weights, allreduce.weights, 1e-5, 1e-7), 1.0);
+  EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
+  const nlohmann::json& mine = r.record["results"]["convergence"]["evals"];
+  const nlohmann::json& theirs = allreduce.record["results"]["convergence"]["evals"];
+  ASSERT_EQ(mine.size(), theirs.size());
+  ASSERT_GE(mine.size(), 2u);
+  for (size_t e = 0; e < mine.size(); ++e) {
+    EXPECT_NEAR(mine[e]["top1"].get<double>(), theirs[e]["top1"].get<double>(), 1e-9)
+        << "evaluation " << e;
+  }
+}
+
 TEST(ZeroStrategy, WhatItCannotDoIsRefusedInOneLine) {
   auto o = run_dlscale("train --model lenet --zero-stage 2");
   EXPECT_EQ(o.code, 2);
-  EXPECT_EQ(o.err, "dlscale: error: --zero-stage applies to --strategy zero only (got --strategy allreduce)\n");
-  o = run_dlscale("train --model lenet --strategy zero --zero-stage 3");
+  EXPECT_EQ(
+      o.err,
+      "dlscale: error: --zero-stage applies to --strategy zero only (got --strategy allreduce)\n");
+  o = run_dlscale("train --model lenet --strategy zero --zero-stage 4");
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.err.find("--zero-stage 3 (parameters sharded"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err, "dlscale: error: --zero-stage must be 1, 2 or 3 (got 4)\n");
   o = run_dlscale("train --model lenet --strategy zero --zero-stage 0");
-  EXPECT_EQ(o.err, "dlscale: error: --zero-stage must be 1 or 2 (got 0)\n");
+  EXPECT_EQ(o.err, "dlscale: error: --zero-stage must be 1, 2 or 3 (got 0)\n");
   o = run_dlscale("train --model lenet --workers 2 --strategy zero --checkpoint /tmp/never.pt");
   EXPECT_NE(o.err.find("optimizer state sharded over the workers"), std::string::npos) << o.err;
 }
