@@ -9,8 +9,10 @@ each call and the result checked. Prints one JSON line.
 """
 import argparse
 import json
+import queue as queue_module
 import os
-import socket
+import shutil
+import tempfile
 import sys
 import time
 
@@ -19,9 +21,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def worker(rank, args, port, queue):
+def worker(rank, args, store, queue):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
                             world_size=args.workers)
     rows = []
     for size in args.sizes:
@@ -62,17 +64,31 @@ def main():
     p.add_argument("--iters", type=int, default=20)
     args = p.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    # A file rendezvous: a port picked here and bound later by rank 0 could
+    # be taken meanwhile by another process, and the ranks would wait for
+    # ever on a stranger's socket.
+    store = os.path.join(tempfile.mkdtemp(prefix="dlscale-peer-"), "store")
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, args, port, queue)) for r in range(args.workers)]
+    procs = [ctx.Process(target=worker, args=(r, args, store, queue)) for r in range(args.workers)]
     for proc in procs:
         proc.start()
-    result = queue.get(timeout=600)
-    for proc in procs:
-        proc.join()
+    try:
+        result = None
+        while result is None:
+            try:
+                result = queue.get(timeout=1)
+            except queue_module.Empty:
+                # A worker that died never reports: fail now, not after a timeout.
+                dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                if dead:
+                    for proc in procs:
+                        proc.terminate()
+                    raise SystemExit(f"peer_allreduce_torch: a worker exited with code {dead[0]}")
+        for proc in procs:
+            proc.join()
+    finally:
+        shutil.rmtree(os.path.dirname(store), ignore_errors=True)
     print(json.dumps(result))
     return 0
 

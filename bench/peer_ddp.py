@@ -16,7 +16,8 @@ Prints one JSON line. Run with Debian's interpreter:
 import argparse
 import json
 import os
-import socket
+import shutil
+import tempfile
 import statistics
 import sys
 
@@ -37,9 +38,9 @@ def state_bytes(optimizer):
                for t in st.values() if torch.is_tensor(t) and t.dim() > 0)
 
 
-def worker(rank, args, port, queue):
+def worker(rank, args, store, queue):
     torch.set_num_threads(args.threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
                             world_size=args.workers)
     torch.manual_seed(args.seed)
     size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
@@ -102,13 +103,17 @@ def main():
     ap.add_argument("--zero", action="store_true",
                     help="ZeroRedundancyOptimizer (optimizer state sharded over the ranks)")
     args = ap.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    # A file rendezvous: a port picked here and bound later by rank 0 could
+    # be taken meanwhile by another process, and the ranks would wait for
+    # ever on a stranger's socket.
+    store = os.path.join(tempfile.mkdtemp(prefix="dlscale-peer-"), "store")
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    mp.start_processes(worker, args=(args, port, queue), nprocs=args.workers, join=True,
-                       start_method="spawn")
+    try:
+        mp.start_processes(worker, args=(args, store, queue), nprocs=args.workers, join=True,
+                           start_method="spawn")
+    finally:
+        shutil.rmtree(os.path.dirname(store), ignore_errors=True)
     print(json.dumps(queue.get()))
 
 

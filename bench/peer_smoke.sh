@@ -14,13 +14,13 @@ trap 'rm -rf "$tmp"' EXIT
 failed=0
 passed=0
 
-# check NAME PATTERN COMMAND...: runs the command; it must exit 0 and print
-# a line matching PATTERN (an extended regex).
+# check NAME PATTERN COMMAND...: runs the command; within 5 minutes it must
+# exit 0 and print a line matching PATTERN (an extended regex).
 check() {
   local name=$1 pattern=$2
   shift 2
   local out="$tmp/$name.out"
-  if "$@" >"$out" 2>&1 && grep -Eq "$pattern" "$out"; then
+  if timeout -k 10 300 "$@" >"$out" 2>&1 && grep -Eq "$pattern" "$out"; then
     echo "PASS $name"
     passed=$((passed + 1))
   else

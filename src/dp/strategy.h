@@ -9,7 +9,7 @@
 //   allreduce, tree, hierarchical  bucketed_sync + their bucket collective
 //   independent                    no exchange (the compute-only ceiling)
 //   ps                             ps_strategy: servers, shards and pushes
-//   zero                           zero_strategy: sharded optimizer state (and gradients)
+//   zero                           zero_strategy: sharded optimizer state, gradients, parameters
 #include <chrono>
 #include <functional>
 #include <memory>
