@@ -101,6 +101,8 @@ class BucketedSync : public GradientSync {
   std::vector<Bucket>& buckets() { return buckets_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
   torch::ScalarType wire_dtype() const { return wire_; }
+  /// Where parameter `k`'s slot starts in its bucket, in elements.
+  int64_t slot_offset(size_t k) const { return offset_of_[k]; }
 
   SyncInfo info_;
 

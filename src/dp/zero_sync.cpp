@@ -10,8 +10,6 @@
 
 namespace dlscale::dp {
 
-int64_t zero_padded(int64_t elements, int ranks) { return (elements + ranks - 1) / ranks * ranks; }
-
 namespace {
 
 class ZeroSync : public BucketedSync {
@@ -76,14 +74,13 @@ void ZeroSync::shard_parameters() {
   for (Bucket& bucket : buckets()) {
     const torch::Tensor& first = params()[bucket.params.front()];
     torch::Tensor flat = torch::zeros({bucket.elements}, first.options());
-    int64_t offset = 0;
     for (size_t k : bucket.params) {
       const torch::Tensor& p = params()[k];
       // Same strides as the parameter (channels-last weights included).
-      torch::Tensor slot = flat.narrow(0, offset, p.numel()).as_strided(p.sizes(), p.strides());
+      torch::Tensor slot =
+          flat.narrow(0, slot_offset(k), p.numel()).as_strided(p.sizes(), p.strides());
       slot.copy_(p);
       p.set_data(slot);
-      offset += p.numel();
     }
     const int64_t n = chunk(bucket);
     torch::Tensor grads;  // the chunk's reduced gradients
@@ -105,11 +102,9 @@ void ZeroSync::add_segments(const Bucket& bucket, const torch::Tensor& values,
                             const torch::Tensor& grads) {
   const int64_t n = chunk(bucket);
   const int64_t lo = comm_.rank() * n, hi = lo + n;
-  int64_t offset = 0;
   for (size_t k : bucket.params) {
     const torch::Tensor& p = params()[k];
-    const int64_t a = std::max(lo, offset), b = std::min(hi, offset + p.numel());
-    offset += p.numel();
+    const int64_t a = std::max(lo, slot_offset(k)), b = std::min(hi, slot_offset(k) + p.numel());
     if (a >= b) continue;
     // A weight's piece is [1, len], a bias's [len]: the optimizer's
     // bias-and-norm group (tensors of at most one dimension) stays right.
@@ -152,11 +147,9 @@ void ZeroSync::reduce_bucket(Bucket& bucket, uint32_t /*tag*/) {
   const int64_t n = chunk(bucket);
   torch::Tensor input = bucket.buffer;
   if (wire_dtype() != torch::kFloat32) {
-    // Stage 1 keeps a wire copy; stage 2 makes one for this reduction only.
-    if (!bucket.wire.defined() || stage_ == 2)
-      input = bucket.buffer.to(wire_dtype());
-    else
-      input = bucket.wire.copy_(bucket.buffer);
+    // Stage 1 keeps a wire copy; stages 2-3 make one for this reduction only.
+    input =
+        bucket.wire.defined() ? bucket.wire.copy_(bucket.buffer) : bucket.buffer.to(wire_dtype());
   }
   torch::Tensor reduced = torch::empty({n}, input.options());
   comm_.reduce_scatter(input, reduced, comm::ReduceOp::kSum);

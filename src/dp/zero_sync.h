@@ -41,7 +41,4 @@ std::unique_ptr<GradientSync> make_zero_sync(std::vector<torch::Tensor> params,
                                              comm::Communicator& comm, const SyncOptions& options,
                                              const OptimizerFactory& make_optimizer);
 
-/// Elements of a bucket of `elements` padded for `ranks` shards.
-int64_t zero_padded(int64_t elements, int ranks);
-
 }  // namespace dlscale::dp

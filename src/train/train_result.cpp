@@ -176,29 +176,38 @@ nlohmann::json steps_json(const std::vector<StepRecord>& steps) {
 }
 
 /// Each figure's max over ranks (what a worker must have), and each rank's.
+/// What a worker must have: each figure's max over ranks, and the largest
+/// total any one rank keeps (not the sum of the maxima).
+struct MostKept {
+  RankMemory figures;
+  int64_t total = 0;
+};
+MostKept most_kept(const std::vector<RankMemory>& ranks) {
+  MostKept most{ranks.front(), ranks.front().total()};
+  for (const RankMemory& m : ranks) {
+    most.figures.params = std::max(most.figures.params, m.params);
+    most.figures.grads = std::max(most.figures.grads, m.grads);
+    most.figures.optimizer = std::max(most.figures.optimizer, m.optimizer);
+    most.figures.peak_rss = std::max(most.figures.peak_rss, m.peak_rss);
+    most.total = std::max(most.total, m.total());
+  }
+  return most;
+}
+
+/// Each figure's max over ranks (what a worker must have), and each rank's.
 nlohmann::json memory_json(const std::vector<RankMemory>& ranks) {
   if (ranks.empty()) return nullptr;
-  auto row = [](const RankMemory& m) {
+  auto row = [](const RankMemory& m, int64_t total) {
     return nlohmann::json{{"params_bytes", m.params},
                           {"grads_bytes", m.grads},
                           {"optimizer_bytes", m.optimizer},
-                          {"total_bytes", m.total()},
+                          {"total_bytes", total},
                           {"peak_rss_bytes", m.peak_rss >= 0 ? nlohmann::json(m.peak_rss) : nlohmann::json()}};
   };
-  RankMemory most = ranks.front();
-  nlohmann::json per_rank = nlohmann::json::array();
-  for (const RankMemory& m : ranks) {
-    most.params = std::max(most.params, m.params);
-    most.grads = std::max(most.grads, m.grads);
-    most.optimizer = std::max(most.optimizer, m.optimizer);
-    most.peak_rss = std::max(most.peak_rss, m.peak_rss);
-    per_rank.push_back(row(m));
-  }
-  nlohmann::json j = row(most);
-  j["total_bytes"] = std::max_element(ranks.begin(), ranks.end(), [](const RankMemory& a, const RankMemory& b) {
-                       return a.total() < b.total();
-                     })->total();
-  j["per_rank"] = per_rank;
+  const MostKept most = most_kept(ranks);
+  nlohmann::json j = row(most.figures, most.total);
+  j["per_rank"] = nlohmann::json::array();
+  for (const RankMemory& m : ranks) j["per_rank"].push_back(row(m, m.total()));
   return j;
 }
 
@@ -353,17 +362,14 @@ namespace {
 void print_memory_summary(std::ostream& out, const std::vector<RankMemory>& ranks) {
   if (ranks.empty()) return;
   constexpr double kMiB = 1024.0 * 1024.0;
-  RankMemory most;
-  for (const RankMemory& m : ranks) {
-    if (m.total() > most.total()) most = m;
-    most.peak_rss = std::max(most.peak_rss, m.peak_rss);
-  }
+  const MostKept most = most_kept(ranks);
+  const RankMemory& m = most.figures;
   fmt::print(out,
              "memory per worker{}: parameters {:.1f} MiB, gradients {:.1f} MiB, optimizer state "
              "{:.1f} MiB (total {:.1f} MiB){}\n",
-             ranks.size() > 1 ? " (the most any rank keeps)" : "", most.params / kMiB, most.grads / kMiB,
-             most.optimizer / kMiB, most.total() / kMiB,
-             most.peak_rss >= 0 ? fmt::format("; peak resident {:.1f} MiB", most.peak_rss / kMiB) : "");
+             ranks.size() > 1 ? " (the most any rank keeps)" : "", m.params / kMiB, m.grads / kMiB,
+             m.optimizer / kMiB, most.total / kMiB,
+             m.peak_rss >= 0 ? fmt::format("; peak resident {:.1f} MiB", m.peak_rss / kMiB) : "");
 }
 
 }  // namespace
