@@ -36,5 +36,6 @@ void add_results_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 void add_cluster_command(CLI::App& app);
+void add_predict_command(CLI::App& app, const std::vector<std::string>& argv);
 
 }  // namespace dlscale::cli

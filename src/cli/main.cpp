@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   dlscale::cli::add_report_command(app);
   dlscale::cli::add_data_command(app);
   dlscale::cli::add_cluster_command(app);
+  dlscale::cli::add_predict_command(app, args);
   dlscale::cli::check_number_flags(app);
 
   if (argc == 1) {

@@ -531,4 +531,26 @@ std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOpti
   return o.str();
 }
 
+std::string html_escape(const std::string& s) { return esc(s); }
+
+std::string render_chart_page(const std::string& title, const std::vector<std::string>& notes,
+                              const std::vector<ChartSpec>& charts, const std::string& body_html) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << esc(title)
+    << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<h1>" << esc(title) << "</h1>\n";
+  for (const std::string& n : notes) o << "<p class=\"meta\">" << esc(n) << "</p>\n";
+  std::vector<std::string> svgs;
+  for (const ChartSpec& c : charts) {
+    std::vector<Series> series;
+    for (size_t i = 0; i < c.lines.size(); ++i) {
+      Series s{c.lines[i].name, c.lines[i].points, static_cast<int>(i), c.lines[i].dashed};
+      if (s.dashed) s.stroke = "#888";
+      series.push_back(std::move(s));
+    }
+    svgs.push_back(line_chart(c.title, c.y_label, c.xs, series, c.y_min_top));
+  }
+  o << chart_row(svgs) << body_html << "</body>\n</html>\n";
+  return o.str();
+}
+
 }  // namespace dlscale::report

@@ -23,4 +23,24 @@ struct HtmlOptions {
 /// full parameters. Throws dlscale::Error when `runs` is empty.
 std::string render_html(const std::vector<sweep::RunRecord>& runs, const HtmlOptions& options);
 
+/// One line of a chart on a page of render_chart_page.
+struct ChartLine {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  ///< (x: one of the chart's xs, y)
+  bool dashed = false;                            ///< drawn thin and dashed, no legend entry
+};
+struct ChartSpec {
+  std::string title;
+  std::string y_label;
+  std::vector<double> xs;  ///< the categories of the x axis (worker counts), evenly spaced
+  std::vector<ChartLine> lines;
+  double y_min_top = 0;    ///< the y axis reaches at least this
+};
+/// A self-contained page (the report's style, no scripts): a title, notes
+/// under it, the charts side by side, then `body_html` (already escaped).
+std::string render_chart_page(const std::string& title, const std::vector<std::string>& notes,
+                              const std::vector<ChartSpec>& charts, const std::string& body_html);
+/// `s` with HTML's special characters escaped.
+std::string html_escape(const std::string& s);
+
 }  // namespace dlscale::report

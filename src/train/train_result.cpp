@@ -231,6 +231,7 @@ nlohmann::json results_json(const TrainResult& r) {
           {kData, data_json(r.data, s.measured_steps)},
           {kConvergence, to_json(r.convergence)},
           {kMem, memory_json(r.memory)},
+          {"backward_profile", r.backward_profile},
           {"loss_first", s.first_loss},
           {"loss_last", s.last_loss},
           // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).

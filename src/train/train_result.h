@@ -132,6 +132,7 @@ struct TrainResult {
   ConvergenceSummary convergence;         ///< evaluations and time to accuracy
   std::vector<StepTimes> rank_median_times;  ///< per rank: median per phase
   std::vector<RankMemory> memory;            ///< per rank, at the end of the run
+  nlohmann::json backward_profile;           ///< with --trace: train/backward_profile.h (else null)
 };
 
 /// Computes the summary from `steps` (measured steps only) and the wall time.

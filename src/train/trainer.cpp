@@ -22,6 +22,7 @@
 #include "train/evaluator.h"
 #include "train/mllog.h"
 #include "train/optimizer.h"
+#include "train/backward_profile.h"
 #include "train/trace.h"
 
 namespace dlscale::train {
@@ -78,7 +79,10 @@ Trainer::Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker
   setup_convergence(source);
   const TrainOptions& o = result_.config.options;
   if (!o.recipe.resume_path.empty()) resume_from(o.recipe.resume_path);
-  if (!o.output.trace_path.empty()) tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
+  if (!o.output.trace_path.empty()) {
+    tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
+    profiler_ = std::make_unique<BackwardProfiler>(model_->parameters());
+  }
   // Boundaries of the five phases (kNumPhases counts "total" too): six marks.
   if (device_.is_cuda()) phase_clock_ = make_cuda_phase_clock(device_.index(), kNumPhases);
   if (!phase_clock_) phase_clock_ = make_host_phase_clock(kNumPhases);
@@ -259,8 +263,10 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   observer.on_phase(step, "backward");
   compat::zero_grad_to_none(*optimizer_);
   sync_->begin_backward();
+  if (profiler_) profiler_->begin(now_seconds());
   scaler_->scale_loss(loss).backward();
   clock.mark(3);
+  if (profiler_) profiler_->end(now_seconds(), rec.measured);
   observer.on_phase(step, "comm");
   const dp::SyncStepStats comm = sync_->end_backward();
   const bool exchanges = result_.exchanged;
@@ -413,6 +419,7 @@ void Trainer::write_outputs() {
     torch::save(model_->parameters(), out);
     write_file_atomic(o.output.save_weights, out.str());
   }
+  if (profiler_) result_.backward_profile = profiler_->to_json();
   if (!o.output.json_path.empty()) write_file_atomic(o.output.json_path, to_json(result_).dump(2) + "\n");
 }
 

@@ -37,6 +37,7 @@ class Evaluator;
 class LossScaler;
 class Mllog;
 class Tracer;
+class BackwardProfiler;
 
 /// Receives progress from Trainer::run (on the calling thread).
 class TrainObserver {
@@ -154,6 +155,7 @@ class Trainer {
   std::unique_ptr<dp::Strategy> own_strategy_;  ///< when the context gave none
   std::unique_ptr<dp::GradientSync> sync_;
   std::unique_ptr<Tracer> tracer_;
+  std::unique_ptr<BackwardProfiler> profiler_;  ///< with --trace: when each gradient is ready
   std::unique_ptr<Evaluator> evaluator_;  ///< null when the run does not evaluate
   std::unique_ptr<Mllog> mllog_;          ///< rank 0 with --mllog only
   std::unique_ptr<PhaseClock> phase_clock_;  ///< host clock, or CUDA events on a GPU

@@ -1,0 +1,210 @@
+// dlscale predict: what N workers would do (flags -> workload, network,
+// strategies -> the scaling model, docs/predict.md).
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "predict/predict_output.h"
+#include "predict/system_file.h"
+#include "predict/zoo_profile.h"
+
+namespace dlscale::cli {
+namespace {
+
+struct PredictFlags {
+  std::string model;
+  models::ModelOptions model_options;
+  std::string calibrate;       // a 1-worker record with a backward profile
+  double device_rate = 0;      // a published samples/s of one device
+  std::string backward_from;   // a record whose backward profile splits a published figure
+  std::string system;
+  std::vector<std::string> commbench;
+  double link_gbps = 0, latency_us = -1, intra_gbps = 0, intra_latency_us = -1, cast_gbyte_s = -1;
+  int workers_per_node = 0;
+  std::vector<std::string> strategies;
+  std::string workers = "1-64";
+  long long batch = 0, global_batch = 0;
+  predict::PredictOptions options;
+  bool validate = false;
+  bool cores_given = false, buckets_given = false, first_bucket_given = false, threads_given = false, shared_given = false;
+  std::string json, html;
+};
+
+/// The backward profile of a published figure: measured when a record is
+/// given, else the FLOPs of each layer.
+predict::BackwardProfile profile_for(const PredictFlags& f, const std::string& model, double& flops) {
+  if (!f.backward_from.empty()) {
+    return predict::backward_profile_from_record(predict::read_json_file(f.backward_from), f.backward_from);
+  }
+  return predict::flops_backward_profile(model, f.model_options, flops);
+}
+
+predict::Workload make_workload(const PredictFlags& f, const predict::SystemSpec* system) {
+  if (!f.calibrate.empty()) {
+    DLSCALE_CHECK(f.device_rate == 0, "--calibrate and --device-rate both give the compute; give one");
+    predict::Workload w = predict::calibrate_from_record(predict::read_json_file(f.calibrate), f.calibrate);
+    DLSCALE_CHECK(f.model.empty() || f.model == w.model, "--model {} but {} measured {}", f.model, f.calibrate, w.model);
+    return w;
+  }
+  DLSCALE_CHECK(!f.model.empty(), "no compute to predict from: give --calibrate RECORD, or --model with "
+                "--device-rate (or a --system that lists the model's rate)");
+  double rate = f.device_rate;
+  long long batch = f.batch > 0 ? f.batch : 0;
+  if (rate == 0 && system != nullptr) {
+    rate = system->rate(f.model);
+    if (batch == 0) batch = system->batch;
+  }
+  DLSCALE_CHECK(rate > 0, "no samples/s for model '{}': give --device-rate (one device's published figure){}",
+                f.model, system != nullptr ? " or add it to the system's 'rates'" : "");
+  DLSCALE_CHECK(batch > 0, "--device-rate needs the --batch it was measured at");
+  double flops = 0;
+  predict::Workload w = predict::calibrate_from_rate(f.model, batch, rate, profile_for(f, f.model, flops));
+  w.flops_per_sample = flops;
+  return w;
+}
+
+/// The system's network, then each commbench record's level, then the flags.
+predict::Network make_network(const PredictFlags& f, const predict::SystemSpec* system) {
+  predict::Network n;
+  bool have_inter = system != nullptr, have_intra = system != nullptr;
+  if (system != nullptr) n = system->network;
+  for (const std::string& path : f.commbench) {
+    bool inter = false;
+    const predict::Link l = predict::link_from_commbench(predict::read_json_file(path), path, inter);
+    (inter ? n.inter : n.intra) = l;
+    (inter ? have_inter : have_intra) = true;
+  }
+  if (f.link_gbps > 0) {
+    n.inter.bytes_per_s = f.link_gbps * 1e9 / 8;
+    have_inter = true;
+  }
+  if (f.latency_us >= 0) n.inter.alpha_s = f.latency_us * 1e-6;
+  if (f.intra_gbps > 0) {
+    n.intra.bytes_per_s = f.intra_gbps * 1e9 / 8;
+    have_intra = true;
+  }
+  if (f.intra_latency_us >= 0) n.intra.alpha_s = f.intra_latency_us * 1e-6;
+  if (f.workers_per_node > 0) n.workers_per_node = f.workers_per_node;
+  if (f.cast_gbyte_s >= 0) n.cast_bytes_per_s = f.cast_gbyte_s * 1e9;
+  DLSCALE_CHECK(have_inter || have_intra, "no network: give --system, --commbench RECORD or --link-gbps");
+  if (!have_inter) n.inter = n.intra;
+  if (!have_intra) n.intra = n.inter;
+  return n;
+}
+
+void run(const PredictFlags& f, const std::vector<std::string>& argv) {
+  check_output_paths({{"--json", f.json}, {"--html", f.html}});
+  std::unique_ptr<predict::SystemSpec> system;
+  if (!f.system.empty()) system = std::make_unique<predict::SystemSpec>(predict::load_system(f.system, DLSCALE_SYSTEMS_DIR));
+  if (f.validate) {
+    DLSCALE_CHECK(system != nullptr, "--validate checks a system's published figures: give --system");
+    const auto rows = predict::validate_system(*system, [&](const std::string& model) {
+      double flops = 0;
+      return predict::calibrate_from_rate(model, system->batch, system->rate(model), profile_for(f, model, flops));
+    });
+    predict::print_validation(*system, rows, std::cout);
+    return;
+  }
+  const predict::Workload w = make_workload(f, system.get());
+  const predict::Network n = make_network(f, system.get());
+  std::vector<std::string> names = f.strategies;
+  if (names.empty() && system != nullptr && !system->strategy.empty()) names = {system->strategy};
+  if (names.empty()) names = predict::default_strategies();
+  std::vector<predict::StrategySpec> specs;
+  for (const std::string& s : names) specs.push_back(predict::parse_strategy(s));
+  predict::PredictOptions o = f.options;
+  o.workers = predict::parse_workers(f.workers);
+  DLSCALE_CHECK(f.batch >= 0 && f.global_batch >= 0, "--batch and --global-batch must be >= 1");
+  o.scaling = f.global_batch > 0 ? "strong" : "weak";
+  o.batch = f.global_batch > 0 ? f.global_batch : f.batch;
+  if (system != nullptr) {
+    predict::PredictOptions flags = o;
+    system->apply(o);  // the system's cores and buckets, then the flags given
+    if (f.cores_given) o.cores_per_node = flags.cores_per_node;
+    if (f.buckets_given) o.bucket_mb = flags.bucket_mb;
+    if (f.first_bucket_given) o.first_bucket_mb = flags.first_bucket_mb;
+    if (f.threads_given) o.threads_per_worker = flags.threads_per_worker;
+    if (f.shared_given) o.shared_cores = flags.shared_cores;
+  }
+  const double start = now_seconds();
+  const predict::Prediction p = predict::predict(w, n, specs, o);
+  const double took = now_seconds() - start;
+  predict::print_prediction(p, std::cout);
+  std::cerr << fmt::format("predicted {} point(s) in {:.3f} s\n", specs.size() * o.workers.size(), took);
+  // Indented for people, unless it is too long to read anyway.
+  const int indent = specs.size() * o.workers.size() <= 10000 ? 2 : -1;
+  if (!f.json.empty()) write_file_atomic(f.json, predict::prediction_json(p, argv).dump(indent) + "\n");
+  if (!f.html.empty()) write_file_atomic(f.html, predict::prediction_html(p));
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
+  auto f = std::make_shared<PredictFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "predict",
+      "Predict step time, throughput, speedup and scaling efficiency at N workers for each strategy, from one "
+      "worker's measured (or published) compute and the network's alpha-beta figures; names each point's "
+      "bottleneck (docs/predict.md). --validate checks a system's published figures.");
+  cmd->add_option("--model,-m", f->model, "Zoo model (with --device-rate or a --system rate)");
+  cmd->add_option("--image-size", f->model_options.image_size, "Input size of the zoo model; 0 = its default");
+  cmd->add_option("--calibrate", f->calibrate,
+                  "A 1-worker 'dlscale train --trace T --json FILE' record: forward, backward, optimizer, data "
+                  "and when each gradient became ready");
+  cmd->add_option("--device-rate", f->device_rate,
+                  "One device's published samples/s of --model at --batch (instead of --calibrate)");
+  cmd->add_option("--backward-from", f->backward_from,
+                  "With --device-rate: a record (train --trace) whose measured backward profile says when each "
+                  "gradient is ready; default: in proportion to each layer's FLOPs");
+  cmd->add_option("--system", f->system,
+                  "A system file, or the name of a shipped one (examples/systems/NAME.yaml): network, workers per "
+                  "node, strategy and published rates");
+  cmd->add_option("--commbench", f->commbench,
+                  "A 'dlscale commbench --json' record (repeatable): its allreduce fit gives the inside-node link, "
+                  "or the between-nodes link when it ran on an emulated cluster of 2+ hosts");
+  cmd->add_option("--link-gbps", f->link_gbps, "Between nodes: Gbit/s of each node's link");
+  cmd->add_option("--latency-us", f->latency_us, "Between nodes: latency of one message, microseconds");
+  cmd->add_option("--intra-gbps", f->intra_gbps, "Inside a node: Gbit/s of each worker's link");
+  cmd->add_option("--intra-latency-us", f->intra_latency_us, "Inside a node: latency, microseconds");
+  cmd->add_option("--workers-per-node,--gpus-per-node", f->workers_per_node, "Workers per node; 0 = the system's (1)");
+  cmd->add_option("--cast-gbyte-s", f->cast_gbyte_s, "fp32 GB/s of a cast to fp16/bf16 (+fp16, +bf16); < 0 = the system's");
+  cmd->add_option("--strategy,-s", f->strategies,
+                  "Strategies, comma-separated or repeated: allreduce | allreduce-hd | tree | hierarchical | ps[:K] "
+                  "| zero[:1|2|3], with +flat, +fp16, +bf16 and for ps +dedicated, +async, +node-aggregate; "
+                  "default: the system's, else allreduce, allreduce+flat, tree, hierarchical, ps:1, allreduce+fp16")
+      ->delimiter(',');
+  cmd->add_option("--workers,-n", f->workers,
+                  "N to predict: 1,2,4 | A-B (powers of two) | A-B:STEP | A-B:xF; up to 100,000,000")
+      ->capture_default_str();
+  cmd->add_option("--batch,-b", f->batch, "Per worker (weak scaling); 0 = the calibration's");
+  cmd->add_option("--global-batch", f->global_batch, "Strong scaling: the global batch, split over N");
+  cmd->add_option("--bucket-mb", f->options.bucket_mb, "Bucket size, MiB (0 = one bucket)")->capture_default_str();
+  cmd->add_option("--first-bucket-mb", f->options.first_bucket_mb, "First bucket, MiB")->capture_default_str();
+  cmd->add_option("--input-rate", f->options.input_samples_per_s,
+                  "One worker's input pipeline samples/s ('dlscale data bench'); 0 = never the limit");
+  cmd->add_option("--cores-per-node", f->options.cores_per_node,
+                  "Cores of a node: more workers' threads than this slow compute in proportion; 0 = the "
+                  "system's, or none");
+  cmd->add_option("--shared-cores", f->options.shared_cores,
+                  "Cores that all workers share (an emulated cluster on one machine, docs/cluster.md): more "
+                  "threads than this slow compute in proportion; 0 = the system's, or none");
+  cmd->add_option("--threads-per-worker", f->options.threads_per_worker,
+                  "Compute threads of each worker, for --cores-per-node")->capture_default_str();
+  cmd->add_flag("--validate", f->validate,
+                "Predict each published figure of --system from its one-device rate and print the errors");
+  cmd->add_option("--json", f->json, "Write the prediction record here (atomically)");
+  cmd->add_option("--html", f->html, "Write a self-contained HTML page: efficiency and throughput against N");
+  cmd->callback([f, argv, cmd] {
+    f->cores_given = cmd->count("--cores-per-node") > 0;
+    f->buckets_given = cmd->count("--bucket-mb") > 0;
+    f->first_bucket_given = cmd->count("--first-bucket-mb") > 0;
+    f->threads_given = cmd->count("--threads-per-worker") > 0;
+    f->shared_given = cmd->count("--shared-cores") > 0;
+    run(*f, argv);
+  });
+}
+
+}  // namespace dlscale::cli

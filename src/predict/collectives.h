@@ -1,0 +1,56 @@
+#pragma once
+// The α–β cost of each collective the strategies use (docs/predict.md has
+// every formula and its source): moving b bytes over one link takes
+// alpha + b / bandwidth. No LibTorch.
+#include <string>
+
+namespace dlscale::predict {
+
+/// One level of the network: a worker's link inside a node, or a node's
+/// link to the others.
+struct Link {
+  double alpha_s = 0;       ///< latency of one message, seconds
+  double bytes_per_s = 0;   ///< bandwidth of the link in each direction (full duplex), > 0
+};
+
+/// The network a job runs on: two levels and how many workers share a node.
+struct Network {
+  Link intra;                    ///< between workers of one node (NVLink, PCIe, shared memory)
+  Link inter;                    ///< each node's link to the others (its NIC)
+  int workers_per_node = 1;      ///< >= 1
+  double cast_bytes_per_s = 0;   ///< fp32 read rate of a cast to fp16/bf16; 0 = casts cost nothing
+
+  /// The link a collective over all `ranks` workers is bound by: inter when
+  /// they span more than one node.
+  const Link& flat_link(long long ranks) const;
+  /// Nodes that `ranks` workers fill, workers_per_node at a time.
+  long long nodes(long long ranks) const;
+};
+
+/// A communication time split into its terms, so a prediction can say what
+/// bounds it.
+struct Cost {
+  double latency_s = 0;    ///< the α terms
+  double transfer_s = 0;   ///< the bytes / bandwidth terms
+  double cast_s = 0;       ///< fp32 <-> fp16/bf16 casts
+  std::string link;        ///< the link whose transfer dominates: intra-node, inter-node, ps-shard
+  double total() const { return latency_s + transfer_s + cast_s; }
+  /// Adds `other`'s terms; the link becomes the one with the larger transfer.
+  Cost& add(const Cost& other);
+};
+
+/// Ring allreduce of `bytes` over `ranks` (Thakur et al. 2005; NCCL's
+/// rings): 2(p−1)·α + 2(p−1)/p · S/B. 0 for one rank.
+Cost ring_allreduce(double bytes, long long ranks, const Link& link, const char* name);
+/// Recursive halving–doubling allreduce (Rabenseifner; Thakur et al.):
+/// 2⌈log2 p⌉·α + 2(p−1)/p · S/B.
+Cost halving_doubling_allreduce(double bytes, long long ranks, const Link& link, const char* name);
+/// Reduce to rank 0 over the binary tree of ranks (children of r: 2r+1,
+/// 2r+2; Caffe's tree), one child at a time at each parent:
+/// Σ over levels of children(level)·(α + S/B). The broadcast back costs the same.
+Cost tree_reduce(double bytes, long long ranks, const Link& link, const char* name);
+/// Reduce-scatter (or all-gather) of a total of `bytes` over `ranks` as a
+/// ring: (p−1)·(α + S/(p·B)).
+Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, const char* name);
+
+}  // namespace dlscale::predict

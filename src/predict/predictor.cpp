@@ -1,0 +1,317 @@
+#include "predict/predictor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cerrno>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "dp/bucket_plan.h"
+
+namespace dlscale::predict {
+namespace {
+
+constexpr const char* kIntra = "intra-node link";
+constexpr const char* kInter = "inter-node link";
+constexpr const char* kShard = "ps-shard link";
+
+const char* flat_name(const Network& n, long long ranks) { return n.nodes(ranks) > 1 ? kInter : kIntra; }
+
+/// One message each way carrying `shard_side` bytes on the busiest shard's
+/// link or `worker_side` on a worker's, whichever is more.
+Cost busiest(double shard_side, double worker_side, const Link& link, const char* worker_name) {
+  Cost c;
+  c.latency_s = link.alpha_s;
+  c.transfer_s = std::max(shard_side, worker_side) / link.bytes_per_s;
+  c.link = shard_side >= worker_side ? kShard : worker_name;
+  return c;
+}
+
+/// Moving `bytes` (one push, or one pull) between N workers and K shards.
+Cost ps_transfer(const StrategySpec& s, const Network& n, long long workers, double bytes) {
+  const double k = static_cast<double>(s.shards(n.nodes(workers)));
+  if (s.node_aggregate) {
+    const long long local = std::min<long long>(workers, std::max(1, n.workers_per_node));
+    const double m = static_cast<double>(n.nodes(workers));
+    Cost c = busiest(static_cast<double>(local - 1) * bytes, 0, n.intra, kIntra);
+    c.link = kIntra;
+    if (m > 1) c.add(busiest((m - 1) * bytes / k, (k - 1) / k * bytes, n.inter, kInter));
+    return c;
+  }
+  const double w = static_cast<double>(workers);
+  if (s.ps_dedicated) return busiest(w * bytes / k, bytes, n.inter, kInter);
+  return busiest((w - 1) * bytes / k, (k - 1) / k * bytes, n.flat_link(workers), flat_name(n, workers));
+}
+
+/// The exchange of one bucket of `bytes` fp32 bytes during backward.
+Cost bucket_cost(const StrategySpec& s, const Network& n, long long workers, double bytes) {
+  const double wire = bytes * s.wire_fraction();
+  const Link& flat = n.flat_link(workers);
+  const char* name = flat_name(n, workers);
+  Cost c;
+  if (s.compress != "none" && n.cast_bytes_per_s > 0) c.cast_s = 2 * bytes / n.cast_bytes_per_s;  // down, then up
+  switch (s.algorithm) {
+    case Algorithm::kRing:
+      return c.add(ring_allreduce(wire, workers, flat, name));
+    case Algorithm::kHalvingDoubling:
+      return c.add(halving_doubling_allreduce(wire, workers, flat, name));
+    case Algorithm::kTree:
+      return c.add(tree_reduce(wire, workers, flat, name)).add(tree_reduce(wire, workers, flat, name));
+    case Algorithm::kHierarchical: {
+      const long long local = std::min<long long>(workers, n.workers_per_node);
+      const Cost inside = tree_reduce(wire, local, n.intra, kIntra);
+      return c.add(inside).add(ring_allreduce(wire, n.nodes(workers), n.inter, kInter)).add(inside);
+    }
+    case Algorithm::kPs:
+      return c.add(ps_transfer(s, n, workers, wire));
+    case Algorithm::kZero:
+      return c.add(ring_reduce_scatter(wire, workers, flat, name));
+  }
+  return c;
+}
+
+/// Wire bytes the busiest rank sends per step for `total` fp32 gradient bytes.
+double bytes_per_rank(const StrategySpec& s, const Network& n, long long workers, double total) {
+  const double wire = total * s.wire_fraction();
+  const double p = static_cast<double>(workers);
+  if (workers <= 1 && s.algorithm != Algorithm::kPs) return 0;
+  const double tree_node = workers >= 3 ? 3 * wire : wire;  // up once, down to two children
+  switch (s.algorithm) {
+    case Algorithm::kRing:
+    case Algorithm::kHalvingDoubling:
+      return 2 * (p - 1) / p * wire;
+    case Algorithm::kTree:
+      return tree_node;
+    case Algorithm::kHierarchical: {
+      const double m = static_cast<double>(n.nodes(workers));
+      const long long local = std::min<long long>(workers, n.workers_per_node);
+      return (local >= 3 ? 3 * wire : local == 2 ? wire : 0) + (m > 1 ? 2 * (m - 1) / m * wire : 0);
+    }
+    case Algorithm::kPs: {
+      const double k = static_cast<double>(s.shards(n.nodes(workers)));
+      if (s.ps_dedicated) return wire;
+      if (s.node_aggregate) return wire + (static_cast<double>(n.nodes(workers)) - 1) * wire / k;
+      return wire - wire / k + (p - 1) * wire / k;  // pushes to other shards, pulls its shard serves
+    }
+    case Algorithm::kZero:
+      return (p - 1) / p * (wire + total);
+  }
+  return 0;
+}
+
+/// The bottleneck of a step whose exchanges cost `comm` in all.
+std::string bottleneck(const StepPrediction& p, const Cost& comm, bool input_bound) {
+  if (input_bound) return "input pipeline";
+  if (p.exposed_comm_s <= 0.1 * p.step_s) return "compute";
+  if (comm.latency_s >= comm.transfer_s + comm.cast_s) return "latency";
+  if (comm.cast_s > comm.transfer_s) return "fp16 cast";
+  return comm.link;
+}
+
+/// The compute of one step at `scale` × the calibrated batch, slowed by `slow`.
+struct Compute {
+  double data_s, forward_s, backward_s, optimizer_s;
+};
+
+Compute scaled(const Workload& w, double scale, double slow) {
+  return {w.data_s * scale, w.forward_s * scale * slow, w.backward_s * scale * slow, w.optimizer_s * slow};
+}
+
+double slowdown(const PredictOptions& o, const Network& n, long long workers) {
+  const double threads = std::max(1, o.threads_per_worker);
+  double slow = 1;
+  if (o.cores_per_node > 0) {
+    const double local = static_cast<double>(std::min<long long>(workers, n.workers_per_node));
+    slow = std::max(slow, local * threads / o.cores_per_node);
+  }
+  if (o.shared_cores > 0) slow = std::max(slow, static_cast<double>(workers) * threads / o.shared_cores);
+  return slow;
+}
+
+/// A parameter server whose workers never wait for each other: each worker
+/// computes, pushes and pulls alone, and the shards' links cap the rate.
+double async_ps_step(const StrategySpec& s, const Network& n, long long workers, double total, double compute_s,
+                     Cost& comm) {
+  const double wire = total * s.wire_fraction();
+  const Link& link = s.ps_dedicated ? n.inter : n.flat_link(workers);
+  Cost own;
+  own.latency_s = 2 * link.alpha_s;
+  own.transfer_s = 2 * wire / link.bytes_per_s;
+  own.link = s.ps_dedicated ? kInter : flat_name(n, workers);
+  const double shard_load =
+      static_cast<double>(s.ps_dedicated ? workers : workers - 1) * wire / static_cast<double>(s.shards(n.nodes(workers)));
+  const double server_s = link.alpha_s + shard_load / link.bytes_per_s;
+  comm = own;
+  if (server_s > compute_s + own.total()) comm = busiest(shard_load, 0, link, kShard);
+  return std::max(compute_s + own.total(), server_s);
+}
+
+}  // namespace
+
+StreamResult run_stream(const std::vector<Transfer>& transfers) {
+  StreamResult r;
+  for (const Transfer& t : transfers) {
+    r.end_s = std::max(r.end_s, t.ready_s) + t.cost.total();
+    r.busy.add(t.cost);
+  }
+  return r;
+}
+
+std::vector<Bucket> plan_workload_buckets(const Workload& w, bool flat, double first_bucket_mb, double bucket_mb) {
+  if (flat) return {{static_cast<double>(w.param_bytes()), w.backward_s}};
+  std::vector<int64_t> bytes;
+  for (const Gradient& g : w.grads) bytes.push_back(g.bytes);
+  std::vector<Bucket> buckets;
+  for (const auto& items : dp::plan_buckets(bytes, first_bucket_mb, bucket_mb)) {
+    Bucket b;
+    for (size_t i : items) {
+      b.bytes += static_cast<double>(w.grads[i].bytes);
+      b.ready_s = std::max(b.ready_s, w.grads[i].ready_s);
+    }
+    buckets.push_back(b);
+  }
+  return buckets;
+}
+
+void check_strategy(const StrategySpec& s, const Network& n, long long workers) {
+  DLSCALE_CHECK(workers >= 1, "the worker count must be >= 1 (got {})", workers);
+  if (s.algorithm == Algorithm::kPs && !s.ps_dedicated) {
+    const long long hosts = s.node_aggregate ? n.nodes(workers) : workers;
+    const long long k = s.shards(n.nodes(workers));
+    DLSCALE_CHECK(k <= hosts, "strategy '{}': {} colocated shards need at least {} {} (N = {} has {})", s.label, k, k,
+                  s.node_aggregate ? "nodes" : "workers", workers, hosts);
+  }
+  DLSCALE_CHECK(s.algorithm != Algorithm::kHierarchical || n.workers_per_node >= 2,
+                "strategy '{}': hierarchical needs 2 or more workers per node (the system has {})", s.label,
+                n.workers_per_node);
+}
+
+StepPrediction predict_step(const Workload& w, const Network& n, const StrategySpec& s,
+                            const std::vector<Bucket>& buckets, long long workers, double batch_per_worker,
+                            const PredictOptions& o) {
+  StepPrediction p;
+  p.workers = workers;
+  p.batch_per_worker = batch_per_worker;
+  const double scale = batch_per_worker / static_cast<double>(w.batch);
+  const double slow = slowdown(o, n, workers);
+  const Compute c = scaled(w, scale, slow);
+  const double total = static_cast<double>(w.param_bytes());
+  double optimizer_s = c.optimizer_s;
+  p.compute_s = c.data_s + c.forward_s + c.backward_s + c.optimizer_s;
+  Cost comm;
+  double step = 0;
+  if (s.algorithm == Algorithm::kPs && s.ps_async) {
+    step = async_ps_step(s, n, workers, total, p.compute_s, comm);
+  } else {
+    std::vector<Transfer> stream;
+    for (const Bucket& b : buckets) stream.push_back({b.ready_s * scale * slow, bucket_cost(s, n, workers, b.bytes)});
+    const StreamResult r = run_stream(stream);
+    comm = r.busy;
+    Cost after;  // outside backward: before the next forward or after the update
+    if (s.algorithm == Algorithm::kPs) after = ps_transfer(s, n, workers, total * s.wire_fraction());
+    if (s.algorithm == Algorithm::kZero) {
+      optimizer_s /= static_cast<double>(workers);
+      for (const Bucket& b : buckets) after.add(ring_reduce_scatter(b.bytes, workers, n.flat_link(workers),
+                                                                    flat_name(n, workers)));
+    }
+    comm.add(after);
+    step = c.data_s + c.forward_s + std::max(c.backward_s, r.end_s) + optimizer_s + after.total();
+  }
+  const double input_s = o.input_samples_per_s > 0 ? batch_per_worker / o.input_samples_per_s : 0;
+  const bool input_bound = input_s > step;
+  p.step_s = std::max(step, input_s);
+  p.exposed_comm_s = std::max(0.0, step - (p.compute_s - c.optimizer_s + optimizer_s));
+  p.throughput = batch_per_worker * static_cast<double>(workers) / p.step_s;
+  p.bytes_per_rank = bytes_per_rank(s, n, workers, total);
+  p.bottleneck = bottleneck(p, comm, input_bound);
+  return p;
+}
+
+}  // namespace dlscale::predict
+
+namespace dlscale::predict {
+namespace {
+
+long long parse_count(const std::string& word, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = word.empty() ? 0 : std::strtoll(word.c_str(), &end, 10);
+  DLSCALE_CHECK(!word.empty() && *end == '\0' && errno == 0, "workers '{}': '{}' is not a whole number", text, word);
+  DLSCALE_CHECK(v >= 1, "workers '{}': every N must be >= 1 (got {})", text, v);
+  DLSCALE_CHECK(v <= 100'000'000, "workers '{}': N = {} is past 100,000,000", text, v);
+  return v;
+}
+
+/// "A-B" (powers of two from A), "A-B:STEP" (every STEP), "A-B:xF" (× F).
+void add_range(const std::string& part, const std::string& text, std::vector<long long>& out) {
+  const size_t dash = part.find('-');
+  const size_t colon = part.find(':');
+  const long long lo = parse_count(part.substr(0, dash), text);
+  const long long hi = parse_count(part.substr(dash + 1, colon == std::string::npos ? colon : colon - dash - 1), text);
+  DLSCALE_CHECK(lo <= hi, "workers '{}': range {} runs backwards", text, part);
+  const std::string step = colon == std::string::npos ? "x2" : part.substr(colon + 1);
+  const bool times = !step.empty() && step[0] == 'x';
+  const long long by = parse_count(times ? step.substr(1) : step, text);
+  DLSCALE_CHECK(!times || by >= 2, "workers '{}': a factor must be >= 2", text);
+  DLSCALE_CHECK((hi - lo) / (times ? 1 : by) < 1'000'000 || times, "workers '{}': more than 1,000,000 values", text);
+  for (long long v = lo; v <= hi; v = times ? v * by : v + by) out.push_back(v);
+}
+
+}  // namespace
+
+std::vector<long long> parse_workers(const std::string& text) {
+  std::vector<long long> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (part.find('-') != std::string::npos) {
+      add_range(part, text, out);
+    } else {
+      out.push_back(parse_count(part, text));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Prediction predict(const Workload& w, const Network& n, const std::vector<StrategySpec>& strategies,
+                   const PredictOptions& o) {
+  DLSCALE_CHECK(o.scaling == "weak" || o.scaling == "strong", "scaling must be weak or strong (got '{}')", o.scaling);
+  DLSCALE_CHECK(!o.workers.empty(), "no worker counts to predict");
+  DLSCALE_CHECK(!strategies.empty(), "no strategies to predict");
+  DLSCALE_CHECK(w.batch >= 1 && !w.grads.empty(), "the workload has no batch or no gradients");
+  DLSCALE_CHECK(n.intra.bytes_per_s > 0 && n.inter.bytes_per_s > 0, "the network needs bandwidths > 0 on both levels");
+  DLSCALE_CHECK(n.workers_per_node >= 1, "workers per node must be >= 1 (got {})", n.workers_per_node);
+  DLSCALE_CHECK(o.batch >= 0, "the batch must be >= 1 (got {})", o.batch);
+  Prediction result{w, n, o, 0, {}};
+  const double batch = static_cast<double>(o.batch > 0 ? o.batch : w.batch);
+  for (long long workers : o.workers) {
+    DLSCALE_CHECK(workers >= 1, "every N must be >= 1 (got {})", workers);
+    DLSCALE_CHECK(o.scaling == "weak" || static_cast<double>(workers) <= batch,
+                  "strong scaling: N = {} workers exceed the global batch of {}", workers, batch);
+  }
+  const Compute base = scaled(w, batch / static_cast<double>(w.batch), 1);
+  result.t1_s = base.data_s + base.forward_s + base.backward_s + base.optimizer_s;
+  for (const StrategySpec& s : strategies) {
+    for (long long workers : o.workers) check_strategy(s, n, workers);
+    StrategyPrediction sp{s, {}};
+    const std::vector<Bucket> buckets = plan_workload_buckets(w, s.flat, o.first_bucket_mb, o.bucket_mb);
+    sp.points.reserve(o.workers.size());
+    for (long long workers : o.workers) {
+      const double per = o.scaling == "weak" ? batch : batch / static_cast<double>(workers);
+      StepPrediction p = predict_step(w, n, s, buckets, workers, per, o);
+      p.speedup = p.throughput / (batch / result.t1_s);
+      const double ideal = o.scaling == "weak" ? result.t1_s : result.t1_s / static_cast<double>(workers);
+      p.efficiency_pct = 100.0 * ideal / p.step_s;
+      sp.points.push_back(std::move(p));
+    }
+    result.strategies.push_back(std::move(sp));
+  }
+  return result;
+}
+
+}  // namespace dlscale::predict

@@ -1,0 +1,90 @@
+#include "predict/strategy_model.h"
+
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace dlscale::predict {
+namespace {
+
+constexpr const char* kAllowed =
+    "allreduce | allreduce-hd | tree | hierarchical | ps[:K|:node] | zero[:1|2|3], then +flat, +fp16, +bf16 and for ps "
+    "+dedicated, +async, +node-aggregate";
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || text[i] == sep) {
+      parts.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return parts;
+}
+
+/// A whole number in [lo, hi], or an error naming `text`.
+int whole(const std::string& word, const std::string& text, int lo, int hi) {
+  char* end = nullptr;
+  const long v = word.empty() ? 0 : std::strtol(word.c_str(), &end, 10);
+  DLSCALE_CHECK(!word.empty() && *end == '\0' && v >= lo && v <= hi, "strategy '{}': '{}' must be a whole number in "
+                "{}..{}", text, word, lo, hi);
+  return static_cast<int>(v);
+}
+
+void apply_modifier(StrategySpec& s, const std::string& m, const std::string& text) {
+  const bool ps = s.algorithm == Algorithm::kPs;
+  if (m == "flat") {
+    s.flat = true;
+  } else if (m == "fp16" || m == "bf16") {
+    DLSCALE_CHECK(s.algorithm != Algorithm::kZero, "strategy '{}': zero does not compress its exchanges", text);
+    s.compress = m;
+  } else if (ps && m == "dedicated") {
+    s.ps_dedicated = true;
+  } else if (ps && m == "async") {
+    s.ps_async = true;
+  } else if (ps && m == "node-aggregate") {
+    s.node_aggregate = true;
+  } else {
+    throw Error(fmt::format("strategy '{}': unknown modifier '+{}'; allowed: {}", text, m, kAllowed));
+  }
+}
+
+}  // namespace
+
+StrategySpec parse_strategy(const std::string& text) {
+  const std::vector<std::string> parts = split(text, '+');
+  const std::vector<std::string> head = split(parts[0], ':');
+  StrategySpec s;
+  s.label = text;
+  const std::string& name = head[0];
+  DLSCALE_CHECK(head.size() <= 2, "strategy '{}': one ':' at most; allowed: {}", text, kAllowed);
+  if (name == "allreduce") {
+    s.algorithm = Algorithm::kRing;
+  } else if (name == "allreduce-hd") {
+    s.algorithm = Algorithm::kHalvingDoubling;
+  } else if (name == "tree") {
+    s.algorithm = Algorithm::kTree;
+  } else if (name == "hierarchical") {
+    s.algorithm = Algorithm::kHierarchical;
+  } else if (name == "ps") {
+    s.algorithm = Algorithm::kPs;
+    if (head.size() == 2) s.ps_shards = head[1] == "node" ? 0 : whole(head[1], text, 1, 1 << 20);
+  } else if (name == "zero") {
+    s.algorithm = Algorithm::kZero;
+    if (head.size() == 2) s.zero_stage = whole(head[1], text, 1, 3);
+  } else {
+    throw Error(fmt::format("unknown strategy '{}'; allowed: {}", text, kAllowed));
+  }
+  DLSCALE_CHECK(head.size() == 1 || name == "ps" || name == "zero", "strategy '{}': only ps and zero take ':'", text);
+  for (size_t i = 1; i < parts.size(); ++i) apply_modifier(s, parts[i], text);
+  DLSCALE_CHECK(!(s.ps_dedicated && s.node_aggregate), "strategy '{}': +node-aggregate places shards on the workers' "
+                "nodes; it cannot be +dedicated", text);
+  return s;
+}
+
+std::vector<std::string> default_strategies() {
+  return {"allreduce", "allreduce+flat", "tree", "hierarchical", "ps:1", "allreduce+fp16"};
+}
+
+}  // namespace dlscale::predict

@@ -1,0 +1,190 @@
+#include "predict/system_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "predict/predictor.h"
+
+namespace dlscale::predict {
+namespace {
+
+constexpr double kGbit = 1e9 / 8;  // bytes/s in one Gbit/s
+
+std::string at(const std::string& what, const YAML::Node& node) {
+  return fmt::format("{} line {}", what, node.Mark().line + 1);
+}
+
+void check_keys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& what,
+                const std::string& section) {
+  DLSCALE_CHECK(map.IsMap(), "{}: {} must be a mapping", at(what, map), section);
+  for (const auto& kv : map) {
+    const std::string key = kv.first.as<std::string>();
+    if (allowed.count(key) == 0) {
+      throw Error(fmt::format("{}: unknown key '{}' in {}; allowed: {}", at(what, kv.first), key, section,
+                              fmt::join(allowed, ", ")));
+    }
+  }
+}
+
+double number(const YAML::Node& node, const std::string& what, const std::string& key, double lo) {
+  double v = 0;
+  try {
+    v = node.as<double>();
+  } catch (const YAML::Exception&) {
+    throw Error(fmt::format("{}: '{}' must be a number", at(what, node), key));
+  }
+  DLSCALE_CHECK(std::isfinite(v) && v >= lo, "{}: '{}' must be >= {} (got {})", at(what, node), key, lo, v);
+  return v;
+}
+
+std::string text(const YAML::Node& node, const std::string& what, const std::string& key) {
+  DLSCALE_CHECK(node.IsScalar(), "{}: '{}' must be text", at(what, node), key);
+  return node.as<std::string>();
+}
+
+/// {gbit_s, gbyte_s, latency_us}: exactly one bandwidth.
+Link parse_link(const YAML::Node& node, const std::string& what, const std::string& key) {
+  check_keys(node, {"gbit_s", "gbyte_s", "latency_us"}, what, key);
+  DLSCALE_CHECK(node["gbit_s"].IsDefined() != node["gbyte_s"].IsDefined(),
+                "{}: '{}' needs one bandwidth: gbit_s or gbyte_s", at(what, node), key);
+  Link l;
+  l.bytes_per_s = node["gbit_s"] ? number(node["gbit_s"], what, key + ".gbit_s", 1e-6) * kGbit
+                                 : number(node["gbyte_s"], what, key + ".gbyte_s", 1e-6) * 1e9;
+  l.alpha_s = node["latency_us"] ? number(node["latency_us"], what, key + ".latency_us", 0) * 1e-6 : 0;
+  return l;
+}
+
+template <typename T>
+std::vector<T> list(const YAML::Node& node, const std::string& what, const std::string& key, double lo) {
+  DLSCALE_CHECK(node.IsSequence() && node.size() > 0, "{}: '{}' must be a non-empty list", at(what, node), key);
+  std::vector<T> out;
+  for (const YAML::Node& item : node) out.push_back(static_cast<T>(number(item, what, key, lo)));
+  return out;
+}
+
+PublishedScaling parse_published(const YAML::Node& node, const std::string& what) {
+  check_keys(node, {"model", "workers", "samples_per_s", "efficiency_pct", "baseline_workers", "source"}, what,
+             "a published entry");
+  PublishedScaling p;
+  DLSCALE_CHECK(node["model"] && node["workers"], "{}: a published entry needs 'model' and 'workers'", at(what, node));
+  p.model = text(node["model"], what, "model");
+  p.workers = list<long long>(node["workers"], what, "workers", 1);
+  DLSCALE_CHECK(node["samples_per_s"].IsDefined() != node["efficiency_pct"].IsDefined(),
+                "{}: a published entry needs one of samples_per_s or efficiency_pct", at(what, node));
+  if (node["samples_per_s"]) p.samples_per_s = list<double>(node["samples_per_s"], what, "samples_per_s", 1e-9);
+  if (node["efficiency_pct"]) p.efficiency_pct = list<double>(node["efficiency_pct"], what, "efficiency_pct", 1e-9);
+  const size_t values = p.samples_per_s.size() + p.efficiency_pct.size();
+  DLSCALE_CHECK(values == p.workers.size(), "{}: {} workers but {} values", at(what, node), p.workers.size(), values);
+  if (node["baseline_workers"]) p.baseline_workers = static_cast<long long>(number(node["baseline_workers"], what,
+                                                                                   "baseline_workers", 1));
+  if (node["source"]) p.source = text(node["source"], what, "source");
+  return p;
+}
+
+}  // namespace
+
+void SystemSpec::apply(PredictOptions& o) const {
+  if (cores_per_node > 0) o.cores_per_node = cores_per_node;
+  if (shared_cores > 0) o.shared_cores = shared_cores;
+  if (threads_per_worker > 0) o.threads_per_worker = threads_per_worker;
+  if (bucket_mb >= 0) o.bucket_mb = bucket_mb;
+  if (first_bucket_mb >= 0) o.first_bucket_mb = first_bucket_mb;
+}
+
+double SystemSpec::rate(const std::string& model) const {
+  for (const auto& [known, r] : rates) {
+    if (known == model) return r;
+  }
+  return 0;
+}
+
+SystemSpec parse_system(const std::string& yaml_text, const std::string& what) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw Error(fmt::format("{}: not YAML: {}", what, e.what()));
+  }
+  check_keys(root, {"name", "description", "source", "workers_per_node", "intra", "inter", "cast_gbyte_s",
+                    "cores_per_node", "shared_cores", "threads_per_worker", "bucket_mb", "first_bucket_mb", "strategy",
+                    "batch", "rates", "published"},
+             what, "a system file");
+  SystemSpec s;
+  DLSCALE_CHECK(root["name"] && root["inter"], "{}: a system needs 'name' and 'inter' (its network)", what);
+  s.name = text(root["name"], what, "name");
+  if (root["description"]) s.description = text(root["description"], what, "description");
+  if (root["source"]) s.source = text(root["source"], what, "source");
+  s.network.workers_per_node =
+      root["workers_per_node"] ? static_cast<int>(number(root["workers_per_node"], what, "workers_per_node", 1)) : 1;
+  s.network.inter = parse_link(root["inter"], what, "inter");
+  s.network.intra = root["intra"] ? parse_link(root["intra"], what, "intra") : s.network.inter;
+  if (root["cast_gbyte_s"]) s.network.cast_bytes_per_s = number(root["cast_gbyte_s"], what, "cast_gbyte_s", 0) * 1e9;
+  if (root["cores_per_node"]) s.cores_per_node = static_cast<int>(number(root["cores_per_node"], what, "cores_per_node", 0));
+  if (root["shared_cores"]) s.shared_cores = static_cast<int>(number(root["shared_cores"], what, "shared_cores", 0));
+  if (root["threads_per_worker"]) {
+    s.threads_per_worker = static_cast<int>(number(root["threads_per_worker"], what, "threads_per_worker", 1));
+  }
+  if (root["bucket_mb"]) s.bucket_mb = number(root["bucket_mb"], what, "bucket_mb", 0);
+  if (root["first_bucket_mb"]) s.first_bucket_mb = number(root["first_bucket_mb"], what, "first_bucket_mb", 0);
+  if (root["strategy"]) s.strategy = text(root["strategy"], what, "strategy");
+  if (root["batch"]) s.batch = static_cast<long long>(number(root["batch"], what, "batch", 1));
+  if (root["rates"]) {
+    DLSCALE_CHECK(root["rates"].IsMap(), "{}: 'rates' must map model names to samples/s", at(what, root["rates"]));
+    DLSCALE_CHECK(s.batch > 0, "{}: 'rates' need the 'batch' they were measured at", what);
+    for (const auto& kv : root["rates"]) {
+      const std::string model = kv.first.as<std::string>();
+      s.rates.emplace_back(model, number(kv.second, what, "rates." + model, 1e-9));
+    }
+  }
+  if (root["published"]) {
+    DLSCALE_CHECK(root["published"].IsSequence(), "{}: 'published' must be a list", at(what, root["published"]));
+    for (const YAML::Node& item : root["published"]) s.published.push_back(parse_published(item, what));
+  }
+  return s;
+}
+
+SystemSpec load_system(const std::string& name_or_path, const std::string& systems_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(name_or_path, ec)) return parse_system(read_file(name_or_path), name_or_path);
+  const fs::path shipped = fs::path(systems_dir) / (name_or_path + ".yaml");
+  const bool plain = name_or_path.find('/') == std::string::npos && !name_or_path.empty();
+  if (plain && fs::is_regular_file(shipped, ec)) return parse_system(read_file(shipped.string()), shipped.string());
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(systems_dir, ec)) {
+    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  throw Error(fmt::format("unknown system '{}': not a file, nor one of the shipped systems ({}) in {}", name_or_path,
+                          names.empty() ? std::string("none found") : fmt::format("{}", fmt::join(names, ", ")),
+                          systems_dir));
+}
+
+Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter) {
+  DLSCALE_CHECK(record.is_object() && record.value("kind", "") == "commbench",
+                "{}: not a 'dlscale commbench --json' record (kind must be 'commbench')", what);
+  const nlohmann::json* fit = nullptr;
+  if (record.contains("results") && record["results"].contains("fits") && record["results"]["fits"].contains("allreduce")) {
+    fit = &record["results"]["fits"]["allreduce"];
+  }
+  DLSCALE_CHECK(fit != nullptr, "{}: no allreduce fit (run 'dlscale commbench --op allreduce --json FILE')", what);
+  const double p = record.contains("inputs") ? record["inputs"].value("world_size", 0.0) : 0.0;
+  DLSCALE_CHECK(p >= 2, "{}: the allreduce was timed on {} rank(s); 2 or more are needed", what, p);
+  const double bw = fit->value("bandwidth_gbps", 0.0);
+  DLSCALE_CHECK(bw > 0, "{}: the allreduce fit has no bandwidth (time did not grow with size: use larger "
+                "--max-bytes)", what);
+  const nlohmann::json& cluster = record["inputs"].contains("cluster") ? record["inputs"]["cluster"] : nlohmann::json();
+  inter = cluster.is_object() && cluster.value("hosts", 1) > 1;
+  Link l;
+  l.bytes_per_s = bw * 1e9 * 2 * (p - 1) / p;
+  l.alpha_s = fit->value("alpha_us", 0.0) * 1e-6 / (2 * (p - 1));
+  return l;
+}
+
+}  // namespace dlscale::predict

@@ -1,0 +1,62 @@
+#pragma once
+// System files (examples/systems/*.yaml, docs/predict.md): a published or
+// local system described once — its network, the strategy its framework
+// uses, one device's published samples/s per model, and the published
+// scaling figures the predictions are checked against. No LibTorch.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "predict/collectives.h"
+
+namespace dlscale::predict {
+
+struct PredictOptions;
+
+/// A published scaling figure: samples/s (or efficiency) at each N.
+struct PublishedScaling {
+  std::string model;
+  std::vector<long long> workers;
+  std::vector<double> samples_per_s;   ///< empty when efficiency_pct is given
+  std::vector<double> efficiency_pct;  ///< weak-scaling efficiency against baseline_workers
+  long long baseline_workers = 1;
+  std::string source;
+};
+
+struct SystemSpec {
+  std::string name;
+  std::string description;
+  std::string source;               ///< where the figures come from
+  Network network;
+  int cores_per_node = 0;           ///< oversubscription (0 = not modelled)
+  int shared_cores = 0;             ///< cores every worker shares (one machine emulating a cluster)
+  int threads_per_worker = 0;       ///< compute threads of each worker, with the cores
+  double bucket_mb = -1;            ///< its framework's fusion buffer, MiB (< 0 = dlscale's 25)
+  double first_bucket_mb = -1;      ///< (< 0 = dlscale's 1)
+  std::string strategy;             ///< how its framework exchanges gradients ("" = not said)
+  long long batch = 0;              ///< per device, of the rates and published figures
+  std::vector<std::pair<std::string, double>> rates;  ///< model -> one device's samples/s at batch
+  std::vector<PublishedScaling> published;
+  /// Options with this system's cores and buckets (where it gives them).
+  void apply(PredictOptions& options) const;
+  /// One device's samples/s of `model`, or 0 when the file has none.
+  double rate(const std::string& model) const;
+};
+
+/// Parses a system file's text; `what` names it in errors. Throws
+/// dlscale::Error naming the key and the file on an unknown key, a missing
+/// or bad value, or published lists of different lengths.
+SystemSpec parse_system(const std::string& yaml_text, const std::string& what);
+
+/// `name_or_path`: a file path, or the name of a shipped system (a file
+/// NAME.yaml in `systems_dir`). Throws dlscale::Error listing the shipped
+/// names when there is no such system.
+SystemSpec load_system(const std::string& name_or_path, const std::string& systems_dir);
+
+/// The link (α, bandwidth) a commbench record's allreduce fit implies for
+/// one ring link: B = fitted B × 2(p−1)/p, α = fitted α / (2(p−1)). Sets
+/// `inter` to whether the record's ranks spanned emulated hosts. Throws
+/// dlscale::Error naming `what` when the record has no allreduce fit.
+Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter);
+
+}  // namespace dlscale::predict

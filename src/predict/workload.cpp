@@ -1,0 +1,126 @@
+#include "predict/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+#include "core/files.h"
+
+namespace dlscale::predict {
+
+int64_t Workload::param_bytes() const {
+  int64_t total = 0;
+  for (const Gradient& g : grads) total += g.bytes;
+  return total;
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  const std::string text = read_file(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("'{}' is not JSON: {}", path, e.what()));
+  }
+}
+
+namespace {
+
+/// `record[path...]` as a number, or an error naming the field.
+double number_at(const nlohmann::json& record, std::initializer_list<const char*> path, const std::string& what) {
+  const nlohmann::json* node = &record;
+  std::string name;
+  for (const char* key : path) {
+    name += name.empty() ? key : std::string(".") + key;
+    if (!node->is_object() || !node->contains(key)) {
+      throw Error(fmt::format("{}: no '{}' (a 'dlscale train --json' record is needed)", what, name));
+    }
+    node = &node->at(key);
+  }
+  DLSCALE_CHECK(node->is_number() && std::isfinite(node->get<double>()), "{}: '{}' is not a number", what, name);
+  return node->get<double>();
+}
+
+/// Gradients in ready order, each at its share of `backward_s`.
+std::vector<Gradient> ready_gradients(const BackwardProfile& profile, double backward_s) {
+  std::vector<size_t> order(profile.bytes.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return profile.ready_fraction[a] < profile.ready_fraction[b];
+  });
+  std::vector<Gradient> grads;
+  for (size_t i : order) grads.push_back({profile.bytes[i], profile.ready_fraction[i] * backward_s});
+  return grads;
+}
+
+}  // namespace
+
+BackwardProfile backward_profile_from_record(const nlohmann::json& record, const std::string& what) {
+  const auto results = record.find("results");
+  const bool has = results != record.end() && results->is_object() && results->contains("backward_profile") &&
+                   results->at("backward_profile").is_object();
+  DLSCALE_CHECK(has, "{}: no 'results.backward_profile' (record a 1-worker run with 'dlscale train --trace FILE --json "
+                "FILE')", what);
+  const nlohmann::json& p = results->at("backward_profile");
+  const double backward_ms = number_at(p, {"backward_ms"}, what + " backward_profile");
+  DLSCALE_CHECK(backward_ms > 0, "{}: 'results.backward_profile.backward_ms' must be > 0", what);
+  DLSCALE_CHECK(p.contains("tensors") && p["tensors"].is_array() && !p["tensors"].empty(),
+                "{}: 'results.backward_profile.tensors' must be a non-empty list", what);
+  BackwardProfile profile;
+  profile.source = "measured backward (" + what + ")";
+  for (const nlohmann::json& t : p["tensors"]) {
+    const double bytes = number_at(t, {"bytes"}, what + " backward_profile tensor");
+    const double ready = number_at(t, {"ready_ms"}, what + " backward_profile tensor");
+    DLSCALE_CHECK(bytes > 0 && ready >= 0, "{}: a backward_profile tensor has bytes {} and ready_ms {} (need > 0, >= 0)",
+                  what, bytes, ready);
+    profile.bytes.push_back(static_cast<int64_t>(bytes));
+    profile.ready_fraction.push_back(std::min(1.0, ready / backward_ms));
+  }
+  return profile;
+}
+
+Workload calibrate_from_record(const nlohmann::json& record, const std::string& what) {
+  DLSCALE_CHECK(record.is_object() && record.value("kind", "") == "train",
+                "{}: not a 'dlscale train' record (kind must be 'train')", what);
+  DLSCALE_CHECK(record.value("status", "") == "ok", "{}: the run did not finish (status '{}')", what,
+                record.value("status", ""));
+  const double world = number_at(record, {"inputs", "world_size"}, what);
+  DLSCALE_CHECK(world == 1, "{}: calibration needs a 1-worker run (this one had {} workers)", what, world);
+  Workload w;
+  w.model = record.contains("model") ? record["model"].value("name", "") : "";
+  w.unit = record.contains("model") ? record["model"].value("unit", "samples") : "samples";
+  w.batch = static_cast<int64_t>(number_at(record, {"inputs", "batch"}, what));
+  DLSCALE_CHECK(w.batch >= 1, "{}: inputs.batch must be >= 1", what);
+  w.data_s = number_at(record, {"results", "breakdown_ms", "data"}, what) / 1e3;
+  w.forward_s = number_at(record, {"results", "breakdown_ms", "forward"}, what) / 1e3;
+  w.backward_s = number_at(record, {"results", "breakdown_ms", "backward"}, what) / 1e3;
+  w.optimizer_s = number_at(record, {"results", "breakdown_ms", "optimizer"}, what) / 1e3;
+  DLSCALE_CHECK(w.forward_s > 0 && w.backward_s > 0 && w.optimizer_s >= 0 && w.data_s >= 0,
+                "{}: results.breakdown_ms needs forward and backward > 0 (got {} and {} ms)", what, w.forward_s * 1e3,
+                w.backward_s * 1e3);
+  w.flops_per_sample = record.contains("model") ? record["model"].value("forward_flops_per_sample", 0.0) : 0.0;
+  const BackwardProfile profile = backward_profile_from_record(record, what);
+  w.grads = ready_gradients(profile, w.backward_s);
+  w.source = fmt::format("measured: {} (1 worker, batch {})", what, w.batch);
+  return w;
+}
+
+Workload calibrate_from_rate(const std::string& model, int64_t batch, double samples_per_s,
+                             const BackwardProfile& profile, double backward_share) {
+  DLSCALE_CHECK(batch >= 1, "the published figure's batch must be >= 1 (got {})", batch);
+  DLSCALE_CHECK(samples_per_s > 0 && std::isfinite(samples_per_s),
+                "the published samples/s must be a number > 0 (got {})", samples_per_s);
+  DLSCALE_CHECK(!profile.bytes.empty(), "model '{}' has no parameters to exchange", model);
+  Workload w;
+  w.model = model;
+  w.batch = batch;
+  const double step = static_cast<double>(batch) / samples_per_s;
+  w.backward_s = step * backward_share;
+  w.forward_s = step - w.backward_s;
+  w.grads = ready_gradients(profile, w.backward_s);
+  w.source = fmt::format("published: {:g} samples/s at batch {} on one device; backward split: {}", samples_per_s,
+                         batch, profile.source);
+  return w;
+}
+
+}  // namespace dlscale::predict

@@ -1,0 +1,101 @@
+// `dlscale predict` end to end: calibrated on a real 1-worker record of
+// this machine, on the shipped systems, and its one-line errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+#include "process_util.h"
+
+namespace dlscale::testing {
+namespace {
+
+/// A 1-worker lenet record with its backward profile (made once).
+const std::string& lenet_record() {
+  static const std::string path = [] {
+    const std::string json = temp_path("lenet.json");
+    const Outcome o = run_dlscale("train -m lenet --steps 6 --warmup 2 --display-every 0 --trace " +
+                                  temp_path("trace.json") + " --json " + json);
+    EXPECT_EQ(o.code, 0) << o.err;
+    return json;
+  }();
+  return path;
+}
+
+TEST(PredictCli, ATracedRecordCarriesWhenEachGradientIsReady) {
+  const nlohmann::json r = nlohmann::json::parse(read_file(lenet_record()));
+  const nlohmann::json& p = r["results"]["backward_profile"];
+  ASSERT_TRUE(p.is_object()) << r["results"].dump();
+  EXPECT_EQ(p["steps"], 4);
+  // lenet: 4 layers of weight and bias, 3,274,634 fp32 parameters.
+  ASSERT_EQ(p["tensors"].size(), 8u);
+  int64_t bytes = 0;
+  for (const auto& t : p["tensors"]) {
+    bytes += t["bytes"].get<int64_t>();
+    EXPECT_GE(t["ready_ms"].get<double>(), 0);
+    EXPECT_LE(t["ready_ms"].get<double>(), p["backward_ms"].get<double>() * 1.5);
+  }
+  EXPECT_EQ(bytes, 4 * 3274634);
+  // Backward reaches the last layer's weight before the first layer's.
+  EXPECT_LT(p["tensors"][6]["ready_ms"].get<double>(), p["tensors"][0]["ready_ms"].get<double>());
+}
+
+TEST(PredictCli, PredictsFromTheRecordAndWritesJsonAndHtml) {
+  const std::string json = temp_path("predict.json"), html = temp_path("predict.html");
+  const Outcome o = run_dlscale("predict --calibrate " + lenet_record() +
+                                " --link-gbps 1 --latency-us 50 --workers 2-8 -s allreduce,ps:2,tree+fp16 --json " +
+                                json + " --html " + html);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("strategy ps:2"), std::string::npos) << o.out;
+  const nlohmann::json p = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(p["schema"], "dlscale.predict/1");
+  ASSERT_EQ(p["strategies"].size(), 3u);
+  const nlohmann::json r = nlohmann::json::parse(read_file(lenet_record()));
+  const auto& b = r["results"]["breakdown_ms"];
+  const double t1 = b["data"].get<double>() + b["forward"].get<double>() + b["backward"].get<double>() +
+                    b["optimizer"].get<double>();
+  EXPECT_NEAR(p["t1_ms"].get<double>(), t1, 1e-9);
+  for (const auto& s : p["strategies"]) {
+    ASSERT_EQ(s["points"].size(), 3u);  // 2, 4, 8
+    EXPECT_EQ(s["points"][2]["workers"], 8);
+    // More workers never raise the weak-scaling efficiency here.
+    EXPECT_LE(s["points"][2]["efficiency_pct"].get<double>(), s["points"][0]["efficiency_pct"].get<double>() + 1e-9);
+    EXPECT_LT(s["points"][0]["efficiency_pct"].get<double>(), 100);
+  }
+  const std::string page = read_file(html);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_NE(page.find("tree+fp16"), std::string::npos);
+}
+
+TEST(PredictCli, ShippedSystemsPredictAndValidate) {
+  Outcome o = run_dlscale("predict --system horovod-roce --model resnet101 --workers 4-512:x2");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("strategy allreduce"), std::string::npos);
+  EXPECT_NE(o.out.find("512"), std::string::npos);
+  o = run_dlscale("predict --system dgx1-p100 --validate");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("median |diff|"), std::string::npos) << o.out;
+}
+
+TEST(PredictCli, BadInputGetsOneLineNamingIt) {
+  const std::string rec = lenet_record();
+  EXPECT_NE(fails("predict --calibrate " + rec + " --link-gbps 1 --workers 0").find("must be >= 1"), std::string::npos);
+  EXPECT_NE(fails("predict --calibrate " + rec + " --link-gbps 1 -s ps:4 --workers 2").find("4 colocated shards"),
+            std::string::npos);
+  EXPECT_NE(fails("predict --calibrate " + rec + " --link-gbps 1 -s hierarchical").find("hierarchical needs"),
+            std::string::npos);
+  EXPECT_NE(fails("predict --calibrate " + rec + " --system no-such").find("unknown system 'no-such'"),
+            std::string::npos);
+  EXPECT_NE(fails("predict --calibrate " + rec).find("no network"), std::string::npos);
+  EXPECT_NE(fails("predict --link-gbps 1").find("no compute"), std::string::npos);
+  EXPECT_NE(fails("predict --model resnet50 --device-rate 100 --link-gbps 1").find("--batch"), std::string::npos);
+  EXPECT_NE(fails("predict --calibrate /nonexistent.json --link-gbps 1").find("/nonexistent.json"), std::string::npos);
+  const std::string bad = temp_path("bad.json");
+  write_file_atomic(bad, "{\"kind\": \"train\", \"status\": \"ok\", \"inputs\": {\"world_size\": 1}}");
+  EXPECT_NE(fails("predict --calibrate " + bad + " --link-gbps 1").find("inputs.batch"), std::string::npos);
+  EXPECT_NE(fails("predict --calibrate " + rec + " --link-gbps 1 -s warp").find("unknown strategy 'warp'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlscale::testing

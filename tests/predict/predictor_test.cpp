@@ -1,0 +1,327 @@
+// The scaling model's formulas and timeline (predict/), each against a
+// number computed by hand from docs/predict.md.
+#include "predict/predictor.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "predict/system_file.h"
+
+namespace dlscale::predict {
+namespace {
+
+constexpr double kTol = 1e-12;
+
+Link link(double alpha_s, double bytes_per_s) { return {alpha_s, bytes_per_s}; }
+
+TEST(PredictFormulas, RingHalvingDoublingTreeAndReduceScatterCostWhatTheirFormulasSay) {
+  const Link l = link(1e-5, 1e9);
+  const double s = 1e6;
+  // Ring over 4: 2(p-1) messages, 2(p-1)/p x S.
+  Cost c = ring_allreduce(s, 4, l, "x");
+  EXPECT_NEAR(c.latency_s, 6e-5, kTol);
+  EXPECT_NEAR(c.transfer_s, 1.5e-3, kTol);
+  EXPECT_EQ(c.link, "x");
+  EXPECT_DOUBLE_EQ(ring_allreduce(s, 1, l, "x").total(), 0.0);
+  // Halving-doubling over 8: 2 log2 8 = 6 messages, the same bytes as the ring.
+  c = halving_doubling_allreduce(s, 8, l, "x");
+  EXPECT_NEAR(c.latency_s, 6e-5, kTol);
+  EXPECT_NEAR(c.transfer_s, 2 * 7.0 / 8 * 1e-3, kTol);
+  // Over 5 ranks: ceil(log2 5) = 3 rounds each way.
+  EXPECT_NEAR(halving_doubling_allreduce(s, 5, l, "x").latency_s, 6e-5, kTol);
+  // The binary tree: rank 0 takes children 1 and 2, rank 1 takes 3 (4 ranks):
+  // 3 messages of S one after another; 7 ranks: 2 + 2.
+  EXPECT_NEAR(tree_reduce(s, 2, l, "x").total(), 1e-5 + 1e-3, kTol);
+  EXPECT_NEAR(tree_reduce(s, 4, l, "x").total(), 3 * (1e-5 + 1e-3), kTol);
+  EXPECT_NEAR(tree_reduce(s, 7, l, "x").total(), 4 * (1e-5 + 1e-3), kTol);
+  EXPECT_DOUBLE_EQ(tree_reduce(s, 1, l, "x").total(), 0.0);
+  // Reduce-scatter over 4: 3 messages of S/4.
+  c = ring_reduce_scatter(s, 4, l, "x");
+  EXPECT_NEAR(c.latency_s, 3e-5, kTol);
+  EXPECT_NEAR(c.transfer_s, 0.75e-3, kTol);
+}
+
+TEST(PredictFormulas, TheStreamRunsCollectivesInOrderEachStartingWhenReadyAndThePreviousIsDone) {
+  auto cost = [](double s) {
+    Cost c;
+    c.transfer_s = s;
+    c.link = "x";
+    return c;
+  };
+  // Ready at 1, 2, 10 ms, costing 3, 1, 2 ms: 1+3 = 4; max(4, 2)+1 = 5; max(5, 10)+2 = 12.
+  const StreamResult r = run_stream({{1e-3, cost(3e-3)}, {2e-3, cost(1e-3)}, {10e-3, cost(2e-3)}});
+  EXPECT_NEAR(r.end_s, 12e-3, kTol);
+  EXPECT_NEAR(r.busy.transfer_s, 6e-3, kTol);
+  EXPECT_DOUBLE_EQ(run_stream({}).end_s, 0.0);
+}
+
+/// forward 10 ms, backward 20 ms, optimizer 2 ms at batch 8; a 4 MB tensor
+/// ready 5 ms into backward, then an 8 MB one at its end.
+Workload two_tensors() {
+  Workload w;
+  w.model = "toy";
+  w.batch = 8;
+  w.forward_s = 10e-3;
+  w.backward_s = 20e-3;
+  w.optimizer_s = 2e-3;
+  w.grads = {{4'000'000, 5e-3}, {8'000'000, 20e-3}};
+  return w;
+}
+
+Network one_node(int per_node = 8) {
+  Network n;
+  n.intra = link(1e-5, 1e9);
+  n.inter = link(1e-4, 1e8);
+  n.workers_per_node = per_node;
+  return n;
+}
+
+StepPrediction step(const std::string& strategy, long long workers, const Network& n = one_node(),
+                    double batch = 8) {
+  const StrategySpec s = parse_strategy(strategy);
+  const Workload w = two_tensors();
+  PredictOptions o;
+  const auto buckets = plan_workload_buckets(w, s.flat, o.first_bucket_mb, o.bucket_mb);
+  return predict_step(w, n, s, buckets, workers, batch, o);
+}
+
+TEST(PredictStep, BucketedRingOverlapsBackwardAndTheLastBucketIsExposed) {
+  // Buckets: [4 MB] (reaches the 1 MiB first cap), [8 MB]. Ring over 4 on
+  // one node: 6 alpha + 1.5 S/B. Bucket 1: ready 5 ms, costs 6.06 ms, ends
+  // 11.06; bucket 2: ready 20 ms, costs 12.06 ms, ends 32.06 ms.
+  const StepPrediction p = step("allreduce", 4);
+  EXPECT_NEAR(p.step_s, 10e-3 + 32.06e-3 + 2e-3, 1e-12);
+  EXPECT_NEAR(p.exposed_comm_s, 12.06e-3, 1e-12);
+  EXPECT_NEAR(p.compute_s, 32e-3, 1e-12);
+  EXPECT_NEAR(p.throughput, 32 / p.step_s, 1e-9);
+  EXPECT_NEAR(p.bytes_per_rank, 1.5 * 12e6, 1e-6);
+  EXPECT_EQ(p.bottleneck, "intra-node link");
+  // Flat: one 12 MB bucket when backward ends: 20 + 6e-5 + 18 ms.
+  EXPECT_NEAR(step("allreduce+flat", 4).step_s, 10e-3 + 20e-3 + 18.06e-3 + 2e-3, 1e-12);
+  // One worker: nothing to exchange.
+  const StepPrediction one = step("allreduce", 1);
+  EXPECT_NEAR(one.step_s, 32e-3, 1e-12);
+  EXPECT_EQ(one.bottleneck, "compute");
+}
+
+TEST(PredictStep, AcrossNodesTheInterNodeLinkBindsAndHierarchicalSplitsTheLevels) {
+  // 16 workers, 8 per node: the ring's steps cross the 0.1 GB/s links.
+  // Flat: 30 alpha = 3 ms + 2 x 15/16 x 12 MB / 1e8 = 225 ms.
+  EXPECT_NEAR(step("allreduce+flat", 16).step_s, 10e-3 + 20e-3 + 3e-3 + 225e-3 + 2e-3, 1e-12);
+  // Hierarchical, flat: tree in the node (8 ranks: 2+2+1 = 5 messages)
+  // twice over the intra link, ring over 2 leaders on the inter link.
+  const double tree = 5 * (1e-5 + 12e6 / 1e9);
+  const double leaders = 2 * 1e-4 + 12e6 / 1e8;
+  const StepPrediction h = step("hierarchical+flat", 16);
+  EXPECT_NEAR(h.step_s, 10e-3 + 20e-3 + 2 * tree + leaders + 2e-3, 1e-12);
+  EXPECT_EQ(h.bottleneck, "inter-node link");
+  // Tree over all 16 (2+2+2+1 = 7 messages) across nodes, each way.
+  EXPECT_NEAR(step("tree+flat", 16).step_s, 10e-3 + 20e-3 + 14 * (1e-4 + 12e6 / 1e8) + 2e-3, 1e-12);
+  // Halving-doubling over 16: 8 alpha.
+  EXPECT_NEAR(step("allreduce-hd+flat", 16).step_s, 10e-3 + 20e-3 + 8e-4 + 225e-3 + 2e-3, 1e-12);
+}
+
+TEST(PredictStep, AParameterServerPushesDuringBackwardAndPullsAfterTheUpdate) {
+  // ps:2 colocated, 4 workers on one node: a push of S loads the busiest
+  // shard with (N-1) S/K = 1.5 S; one alpha. Bucket 1: 5 + 6.01 = 11.01;
+  // bucket 2: 20 + 12.01 = 32.01. Pull of 12 MB: 0.01 + 18 ms.
+  const StepPrediction p = step("ps:2", 4);
+  EXPECT_NEAR(p.step_s, 10e-3 + 32.01e-3 + 2e-3 + 18.01e-3, 1e-12);
+  EXPECT_EQ(p.bottleneck, "ps-shard link");
+  // Pushes to the other shard (S/2) plus the pulls its shard serves (3 S/2).
+  EXPECT_NEAR(p.bytes_per_rank, 12e6 - 6e6 + 3 * 6e6, 1e-6);
+  // Dedicated: the shard's link takes N S/K = 2 S over the inter link.
+  const StepPrediction d = step("ps:2+dedicated", 4);
+  const double push1 = 1e-4 + 8e6 / 1e8, push2 = 1e-4 + 16e6 / 1e8, pull = 1e-4 + 24e6 / 1e8;
+  EXPECT_NEAR(d.step_s, 10e-3 + (5e-3 + push1 + push2) + 2e-3 + pull, 1e-12);
+  // Async: each worker computes, pushes and pulls alone (2 alpha + 2 S/B on its link)
+  // unless the shards' links cap the rate ((N-1) S/K per step).
+  const StepPrediction a = step("ps:2+async", 4);
+  EXPECT_NEAR(a.step_s, 32e-3 + 2e-5 + 24e-3, 1e-12);
+}
+
+TEST(PredictStep, NodeAggregationSumsInsideEachNodeThenPushesToOneShardPerNode) {
+  // 16 workers, 8 per node, ps:node: 2 shards. Inside a node the host takes
+  // 7 S over the intra link; between nodes the busiest shard takes
+  // (M-1) S/K = S/2, a worker node sends (K-1)/K S = S/2.
+  const StepPrediction p = step("ps:node+node-aggregate+flat", 16);
+  const double one_way = (1e-5 + 7 * 12e6 / 1e9) + (1e-4 + 6e6 / 1e8);
+  EXPECT_NEAR(p.step_s, 10e-3 + 20e-3 + one_way + 2e-3 + one_way, 1e-12);
+}
+
+TEST(PredictStep, ZeroReduceScattersDuringBackwardShardsTheUpdateAndGathersAfter) {
+  // 4 workers: bucket 1 RS: 3 alpha + 0.75 x 4 MB / B = 3.03 ms (ends 8.03);
+  // bucket 2: 3 alpha + 6 ms, from 20 to 26.03. Optimizer 2/4 ms. All-gather
+  // per bucket: 3.03 + 6.03 ms.
+  const StepPrediction p = step("zero:2", 4);
+  EXPECT_NEAR(p.step_s, 10e-3 + 26.03e-3 + 0.5e-3 + 9.06e-3, 1e-12);
+  EXPECT_NEAR(p.bytes_per_rank, 0.75 * 24e6, 1e-6);
+}
+
+TEST(PredictStep, CompressionHalvesTheWireAndPaysTheCasts) {
+  Network n = one_node();
+  n.cast_bytes_per_s = 4e9;
+  // Flat, 4 workers: 6 alpha + 1.5 x 6 MB / 1e9 = 9.06 ms, casts 2 x 12 MB / 4e9 = 6 ms.
+  const StepPrediction p = step("allreduce+flat+fp16", 4, n);
+  EXPECT_NEAR(p.step_s, 10e-3 + 20e-3 + 9.06e-3 + 6e-3 + 2e-3, 1e-12);
+  EXPECT_NEAR(p.bytes_per_rank, 1.5 * 6e6, 1e-6);
+}
+
+TEST(PredictStep, StrongScalingShrinksComputeWithTheBatchAndInputAndCoresCap) {
+  // Batch 4 of the calibrated 8: forward, backward and ready times halve.
+  const StepPrediction p = step("allreduce", 4, one_node(), 4);
+  // Bucket 1 ready 2.5 ms, ends 8.56; bucket 2 ready 10 ms, ends 22.06.
+  EXPECT_NEAR(p.step_s, 5e-3 + 22.06e-3 + 2e-3, 1e-12);
+  // A 100 samples/s input pipeline: 8 samples take 80 ms.
+  const StrategySpec s = parse_strategy("allreduce");
+  const Workload w = two_tensors();
+  PredictOptions o;
+  o.input_samples_per_s = 100;
+  const auto buckets = plan_workload_buckets(w, false, 1, 25);
+  const StepPrediction in = predict_step(w, one_node(), s, buckets, 1, 8, o);
+  EXPECT_NEAR(in.step_s, 80e-3, 1e-12);
+  EXPECT_EQ(in.bottleneck, "input pipeline");
+  // Four 1-thread workers sharing 2 cores compute at half speed.
+  o = {};
+  o.shared_cores = 2;
+  o.threads_per_worker = 1;
+  EXPECT_NEAR(predict_step(w, one_node(), s, buckets, 4, 8, o).compute_s, 2 * 32e-3, 1e-12);
+}
+
+TEST(Predict, EfficiencyIsAgainstOneWorkerWithoutExchange) {
+  PredictOptions o;
+  o.workers = {1, 4};
+  const Prediction weak = predict(two_tensors(), one_node(), {parse_strategy("allreduce")}, o);
+  EXPECT_NEAR(weak.t1_s, 32e-3, 1e-12);
+  const StepPrediction& p4 = weak.strategies[0].points[1];
+  EXPECT_NEAR(p4.efficiency_pct, 100 * 32e-3 / p4.step_s, 1e-9);
+  EXPECT_NEAR(p4.speedup, p4.throughput / (8 / 32e-3), 1e-9);
+  o.scaling = "strong";
+  o.batch = 8;
+  const Prediction strong = predict(two_tensors(), one_node(), {parse_strategy("allreduce")}, o);
+  const StepPrediction& s4 = strong.strategies[0].points[1];
+  EXPECT_DOUBLE_EQ(s4.batch_per_worker, 2);
+  EXPECT_NEAR(s4.efficiency_pct, 100 * 32e-3 / (4 * s4.step_s), 1e-9);
+  EXPECT_LT(s4.efficiency_pct, p4.efficiency_pct);  // weak scaling beats strong
+}
+
+TEST(Predict, BadInputIsRefusedNamingIt) {
+  PredictOptions o;
+  o.workers = {1, 2};
+  auto refused = [&](const std::string& strategy, const Network& n, const std::string& needle) {
+    try {
+      predict(two_tensors(), n, {parse_strategy(strategy)}, o);
+      ADD_FAILURE() << strategy << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused("ps:4", one_node(), "4 colocated shards need at least 4 workers");
+  refused("hierarchical", one_node(1), "hierarchical needs 2 or more workers per node");
+  o.workers = {0};
+  refused("allreduce", one_node(), "must be >= 1");
+  o.workers = {16};
+  o.scaling = "strong";
+  o.batch = 8;
+  refused("allreduce", one_node(), "N = 16 workers exceed the global batch of 8");
+  o.scaling = "sideways";
+  refused("allreduce", one_node(), "scaling must be weak or strong");
+}
+
+TEST(PredictParse, StrategiesAndTheirModifiers) {
+  StrategySpec s = parse_strategy("ps:4+dedicated+async+bf16");
+  EXPECT_EQ(s.algorithm, Algorithm::kPs);
+  EXPECT_EQ(s.ps_shards, 4);
+  EXPECT_TRUE(s.ps_dedicated && s.ps_async);
+  EXPECT_EQ(s.compress, "bf16");
+  EXPECT_EQ(parse_strategy("ps:node").shards(6), 6);
+  EXPECT_EQ(parse_strategy("zero:3").zero_stage, 3);
+  EXPECT_TRUE(parse_strategy("tree+flat").flat);
+  for (const std::string bad : {"ring", "ps:0", "zero:4", "allreduce+dedicated", "allreduce:2", "ps:2+dedicated+node-aggregate",
+                                "zero+fp16", "allreduce+", "ps:x"}) {
+    EXPECT_THROW(parse_strategy(bad), Error) << bad;
+  }
+}
+
+TEST(PredictParse, WorkerLists) {
+  EXPECT_EQ(parse_workers("1-64"), (std::vector<long long>{1, 2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(parse_workers("1-10:3"), (std::vector<long long>{1, 4, 7, 10}));
+  EXPECT_EQ(parse_workers("8-512:x4,3,8"), (std::vector<long long>{3, 8, 32, 128, 512}));
+  EXPECT_EQ(parse_workers("1-100000:1").size(), 100000u);
+  for (const std::string bad : {"0", "-3", "4-2", "a", "1,,2", "1-8:x1", "1-8:0", "99999999999"}) {
+    EXPECT_THROW(parse_workers(bad), Error) << bad;
+  }
+}
+
+TEST(PredictSystemFile, ShippedSystemsParseAndBadFilesAreRefusedNamingTheKey) {
+  for (const std::string name : {"dgx1-p100", "dgx1-v100", "ec2-p2-8xlarge", "horovod-roce", "goyal-bigbasin",
+                                 "local-cluster"}) {
+    const SystemSpec s = load_system(name, DLSCALE_SOURCE_DIR "/examples/systems");
+    EXPECT_EQ(s.name, name);
+    EXPECT_GT(s.network.inter.bytes_per_s, 0);
+  }
+  const SystemSpec s = parse_system("name: x\nworkers_per_node: 4\ninter: {gbit_s: 8, latency_us: 5}\n"
+                                    "intra: {gbyte_s: 2}\nbatch: 32\nrates: {resnet50: 100}\n", "t.yaml");
+  EXPECT_DOUBLE_EQ(s.network.inter.bytes_per_s, 1e9);
+  EXPECT_DOUBLE_EQ(s.network.inter.alpha_s, 5e-6);
+  EXPECT_DOUBLE_EQ(s.network.intra.bytes_per_s, 2e9);
+  EXPECT_DOUBLE_EQ(s.rate("resnet50"), 100);
+  auto refused = [](const std::string& yaml, const std::string& needle) {
+    try {
+      parse_system(yaml, "t.yaml");
+      ADD_FAILURE() << yaml;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused("name: x\ninter: {gbit_s: 1}\nlink: 3\n", "unknown key 'link'");
+  refused("name: x\n", "needs 'name' and 'inter'");
+  refused("name: x\ninter: {gbit_s: 1, gbyte_s: 1}\n", "one bandwidth");
+  refused("name: x\ninter: {gbit_s: -1}\n", "must be >=");
+  refused("name: x\ninter: {gbit_s: 1}\npublished: [{model: m, workers: [1, 2], samples_per_s: [1]}]\n",
+          "2 workers but 1 values");
+  refused("name: x\ninter: {gbit_s: 1}\nrates: {m: 3}\n", "need the 'batch'");
+  refused("{{{", "not YAML");
+  EXPECT_THROW(load_system("no-such-system", DLSCALE_SOURCE_DIR "/examples/systems"), Error);
+}
+
+nlohmann::json toy_record() {
+  return nlohmann::json::parse(R"({
+    "kind": "train", "status": "ok",
+    "model": {"name": "toy", "unit": "images"},
+    "inputs": {"world_size": 1, "batch": 16},
+    "results": {
+      "breakdown_ms": {"data": 1.0, "forward": 10.0, "backward": 20.0, "optimizer": 2.0},
+      "backward_profile": {"backward_ms": 40.0,
+                           "tensors": [{"bytes": 100, "ready_ms": 40.0}, {"bytes": 300, "ready_ms": 10.0}]}}})");
+}
+
+TEST(PredictCalibration, ARecordGivesPhaseTimesAndReadyTimesAsShareOfBackward) {
+  const Workload w = calibrate_from_record(toy_record(), "r.json");
+  EXPECT_EQ(w.batch, 16);
+  EXPECT_DOUBLE_EQ(w.data_s, 1e-3);
+  EXPECT_DOUBLE_EQ(w.backward_s, 20e-3);
+  // Ready order: the 300-byte tensor at 1/4 of backward, then the other at its end.
+  ASSERT_EQ(w.grads.size(), 2u);
+  EXPECT_EQ(w.grads[0].bytes, 300);
+  EXPECT_DOUBLE_EQ(w.grads[0].ready_s, 5e-3);
+  EXPECT_DOUBLE_EQ(w.grads[1].ready_s, 20e-3);
+  nlohmann::json two = toy_record();
+  two["inputs"]["world_size"] = 2;
+  EXPECT_THROW(calibrate_from_record(two, "r.json"), Error);
+  nlohmann::json bare = toy_record();
+  bare["results"].erase("backward_profile");
+  try {
+    calibrate_from_record(bare, "r.json");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--trace"), std::string::npos) << e.what();
+  }
+  nlohmann::json failed = toy_record();
+  failed["status"] = "failed";
+  EXPECT_THROW(calibrate_from_record(failed, "r.json"), Error);
+  EXPECT_THROW(calibrate_from_record(nlohmann::json::array(), "r.json"), Error);
+}
+
+}  // namespace
+}  // namespace dlscale::predict
