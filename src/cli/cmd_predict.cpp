@@ -21,15 +21,15 @@ struct PredictFlags {
   double device_rate = 0;      // a published samples/s of one device
   std::string backward_from;   // a record whose backward profile splits a published figure
   std::string system;
-  std::vector<std::string> commbench;
-  double link_gbps = 0, latency_us = -1, intra_gbps = 0, intra_latency_us = -1, cast_gbyte_s = -1;
-  int workers_per_node = 0;
+  predict::NetworkFlags network;
   std::vector<std::string> strategies;
   std::string workers = "1-64";
   long long batch = 0, global_batch = 0;
   predict::PredictOptions options;
+  double copy_gbyte_s = 0;
   bool validate = false;
-  bool cores_given = false, buckets_given = false, first_bucket_given = false, threads_given = false, shared_given = false;
+  bool cores_given = false, buckets_given = false, first_bucket_given = false, threads_given = false, shared_given = false,
+       copy_given = false;
   std::string json, html;
 };
 
@@ -51,11 +51,12 @@ predict::Workload make_workload(const PredictFlags& f, const predict::SystemSpec
   }
   DLSCALE_CHECK(!f.model.empty(), "no compute to predict from: give --calibrate RECORD, or --model with "
                 "--device-rate (or a --system that lists the model's rate)");
+  // --device-rate is a figure at --batch; a system's rates are at its own batch.
   double rate = f.device_rate;
-  long long batch = f.batch > 0 ? f.batch : 0;
-  if (rate == 0 && system != nullptr) {
+  long long batch = f.batch;
+  if (rate == 0 && system != nullptr && system->rate(f.model) > 0) {
     rate = system->rate(f.model);
-    if (batch == 0) batch = system->batch;
+    batch = system->batch;
   }
   DLSCALE_CHECK(rate > 0, "no samples/s for model '{}': give --device-rate (one device's published figure){}",
                 f.model, system != nullptr ? " or add it to the system's 'rates'" : "");
@@ -64,35 +65,6 @@ predict::Workload make_workload(const PredictFlags& f, const predict::SystemSpec
   predict::Workload w = predict::calibrate_from_rate(f.model, batch, rate, profile_for(f, f.model, flops));
   w.flops_per_sample = flops;
   return w;
-}
-
-/// The system's network, then each commbench record's level, then the flags.
-predict::Network make_network(const PredictFlags& f, const predict::SystemSpec* system) {
-  predict::Network n;
-  bool have_inter = system != nullptr, have_intra = system != nullptr;
-  if (system != nullptr) n = system->network;
-  for (const std::string& path : f.commbench) {
-    bool inter = false;
-    const predict::Link l = predict::link_from_commbench(predict::read_json_file(path), path, inter);
-    (inter ? n.inter : n.intra) = l;
-    (inter ? have_inter : have_intra) = true;
-  }
-  if (f.link_gbps > 0) {
-    n.inter.bytes_per_s = f.link_gbps * 1e9 / 8;
-    have_inter = true;
-  }
-  if (f.latency_us >= 0) n.inter.alpha_s = f.latency_us * 1e-6;
-  if (f.intra_gbps > 0) {
-    n.intra.bytes_per_s = f.intra_gbps * 1e9 / 8;
-    have_intra = true;
-  }
-  if (f.intra_latency_us >= 0) n.intra.alpha_s = f.intra_latency_us * 1e-6;
-  if (f.workers_per_node > 0) n.workers_per_node = f.workers_per_node;
-  if (f.cast_gbyte_s >= 0) n.cast_bytes_per_s = f.cast_gbyte_s * 1e9;
-  DLSCALE_CHECK(have_inter || have_intra, "no network: give --system, --commbench RECORD or --link-gbps");
-  if (!have_inter) n.inter = n.intra;
-  if (!have_intra) n.intra = n.inter;
-  return n;
 }
 
 void run(const PredictFlags& f, const std::vector<std::string>& argv) {
@@ -109,7 +81,7 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
     return;
   }
   const predict::Workload w = make_workload(f, system.get());
-  const predict::Network n = make_network(f, system.get());
+  const predict::Network n = predict::resolve_network(f.network, system.get());
   std::vector<std::string> names = f.strategies;
   if (names.empty() && system != nullptr && !system->strategy.empty()) names = {system->strategy};
   if (names.empty()) names = predict::default_strategies();
@@ -117,6 +89,7 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
   for (const std::string& s : names) specs.push_back(predict::parse_strategy(s));
   predict::PredictOptions o = f.options;
   o.workers = predict::parse_workers(f.workers);
+  DLSCALE_CHECK(f.copy_gbyte_s >= 0, "--copy-gbyte-s must be >= 0");
   DLSCALE_CHECK(f.batch >= 0 && f.global_batch >= 0, "--batch and --global-batch must be >= 1");
   o.scaling = f.global_batch > 0 ? "strong" : "weak";
   o.batch = f.global_batch > 0 ? f.global_batch : f.batch;
@@ -128,6 +101,7 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
     if (f.first_bucket_given) o.first_bucket_mb = flags.first_bucket_mb;
     if (f.threads_given) o.threads_per_worker = flags.threads_per_worker;
     if (f.shared_given) o.shared_cores = flags.shared_cores;
+    if (f.copy_given) o.copy_bytes_per_s = flags.copy_bytes_per_s;
   }
   const double start = now_seconds();
   const predict::Prediction p = predict::predict(w, n, specs, o);
@@ -162,24 +136,26 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--system", f->system,
                   "A system file, or the name of a shipped one (examples/systems/NAME.yaml): network, workers per "
                   "node, strategy and published rates");
-  cmd->add_option("--commbench", f->commbench,
+  cmd->add_option("--commbench", f->network.commbench,
                   "A 'dlscale commbench --json' record (repeatable): its allreduce fit gives the inside-node link, "
                   "or the between-nodes link when it ran on an emulated cluster of 2+ hosts");
-  cmd->add_option("--link-gbps", f->link_gbps, "Between nodes: Gbit/s of each node's link");
-  cmd->add_option("--latency-us", f->latency_us, "Between nodes: latency of one message, microseconds");
-  cmd->add_option("--intra-gbps", f->intra_gbps, "Inside a node: Gbit/s of each worker's link");
-  cmd->add_option("--intra-latency-us", f->intra_latency_us, "Inside a node: latency, microseconds");
-  cmd->add_option("--workers-per-node,--gpus-per-node", f->workers_per_node, "Workers per node; 0 = the system's (1)");
-  cmd->add_option("--cast-gbyte-s", f->cast_gbyte_s, "fp32 GB/s of a cast to fp16/bf16 (+fp16, +bf16); < 0 = the system's");
+  cmd->add_option("--link-gbps", f->network.link_gbps, "Between nodes: Gbit/s of each node's link");
+  cmd->add_option("--latency-us", f->network.latency_us, "Between nodes: latency of one message, microseconds");
+  cmd->add_option("--intra-gbps", f->network.intra_gbps, "Inside a node: Gbit/s of each worker's link");
+  cmd->add_option("--intra-latency-us", f->network.intra_latency_us, "Inside a node: latency, microseconds");
+  cmd->add_option("--workers-per-node,--gpus-per-node", f->network.workers_per_node, "Workers per node; 0 = the system's (1)");
+  cmd->add_option("--cast-gbyte-s", f->network.cast_gbyte_s, "fp32 GB/s of a cast to fp16/bf16 (+fp16, +bf16); < 0 = the system's");
   cmd->add_option("--strategy,-s", f->strategies,
                   "Strategies, comma-separated or repeated: allreduce | allreduce-hd | tree | hierarchical | ps[:K] "
-                  "| zero[:1|2|3], with +flat, +fp16, +bf16 and for ps +dedicated, +async, +node-aggregate; "
+                  "| zero[:1|2|3], with +flat, +fp16, +bf16 and for ps +dedicated, +async, +node-aggregate, +greedy; "
                   "default: the system's, else allreduce, allreduce+flat, tree, hierarchical, ps:1, allreduce+fp16")
       ->delimiter(',');
   cmd->add_option("--workers,-n", f->workers,
                   "N to predict: 1,2,4 | A-B (powers of two) | A-B:STEP | A-B:xF; up to 100,000,000")
       ->capture_default_str();
-  cmd->add_option("--batch,-b", f->batch, "Per worker (weak scaling); 0 = the calibration's");
+  cmd->add_option("--batch,-b", f->batch,
+                  "Per worker (weak scaling); 0 = the calibration's. With --device-rate, also the batch of that "
+                  "figure");
   cmd->add_option("--global-batch", f->global_batch, "Strong scaling: the global batch, split over N");
   cmd->add_option("--bucket-mb", f->options.bucket_mb, "Bucket size, MiB (0 = one bucket)")->capture_default_str();
   cmd->add_option("--first-bucket-mb", f->options.first_bucket_mb, "First bucket, MiB")->capture_default_str();
@@ -191,6 +167,10 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--shared-cores", f->options.shared_cores,
                   "Cores that all workers share (an emulated cluster on one machine, docs/cluster.md): more "
                   "threads than this slow compute in proportion; 0 = the system's, or none");
+  cmd->add_option("--copy-gbyte-s", f->copy_gbyte_s,
+                  "With --shared-cores: GB/s at which those cores move a rank's bytes (the unshaped link's "
+                  "commbench bandwidth); what a rank sends then takes CPU time from backward. 0 = the system's, or "
+                  "free");
   cmd->add_option("--threads-per-worker", f->options.threads_per_worker,
                   "Compute threads of each worker, for --cores-per-node")->capture_default_str();
   cmd->add_flag("--validate", f->validate,
@@ -203,6 +183,8 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
     f->first_bucket_given = cmd->count("--first-bucket-mb") > 0;
     f->threads_given = cmd->count("--threads-per-worker") > 0;
     f->shared_given = cmd->count("--shared-cores") > 0;
+    f->copy_given = cmd->count("--copy-gbyte-s") > 0;
+    f->options.copy_bytes_per_s = f->copy_gbyte_s * 1e9;
     run(*f, argv);
   });
 }

@@ -4,7 +4,11 @@
 
 #include "cli/commands.h"
 #include "cli/run_selection.h"
+#include "core/error.h"
 #include "core/files.h"
+#include "predict/predict_report.h"
+#include "predict/system_file.h"
+#include "predict/workload.h"
 #include "report/html.h"
 #include "report/results_view.h"
 
@@ -19,7 +23,30 @@ struct ReportFlags {
   std::string baseline;
   std::string html;
   std::string output;
+  std::vector<std::string> calibrate;  // --type predict
+  std::string system;
+  predict::NetworkFlags network;
 };
+
+/// --type predict: each run against the scaling model.
+report::Report predict_report(const ReportFlags& f, const std::vector<sweep::RunRecord>& runs) {
+  DLSCALE_CHECK(!f.calibrate.empty(), "--type predict needs --calibrate RECORD for each model (a 1-worker 'dlscale "
+                "train --trace T --json FILE' run)");
+  std::unique_ptr<predict::SystemSpec> system;
+  if (!f.system.empty()) {
+    system = std::make_unique<predict::SystemSpec>(predict::load_system(f.system, DLSCALE_SYSTEMS_DIR));
+  }
+  predict::SweepCheckInputs in;
+  for (const std::string& path : f.calibrate) {
+    in.calibrations.push_back(predict::calibrate_from_record(predict::read_json_file(path), path));
+  }
+  in.base = predict::resolve_network(f.network, system.get());
+  if (system != nullptr) in.shared_cores = system->shared_cores;
+  if (system != nullptr) in.copy_bytes_per_s = system->copy_bytes_per_s;
+  // A commbench of the unshaped link measured that rate on this machine.
+  if (!f.network.commbench.empty()) in.copy_bytes_per_s = in.base.inter.bytes_per_s;
+  return predict::predict_report(runs, in);
+}
 
 void run(const ReportFlags& f, bool type_given) {
   check_output_paths({{"--html", f.html}, {"-o", f.output}},
@@ -36,6 +63,10 @@ void run(const ReportFlags& f, bool type_given) {
     write_file_atomic(f.html, report::render_html(runs, h));
     std::cerr << "HTML report: " << f.html << "\n";
     if (!type_given) return;
+  }
+  if (o.type == report::ReportType::kPredict) {
+    write_output(report::render(predict_report(f, runs), format), f.output);
+    return;
   }
   write_output(report::render(report::build_report(runs, o), format), f.output);
 }
@@ -56,9 +87,11 @@ void add_report_command(CLI::App& app) {
                                       "data source against data: synthetic, docs/data.md) | tta (time to accuracy "
                                       "against workers: MLPerf's olympic mean over seeds and repeats, "
                                       "docs/convergence.md) | memory (parameters, gradients and optimizer "
-                                      "state each worker keeps, and its peak resident set, docs/metrics.md)")
+                                      "state each worker keeps, and its peak resident set, docs/metrics.md) | predict "
+                                      "(each run's samples/s against the scaling model's; needs --calibrate, "
+                                      "docs/predict.md)")
                           ->check(CLI::IsMember({"weak", "strong", "breakdown", "compare", "commbench", "io", "tta",
-                                                 "memory"}))
+                                                 "memory", "predict"}))
                           ->capture_default_str();
   cmd->add_option("--format", f->format, "text | markdown | csv | json")
       ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
@@ -71,6 +104,17 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--html", f->html,
                   "Write the HTML report (charts, every table, each run's parameters) here; with no --type, only "
                   "that");
+  cmd->add_option("--calibrate", f->calibrate,
+                  "predict: a 1-worker 'dlscale train --trace T --json FILE' record per model (repeatable)")
+      ->group("Predict");
+  cmd->add_option("--system", f->system, "predict: a system file or shipped name for the links runs do not shape")
+      ->group("Predict");
+  cmd->add_option("--commbench", f->network.commbench,
+                  "predict: a 'dlscale commbench --json' record (repeatable): the unshaped link it measured")
+      ->group("Predict");
+  cmd->add_option("--link-gbps", f->network.link_gbps, "predict: Gbit/s of links runs do not shape")->group("Predict");
+  cmd->add_option("--latency-us", f->network.latency_us, "predict: latency of one message, microseconds")
+      ->group("Predict");
   cmd->add_option("--output,-o", f->output, "Write the table here (atomically) instead of standard output");
   cmd->callback([f, type] { run(*f, type->count() > 0); });
 }

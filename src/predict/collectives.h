@@ -2,6 +2,7 @@
 // The α–β cost of each collective the strategies use (docs/predict.md has
 // every formula and its source): moving b bytes over one link takes
 // alpha + b / bandwidth. No LibTorch.
+#include <array>
 #include <string>
 
 namespace dlscale::predict {
@@ -13,6 +14,11 @@ struct Link {
   double bytes_per_s = 0;   ///< bandwidth of the link in each direction (full duplex), > 0
 };
 
+/// Which link a transfer crosses, for naming the bottleneck.
+enum class LinkKind { kIntra, kInter, kShard };
+/// "intra-node link", "inter-node link", "ps-shard link".
+const char* link_name(LinkKind kind);
+
 /// The network a job runs on: two levels and how many workers share a node.
 struct Network {
   Link intra;                    ///< between workers of one node (NVLink, PCIe, shared memory)
@@ -23,6 +29,7 @@ struct Network {
   /// The link a collective over all `ranks` workers is bound by: inter when
   /// they span more than one node.
   const Link& flat_link(long long ranks) const;
+  LinkKind flat_kind(long long ranks) const;
   /// Nodes that `ranks` workers fill, workers_per_node at a time.
   long long nodes(long long ranks) const;
 };
@@ -31,26 +38,29 @@ struct Network {
 /// bounds it.
 struct Cost {
   double latency_s = 0;    ///< the α terms
-  double transfer_s = 0;   ///< the bytes / bandwidth terms
+  double transfer_s = 0;   ///< the bytes / bandwidth terms, all links
   double cast_s = 0;       ///< fp32 <-> fp16/bf16 casts
-  std::string link;        ///< the link whose transfer dominates: intra-node, inter-node, ps-shard
+  std::array<double, 3> transfer_by{};  ///< transfer_s per LinkKind
   double total() const { return latency_s + transfer_s + cast_s; }
-  /// Adds `other`'s terms; the link becomes the one with the larger transfer.
+  /// Adds `transfer` seconds on `kind`'s link.
+  void add_transfer(LinkKind kind, double transfer);
+  /// The link that carries the most transfer time; a tie names the outer one.
+  LinkKind busiest() const;
   Cost& add(const Cost& other);
 };
 
 /// Ring allreduce of `bytes` over `ranks` (Thakur et al. 2005; NCCL's
 /// rings): 2(p−1)·α + 2(p−1)/p · S/B. 0 for one rank.
-Cost ring_allreduce(double bytes, long long ranks, const Link& link, const char* name);
+Cost ring_allreduce(double bytes, long long ranks, const Link& link, LinkKind kind);
 /// Recursive halving–doubling allreduce (Rabenseifner; Thakur et al.):
 /// 2⌈log2 p⌉·α + 2(p−1)/p · S/B.
-Cost halving_doubling_allreduce(double bytes, long long ranks, const Link& link, const char* name);
+Cost halving_doubling_allreduce(double bytes, long long ranks, const Link& link, LinkKind kind);
 /// Reduce to rank 0 over the binary tree of ranks (children of r: 2r+1,
 /// 2r+2; Caffe's tree), one child at a time at each parent:
 /// Σ over levels of children(level)·(α + S/B). The broadcast back costs the same.
-Cost tree_reduce(double bytes, long long ranks, const Link& link, const char* name);
+Cost tree_reduce(double bytes, long long ranks, const Link& link, LinkKind kind);
 /// Reduce-scatter (or all-gather) of a total of `bytes` over `ranks` as a
 /// ring: (p−1)·(α + S/(p·B)).
-Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, const char* name);
+Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, LinkKind kind);
 
 }  // namespace dlscale::predict

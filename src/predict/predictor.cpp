@@ -7,47 +7,73 @@
 
 #include "core/error.h"
 #include "dp/bucket_plan.h"
+#include "dp/ps_plan.h"
 
 namespace dlscale::predict {
 namespace {
 
-constexpr const char* kIntra = "intra-node link";
-constexpr const char* kInter = "inter-node link";
-constexpr const char* kShard = "ps-shard link";
-
-const char* flat_name(const Network& n, long long ranks) { return n.nodes(ranks) > 1 ? kInter : kIntra; }
+constexpr LinkKind kIntra = LinkKind::kIntra;
+constexpr LinkKind kInter = LinkKind::kInter;
+constexpr LinkKind kShard = LinkKind::kShard;
 
 /// One message each way carrying `shard_side` bytes on the busiest shard's
 /// link or `worker_side` on a worker's, whichever is more.
-Cost busiest(double shard_side, double worker_side, const Link& link, const char* worker_name) {
+Cost busiest(double shard_side, double worker_side, const Link& link, LinkKind worker_kind) {
   Cost c;
   c.latency_s = link.alpha_s;
-  c.transfer_s = std::max(shard_side, worker_side) / link.bytes_per_s;
-  c.link = shard_side >= worker_side ? kShard : worker_name;
+  c.add_transfer(shard_side >= worker_side ? kShard : worker_kind, std::max(shard_side, worker_side) / link.bytes_per_s);
   return c;
 }
 
-/// Moving `bytes` (one push, or one pull) between N workers and K shards.
-Cost ps_transfer(const StrategySpec& s, const Network& n, long long workers, double bytes) {
+}  // namespace
+
+double largest_shard_share(const Workload& w, long long shards, bool greedy, double partition_mb) {
+  if (shards <= 1) return 1;
+  bool known = !w.grads.empty();
+  for (const Gradient& g : w.grads) known = known && g.index >= 0 && g.index < static_cast<int64_t>(w.grads.size());
+  if (!known) return 1.0 / static_cast<double>(shards);
+  // dlscale's own placement (dp/ps_plan.h), on the fp32 elements of each
+  // tensor in registration order; shards beyond the units hold nothing.
+  std::vector<int64_t> numels(w.grads.size(), 0);
+  for (const Gradient& g : w.grads) numels[static_cast<size_t>(g.index)] = std::max<int64_t>(1, g.bytes / 4);
+  const dp::PsAssign assign = greedy ? dp::PsAssign::kGreedy : dp::PsAssign::kRoundRobin;
+  const size_t units = dp::plan_ps(numels, 1, assign, partition_mb, 0, 0).pieces.size();
+  const int k = static_cast<int>(std::min<long long>(shards, static_cast<long long>(units)));
+  const dp::PsPlan plan = dp::plan_ps(numels, k, assign, partition_mb, 0, 0);
+  int64_t total = 0, most = 0;
+  for (const dp::PsShardPlan& shard : plan.shards) {
+    total += shard.elements;
+    most = std::max(most, shard.elements);
+  }
+  return total > 0 ? static_cast<double>(most) / static_cast<double>(total) : 1.0 / static_cast<double>(shards);
+}
+
+namespace {
+
+/// Moving `bytes` (one push, or one pull) between N workers and K shards,
+/// the busiest shard holding `share` of every exchange.
+Cost ps_transfer(const StrategySpec& s, const Network& n, long long workers, double bytes, double share) {
   const double k = static_cast<double>(s.shards(n.nodes(workers)));
   if (s.node_aggregate) {
     const long long local = std::min<long long>(workers, std::max(1, n.workers_per_node));
     const double m = static_cast<double>(n.nodes(workers));
-    Cost c = busiest(static_cast<double>(local - 1) * bytes, 0, n.intra, kIntra);
-    c.link = kIntra;
-    if (m > 1) c.add(busiest((m - 1) * bytes / k, (k - 1) / k * bytes, n.inter, kInter));
+    // The node's host takes the other local workers' gradients.
+    Cost c;
+    c.latency_s = n.intra.alpha_s;
+    c.add_transfer(kIntra, static_cast<double>(local - 1) * bytes / n.intra.bytes_per_s);
+    if (m > 1) c.add(busiest((m - 1) * bytes * share, (k - 1) / k * bytes, n.inter, kInter));
     return c;
   }
   const double w = static_cast<double>(workers);
-  if (s.ps_dedicated) return busiest(w * bytes / k, bytes, n.inter, kInter);
-  return busiest((w - 1) * bytes / k, (k - 1) / k * bytes, n.flat_link(workers), flat_name(n, workers));
+  if (s.ps_dedicated) return busiest(w * bytes * share, bytes, n.inter, kInter);
+  return busiest((w - 1) * bytes * share, (k - 1) / k * bytes, n.flat_link(workers), n.flat_kind(workers));
 }
 
 /// The exchange of one bucket of `bytes` fp32 bytes during backward.
-Cost bucket_cost(const StrategySpec& s, const Network& n, long long workers, double bytes) {
+Cost bucket_cost(const StrategySpec& s, const Network& n, long long workers, double bytes, double share) {
   const double wire = bytes * s.wire_fraction();
   const Link& flat = n.flat_link(workers);
-  const char* name = flat_name(n, workers);
+  const LinkKind name = n.flat_kind(workers);
   Cost c;
   if (s.compress != "none" && n.cast_bytes_per_s > 0) c.cast_s = 2 * bytes / n.cast_bytes_per_s;  // down, then up
   switch (s.algorithm) {
@@ -63,7 +89,7 @@ Cost bucket_cost(const StrategySpec& s, const Network& n, long long workers, dou
       return c.add(inside).add(ring_allreduce(wire, n.nodes(workers), n.inter, kInter)).add(inside);
     }
     case Algorithm::kPs:
-      return c.add(ps_transfer(s, n, workers, wire));
+      return c.add(ps_transfer(s, n, workers, wire, share));
     case Algorithm::kZero:
       return c.add(ring_reduce_scatter(wire, workers, flat, name));
   }
@@ -105,7 +131,7 @@ std::string bottleneck(const StepPrediction& p, const Cost& comm, bool input_bou
   if (p.exposed_comm_s <= 0.1 * p.step_s) return "compute";
   if (comm.latency_s >= comm.transfer_s + comm.cast_s) return "latency";
   if (comm.cast_s > comm.transfer_s) return "fp16 cast";
-  return comm.link;
+  return link_name(comm.busiest());
 }
 
 /// The compute of one step at `scale` × the calibrated batch, slowed by `slow`.
@@ -130,20 +156,29 @@ double slowdown(const PredictOptions& o, const Network& n, long long workers) {
 
 /// A parameter server whose workers never wait for each other: each worker
 /// computes, pushes and pulls alone, and the shards' links cap the rate.
-double async_ps_step(const StrategySpec& s, const Network& n, long long workers, double total, double compute_s,
-                     Cost& comm) {
+double async_ps_step(const StrategySpec& s, const Network& n, long long workers, double total, double share,
+                     double compute_s, Cost& comm) {
   const double wire = total * s.wire_fraction();
   const Link& link = s.ps_dedicated ? n.inter : n.flat_link(workers);
   Cost own;
   own.latency_s = 2 * link.alpha_s;
-  own.transfer_s = 2 * wire / link.bytes_per_s;
-  own.link = s.ps_dedicated ? kInter : flat_name(n, workers);
-  const double shard_load =
-      static_cast<double>(s.ps_dedicated ? workers : workers - 1) * wire / static_cast<double>(s.shards(n.nodes(workers)));
+  own.add_transfer(s.ps_dedicated ? kInter : n.flat_kind(workers), 2 * wire / link.bytes_per_s);
+  const double shard_load = static_cast<double>(s.ps_dedicated ? workers : workers - 1) * wire * share;
   const double server_s = link.alpha_s + shard_load / link.bytes_per_s;
   comm = own;
   if (server_s > compute_s + own.total()) comm = busiest(shard_load, 0, link, kShard);
   return std::max(compute_s + own.total(), server_s);
+}
+
+/// On cores all workers share (one machine emulating a cluster), the CPU
+/// time communication takes from compute: moving the `sent` bytes a rank
+/// sends at the cores' copy rate, and the fp16/bf16 casts of every gradient.
+double shared_core_comm_s(const StrategySpec& s, const Network& n, const PredictOptions& o, long long workers,
+                          double total, double sent) {
+  if (o.shared_cores <= 0 || workers <= 1) return 0;
+  double cpu = o.copy_bytes_per_s > 0 ? sent / o.copy_bytes_per_s : 0;
+  if (s.compress != "none" && n.cast_bytes_per_s > 0) cpu += 2 * total / n.cast_bytes_per_s;
+  return cpu;
 }
 
 }  // namespace
@@ -194,25 +229,36 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
   p.batch_per_worker = batch_per_worker;
   const double scale = batch_per_worker / static_cast<double>(w.batch);
   const double slow = slowdown(o, n, workers);
-  const Compute c = scaled(w, scale, slow);
+  Compute c = scaled(w, scale, slow);
   const double total = static_cast<double>(w.param_bytes());
+  p.bytes_per_rank = bytes_per_rank(s, n, workers, total);
+  // Cores the workers share also move their bytes and cast them: that CPU
+  // time stretches backward (and the moments its buckets are ready).
+  const double cpu_s = shared_core_comm_s(s, n, o, workers, total, p.bytes_per_rank) * slow;
+  const double stretch = c.backward_s > 0 ? (c.backward_s + cpu_s) / c.backward_s : 1;
+  c.backward_s += cpu_s;
+  Network stream_net = n;
+  if (o.shared_cores > 0) stream_net.cast_bytes_per_s = 0;  // the casts ran in backward
   double optimizer_s = c.optimizer_s;
   p.compute_s = c.data_s + c.forward_s + c.backward_s + c.optimizer_s;
   Cost comm;
   double step = 0;
+  const double share = s.algorithm == Algorithm::kPs
+                            ? largest_shard_share(w, s.shards(n.nodes(workers)), s.ps_greedy, s.ps_partition_mb)
+                            : 0;
   if (s.algorithm == Algorithm::kPs && s.ps_async) {
-    step = async_ps_step(s, n, workers, total, p.compute_s, comm);
+    step = async_ps_step(s, n, workers, total, share, p.compute_s, comm);
   } else {
     std::vector<Transfer> stream;
-    for (const Bucket& b : buckets) stream.push_back({b.ready_s * scale * slow, bucket_cost(s, n, workers, b.bytes)});
+    for (const Bucket& b : buckets) stream.push_back({b.ready_s * scale * slow * stretch, bucket_cost(s, stream_net, workers, b.bytes, share)});
     const StreamResult r = run_stream(stream);
     comm = r.busy;
     Cost after;  // outside backward: before the next forward or after the update
-    if (s.algorithm == Algorithm::kPs) after = ps_transfer(s, n, workers, total * s.wire_fraction());
+    if (s.algorithm == Algorithm::kPs) after = ps_transfer(s, n, workers, total * s.wire_fraction(), share);
     if (s.algorithm == Algorithm::kZero) {
       optimizer_s /= static_cast<double>(workers);
       for (const Bucket& b : buckets) after.add(ring_reduce_scatter(b.bytes, workers, n.flat_link(workers),
-                                                                    flat_name(n, workers)));
+                                                                    n.flat_kind(workers)));
     }
     comm.add(after);
     step = c.data_s + c.forward_s + std::max(c.backward_s, r.end_s) + optimizer_s + after.total();
@@ -222,7 +268,6 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
   p.step_s = std::max(step, input_s);
   p.exposed_comm_s = std::max(0.0, step - (p.compute_s - c.optimizer_s + optimizer_s));
   p.throughput = batch_per_worker * static_cast<double>(workers) / p.step_s;
-  p.bytes_per_rank = bytes_per_rank(s, n, workers, total);
   p.bottleneck = bottleneck(p, comm, input_bound);
   return p;
 }

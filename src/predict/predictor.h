@@ -24,6 +24,10 @@ struct PredictOptions {
   int cores_per_node = 0;          ///< oversubscription: 0 = each worker has its own cores
   int shared_cores = 0;            ///< cores all workers share (an emulated cluster on one machine); 0 = none
   int threads_per_worker = 0;      ///< compute threads of a worker at calibration (with the cores); 0 = 1
+  /// With shared_cores: the rate at which those cores move a rank's bytes
+  /// through the kernel (the unshaped link's bandwidth). The bytes a rank
+  /// sends then cost CPU time that backward loses; 0 = free.
+  double copy_bytes_per_s = 0;
 };
 
 /// A collective on the communication stream, ready at `ready_s` after backward starts.
@@ -63,6 +67,14 @@ struct Bucket {
 /// Buckets of `w`'s gradients as `dlscale train` cuts them (or one bucket
 /// ready when backward ends, for a flat layout).
 std::vector<Bucket> plan_workload_buckets(const Workload& w, bool flat, double first_bucket_mb, double bucket_mb);
+
+/// The largest share of the gradient bytes one of `shards` PS shards holds
+/// when tensors are placed as dlscale's PS places them (dp/ps_plan.h):
+/// round-robin in registration order, or greedily (largest first onto the
+/// least-loaded shard); whole tensors, or with `partition_mb` > 0 tensors
+/// bigger than that split into near-equal pieces. 1/K when the order is
+/// unknown.
+double largest_shard_share(const Workload& w, long long shards, bool greedy, double partition_mb = 0);
 
 /// Checks that `spec` can run on `workers` workers of `network` (ps shards
 /// <= workers when colocated, hierarchical needs nodes of 2 or more);

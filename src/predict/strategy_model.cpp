@@ -1,5 +1,6 @@
 #include "predict/strategy_model.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -9,7 +10,7 @@ namespace {
 
 constexpr const char* kAllowed =
     "allreduce | allreduce-hd | tree | hierarchical | ps[:K|:node] | zero[:1|2|3], then +flat, +fp16, +bf16 and for ps "
-    "+dedicated, +async, +node-aggregate";
+    "+dedicated, +async, +node-aggregate, +greedy, +partition:MB";
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> parts;
@@ -32,6 +33,15 @@ int whole(const std::string& word, const std::string& text, int lo, int hi) {
   return static_cast<int>(v);
 }
 
+/// A number > 0, or an error naming `text`.
+double positive(const std::string& word, const std::string& text) {
+  char* end = nullptr;
+  const double v = word.empty() ? 0 : std::strtod(word.c_str(), &end);
+  DLSCALE_CHECK(!word.empty() && *end == '\0' && v > 0 && std::isfinite(v), "strategy '{}': '{}' must be a number of "
+                "MiB > 0", text, word);
+  return v;
+}
+
 void apply_modifier(StrategySpec& s, const std::string& m, const std::string& text) {
   const bool ps = s.algorithm == Algorithm::kPs;
   if (m == "flat") {
@@ -45,6 +55,10 @@ void apply_modifier(StrategySpec& s, const std::string& m, const std::string& te
     s.ps_async = true;
   } else if (ps && m == "node-aggregate") {
     s.node_aggregate = true;
+  } else if (ps && m == "greedy") {
+    s.ps_greedy = true;
+  } else if (ps && m.rfind("partition:", 0) == 0) {
+    s.ps_partition_mb = positive(m.substr(10), text);
   } else {
     throw Error(fmt::format("strategy '{}': unknown modifier '+{}'; allowed: {}", text, m, kAllowed));
   }

@@ -4,7 +4,9 @@
 // followed by modifiers: +flat (one exchange after backward), +fp16 / +bf16
 // (compressed wire), and for ps: +dedicated (server shards on their own
 // nodes), +async, +node-aggregate (the workers of a node sum first and one
-// of them talks to the servers, as tf_cnn_benchmarks' distributed mode).
+// of them talks to the servers, as tf_cnn_benchmarks' distributed mode),
+// +greedy (tensors placed by size, not round-robin), +partition:MB
+// (tensors over MB MiB split over the shards, BytePS's partitioning).
 // No LibTorch.
 #include <string>
 #include <vector>
@@ -22,6 +24,8 @@ struct StrategySpec {
   bool ps_dedicated = false;     ///< ps: shards on their own nodes (else one on each of K workers' nodes)
   bool ps_async = false;         ///< ps: no worker waits for the others
   bool node_aggregate = false;   ///< ps: sum inside each node first
+  bool ps_greedy = false;        ///< ps: tensors placed largest first on the least-loaded shard (else round-robin)
+  double ps_partition_mb = 0;    ///< ps: tensors bigger than this many MiB split over shards; 0 = never
   int zero_stage = 1;            ///< zero: 1 | 2 | 3
   double wire_fraction() const { return compress == "none" ? 1.0 : 0.5; }
   /// ps: the shards at `nodes` nodes (K, or one per node).

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "predict/predictor.h"
+#include "predict/workload.h"
 
 namespace dlscale::predict {
 namespace {
@@ -93,6 +94,7 @@ void SystemSpec::apply(PredictOptions& o) const {
   if (cores_per_node > 0) o.cores_per_node = cores_per_node;
   if (shared_cores > 0) o.shared_cores = shared_cores;
   if (threads_per_worker > 0) o.threads_per_worker = threads_per_worker;
+  if (copy_bytes_per_s > 0) o.copy_bytes_per_s = copy_bytes_per_s;
   if (bucket_mb >= 0) o.bucket_mb = bucket_mb;
   if (first_bucket_mb >= 0) o.first_bucket_mb = first_bucket_mb;
 }
@@ -112,7 +114,7 @@ SystemSpec parse_system(const std::string& yaml_text, const std::string& what) {
     throw Error(fmt::format("{}: not YAML: {}", what, e.what()));
   }
   check_keys(root, {"name", "description", "source", "workers_per_node", "intra", "inter", "cast_gbyte_s",
-                    "cores_per_node", "shared_cores", "threads_per_worker", "bucket_mb", "first_bucket_mb", "strategy",
+                    "cores_per_node", "shared_cores", "copy_gbyte_s", "threads_per_worker", "bucket_mb", "first_bucket_mb", "strategy",
                     "batch", "rates", "published"},
              what, "a system file");
   SystemSpec s;
@@ -126,6 +128,7 @@ SystemSpec parse_system(const std::string& yaml_text, const std::string& what) {
   s.network.intra = root["intra"] ? parse_link(root["intra"], what, "intra") : s.network.inter;
   if (root["cast_gbyte_s"]) s.network.cast_bytes_per_s = number(root["cast_gbyte_s"], what, "cast_gbyte_s", 0) * 1e9;
   if (root["cores_per_node"]) s.cores_per_node = static_cast<int>(number(root["cores_per_node"], what, "cores_per_node", 0));
+  if (root["copy_gbyte_s"]) s.copy_bytes_per_s = number(root["copy_gbyte_s"], what, "copy_gbyte_s", 0) * 1e9;
   if (root["shared_cores"]) s.shared_cores = static_cast<int>(number(root["shared_cores"], what, "shared_cores", 0));
   if (root["threads_per_worker"]) {
     s.threads_per_worker = static_cast<int>(number(root["threads_per_worker"], what, "threads_per_worker", 1));
@@ -185,6 +188,34 @@ Link link_from_commbench(const nlohmann::json& record, const std::string& what, 
   l.bytes_per_s = bw * 1e9 * 2 * (p - 1) / p;
   l.alpha_s = fit->value("alpha_us", 0.0) * 1e-6 / (2 * (p - 1));
   return l;
+}
+
+Network resolve_network(const NetworkFlags& f, const SystemSpec* system) {
+  Network n;
+  bool have_inter = system != nullptr, have_intra = system != nullptr;
+  if (system != nullptr) n = system->network;
+  for (const std::string& path : f.commbench) {
+    bool inter = false;
+    const Link l = link_from_commbench(read_json_file(path), path, inter);
+    (inter ? n.inter : n.intra) = l;
+    (inter ? have_inter : have_intra) = true;
+  }
+  if (f.link_gbps > 0) {
+    n.inter.bytes_per_s = f.link_gbps * 1e9 / 8;
+    have_inter = true;
+  }
+  if (f.latency_us >= 0) n.inter.alpha_s = f.latency_us * 1e-6;
+  if (f.intra_gbps > 0) {
+    n.intra.bytes_per_s = f.intra_gbps * 1e9 / 8;
+    have_intra = true;
+  }
+  if (f.intra_latency_us >= 0) n.intra.alpha_s = f.intra_latency_us * 1e-6;
+  if (f.workers_per_node > 0) n.workers_per_node = f.workers_per_node;
+  if (f.cast_gbyte_s >= 0) n.cast_bytes_per_s = f.cast_gbyte_s * 1e9;
+  DLSCALE_CHECK(have_inter || have_intra, "no network: give --system, --commbench RECORD or --link-gbps");
+  if (!have_inter) n.inter = n.intra;
+  if (!have_intra) n.intra = n.inter;
+  return n;
 }
 
 }  // namespace dlscale::predict

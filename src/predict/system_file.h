@@ -31,6 +31,7 @@ struct SystemSpec {
   int cores_per_node = 0;           ///< oversubscription (0 = not modelled)
   int shared_cores = 0;             ///< cores every worker shares (one machine emulating a cluster)
   int threads_per_worker = 0;       ///< compute threads of each worker, with the cores
+  double copy_bytes_per_s = 0;      ///< with shared_cores: the cores' rate of moving a rank's bytes (0 = free)
   double bucket_mb = -1;            ///< its framework's fusion buffer, MiB (< 0 = dlscale's 25)
   double first_bucket_mb = -1;      ///< (< 0 = dlscale's 1)
   std::string strategy;             ///< how its framework exchanges gradients ("" = not said)
@@ -58,5 +59,21 @@ SystemSpec load_system(const std::string& name_or_path, const std::string& syste
 /// `inter` to whether the record's ranks spanned emulated hosts. Throws
 /// dlscale::Error naming `what` when the record has no allreduce fit.
 Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter);
+
+/// The network flags of `predict` and `report --type predict`.
+struct NetworkFlags {
+  std::vector<std::string> commbench;  ///< commbench records
+  double link_gbps = 0;                ///< between nodes, Gbit/s; 0 = not given
+  double latency_us = -1;              ///< < 0 = not given
+  double intra_gbps = 0;
+  double intra_latency_us = -1;
+  double cast_gbyte_s = -1;
+  int workers_per_node = 0;            ///< 0 = not given
+};
+
+/// The system's network (when given), then each commbench record's level,
+/// then the flags; a level nothing gave copies the other. Throws
+/// dlscale::Error when nothing gives a network.
+Network resolve_network(const NetworkFlags& flags, const SystemSpec* system);
 
 }  // namespace dlscale::predict

@@ -49,7 +49,9 @@ std::vector<Gradient> ready_gradients(const BackwardProfile& profile, double bac
     return profile.ready_fraction[a] < profile.ready_fraction[b];
   });
   std::vector<Gradient> grads;
-  for (size_t i : order) grads.push_back({profile.bytes[i], profile.ready_fraction[i] * backward_s});
+  for (size_t i : order) {
+    grads.push_back({profile.bytes[i], profile.ready_fraction[i] * backward_s, static_cast<int64_t>(i)});
+  }
   return grads;
 }
 

@@ -15,6 +15,7 @@ namespace dlscale::predict {
 struct Gradient {
   int64_t bytes = 0;     ///< fp32 bytes
   double ready_s = 0;    ///< when backward produced it, seconds after backward starts
+  int64_t index = -1;    ///< registration order (where a PS places it); -1 = unknown
 };
 
 struct Workload {

@@ -20,6 +20,8 @@ std::string type_name(ReportType t) {
     case ReportType::kCommbench: return "commbench";
     case ReportType::kIo: return "io";
     case ReportType::kTta: return "tta";
+    case ReportType::kMemory: return "memory";
+    case ReportType::kPredict: return "predict";
   }
   return "?";
 }

@@ -10,14 +10,15 @@
 namespace dlscale::report {
 namespace {
 
-constexpr EnumNames<ReportType, 8> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
+constexpr EnumNames<ReportType, 9> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
                                                  {ReportType::kStrong, "strong"},
                                                  {ReportType::kBreakdown, "breakdown"},
                                                  {ReportType::kCompare, "compare"},
                                                  {ReportType::kCommbench, "commbench"},
                                                  {ReportType::kIo, "io"},
                                                  {ReportType::kTta, "tta"},
-                                                 {ReportType::kMemory, "memory"}}}};
+                                                 {ReportType::kMemory, "memory"},
+                                                 {ReportType::kPredict, "predict"}}}};
 constexpr EnumNames<Format, 4> kFormatNames{
     "format", {{{Format::kText, "text"}, {Format::kMarkdown, "markdown"}, {Format::kCsv, "csv"}, {Format::kJson, "json"}}}};
 
@@ -48,6 +49,7 @@ Report build_report(const std::vector<RunRecord>& all, const ReportOptions& o) {
     case ReportType::kMemory:
       return memory_report(runs);
     case ReportType::kCommbench:
+    case ReportType::kPredict:
       break;
   }
   throw InternalError("unknown report type");

@@ -12,7 +12,8 @@
 
 namespace dlscale::report {
 
-enum class ReportType { kWeak, kStrong, kBreakdown, kCompare, kCommbench, kIo, kTta, kMemory };
+/// kPredict is built by predict/predict_report.h (it needs calibrations).
+enum class ReportType { kWeak, kStrong, kBreakdown, kCompare, kCommbench, kIo, kTta, kMemory, kPredict };
 enum class Format { kText, kMarkdown, kCsv, kJson };
 
 /// A cell: its display text and, for numbers, the value CSV/JSON carry.

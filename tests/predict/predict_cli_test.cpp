@@ -67,6 +67,20 @@ TEST(PredictCli, PredictsFromTheRecordAndWritesJsonAndHtml) {
   EXPECT_NE(page.find("tree+fp16"), std::string::npos);
 }
 
+TEST(PredictCli, SharedCoresPayForMovingTheBytes) {
+  const auto rate = [](const std::string& extra) {
+    const std::string json = temp_path("shared.json");
+    const Outcome o = run_dlscale("predict --calibrate " + lenet_record() + " --link-gbps 1 --workers 2 -s allreduce "
+                                  "--shared-cores 2 --json " + json + " " + extra);
+    EXPECT_EQ(o.code, 0) << o.err;
+    return nlohmann::json::parse(read_file(json))["strategies"][0]["points"][0]["samples_per_sec"].get<double>();
+  };
+  // lenet's 13 MB a step at 0.01 GB/s of copying: far slower than free copies.
+  EXPECT_LT(rate("--copy-gbyte-s 0.01"), 0.9 * rate(""));
+  EXPECT_NE(fails("predict --calibrate " + lenet_record() + " --link-gbps 1 --copy-gbyte-s -1").find("--copy-gbyte-s"),
+            std::string::npos);
+}
+
 TEST(PredictCli, ShippedSystemsPredictAndValidate) {
   Outcome o = run_dlscale("predict --system horovod-roce --model resnet101 --workers 4-512:x2");
   ASSERT_EQ(o.code, 0) << o.err;
@@ -95,6 +109,35 @@ TEST(PredictCli, BadInputGetsOneLineNamingIt) {
   EXPECT_NE(fails("predict --calibrate " + bad + " --link-gbps 1").find("inputs.batch"), std::string::npos);
   EXPECT_NE(fails("predict --calibrate " + rec + " --link-gbps 1 -s warp").find("unknown strategy 'warp'"),
             std::string::npos);
+}
+
+TEST(PredictCli, ReportTypePredictPutsEveryRunNextToItsPrediction) {
+  const std::string db = temp_path("predict.db"), yaml = temp_path("predict.yaml");
+  write_file_atomic(yaml, R"(name: pc
+parameters: {model: lenet, image-size: 28, batch: 32, steps: 6, warmup: 2, threads: 1, display-every: 0, timeout: 300}
+variables:
+  workers: [1, 2]
+  strategy: [allreduce, ps]
+)");
+  Outcome o = run_dlscale("sweep " + yaml + " --db " + db + " --progress plain");
+  ASSERT_EQ(o.code, 0) << o.err;
+  // Local workers share one host: the link given is theirs.
+  o = run_dlscale("report --db " + db + " --type predict --calibrate " + lenet_record() +
+                  " --link-gbps 8 --latency-us 100 --format json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json r = nlohmann::json::parse(o.out);
+  EXPECT_EQ(r["type"], "predict");
+  // The two runs of 2 workers (1-worker runs have nothing to predict).
+  ASSERT_EQ(r["rows"].size(), 2u) << o.out;
+  for (const auto& row : r["rows"]) {
+    EXPECT_EQ(row["workers"], 2);
+    EXPECT_EQ(row["link"], "one host");
+    const double predicted = row["predicted_samples_per_sec"].get<double>();
+    const double measured = row["measured_samples_per_sec"].get<double>();
+    EXPECT_GT(predicted, 0);
+    EXPECT_NEAR(row["error_pct"].get<double>(), 100 * (predicted - measured) / measured, 1e-9);
+  }
+  EXPECT_NE(fails("report --db " + db + " --type predict --link-gbps 1").find("--calibrate"), std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "predict/predict_report.h"
 #include "predict/system_file.h"
 
 namespace dlscale::predict {
@@ -18,25 +19,26 @@ TEST(PredictFormulas, RingHalvingDoublingTreeAndReduceScatterCostWhatTheirFormul
   const Link l = link(1e-5, 1e9);
   const double s = 1e6;
   // Ring over 4: 2(p-1) messages, 2(p-1)/p x S.
-  Cost c = ring_allreduce(s, 4, l, "x");
+  Cost c = ring_allreduce(s, 4, l, LinkKind::kInter);
   EXPECT_NEAR(c.latency_s, 6e-5, kTol);
   EXPECT_NEAR(c.transfer_s, 1.5e-3, kTol);
-  EXPECT_EQ(c.link, "x");
-  EXPECT_DOUBLE_EQ(ring_allreduce(s, 1, l, "x").total(), 0.0);
+  EXPECT_EQ(c.busiest(), LinkKind::kInter);
+  EXPECT_DOUBLE_EQ(c.transfer_by[1], c.transfer_s);
+  EXPECT_DOUBLE_EQ(ring_allreduce(s, 1, l, LinkKind::kInter).total(), 0.0);
   // Halving-doubling over 8: 2 log2 8 = 6 messages, the same bytes as the ring.
-  c = halving_doubling_allreduce(s, 8, l, "x");
+  c = halving_doubling_allreduce(s, 8, l, LinkKind::kInter);
   EXPECT_NEAR(c.latency_s, 6e-5, kTol);
   EXPECT_NEAR(c.transfer_s, 2 * 7.0 / 8 * 1e-3, kTol);
   // Over 5 ranks: ceil(log2 5) = 3 rounds each way.
-  EXPECT_NEAR(halving_doubling_allreduce(s, 5, l, "x").latency_s, 6e-5, kTol);
+  EXPECT_NEAR(halving_doubling_allreduce(s, 5, l, LinkKind::kInter).latency_s, 6e-5, kTol);
   // The binary tree: rank 0 takes children 1 and 2, rank 1 takes 3 (4 ranks):
   // 3 messages of S one after another; 7 ranks: 2 + 2.
-  EXPECT_NEAR(tree_reduce(s, 2, l, "x").total(), 1e-5 + 1e-3, kTol);
-  EXPECT_NEAR(tree_reduce(s, 4, l, "x").total(), 3 * (1e-5 + 1e-3), kTol);
-  EXPECT_NEAR(tree_reduce(s, 7, l, "x").total(), 4 * (1e-5 + 1e-3), kTol);
-  EXPECT_DOUBLE_EQ(tree_reduce(s, 1, l, "x").total(), 0.0);
+  EXPECT_NEAR(tree_reduce(s, 2, l, LinkKind::kInter).total(), 1e-5 + 1e-3, kTol);
+  EXPECT_NEAR(tree_reduce(s, 4, l, LinkKind::kInter).total(), 3 * (1e-5 + 1e-3), kTol);
+  EXPECT_NEAR(tree_reduce(s, 7, l, LinkKind::kInter).total(), 4 * (1e-5 + 1e-3), kTol);
+  EXPECT_DOUBLE_EQ(tree_reduce(s, 1, l, LinkKind::kInter).total(), 0.0);
   // Reduce-scatter over 4: 3 messages of S/4.
-  c = ring_reduce_scatter(s, 4, l, "x");
+  c = ring_reduce_scatter(s, 4, l, LinkKind::kInter);
   EXPECT_NEAR(c.latency_s, 3e-5, kTol);
   EXPECT_NEAR(c.transfer_s, 0.75e-3, kTol);
 }
@@ -44,8 +46,7 @@ TEST(PredictFormulas, RingHalvingDoublingTreeAndReduceScatterCostWhatTheirFormul
 TEST(PredictFormulas, TheStreamRunsCollectivesInOrderEachStartingWhenReadyAndThePreviousIsDone) {
   auto cost = [](double s) {
     Cost c;
-    c.transfer_s = s;
-    c.link = "x";
+    c.add_transfer(LinkKind::kIntra, s);
     return c;
   };
   // Ready at 1, 2, 10 ms, costing 3, 1, 2 ms: 1+3 = 4; max(4, 2)+1 = 5; max(5, 10)+2 = 12.
@@ -114,7 +115,9 @@ TEST(PredictStep, AcrossNodesTheInterNodeLinkBindsAndHierarchicalSplitsTheLevels
   const double leaders = 2 * 1e-4 + 12e6 / 1e8;
   const StepPrediction h = step("hierarchical+flat", 16);
   EXPECT_NEAR(h.step_s, 10e-3 + 20e-3 + 2 * tree + leaders + 2e-3, 1e-12);
-  EXPECT_EQ(h.bottleneck, "inter-node link");
+  // 32 workers: 4 leaders carry 2 x 3/4 x 120 ms = 180 ms, more than the
+  // 120 ms inside the nodes.
+  EXPECT_EQ(step("hierarchical+flat", 32).bottleneck, "inter-node link");
   // Tree over all 16 (2+2+2+1 = 7 messages) across nodes, each way.
   EXPECT_NEAR(step("tree+flat", 16).step_s, 10e-3 + 20e-3 + 14 * (1e-4 + 12e6 / 1e8) + 2e-3, 1e-12);
   // Halving-doubling over 16: 8 alpha.
@@ -188,6 +191,35 @@ TEST(PredictStep, StrongScalingShrinksComputeWithTheBatchAndInputAndCoresCap) {
   EXPECT_NEAR(predict_step(w, one_node(), s, buckets, 4, 8, o).compute_s, 2 * 32e-3, 1e-12);
 }
 
+TEST(PredictStep, OnSharedCoresMovingAndCastingBytesTakesCpuFromBackward) {
+  const Workload w = two_tensors();
+  const auto buckets = plan_workload_buckets(w, false, 1, 25);
+  Network n = one_node();
+  n.cast_bytes_per_s = 4e9;
+  PredictOptions o;
+  o.shared_cores = 2;
+  o.threads_per_worker = 1;
+  o.copy_bytes_per_s = 1e9;
+  // 2 workers, fp16: a rank sends 6 MB (6 ms at 1 GB/s), the casts take
+  // 2 x 12 MB / 4 GB/s = 6 ms: backward 20 -> 32 ms, ready times x 1.6
+  // (8 and 32 ms). The buckets' rings, casts gone: 2.02 ms ending 10.02,
+  // 4.02 ms ending 36.02.
+  const StrategySpec fp16 = parse_strategy("allreduce+fp16");
+  StepPrediction p = predict_step(w, n, fp16, buckets, 2, 8, o);
+  EXPECT_NEAR(p.step_s, 10e-3 + 36.02e-3 + 2e-3, 1e-12);
+  EXPECT_NEAR(p.compute_s, 10e-3 + 32e-3 + 2e-3, 1e-12);
+  // Cores of their own: the casts ride the stream, backward keeps 20 ms:
+  // 4.02 ms from 5 (9.02), 8.02 ms from 20 (28.02).
+  o.shared_cores = 0;
+  EXPECT_NEAR(predict_step(w, n, fp16, buckets, 2, 8, o).step_s, 10e-3 + 28.02e-3 + 2e-3, 1e-12);
+  // 4 workers on 2 cores, fp32: compute x 2; the 18 MB a rank sends cost
+  // 18 ms x 2; backward 40 -> 76 ms, ready times 19 and 76 ms; rings of
+  // 6.06 and 12.06 ms end at 25.06 and 88.06.
+  o.shared_cores = 2;
+  p = predict_step(w, n, parse_strategy("allreduce"), buckets, 4, 8, o);
+  EXPECT_NEAR(p.step_s, 20e-3 + 88.06e-3 + 4e-3, 1e-12);
+}
+
 TEST(Predict, EfficiencyIsAgainstOneWorkerWithoutExchange) {
   PredictOptions o;
   o.workers = {1, 4};
@@ -228,6 +260,28 @@ TEST(Predict, BadInputIsRefusedNamingIt) {
   refused("allreduce", one_node(), "scaling must be weak or strong");
 }
 
+TEST(PredictStep, AParameterServerShardHoldsWholeTensorsRoundRobinOrBySize) {
+  Workload w;
+  w.batch = 1;
+  // Registration order 0..3: 8, 1, 4, 1 MB (ready order does not matter).
+  w.grads = {{1'000'000, 0, 3}, {4'000'000, 0, 2}, {1'000'000, 0, 1}, {8'000'000, 0, 0}};
+  // Round-robin over 2: shard 0 takes 8 + 4, shard 1 takes 1 + 1.
+  EXPECT_DOUBLE_EQ(largest_shard_share(w, 2, false), 12.0 / 14);
+  // Greedy: 8 -> 0, 4 -> 1, 1 -> 1, 1 -> 1.
+  EXPECT_DOUBLE_EQ(largest_shard_share(w, 2, true), 8.0 / 14);
+  // More shards than tensors: the largest tensor alone.
+  EXPECT_DOUBLE_EQ(largest_shard_share(w, 8, false), 8.0 / 14);
+  EXPECT_DOUBLE_EQ(largest_shard_share(w, 1, false), 1.0);
+  // Unknown order: balanced.
+  EXPECT_DOUBLE_EQ(largest_shard_share(two_tensors(), 4, false), 0.25);
+  // Partitioned at 2 MiB (524,288 floats): the 8 MB tensor splits in 4
+  // pieces of 2 MB, the 4 MB one in 2, the 1 MB ones stay whole: units of
+  // 2,2,2,2 | 1 | 2,2 | 1 MB. Round-robin over 3 shards: 2+2+2 = 6, 2+1+1,
+  // 2+2. Greedy: the six 2 MB pieces two to a shard, then 1 + 1: 5, 5, 4.
+  EXPECT_DOUBLE_EQ(largest_shard_share(w, 3, false, 2), 6.0 / 14);
+  EXPECT_DOUBLE_EQ(largest_shard_share(w, 3, true, 2), 5.0 / 14);
+}
+
 TEST(PredictParse, StrategiesAndTheirModifiers) {
   StrategySpec s = parse_strategy("ps:4+dedicated+async+bf16");
   EXPECT_EQ(s.algorithm, Algorithm::kPs);
@@ -237,8 +291,11 @@ TEST(PredictParse, StrategiesAndTheirModifiers) {
   EXPECT_EQ(parse_strategy("ps:node").shards(6), 6);
   EXPECT_EQ(parse_strategy("zero:3").zero_stage, 3);
   EXPECT_TRUE(parse_strategy("tree+flat").flat);
+  EXPECT_DOUBLE_EQ(parse_strategy("ps:2+greedy+partition:0.5").ps_partition_mb, 0.5);
+  EXPECT_TRUE(parse_strategy("ps:2+greedy+partition:0.5").ps_greedy);
   for (const std::string bad : {"ring", "ps:0", "zero:4", "allreduce+dedicated", "allreduce:2", "ps:2+dedicated+node-aggregate",
-                                "zero+fp16", "allreduce+", "ps:x"}) {
+                                "zero+fp16", "allreduce+", "ps:x", "ps+partition:0", "ps+partition:x",
+                                "allreduce+partition:4"}) {
     EXPECT_THROW(parse_strategy(bad), Error) << bad;
   }
 }
@@ -321,6 +378,20 @@ TEST(PredictCalibration, ARecordGivesPhaseTimesAndReadyTimesAsShareOfBackward) {
   failed["status"] = "failed";
   EXPECT_THROW(calibrate_from_record(failed, "r.json"), Error);
   EXPECT_THROW(calibrate_from_record(nlohmann::json::array(), "r.json"), Error);
+}
+
+
+TEST(PredictParse, ARecordsInputsNameTheStrategyPredictRuns) {
+  const auto of = [](const char* inputs) { return strategy_of_record(nlohmann::json::parse(inputs)); };
+  EXPECT_EQ(of(R"({"strategy": "allreduce", "bucket_mb": 25})"), "allreduce");
+  EXPECT_EQ(of(R"({"strategy": "tree", "bucket_mb": 0, "compress": "fp16"})"), "tree+flat+fp16");
+  EXPECT_EQ(of(R"({"strategy": "ps", "ps_shards": 2, "ps_placement": "dedicated", "ps_mode": "async",
+                   "ps_assign": "greedy", "ps_partition_mb": 0.5})"),
+            "ps:2+dedicated+async+greedy+partition:0.5");
+  EXPECT_EQ(of(R"({"strategy": "zero", "zero_stage": 3, "bucket_mb": 0})"), "zero:3");
+  EXPECT_EQ(of(R"({"strategy": "independent"})"), "");
+  // Every name it writes parses.
+  EXPECT_NO_THROW(parse_strategy("ps:2+dedicated+async+greedy+partition:0.5"));
 }
 
 }  // namespace

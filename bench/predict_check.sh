@@ -1,0 +1,34 @@
+#!/bin/bash
+# dlscale predict against this machine (docs/predict.md, "Accuracy on this
+# machine"): 1-worker calibration records of lenet and resnet18 (with
+# --trace, as the sweep's settings), commbench of the unshaped emulated
+# link, the measured sweep examples/predict-check.yaml, then
+# `report --type predict`. As root (the emulated cluster). Everything goes
+# to $OUT (default /tmp/dlscale-predict-check).
+#
+#   sudo bench/predict_check.sh            # about 25 minutes on 2 cores
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+dlscale=${DLSCALE:-$here/build/dlscale}
+out=${OUT:-/tmp/dlscale-predict-check}
+mkdir -p "$out"
+cd "$out"
+
+echo "== calibration: 1 worker, 1 thread, as the sweep runs" >&2
+"$dlscale" train -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0 \
+  --trace lenet.trace.json --json lenet.json > /dev/null
+"$dlscale" train -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 --display-every 0 \
+  --trace resnet18.trace.json --json resnet18.json > /dev/null
+
+echo "== commbench: allreduce across 2 unshaped emulated hosts" >&2
+"$dlscale" cluster up --name pcheck --hosts 2 > /dev/null
+trap '"$dlscale" cluster down --name pcheck > /dev/null 2>&1 || true' EXIT
+"$dlscale" commbench --cluster pcheck --op allreduce -b 1K -e 64M --iters 5 --threads 1 --json commbench.json
+"$dlscale" cluster down --name pcheck > /dev/null
+
+echo "== the measured sweep" >&2
+"$dlscale" sweep "$here/examples/predict-check.yaml" --db results.db
+
+echo "== predicted against measured" >&2
+"$dlscale" report --db results.db --sweep predict-check --type predict --calibrate lenet.json \
+  --calibrate resnet18.json --commbench commbench.json --system local-cluster | tee predict-check.txt

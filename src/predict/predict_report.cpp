@@ -1,0 +1,145 @@
+#include "predict/predict_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/stats.h"
+#include "report/report_parts.h"
+
+namespace dlscale::predict {
+namespace {
+
+/// The first completed repeat's record, or null.
+nlohmann::json run_record(const sweep::RunRecord& run) {
+  for (const sweep::RepeatRecord& r : run.repeats) {
+    if (r.status != sweep::kStatusCompleted || r.record.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(r.record, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "train" && j.contains("inputs")) return j;
+  }
+  return nullptr;
+}
+
+struct Checked {
+  std::string model, link, strategy, bottleneck;
+  long long workers = 0;
+  double measured = 0, predicted = 0;
+};
+
+/// The network a run's record describes: its emulated cluster's shaped
+/// link and workers per host over the base.
+Network run_network(const nlohmann::json& inputs, const Network& base, std::string& link) {
+  Network n = base;
+  const nlohmann::json& cluster = inputs.contains("cluster") ? inputs["cluster"] : nlohmann::json();
+  if (cluster.is_object()) {
+    n.workers_per_node = cluster.value("workers_per_host", 1);
+    const double mbit = cluster.value("link_mbit", 0.0);
+    if (mbit > 0) n.inter.bytes_per_s = mbit * 1e6 / 8;
+    link = mbit > 0 ? fmt::format("{:g} Mbit/s", mbit) : "unshaped";
+  } else {
+    n.workers_per_node = std::max(1, inputs.value("world_size", 1));
+    link = "one host";
+  }
+  return n;
+}
+
+std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckInputs& in) {
+  const nlohmann::json record = run_record(run);
+  const auto measured = report::median_metric(run, "samples_per_sec");
+  if (record.is_null() || !measured) return std::nullopt;
+  const nlohmann::json& inputs = record["inputs"];
+  Checked c;
+  c.workers = inputs.value("world_size", 1);
+  c.model = inputs.value("model", "");
+  c.strategy = strategy_of_record(inputs);
+  if (c.workers < 2 || c.strategy.empty()) return std::nullopt;
+  const auto cal = std::find_if(in.calibrations.begin(), in.calibrations.end(),
+                                [&](const Workload& w) { return w.model == c.model; });
+  DLSCALE_CHECK(cal != in.calibrations.end(), "run {} trained {}, but no --calibrate record measured it", run.id,
+                c.model);
+  const Network n = run_network(inputs, in.base, c.link);
+  PredictOptions o;
+  o.workers = {c.workers};
+  o.batch = inputs.value("batch", 0);
+  o.bucket_mb = inputs.value("bucket_mb", 25.0);
+  o.first_bucket_mb = inputs.value("first_bucket_mb", 1.0);
+  o.threads_per_worker = inputs.value("threads", 1);
+  o.shared_cores = in.shared_cores > 0 ? in.shared_cores
+                                       : record.value("/environment/online_cores"_json_pointer, 0);
+  o.copy_bytes_per_s = in.copy_bytes_per_s;
+  const Prediction p = predict(*cal, n, {parse_strategy(c.strategy)}, o);
+  c.measured = *measured;
+  c.predicted = p.strategies[0].points[0].throughput;
+  c.bottleneck = p.strategies[0].points[0].bottleneck;
+  return c;
+}
+
+}  // namespace
+
+std::string strategy_of_record(const nlohmann::json& in) {
+  const std::string kind = in.value("strategy", "allreduce");
+  std::string s;
+  if (kind == "independent") return "";
+  if (kind == "ps") {
+    s = fmt::format("ps:{}", in.value("ps_shards", 1));
+    if (in.value("ps_placement", "colocated") == "dedicated") s += "+dedicated";
+    if (in.value("ps_mode", "sync") == "async") s += "+async";
+    if (in.value("ps_assign", "round-robin") == "greedy") s += "+greedy";
+    const double partition = in.value("ps_partition_mb", 0.0);
+    if (partition > 0) s += fmt::format("+partition:{:g}", partition);
+  } else if (kind == "zero") {
+    s = fmt::format("zero:{}", in.value("zero_stage", 1));
+  } else {
+    s = kind;
+  }
+  if (kind != "zero" && in.value("bucket_mb", 25.0) == 0) s += "+flat";
+  const std::string compress = in.value("compress", "none");
+  if (compress != "none" && kind != "zero") s += "+" + compress;
+  return s;
+}
+
+report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const SweepCheckInputs& in) {
+  std::vector<Checked> rows;
+  for (const sweep::RunRecord& run : runs) {
+    if (auto c = check_run(run, in)) rows.push_back(std::move(*c));
+  }
+  DLSCALE_CHECK(!rows.empty(), "no completed run of 2 or more workers with a stored train record in the selection");
+  report::Report rep;
+  rep.type = report::ReportType::kPredict;
+  rep.title = "Predicted against measured";
+  report::Table t;
+  t.title = rep.title;
+  t.headers = {"model", "link", "strategy", "workers", "measured/s", "predicted/s", "error %", "bottleneck"};
+  t.numeric = {false, false, false, true, true, true, true, false};
+  report::Table& d = rep.data;
+  d.title = rep.title;
+  d.headers = {"model", "link", "strategy", "workers", "measured_samples_per_sec", "predicted_samples_per_sec",
+               "error_pct", "bottleneck"};
+  d.numeric = t.numeric;
+  std::vector<double> errors;
+  for (const Checked& c : rows) {
+    const double error = 100 * (c.predicted - c.measured) / c.measured;
+    errors.push_back(std::fabs(error));
+    t.rows.push_back({{c.model, {}},
+                      {c.link, {}},
+                      {c.strategy, {}},
+                      {std::to_string(c.workers), static_cast<double>(c.workers)},
+                      report::number(c.measured, "{:.1f}"),
+                      report::number(c.predicted, "{:.1f}"),
+                      report::number(error, "{:+.1f}"),
+                      {c.bottleneck, {}}});
+    d.rows.push_back(t.rows.back());
+    d.rows.back()[4].value = c.measured;
+    d.rows.back()[5].value = c.predicted;
+    d.rows.back()[6].value = error;
+  }
+  const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 25; });
+  rep.notes.push_back(fmt::format("median |error| {:.1f}%, largest {:.1f}%; {} of {} within 25%", median(errors),
+                                  *std::max_element(errors.begin(), errors.end()), within, errors.size()));
+  rep.notes.push_back("measured: median samples/s of the completed repeats; predicted from the --calibrate records "
+                      "and the network, each run's link, workers, strategy and threads taken from its record");
+  rep.tables.push_back(std::move(t));
+  return rep;
+}
+
+}  // namespace dlscale::predict

@@ -1,0 +1,32 @@
+#pragma once
+// `dlscale report --type predict`: every measured run of a selection next
+// to what the scaling model predicts for it, with the error of each
+// (docs/predict.md). Each run's own record says what it ran (model, batch,
+// workers, strategy, buckets, threads, the emulated cluster's link); the
+// compute comes from 1-worker calibration records, the unshaped links from
+// a base network (commbench records or a system file).
+#include <vector>
+
+#include "predict/predictor.h"
+#include "report/report.h"
+
+namespace dlscale::predict {
+
+struct SweepCheckInputs {
+  std::vector<Workload> calibrations;  ///< one per model, matched by name
+  Network base;                        ///< links a run's record does not shape
+  int shared_cores = 0;                ///< cores all workers share; 0 = each record's online cores
+  double copy_bytes_per_s = 0;         ///< those cores' rate of moving a rank's bytes (0 = free)
+};
+
+/// The strategy a train record's inputs describe, as predict writes it
+/// ("allreduce+flat", "ps:2+async", "zero:3", ...); "" for independent.
+std::string strategy_of_record(const nlohmann::json& inputs);
+
+/// One row per completed run with workers > 1: measured and predicted
+/// samples/s, the error, the bottleneck; notes give the median and largest
+/// absolute errors. Throws dlscale::Error when no run could be predicted,
+/// naming why (no calibration for its model, no record).
+report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const SweepCheckInputs& inputs);
+
+}  // namespace dlscale::predict
