@@ -27,6 +27,10 @@ const std::string kLenet =
     "train --model lenet --dropout 0 --threads 1 --steps 4 --warmup 1 --synthetic-batches 2 "
     "--display-every 0 --global-batch 12 --first-bucket-mb 0.01 --bucket-mb 0.2";
 
+/// How far Adam's weights after a few steps may be from one worker's when
+/// only the order of the gradient sums differs (see the stage test).
+constexpr double kAdamTol = 2.5e-4;
+
 std::string with_optimizer(const std::string& optimizer) {
   return kLenet + " --optimizer " + optimizer +
          (optimizer == "adam" ? " --lr 0.001" : " --lr 0.05");
@@ -106,9 +110,11 @@ TEST(ZeroStrategy, StagesMatchOneWorkerAndAllreduceWithMomentumAndAdam) {
         } else {
           // Adam divides by sqrt(v): where a gradient is within rounding of
           // zero, the order of a sum moves the update by up to lr. The
-          // allreduce run is off one worker by as much (4.5e-5 at lr 1e-3
-          // measured); a stale or missing shard would be off by about lr.
-          EXPECT_LE(closeness(r.weights, one.weights, 0, 1e-4), 1.0);
+          // allreduce run is off one worker by as much, and how much depends
+          // on the CPU's kernels (at lr 1e-3: 4.5e-5 on a Xeon with AVX-512,
+          // 1.2e-4 on an AMD EPYC with AVX2); a stale or missing shard would
+          // be off by about lr, four times kAdamTol.
+          EXPECT_LE(closeness(r.weights, one.weights, 0, kAdamTol), 1.0);
           EXPECT_LE(closeness(r.weights, allreduce.weights, 0, 1e-4), 1.0);
         }
         const std::vector<double> mine = losses(r.record), theirs = losses(allreduce.record);
@@ -158,7 +164,7 @@ TEST(ZeroStrategy, CompressedGradientsAndMpirun) {
     ASSERT_EQ(o.code, 0) << o.err;
     EXPECT_NE(o.out.find("communication: mpi zero"), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("replicas: identical\n"), std::string::npos) << o.out;
-    EXPECT_LE(closeness(testing::load_weights(w), adam.weights, 0, 1e-4), 1.0);
+    EXPECT_LE(closeness(testing::load_weights(w), adam.weights, 0, kAdamTol), 1.0);
   }
 }
 
