@@ -6,7 +6,7 @@
 # `report --type predict`. As root (the emulated cluster). Everything goes
 # to $OUT (default /tmp/dlscale-predict-check).
 #
-#   sudo bench/predict_check.sh            # about 25 minutes on 2 cores
+#   sudo bench/predict_check.sh            # about 30 minutes on 2 cores
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 dlscale=${DLSCALE:-$here/build/dlscale}

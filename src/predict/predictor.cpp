@@ -37,9 +37,13 @@ double largest_shard_share(const Workload& w, long long shards, bool greedy, dou
   std::vector<int64_t> numels(w.grads.size(), 0);
   for (const Gradient& g : w.grads) numels[static_cast<size_t>(g.index)] = std::max<int64_t>(1, g.bytes / 4);
   const dp::PsAssign assign = greedy ? dp::PsAssign::kGreedy : dp::PsAssign::kRoundRobin;
-  const size_t units = dp::plan_ps(numels, 1, assign, partition_mb, 0, 0).pieces.size();
-  const int k = static_cast<int>(std::min<long long>(shards, static_cast<long long>(units)));
-  const dp::PsPlan plan = dp::plan_ps(numels, k, assign, partition_mb, 0, 0);
+  const dp::PsPlan whole = dp::plan_ps(numels, 1, assign, partition_mb, 0, 0);
+  if (shards >= static_cast<long long>(whole.pieces.size())) {  // a shard for each unit: the largest one
+    int64_t largest = 0;
+    for (const dp::PsPiece& piece : whole.pieces) largest = std::max(largest, piece.length);
+    return static_cast<double>(largest) / static_cast<double>(whole.shards[0].elements);
+  }
+  const dp::PsPlan plan = dp::plan_ps(numels, static_cast<int>(shards), assign, partition_mb, 0, 0);
   int64_t total = 0, most = 0;
   for (const dp::PsShardPlan& shard : plan.shards) {
     total += shard.elements;
@@ -221,9 +225,22 @@ void check_strategy(const StrategySpec& s, const Network& n, long long workers) 
                 n.workers_per_node);
 }
 
+double ShardShares::operator()(long long shards) {
+  if (units_ < 0) {
+    std::vector<int64_t> numels;
+    for (const Gradient& g : w_.grads) numels.push_back(std::max<int64_t>(1, g.bytes / 4));
+    units_ = static_cast<long long>(dp::plan_ps(numels, 1, dp::PsAssign::kRoundRobin, spec_.ps_partition_mb, 0, 0)
+                                        .pieces.size());
+  }
+  shards = std::min(shards, units_);
+  const auto it = known_.find(shards);
+  if (it != known_.end()) return it->second;
+  return known_[shards] = largest_shard_share(w_, shards, spec_.ps_greedy, spec_.ps_partition_mb);
+}
+
 StepPrediction predict_step(const Workload& w, const Network& n, const StrategySpec& s,
                             const std::vector<Bucket>& buckets, long long workers, double batch_per_worker,
-                            const PredictOptions& o) {
+                            const PredictOptions& o, ShardShares* shares) {
   StepPrediction p;
   p.workers = workers;
   p.batch_per_worker = batch_per_worker;
@@ -243,9 +260,9 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
   p.compute_s = c.data_s + c.forward_s + c.backward_s + c.optimizer_s;
   Cost comm;
   double step = 0;
-  const double share = s.algorithm == Algorithm::kPs
-                            ? largest_shard_share(w, s.shards(n.nodes(workers)), s.ps_greedy, s.ps_partition_mb)
-                            : 0;
+  ShardShares own(w, s);
+  const double share = s.algorithm == Algorithm::kPs ? (shares != nullptr ? *shares : own)(s.shards(n.nodes(workers)))
+                                                     : 0;
   if (s.algorithm == Algorithm::kPs && s.ps_async) {
     step = async_ps_step(s, n, workers, total, share, p.compute_s, comm);
   } else {
@@ -346,9 +363,10 @@ Prediction predict(const Workload& w, const Network& n, const std::vector<Strate
     StrategyPrediction sp{s, {}};
     const std::vector<Bucket> buckets = plan_workload_buckets(w, s.flat, o.first_bucket_mb, o.bucket_mb);
     sp.points.reserve(o.workers.size());
+    ShardShares shares(w, s);
     for (long long workers : o.workers) {
       const double per = o.scaling == "weak" ? batch : batch / static_cast<double>(workers);
-      StepPrediction p = predict_step(w, n, s, buckets, workers, per, o);
+      StepPrediction p = predict_step(w, n, s, buckets, workers, per, o, &shares);
       p.speedup = p.throughput / (batch / result.t1_s);
       const double ideal = o.scaling == "weak" ? result.t1_s : result.t1_s / static_cast<double>(workers);
       p.efficiency_pct = 100.0 * ideal / p.step_s;

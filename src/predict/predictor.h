@@ -5,6 +5,7 @@
 // communication stream, overlapping the rest of backward; the optimizer
 // follows; what a strategy must do outside backward (a parameter server's
 // pull, ZeRO's all-gather) adds to the step. No LibTorch.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -81,11 +82,26 @@ double largest_shard_share(const Workload& w, long long shards, bool greedy, dou
 /// throws dlscale::Error naming both.
 void check_strategy(const StrategySpec& spec, const Network& network, long long workers);
 
+/// largest_shard_share of one workload and PS strategy, kept per shard
+/// count (a range of N asks for the same counts many times).
+class ShardShares {
+ public:
+  ShardShares(const Workload& w, const StrategySpec& spec) : w_(w), spec_(spec) {}
+  double operator()(long long shards);
+
+ private:
+  const Workload& w_;
+  const StrategySpec& spec_;
+  long long units_ = -1;              ///< pieces to place; more shards than this share alike
+  std::map<long long, double> known_;
+};
+
 /// One step of `spec` on `workers` workers at `batch_per_worker`. `buckets`
-/// from plan_workload_buckets with spec.flat.
+/// from plan_workload_buckets with spec.flat; `shares`, when given, serves
+/// the PS shard shares of this workload and spec.
 StepPrediction predict_step(const Workload& w, const Network& network, const StrategySpec& spec,
                             const std::vector<Bucket>& buckets, long long workers, double batch_per_worker,
-                            const PredictOptions& options);
+                            const PredictOptions& options, ShardShares* shares = nullptr);
 
 struct StrategyPrediction {
   StrategySpec spec;
