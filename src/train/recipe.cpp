@@ -23,6 +23,14 @@ constexpr EnumNames<DecayExclusion, 3> kExclusions{"--wd-exclude",
                                                      {DecayExclusion::kNone, "none"},
                                                      {DecayExclusion::kBiasNorm, "bias-norm"}}}};
 
+constexpr EnumNames<MllogDivision, 2> kDivisions{
+    "--mllog-division", {{{MllogDivision::kOpen, "open"}, {MllogDivision::kClosed, "closed"}}}};
+constexpr EnumNames<MllogStatus, 4> kStatuses{"--mllog-status",
+                                              {{{MllogStatus::kResearch, "research"},
+                                                {MllogStatus::kOnprem, "onprem"},
+                                                {MllogStatus::kCloud, "cloud"},
+                                                {MllogStatus::kPreview, "preview"}}}};
+
 constexpr double kMaxEpochs = 1e6;
 constexpr int64_t kMaxSteps = 1000000000;
 constexpr int64_t kMaxBatch = 1 << 30;
@@ -65,6 +73,10 @@ const EnumNames<DecayExclusion, 3>& enum_names(DecayExclusion) { return kExclusi
 std::string to_string(LrScaling scaling) { return kScalings.name(scaling); }
 std::string to_string(LrScheduleKind kind) { return kSchedules.name(kind); }
 std::string to_string(DecayExclusion exclusion) { return kExclusions.name(exclusion); }
+const EnumNames<MllogDivision, 2>& enum_names(MllogDivision) { return kDivisions; }
+const EnumNames<MllogStatus, 4>& enum_names(MllogStatus) { return kStatuses; }
+std::string to_string(MllogDivision division) { return kDivisions.name(division); }
+std::string to_string(MllogStatus status) { return kStatuses.name(status); }
 
 int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch) {
   return static_cast<int64_t>(std::llround(epochs * static_cast<double>(steps_per_epoch)));
@@ -93,6 +105,7 @@ void check_recipe(const RecipeOptions& r, bool has_dataset) {
   DLSCALE_CHECK(r.warmup_start_factor >= 0 && r.warmup_start_factor <= 1,
                 "--warmup-start-factor must be in [0, 1] (got {})", r.warmup_start_factor);
   check_schedule(r);
+  DLSCALE_CHECK(!r.mllog_org.empty(), "--mllog-org must not be empty (MLPerf's submission_org)");
   DLSCALE_CHECK(r.lars_eta > 0 && r.lars_eta <= 1, "--lars-eta must be in (0, 1] (got {})",
                 r.lars_eta);
   DLSCALE_CHECK(r.label_smoothing < 1, "--label-smoothing must be < 1 (got {}; negative = the model's default)",

@@ -20,13 +20,20 @@ enum class LrScheduleKind { kConstant, kStep, kPoly, kCosine, kOneCycle };
 /// every parameter of at most one dimension (biases, batch-norm scales and
 /// shifts); auto = bias-norm for LARS, none otherwise.
 enum class DecayExclusion { kAuto, kNone, kBiasNorm };
+/// MLPerf's submission_division and submission_status (docs/mllog.md).
+enum class MllogDivision { kOpen, kClosed };
+enum class MllogStatus { kResearch, kOnprem, kCloud, kPreview };
 
 const EnumNames<LrScaling, 2>& enum_names(LrScaling);
 const EnumNames<LrScheduleKind, 5>& enum_names(LrScheduleKind);
 const EnumNames<DecayExclusion, 3>& enum_names(DecayExclusion);
+const EnumNames<MllogDivision, 2>& enum_names(MllogDivision);
+const EnumNames<MllogStatus, 4>& enum_names(MllogStatus);
 std::string to_string(LrScaling scaling);
 std::string to_string(LrScheduleKind kind);
 std::string to_string(DecayExclusion exclusion);
+std::string to_string(MllogDivision division);
+std::string to_string(MllogStatus status);
 
 struct RecipeOptions {
   // How long, and when to evaluate.
@@ -52,6 +59,10 @@ struct RecipeOptions {
   double label_smoothing = -1;  ///< < 0: the model's default (0.1 for transformer and gnmt, else 0)
   // Logs and checkpoints.
   std::string mllog_path;            ///< MLPerf-style log (rank 0); "" = none
+  std::string mllog_org = "unknown"; ///< submission_org
+  std::string mllog_platform;        ///< submission_platform; "" = workers x device
+  MllogDivision mllog_division = MllogDivision::kOpen;
+  MllogStatus mllog_status = MllogStatus::kResearch;
   std::string checkpoint_path;       ///< where checkpoints go; "" = none
   int64_t checkpoint_every = 0;      ///< steps between checkpoints; 0 = see epochs, else at the end
   double checkpoint_every_epochs = 0;
@@ -133,6 +144,14 @@ struct RecipeOptions {
              "mllog"}
           .no_default(),
       s.mllog_path);
+    v(Option{"--mllog-org", "MLPerf submission_org: who ran it", "mllog_org"}, s.mllog_org);
+    v(Option{"--mllog-platform", "MLPerf submission_platform; default: the workers and device, e.g. '2x AMD EPYC'",
+             "mllog_platform"}
+          .no_default(),
+      s.mllog_platform);
+    v(Option{"--mllog-division", "MLPerf submission_division: open | closed", "mllog_division"}, s.mllog_division);
+    v(Option{"--mllog-status", "MLPerf submission_status: research | onprem | cloud | preview", "mllog_status"},
+      s.mllog_status);
     v(Option{"--checkpoint",
              "Checkpoint file (written atomically by rank 0, replaced each time; '{step}' in the name keeps one "
              "file per checkpoint, e.g. ckpt-{step}.bin)",

@@ -135,6 +135,8 @@ class Trainer {
   // Convergence (train/trainer_convergence.cpp).
   void setup_convergence(const data::SourceOptions& source);
   void log_run_start();
+  /// The MLPerf submission_* keys (docs/mllog.md).
+  void log_submission();
   bool after_step(int64_t step, TrainObserver& observer);
   bool evaluate(int64_t done, TrainObserver& observer);
   void finish_convergence();

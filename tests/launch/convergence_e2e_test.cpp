@@ -122,13 +122,34 @@ TEST(TimeToAccuracy, MllogFollowsTheDocumentedSchema) {
     order.push_back(e["key"]);
     first.emplace(e["key"], e);
   }
+  // MLPerf's common rules (training 4.0): each of these exactly once.
+  std::map<std::string, int> count;
+  for (const auto& e : events) ++count[e["key"].get<std::string>()];
   for (const char* key :
-       {"submission_benchmark", "seed", "global_batch_size", "opt_base_learning_rate",
+       {"submission_benchmark", "submission_org", "submission_platform", "submission_division",
+        "submission_status", "cache_clear", "seed", "global_batch_size", "opt_base_learning_rate",
         "opt_learning_rate_warmup_epochs", "train_samples", "eval_samples", "init_start",
         "init_stop", "run_start", "run_stop", "epoch_start", "epoch_stop", "eval_start",
         "eval_stop", "eval_accuracy"}) {
     EXPECT_EQ(first.count(key), 1u) << key;
   }
+  for (const char* once : {"submission_benchmark", "submission_org", "submission_platform", "submission_division",
+                           "submission_status", "cache_clear", "seed", "global_batch_size", "train_samples",
+                           "eval_samples", "init_start", "init_stop", "run_start", "run_stop"}) {
+    EXPECT_EQ(count[once], 1) << once;
+  }
+  EXPECT_EQ(first["submission_org"]["value"], "unknown");
+  EXPECT_EQ(first["submission_division"]["value"], "open");
+  EXPECT_EQ(first["submission_status"]["value"], "research");
+  EXPECT_EQ(first["submission_platform"]["value"].get<std::string>().rfind("2x ", 0), 0u);
+  EXPECT_EQ(first["cache_clear"]["value"], true);
+  // The submission keys come inside initialisation, which MLPerf bounds
+  // (20 minutes in the training rules); a tiny run takes seconds.
+  const auto at = [&](const char* key) { return std::find(order.begin(), order.end(), key) - order.begin(); };
+  EXPECT_LT(at("init_start"), at("cache_clear"));
+  EXPECT_LT(at("submission_org"), at("init_stop"));
+  EXPECT_LT(first["init_stop"]["time_ms"].get<int64_t>() - first["init_start"]["time_ms"].get<int64_t>(),
+            20 * 60 * 1000);
   EXPECT_EQ(first["submission_benchmark"]["value"], "tinycnn");
   EXPECT_EQ(first["global_batch_size"]["value"], 12);
   EXPECT_EQ(first["train_samples"]["value"], 36);
@@ -157,6 +178,27 @@ TEST(TimeToAccuracy, MllogFollowsTheDocumentedSchema) {
                                       "eval_stop", "eval_accuracy", "epoch_start", "epoch_stop",
                                       "eval_start", "eval_stop", "eval_accuracy", "run_stop"}));
   EXPECT_EQ(first["eval_accuracy"]["metadata"]["epoch_num"], 1);
+  std::filesystem::remove(log);
+}
+
+TEST(TimeToAccuracy, MllogSubmissionKeysComeFromTheFlags) {
+  const std::string log = temp_path("mllog-submission.txt");
+  auto o = run_dlscale(tiny_run() + " --steps 2 --mllog " + log +
+                       " --mllog-org 'Lab X' --mllog-platform 'cluster of 4' --mllog-division closed "
+                       "--mllog-status onprem");
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::map<std::string, nlohmann::json> value;
+  for (const auto& e : parse_mllog(read_file(log))) value.emplace(e["key"], e["value"]);
+  EXPECT_EQ(value["submission_org"], "Lab X");
+  EXPECT_EQ(value["submission_platform"], "cluster of 4");
+  EXPECT_EQ(value["submission_division"], "closed");
+  EXPECT_EQ(value["submission_status"], "onprem");
+  o = run_dlscale(tiny_run() + " --steps 2 --mllog " + log + " --mllog-division half");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--mllog-division"), std::string::npos) << o.err;
+  o = run_dlscale(tiny_run() + " --steps 2 --mllog " + log + " --mllog-org ''");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--mllog-org"), std::string::npos) << o.err;
   std::filesystem::remove(log);
 }
 
