@@ -3,9 +3,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -108,6 +115,80 @@ TEST(Cli, HelpExplainsEveryTrainFlag) {
 }
 
 // A full device: the message says so and the exit code is the storage one (6).
+bool lower_word(const std::string& w) {
+  return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)); });
+}
+
+/// A README synopsis entry: the commands it names ("results list|show
+/// ID|export" names three) and the --flags on its lines.
+struct SynopsisEntry {
+  std::vector<std::string> commands;
+  std::set<std::string> flags;
+};
+
+/// The commands a synopsis line names after "dlscale ".
+std::vector<std::string> synopsis_commands(const std::string& rest) {
+  std::istringstream words(rest);
+  std::string base, word;
+  std::vector<std::string> alternatives;
+  while (words >> word && word[0] != '-' && word[0] != '[' && word[0] != '(') {
+    if (word.find('|') == std::string::npos) {
+      if (!lower_word(word)) continue;  // an argument (SRC, ID, PATH)
+      if (alternatives.empty()) base += (base.empty() ? "" : " ") + word;
+      continue;
+    }
+    std::istringstream parts(word);
+    for (std::string part; std::getline(parts, part, '|');) {
+      if (lower_word(part)) alternatives.push_back(part);
+    }
+  }
+  if (alternatives.empty()) return {base};
+  for (std::string& a : alternatives) a = base + " " + a;
+  return alternatives;
+}
+
+/// The README's "## Commands" synopsis, up to the first unindented line.
+std::vector<SynopsisEntry> readme_synopsis() {
+  std::ifstream in(std::string(DLSCALE_SOURCE_DIR) + "/README.md");
+  std::vector<SynopsisEntry> entries;
+  std::string line;
+  bool inside = false;
+  const std::regex flag("--[a-z][a-z0-9-]*");
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) inside = line == "## Commands";
+    if (inside && !entries.empty() && !line.empty() && line.rfind("    ", 0) != 0) break;
+    if (!inside || line.rfind("    ", 0) != 0) continue;
+    if (line.rfind("    dlscale ", 0) == 0) entries.push_back({synopsis_commands(line.substr(12)), {}});
+    if (entries.empty()) continue;
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), flag); it != std::sregex_iterator(); ++it) {
+      entries.back().flags.insert(it->str());
+    }
+  }
+  return entries;
+}
+
+TEST(Cli, EveryFlagOfTheReadmesSynopsisIsInItsCommandsHelp) {
+  const auto entries = readme_synopsis();
+  ASSERT_GE(entries.size(), 10u);
+  size_t flags = 0;
+  for (const SynopsisEntry& e : entries) {
+    std::string help;
+    for (const std::string& command : e.commands) {
+      const Outcome o = run(command + " --help");
+      ASSERT_EQ(o.code, 0) << command << ": " << o.err;
+      help += o.out;
+    }
+    for (const std::string& name : e.flags) {
+      ++flags;
+      // A flag ends where the help's name column does: ',' ' ' '=' '{' or the line.
+      const std::regex listed(name + "([ ,={\\n]|$)");
+      EXPECT_TRUE(std::regex_search(help, listed))
+          << "README's `dlscale " << e.commands.front() << "` shows " << name << ", which its --help does not list";
+    }
+  }
+  EXPECT_GE(flags, 100u);
+}
+
 TEST(Cli, NoSpaceLeftIsTheStorageExitCode) {
   const Outcome o = run("train --model lenet --batch 8 --steps 2 --warmup 1 --threads 1 --display-every 0 "
                         "--json /dev/full");
