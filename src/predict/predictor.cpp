@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 
 #include "core/error.h"
 #include "dp/bucket_plan.h"
@@ -25,17 +26,24 @@ Cost busiest(double shard_side, double worker_side, const Link& link, LinkKind w
   return c;
 }
 
+/// Each gradient's fp32 elements in registration order, where dlscale's PS
+/// places them (dp/ps_plan.h); empty when the order is unknown.
+std::vector<int64_t> registration_numels(const Workload& w) {
+  bool known = !w.grads.empty();
+  for (const Gradient& g : w.grads) known = known && g.index >= 0 && g.index < static_cast<int64_t>(w.grads.size());
+  if (!known) return {};
+  std::vector<int64_t> numels(w.grads.size(), 0);
+  for (const Gradient& g : w.grads) numels[static_cast<size_t>(g.index)] = std::max<int64_t>(1, g.bytes / 4);
+  return numels;
+}
+
 }  // namespace
 
 double largest_shard_share(const Workload& w, long long shards, bool greedy, double partition_mb) {
   if (shards <= 1) return 1;
-  bool known = !w.grads.empty();
-  for (const Gradient& g : w.grads) known = known && g.index >= 0 && g.index < static_cast<int64_t>(w.grads.size());
-  if (!known) return 1.0 / static_cast<double>(shards);
-  // dlscale's own placement (dp/ps_plan.h), on the fp32 elements of each
-  // tensor in registration order; shards beyond the units hold nothing.
-  std::vector<int64_t> numels(w.grads.size(), 0);
-  for (const Gradient& g : w.grads) numels[static_cast<size_t>(g.index)] = std::max<int64_t>(1, g.bytes / 4);
+  const std::vector<int64_t> numels = registration_numels(w);
+  if (numels.empty()) return 1.0 / static_cast<double>(shards);
+  // Shards beyond the units placed hold nothing.
   const dp::PsAssign assign = greedy ? dp::PsAssign::kGreedy : dp::PsAssign::kRoundRobin;
   const dp::PsPlan whole = dp::plan_ps(numels, 1, assign, partition_mb, 0, 0);
   if (shards >= static_cast<long long>(whole.pieces.size())) {  // a shard for each unit: the largest one
@@ -227,10 +235,11 @@ void check_strategy(const StrategySpec& s, const Network& n, long long workers) 
 
 double ShardShares::operator()(long long shards) {
   if (units_ < 0) {
-    std::vector<int64_t> numels;
-    for (const Gradient& g : w_.grads) numels.push_back(std::max<int64_t>(1, g.bytes / 4));
-    units_ = static_cast<long long>(dp::plan_ps(numels, 1, dp::PsAssign::kRoundRobin, spec_.ps_partition_mb, 0, 0)
-                                        .pieces.size());
+    const std::vector<int64_t> numels = registration_numels(w_);
+    units_ = numels.empty() ? std::numeric_limits<long long>::max()
+                            : static_cast<long long>(
+                                  dp::plan_ps(numels, 1, dp::PsAssign::kRoundRobin, spec_.ps_partition_mb, 0, 0)
+                                      .pieces.size());
   }
   shards = std::min(shards, units_);
   const auto it = known_.find(shards);
