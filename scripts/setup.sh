@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-14-dev
   python3-torch python3-torchvision jq
   iproute2
+  slurmctld slurmd slurm-client munge
 )
 
 # `--with-chromium` adds Debian's chromium for scripts/check_html.sh (the
@@ -45,6 +46,18 @@ fi
 
 echo "setup: installing ${#missing[@]} package(s): ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Slurm's and munge's packages would start their daemons machine-wide;
+# dlscale runs its own per cluster (docs/slurm.md). A policy-rc.d that
+# denies starting services keeps them stopped, where none is in place.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo_cmd[@]}" tee "$policy" >/dev/null
+  "${sudo_cmd[@]}" chmod 755 "$policy"
+  own_policy=1
+fi
+cleanup() { if [ "$own_policy" = 1 ]; then "${sudo_cmd[@]}" rm -f "$policy"; fi; }
+trap cleanup EXIT
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "setup: done"

@@ -13,6 +13,7 @@
 #include "core/text_table.h"
 #include "launch/launch_env.h"
 #include "launch/local_launcher.h"
+#include "slurm/slurm_cluster.h"
 #include "sweep/runner.h"
 
 namespace dlscale::cli {
@@ -32,15 +33,16 @@ void run_down(const std::string& name) {
 }
 
 void run_list() {
-  TextTable table({"name", "hosts", "link", "state", "namespaces"},
-                  {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft});
+  TextTable table({"name", "hosts", "link", "state", "slurm", "namespaces"},
+                  {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft});
   for (const cluster::ClusterStatus& c : cluster::cluster_list()) {
     std::string names;
     for (const std::string& ns : c.namespaces) names += (names.empty() ? "" : " ") + ns;
     table.add_row({c.spec.name, c.spec.hosts > 0 ? std::to_string(c.spec.hosts) : "?",
                    c.spec.link_mbit > 0 ? fmt::format("{:g} Mbit/s", c.spec.link_mbit)
                                         : "unshaped",
-                   c.complete ? "up" : "incomplete (cluster down removes it)", names});
+                   c.complete ? "up" : "incomplete (cluster down removes it)",
+                   c.spec.slurm ? slurm::slurm_state(c.spec.name) : "-", names});
   }
   table.print(std::cout);
 }
@@ -101,6 +103,8 @@ std::string self_path() {
   cluster::check_cluster_name(name);
   cluster::check_can_manage();
   const cluster::ClusterSpec spec = cluster::require_cluster(name);
+  // Slurm's commands (sinfo, srun, sbatch) find the cluster's Slurm.
+  for (const auto& [var, value] : slurm::slurm_client_env(name)) ::setenv(var.c_str(), value.c_str(), 1);
   exec_on_host(name, cluster::parse_host(spec, host), command);
 }
 
@@ -124,6 +128,15 @@ void add_cluster_command(CLI::App& app) {
   up->add_option("--link-mbit", spec->link_mbit,
                  "Each host's link rate in Mbit/s, each way (tbf); 0 = unshaped")
       ->capture_default_str();
+  up->add_flag("--slurm", spec->slurm,
+               "Also run a real Slurm on the hosts: munged and slurmctld in host 0, a slurmd in each "
+               "host, one partition 'dls' over all (docs/slurm.md)");
+  up->add_option("--slurm-cpus", spec->slurm_cpus,
+                 "--slurm: CPUs of each Slurm node; 0 = this machine's cores")
+      ->capture_default_str();
+  up->add_option("--slurm-memory-mb", spec->slurm_memory_mb,
+                 "--slurm: memory of each Slurm node in MiB; 0 = this machine's available memory / hosts")
+      ->capture_default_str();
   up->callback([spec] { run_up(*spec); });
 
   CLI::App* down = cmd->add_subcommand(
@@ -138,7 +151,8 @@ void add_cluster_command(CLI::App& app) {
   auto host = std::make_shared<std::string>();
   auto command = std::make_shared<std::vector<std::string>>();
   CLI::App* exec = cmd->add_subcommand(
-      "exec", "Run a command on one host: in its network namespace, with its host name");
+      "exec", "Run a command on one host: in its network namespace, with its host name (and SLURM_CONF "
+              "set when the cluster runs Slurm)");
   exec->add_option("--name", *name, name_help)->capture_default_str();
   exec->add_option("host", *host, "The host: its index (0 .. K-1), h<i>, name or address")
       ->required();

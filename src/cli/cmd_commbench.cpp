@@ -64,7 +64,7 @@ void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) 
                 "--device cuda: let several local workers use one GPU when there are fewer GPUs "
                 "than workers (Gloo stages through host memory; NCCL cannot)")
       ->group("Launch");
-  cmd->callback([f, argv] {
+  cmd->callback([cmd, f, argv] {
     f->options.ops = f->ops;
     f->options.min_bytes = commbench::parse_size(f->min_bytes, "--min-bytes");
     f->options.max_bytes = commbench::parse_size(f->max_bytes, "--max-bytes");
@@ -73,6 +73,7 @@ void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) 
         f->threads > 0 ? f->threads : std::max(1, available_cores() / std::max(1, f->job.launch.workers));
     f->job.threads_per_worker = threads;
     launch::check_job_options(f->job);
+    note_given_launch_flags(cmd, f->job.launch);
     // The one place where dlscale reads the environment (docs/launch.md).
     const launch::LaunchEnv env =
         launch::detect_launch_env([](const char* name) { return std::getenv(name); });

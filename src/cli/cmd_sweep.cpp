@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <iostream>
@@ -25,8 +26,23 @@ struct SweepFlags {
   std::string rerun = "none";
   std::string progress = "auto";
   std::string html;
+  std::string launcher;  ///< "" = the file's
+  long long max_jobs = 0;  ///< 0 = the file's
   bool dry_run = false;
 };
+
+/// --launcher and --max-jobs: the same value for every run of the file.
+void override_parameter(sweep::SweepSpec& spec, const std::string& name, const sweep::Value& value) {
+  for (const auto& [varied, values] : spec.variables) {
+    DLSCALE_CHECK(varied != name, "--{} cannot override '{}', which {} varies under 'variables'", name, name, spec.path);
+  }
+  auto& params = spec.parameters;
+  params.erase(std::remove_if(params.begin(), params.end(), [&](const auto& p) { return p.first == name; }),
+               params.end());
+  sweep::RawValue raw;
+  raw.literal = value;
+  params.emplace_back(name, raw);
+}
 
 std::atomic<int> g_sweep_signal{0};  // set by SIGINT/SIGTERM: finish the current run's bookkeeping and stop
 
@@ -42,7 +58,9 @@ std::set<std::string> option_names(CLI::App& app, const char* command) {
 }
 
 int run(CLI::App& app, const SweepFlags& f) {
-  const sweep::SweepSpec spec = sweep::load_sweep_file(f.file);
+  sweep::SweepSpec spec = sweep::load_sweep_file(f.file);
+  if (!f.launcher.empty()) override_parameter(spec, "launcher", sweep::Value(f.launcher));
+  if (f.max_jobs != 0) override_parameter(spec, "max-jobs", sweep::Value(static_cast<double>(f.max_jobs)));
   const std::vector<sweep::PlannedRun> plan = sweep::plan_sweep(
       spec, {option_names(app, "train"), option_names(app, "commbench")});
   if (f.dry_run) {
@@ -114,6 +132,12 @@ void add_sweep_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "live", "plain"}))
       ->capture_default_str();
   cmd->add_option("--html", f->html, "After the sweep, write the HTML report of its runs here");
+  cmd->add_option("--launcher", f->launcher,
+                  "Run every run with this launcher, overriding the file's 'launcher': local | mpirun | srun | "
+                  "cluster | slurm (each repeat a batch job; docs/slurm.md)");
+  cmd->add_option("--max-jobs", f->max_jobs,
+                  "launcher slurm: at most this many of the sweep's jobs queued or running at once, overriding "
+                  "the file's 'max-jobs' (default 4)");
   cmd->callback([&app, f] {
     const int code = run(app, *f);
     if (code != kExitOk) throw ExitWith{code};

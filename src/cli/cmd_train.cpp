@@ -19,6 +19,11 @@ void add_launch_flags(CLI::App* cmd, launch::LaunchOptions& options, const std::
   add_options(cmd, options, group);
 }
 
+void note_given_launch_flags(const CLI::App* cmd, launch::LaunchOptions& options) {
+  options.master_addr_given = cmd->count("--master-addr") > 0;
+  options.master_port_given = cmd->count("--master-port") > 0;
+}
+
 void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto opts = std::make_shared<launch::TrainJobOptions>();
   CLI::App* cmd = app.add_subcommand(
@@ -42,7 +47,8 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_launch_flags(cmd, opts->launch, dp);
   add_options(cmd, t.sync, dp);
   add_options(cmd, t.sync.ps, "Parameter server (--strategy ps)");
-  cmd->callback([opts, argv] {
+  cmd->callback([cmd, opts, argv] {
+    note_given_launch_flags(cmd, opts->launch);
     // The one place where dlscale reads the environment (docs/launch.md).
     const launch::LaunchEnv env =
         launch::detect_launch_env([](const char* name) { return std::getenv(name); });

@@ -27,6 +27,9 @@ void add_data_flags(CLI::App* command, data::DataOptions& options);
 /// The launch flags every job command shares (train, commbench), in help
 /// group `group`.
 void add_launch_flags(CLI::App* command, launch::LaunchOptions& options, const std::string& group);
+/// Records in `options` which rendezvous flags the command line gave (call
+/// in the command's callback).
+void note_given_launch_flags(const CLI::App* command, launch::LaunchOptions& options);
 void add_train_command(CLI::App& app, const std::vector<std::string>& argv);
 void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv);
 /// Needs the train command registered first (it checks sweep parameters

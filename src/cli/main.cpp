@@ -34,12 +34,25 @@ int launcher_status_fd() {
   }
 }
 
+/// " (Slurm node N, step J.S)" for a task of srun, whose error line srun
+/// gathers with every other task's: it says where the failing rank ran.
+std::string slurm_suffix() {
+  try {
+    const dlscale::launch::LaunchEnv env =
+        dlscale::launch::detect_launch_env([](const char* name) { return std::getenv(name); });
+    if (env.kind != dlscale::launch::LaunchKind::kSrun || env.slurm.node_name.empty()) return "";
+    return fmt::format(" (Slurm node {}, step {}.{})", env.slurm.node_name, env.slurm.job_id, env.slurm.step_id);
+  } catch (const dlscale::Error&) {
+    return "";
+  }
+}
+
 /// Prints the one-line error. A worker of dlscale's own launcher sends it
 /// to the launcher instead, which prints one line for the whole job, naming
 /// the cause (a rank whose peers gave up waiting on it, say).
 int fail(int code, const std::string& message) {
   if (!dlscale::launch::StatusWriter(launcher_status_fd()).write_error(first_line(message))) {
-    std::fprintf(stderr, "dlscale: error: %s\n", first_line(message).c_str());
+    std::fprintf(stderr, "dlscale: error: %s%s\n", first_line(message).c_str(), slurm_suffix().c_str());
   }
   return code;
 }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "core/files.h"
 #include "core/subprocess.h"
 #include "core/job_env.h"
+#include "slurm/slurm_cluster.h"
 
 namespace dlscale::cluster {
 namespace {
@@ -31,6 +33,9 @@ constexpr double kMaxMbit = 100000;
 
 std::string state_path(const std::string& name) {
   return std::string(kStateDir) + "/" + name + ".json";
+}
+std::string hosts_path(const std::string& name) {
+  return std::string(kStateDir) + "/" + name + ".hosts";
 }
 
 /// Runs `ip`/`tc`; throws dlscale::Error naming the command and its message.
@@ -79,6 +84,9 @@ std::optional<ClusterSpec> read_state(const std::string& name) {
     s.name = j.at("name").get<std::string>();
     s.hosts = j.at("hosts").get<int>();
     s.link_mbit = j.at("link_mbit").get<double>();
+    s.slurm = j.value("slurm", false);
+    s.slurm_cpus = j.value("slurm_cpus", 0);
+    s.slurm_memory_mb = j.value("slurm_memory_mb", 0LL);
     return s;
   } catch (const std::exception&) {
     return std::nullopt;  // a torn or foreign file: the cluster is incomplete
@@ -139,6 +147,15 @@ void remove_all(const std::string& name) {
   }
   std::error_code ec;
   fs::remove(state_path(name), ec);
+  fs::remove(hosts_path(name), ec);
+  slurm::remove_slurm_files(name);
+}
+
+/// Every host's name and address, for each host's /etc/hosts.
+void write_hosts_file(const ClusterSpec& spec) {
+  std::string text = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+  for (int h = 0; h < spec.hosts; ++h) text += host_address(h) + "\t" + host_name(spec.name, h) + "\n";
+  write_file_atomic(hosts_path(spec.name), text);
 }
 
 void shape(const std::string& ns, const std::string& dev, double mbit) {
@@ -202,12 +219,19 @@ void check_cluster_spec(const ClusterSpec& s) {
   DLSCALE_CHECK(s.link_mbit == 0 || (s.link_mbit >= 1 && s.link_mbit <= kMaxMbit),
                 "--link-mbit must be 0 (unshaped) or in [1, {:g}] Mbit/s (got {:g})", kMaxMbit,
                 s.link_mbit);
+  DLSCALE_CHECK(s.slurm_cpus >= 0 && s.slurm_cpus <= 4096, "--slurm-cpus must be in [0, 4096] (got {})",
+                s.slurm_cpus);
+  DLSCALE_CHECK(s.slurm_memory_mb >= 0 && s.slurm_memory_mb <= (1LL << 30),
+                "--slurm-memory-mb must be in [0, {}] (got {})", 1LL << 30, s.slurm_memory_mb);
+  DLSCALE_CHECK(s.slurm || (s.slurm_cpus == 0 && s.slurm_memory_mb == 0),
+                "--slurm-cpus and --slurm-memory-mb need --slurm");
 }
 
 std::string describe(const ClusterSpec& s) {
   const std::string hosts = fmt::format("{} host{}", s.hosts, s.hosts == 1 ? "" : "s");
-  if (s.link_mbit <= 0) return hosts + ", unshaped links";
-  return fmt::format("{}, links of {:g} Mbit/s each way", hosts, s.link_mbit);
+  const std::string slurm = s.slurm ? ", with Slurm" : "";
+  if (s.link_mbit <= 0) return hosts + ", unshaped links" + slurm;
+  return fmt::format("{}, links of {:g} Mbit/s each way{}", hosts, s.link_mbit, slurm);
 }
 
 std::string host_namespace(const std::string& name, int host) {
@@ -257,10 +281,14 @@ UpOutcome cluster_up(const ClusterSpec& spec) {
   remove_all(spec.name);  // leftovers of a crashed up or a crashed down
   try {
     build(spec);
-    nlohmann::json state = {{"name", spec.name}, {"hosts", spec.hosts},
-                            {"link_mbit", spec.link_mbit}, {"subnet", kSubnet}};
     std::error_code ec;
     fs::create_directories(kStateDir, ec);
+    write_hosts_file(spec);
+    if (spec.slurm) slurm::start_slurm(spec);
+    nlohmann::json state = {{"name", spec.name},   {"hosts", spec.hosts},
+                            {"link_mbit", spec.link_mbit}, {"subnet", kSubnet},
+                            {"slurm", spec.slurm}, {"slurm_cpus", spec.slurm_cpus},
+                            {"slurm_memory_mb", spec.slurm_memory_mb}};
     write_file_atomic(state_path(spec.name), state.dump(2) + "\n");
   } catch (...) {
     remove_all(spec.name);
@@ -360,9 +388,13 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const MpirunOpt
   return argv;
 }
 
+std::string cluster_state_dir() { return kStateDir; }
+
 HostEntry host_entry(const std::string& name, int host) {
   check_cluster_name(name);
-  return {std::string(kNetnsDir) + "/" + host_namespace(name, host), host_name(name, host)};
+  std::error_code ec;
+  const std::string hosts = fs::exists(hosts_path(name), ec) ? hosts_path(name) : "";
+  return {std::string(kNetnsDir) + "/" + host_namespace(name, host), host_name(name, host), hosts};
 }
 
 int enter_host(const HostEntry& entry, const char** what) {
@@ -381,6 +413,14 @@ int enter_host(const HostEntry& entry, const char** what) {
   if (::unshare(CLONE_NEWUTS) != 0 ||
       ::sethostname(entry.hostname.data(), entry.hostname.size()) != 0) {
     *what = "set the host's name";
+    return errno;
+  }
+  if (entry.hosts_file.empty()) return 0;
+  // Private, so the bind stays in this namespace and nothing of it reaches
+  // the machine's own mounts.
+  if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      ::mount(entry.hosts_file.c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr) != 0) {
+    *what = "mount the cluster's hosts file on /etc/hosts";
     return errno;
   }
   return 0;

@@ -23,10 +23,20 @@ struct ClusterSpec {
   std::string name = "dls";  ///< [a-z0-9], 1..12 characters
   int hosts = 2;             ///< namespaces with one address each, 1..kMaxHosts
   double link_mbit = 0;      ///< each host's link rate each way; 0 = unshaped
+  /// A real Slurm on the hosts (slurm/slurm_cluster.h): slurmctld in host 0,
+  /// one slurmd per host.
+  bool slurm = false;
+  int slurm_cpus = 0;           ///< CPUs of each Slurm node; 0 = this machine's cores
+  long long slurm_memory_mb = 0;  ///< memory of each Slurm node; 0 = this machine's ÷ hosts
   bool operator==(const ClusterSpec& o) const {
-    return name == o.name && hosts == o.hosts && link_mbit == o.link_mbit;
+    return name == o.name && hosts == o.hosts && link_mbit == o.link_mbit && slurm == o.slurm &&
+           slurm_cpus == o.slurm_cpus && slurm_memory_mb == o.slurm_memory_mb;
   }
 };
+
+/// Where a cluster's files live: its state (NAME.json), the hosts' shared
+/// /etc/hosts (NAME.hosts) and Slurm's directory (NAME.slurm/).
+std::string cluster_state_dir();
 
 /// A record's `inputs.cluster`: {name, hosts, workers_per_host, link_mbit},
 /// or null outside a cluster job (`name` empty).
@@ -104,10 +114,15 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const MpirunOpt
 struct HostEntry {
   std::string netns_path;  ///< /run/netns/dls-NAME-hI
   std::string hostname;    ///< NAME-hI
+  /// The cluster's hosts file, mounted on /etc/hosts in a mount namespace of
+  /// the process's own, so that every host resolves every host's name (as
+  /// Slurm's node lists and Gloo need); "" = leave /etc/hosts alone.
+  std::string hosts_file;
 };
 HostEntry host_entry(const std::string& name, int host);
 /// Moves the calling thread into the host's network namespace and a UTS
-/// namespace of its own carrying the host's name. Call it in a fresh child
+/// namespace of its own carrying the host's name, and (with a hosts file) a
+/// mount namespace of its own where /etc/hosts is the cluster's. Call it in a fresh child
 /// before exec. Returns 0, or the errno of the failing call with `what`
 /// naming it.
 int enter_host(const HostEntry& entry, const char** what);

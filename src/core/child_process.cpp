@@ -155,6 +155,12 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   return *this;
 }
 
+pid_t ChildProcess::release() {
+  const pid_t pid = pid_;
+  pid_ = -1;
+  return pid;
+}
+
 ChildProcess::~ChildProcess() {
   if (!running()) return;
   signal(SIGKILL);

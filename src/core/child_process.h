@@ -73,6 +73,11 @@ class ChildProcess {
   /// SIGTERM, then SIGKILL when it has not ended within `grace_s`; reaps it.
   void terminate(double grace_s);
 
+  /// Lets the child go on without this object: it is neither killed nor
+  /// waited for here (a daemon that outlives the command starting it).
+  /// Returns its pid.
+  pid_t release();
+
   int exit_code() const { return exit_code_; }      ///< 0 unless it exited non-zero
   int term_signal() const { return term_signal_; }  ///< the signal that ended it, or 0
   bool failed() const { return ended_ && (exit_code_ != 0 || term_signal_ != 0); }

@@ -92,13 +92,18 @@ std::optional<ProcState> proc_state(long pid) {
 }
 
 int run_captured(const std::vector<std::string>& argv, std::string* output) {
-  int fds[2];
-  DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
   SpawnOptions spawn;
   spawn.argv = argv;
+  spawn.die_with_parent = false;
+  return run_captured(std::move(spawn), output);
+}
+
+int run_captured(SpawnOptions spawn, std::string* output) {
+  int fds[2];
+  DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
+  spawn.stdin_fd = SpawnOptions::kDevNull;
   spawn.stdout_fd = fds[1];
   spawn.stderr_fd = fds[1];
-  spawn.die_with_parent = false;
   ChildProcess child = [&] {
     try {
       return ChildProcess(spawn);

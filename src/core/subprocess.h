@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/child_process.h"
+
 namespace dlscale {
 
 struct SubprocessOptions {
@@ -50,5 +52,8 @@ std::optional<ProcState> proc_state(long pid);
 /// /dev/null, its stdout and stderr together in `output`. Returns its exit
 /// code (127 when it could not be started, 128 + n when killed by signal n).
 int run_captured(const std::vector<std::string>& argv, std::string* output);
+/// The same for a child described in full (its environment, a namespace to
+/// enter); its stdin, stdout and stderr are set here.
+int run_captured(SpawnOptions spawn, std::string* output);
 
 }  // namespace dlscale

@@ -60,6 +60,7 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
       record["inputs"]["device"] = job.device;
       record["inputs"]["cluster"] = cluster::cluster_json(env.cluster.name, env.cluster.hosts,
                                                           job.launch.workers_per_host, env.cluster.link_mbit);
+      record["inputs"]["slurm"] = env.slurm.to_json();
       record["environment"] = dlscale::to_json(collect_system_info());
       record["environment"]["torch_version"] = compat::torch_version();
       write_file_atomic(o.json_path, record.dump(2) + "\n");

@@ -40,8 +40,12 @@ comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv&
   so.size = env.world_size;
   so.timeout = options.timeout();
   so.mpi_polled = options.launch.mpi_collectives == MpiCollectives::kPolled;
-  so.store_addr = env.master_addr.empty() ? options.launch.master_addr : env.master_addr;
-  so.store_port = env.master_port > 0 ? env.master_port : options.launch.master_port;
+  // dlscale's own launcher tells its workers where to meet; under mpirun or
+  // srun the command line wins over the environment.
+  const bool flags_win = env.kind != LaunchKind::kSpawned;
+  const LaunchOptions& l = options.launch;
+  so.store_addr = (flags_win && l.master_addr_given) || env.master_addr.empty() ? l.master_addr : env.master_addr;
+  so.store_port = (flags_win && l.master_port_given) || env.master_port <= 0 ? l.master_port : env.master_port;
   // Under mpirun/srun nobody else hosts the rendezvous store.
   so.host_store = env.kind != LaunchKind::kSpawned && env.rank == 0;
   const bool multi_node = env.world_size > env.local_world_size;
@@ -67,9 +71,10 @@ void run_worker(const JobOptions& options, const LaunchEnv& env, const WorkerBod
   slot.prints = env.rank == options.servers || options.launch.verbose_ranks;  // the first worker
   // Spawned workers of one launcher form a node even when several launchers
   // share a host (a multi-node job tried on one machine).
-  slot.node_name = env.kind == LaunchKind::kSpawned
-                       ? fmt::format("node{}", env.rank / env.local_world_size)
-                       : this_host_name();
+  // Under srun, the Slurm node.
+  slot.node_name = env.kind == LaunchKind::kSpawned ? fmt::format("node{}", env.rank / env.local_world_size)
+                   : !env.node_name.empty()         ? env.node_name
+                                                    : this_host_name();
   slot.status.write("rendezvous");
   comm::CommSession session(session_options(options, env));
   slot.comm = &session.world();

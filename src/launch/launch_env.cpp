@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/hash.h"
+#include "slurm/hostlist.h"
 
 namespace dlscale::launch {
 
@@ -61,7 +63,54 @@ ClusterHost read_cluster(const EnvLookup& env) {
   return c;
 }
 
+/// Tasks of an srun step: counts, node, and where the step meets.
+void read_srun(const EnvLookup& env, LaunchEnv& e) {
+  e.kind = LaunchKind::kSrun;
+  e.rank = read_int(env, "SLURM_PROCID", 0);
+  e.world_size = read_int(env, "SLURM_STEP_NUM_TASKS", 1);
+  e.local_rank = read_int(env, "SLURM_LOCALID", 0);
+  e.local_world_size = read_int(env, "SLURM_STEP_TASKS_PER_NODE", 1);
+  SlurmStep& s = e.slurm;
+  s.job_id = read_string(env, "SLURM_JOB_ID");
+  s.step_id = read_string(env, "SLURM_STEP_ID");
+  s.nodelist = read_string(env, "SLURM_STEP_NODELIST");
+  if (s.nodelist.empty()) s.nodelist = read_string(env, "SLURM_JOB_NODELIST");
+  s.node_name = read_string(env, "SLURMD_NODENAME");
+  s.node_id = read_int(env, "SLURM_NODEID", -1);
+  e.node_name = s.node_name;
+  e.master_addr = read_string(env, "MASTER_ADDR");
+  if (e.master_addr.empty() && !s.nodelist.empty()) {
+    try {
+      e.master_addr = slurm::first_host(s.nodelist);
+    } catch (const Error& err) {
+      throw Error(fmt::format("environment variable SLURM_STEP_NODELIST: {}", err.what()));
+    }
+  }
+  e.master_port = read_int(env, "MASTER_PORT", 0);
+  // "12000-12003" or "12000,12005": the step's reserved ports (MpiParams=ports).
+  if (e.master_port == 0) e.master_port = read_int(env, "SLURM_STEP_RESV_PORTS", 0);
+  DLSCALE_CHECK(e.master_port <= 65535, "environment variable SLURM_STEP_RESV_PORTS='{}' is not a port",
+                read_string(env, "SLURM_STEP_RESV_PORTS"));
+  if (e.master_port == 0 && !s.job_id.empty()) e.master_port = slurm_step_port(s.job_id, s.step_id);
+}
+
 }  // namespace
+
+int slurm_step_port(const std::string& job_id, const std::string& step_id) {
+  const std::string key = job_id + "." + step_id;
+  return kSlurmPortBase + static_cast<int>(fnv1a(key.data(), key.size()) % kSlurmPortSpan);
+}
+
+nlohmann::json SlurmStep::to_json() const {
+  if (job_id.empty()) return nullptr;
+  nlohmann::json nodes = nlohmann::json::array();
+  try {
+    for (const std::string& n : slurm::expand_hostlist(nodelist)) nodes.push_back(n);
+  } catch (const Error&) {
+    nodes = nullptr;  // read_srun accepted its first host; the record keeps the list as written
+  }
+  return {{"job_id", job_id}, {"step_id", step_id}, {"nodelist", nodelist}, {"nodes", nodes}};
+}
 
 LaunchEnv detect_launch_env(const EnvLookup& env) {
   LaunchEnv e;
@@ -81,13 +130,9 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
     e.local_rank = read_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
     e.local_world_size = read_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1);
   } else if (env("SLURM_PROCID") != nullptr && env("SLURM_STEP_NUM_TASKS") != nullptr) {
-    e.kind = LaunchKind::kSrun;
-    e.rank = read_int(env, "SLURM_PROCID", 0);
-    e.world_size = read_int(env, "SLURM_STEP_NUM_TASKS", 1);
-    e.local_rank = read_int(env, "SLURM_LOCALID", 0);
-    e.local_world_size = read_int(env, "SLURM_STEP_TASKS_PER_NODE", 1);
+    read_srun(env, e);
   }
-  if (e.kind == LaunchKind::kMpirun || e.kind == LaunchKind::kSrun) {
+  if (e.kind == LaunchKind::kMpirun) {
     e.master_addr = read_string(env, "MASTER_ADDR");
     e.master_port = read_int(env, "MASTER_PORT", 0);
   }

@@ -30,6 +30,25 @@ struct ClusterHost {
 
 using cluster::cluster_json;  ///< cluster/cluster.h
 
+/// The Slurm job step a task of `srun` belongs to (docs/slurm.md).
+struct SlurmStep {
+  std::string job_id;     ///< SLURM_JOB_ID
+  std::string step_id;    ///< SLURM_STEP_ID
+  std::string nodelist;   ///< SLURM_STEP_NODELIST as Slurm wrote it ("n[1-3,7]")
+  std::string node_name;  ///< SLURMD_NODENAME: the node this task runs on
+  int node_id = -1;       ///< SLURM_NODEID: its index in the step's nodes
+  /// JSON for the record: {job_id, step_id, nodelist, nodes}, or null outside srun.
+  nlohmann::json to_json() const;
+};
+
+/// The rendezvous port of a step that names none (no MASTER_PORT, no
+/// --master-port, no SLURM_STEP_RESV_PORTS): derived from the job and step
+/// IDs, so every task of the step computes the same one and two steps that
+/// run at once on one node rarely meet. In [kSlurmPortBase, kSlurmPortBase + kSlurmPortSpan).
+inline constexpr int kSlurmPortBase = 20000;
+inline constexpr int kSlurmPortSpan = 20000;
+int slurm_step_port(const std::string& job_id, const std::string& step_id);
+
 struct LaunchEnv {
   LaunchKind kind = LaunchKind::kStandalone;
   int rank = 0;
@@ -43,6 +62,10 @@ struct LaunchEnv {
   /// dlscale's launcher makes one for its workers); "" = none.
   std::string job_secret;
   ClusterHost cluster;
+  SlurmStep slurm;  ///< under srun
+  /// The node this rank runs on, for hierarchical groups: the Slurm node
+  /// under srun, else "" (the host name).
+  std::string node_name;
   bool is_worker() const { return kind != LaunchKind::kStandalone; }
 };
 
@@ -50,7 +73,10 @@ struct LaunchEnv {
 using EnvLookup = std::function<const char*(const char*)>;
 
 /// Reads the launch environment. Throws dlscale::Error naming the variable
-/// when one is malformed (not an integer, rank outside the world).
+/// when one is malformed (not an integer, rank outside the world, a host
+/// list Slurm would not write). Under srun the rendezvous is MASTER_ADDR, or
+/// the first node of SLURM_STEP_NODELIST; the port MASTER_PORT, or the first
+/// of SLURM_STEP_RESV_PORTS, or slurm_step_port().
 LaunchEnv detect_launch_env(const EnvLookup& env);
 
 /// Environment variable names set by dlscale's launcher for its workers.

@@ -41,6 +41,11 @@ struct LaunchOptions {
   double timeout_s = 60.0;  ///< a worker silent or a collective stuck this long fails the job
   bool bind_cores = false;
   bool verbose_ranks = false;
+  /// Whether --master-addr / --master-port were on the command line: under
+  /// mpirun or srun they then win over MASTER_ADDR/MASTER_PORT and what
+  /// Slurm's environment implies (not flags; set by the CLI).
+  bool master_addr_given = false;
+  bool master_port_given = false;
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {

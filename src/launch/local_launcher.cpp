@@ -197,13 +197,6 @@ InterruptGuard::~InterruptGuard() {
 
 int InterruptGuard::signal() const { return g_interrupted; }
 
-std::string random_job_secret() {
-  std::random_device rd;
-  std::string secret;
-  for (int i = 0; i < 4; ++i) secret += fmt::format("{:08x}", rd());
-  return secret;
-}
-
 void StatusWriter::write(const std::string& status) const {
   if (fd_ < 0) return;
   const std::string line = status + "\n";

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/job_env.h"
 
 namespace dlscale::launch {
 
@@ -64,8 +65,7 @@ class InterruptGuard {
   struct sigaction old_term_ {};
 };
 
-/// 128 random bits as hex: a rendezvous secret for a job dlscale starts.
-std::string random_job_secret();
+using dlscale::random_job_secret;  ///< core/job_env.h
 
 /// A status line that carries the worker's error: "error: MESSAGE".
 inline constexpr const char* kStatusErrorPrefix = "error: ";

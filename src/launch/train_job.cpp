@@ -98,6 +98,7 @@ void run_train(const TrainJobOptions& options, const LaunchEnv& env,
   train::ResolvedTrainOptions resolved = train::resolve_train_options(options.train, workers, local_workers);
   resolved.timeout = job_of(options, 1, 0).timeout();
   resolved.launch_inputs = launch_inputs(options.launch, env.cluster.hosts, env.cluster.link_mbit);
+  resolved.launch_inputs["slurm"] = env.slurm.to_json();
   // A strategy that lays the variables out (more shards than variables):
   // one error, before anything starts.
   if (!env.is_worker()) strategy->check_model([&] { return train::model_numels(resolved); });

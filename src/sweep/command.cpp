@@ -74,6 +74,9 @@ std::vector<std::string> build_command(const Params& p, const std::string& dlsca
   std::vector<std::string> argv;
   if (launcher == "mpirun") argv = {"mpirun", "-np", std::to_string(workers)};
   if (launcher == "srun") argv = {"srun", "-n", std::to_string(workers)};
+  // Inside the batch job: srun takes its nodes and tasks from the allocation.
+  const bool slurm = launcher == "slurm";
+  if (slurm) argv = {"srun"};
   // launcher cluster with cluster-launcher mpirun: mpirun across the hosts
   // (dlscale cluster mpirun), the ranks told nothing of the cluster.
   const bool cluster_mpirun = launcher == "cluster" && param_text(p, "cluster-launcher", "dlscale") == "mpirun";
@@ -104,7 +107,10 @@ std::vector<std::string> build_command(const Params& p, const std::string& dlsca
   argv.push_back(commbench ? "commbench" : "train");
   for (const auto& [name, value] : p) {
     if (!is_train_option(name)) continue;
-    if (cluster_mpirun && (name == "cluster" || name == "workers-per-host")) continue;
+    // Only dlscale's cluster launcher takes --workers-per-host; the others
+    // place the workers themselves.
+    if (name == "workers-per-host" && (launcher != "cluster" || cluster_mpirun)) continue;
+    if (cluster_mpirun && name == "cluster") continue;
     if (value.is_bool()) {
       if (value.boolean()) argv.push_back("--" + name);
       continue;

@@ -22,7 +22,7 @@ using Params = std::map<std::string, Value>;
 inline constexpr const char* kSweepOnlyParams[] = {"kind",    "launcher", "launcher-args",      "repeats",
                                                    "timeout", "scaling",  "command",            "throughput-pattern",
                                                    "train-timeout", "hosts", "link-mbit",
-                                                   "cluster-launcher"};
+                                                   "cluster-launcher", "max-jobs"};
 
 /// True for parameters a dlscale run passes to `dlscale train` as `--name`:
 /// not the sweep's own, not a `_name` of the user's, and not workers/batch/

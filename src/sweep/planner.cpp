@@ -180,13 +180,37 @@ void complete_cluster_params(Params& p) {
                                          : fmt::format("s{}lu", hosts));
 }
 
+/// launcher slurm or local: `hosts` nodes with `workers-per-host` workers
+/// each make `workers` (slurm: one batch job per repeat on that many nodes,
+/// 0 = Slurm chooses; local: as many workers on this machine, so that the
+/// same file runs the same plan either way).
+void complete_node_params(Params& p, const std::string& launcher) {
+  const long long nodes = p.count("hosts") ? require_positive(p, "hosts", 1, 100000) : 0;
+  DLSCALE_CHECK(!p.count("workers-per-host") || nodes > 0,
+                "parameter 'workers-per-host' needs 'hosts' (the nodes) with launcher {}", launcher);
+  if (p.count("workers-per-host")) {
+    const long long per_node = require_positive(p, "workers-per-host", 1, 1024);
+    DLSCALE_CHECK(!p.count("workers") || (is_whole(p["workers"]) && p["workers"].number() == nodes * per_node),
+                  "parameter 'workers' is {} but hosts x workers-per-host = {}: drop 'workers'",
+                  p.count("workers") ? p["workers"].to_string() : "", nodes * per_node);
+    p["workers-per-host"] = Value(per_node);
+    p["workers"] = Value(nodes * per_node);
+  }
+  if (nodes > 0) p["hosts"] = Value(nodes);
+  DLSCALE_CHECK(!p.count("link-mbit") && !p.count("cluster-launcher"),
+                "parameter '{}' is for launcher cluster, not {}", p.count("link-mbit") ? "link-mbit" : "cluster-launcher",
+                launcher);
+  // max-jobs means nothing to a local sweep, which runs one run at a time.
+  if (launcher == "slurm") p["max-jobs"] = Value(require_positive(p, "max-jobs", 4, 10000));
+}
+
 /// Checks and completes the sweep's own parameters, derives the batches.
 /// Returns a skip reason, or "".
 std::string complete_params(Params& p, const PlanOptions& options) {
   const std::string kind =
       require_choice(p, "kind", {"dlscale", "external", "commbench"}, "dlscale").string();
   p["kind"] = kind;
-  p["launcher"] = require_choice(p, "launcher", {"local", "mpirun", "srun", "cluster"}, "local");
+  p["launcher"] = require_choice(p, "launcher", {"local", "mpirun", "srun", "cluster", "slurm"}, "local");
   p["scaling"] = require_choice(p, "scaling", {"weak", "strong"}, "weak");
   p["repeats"] = Value(require_positive(p, "repeats", 1, 1000));
   const Value timeout = param_or(p, "timeout", Value(600));
@@ -194,6 +218,9 @@ std::string complete_params(Params& p, const PlanOptions& options) {
                 "parameter 'timeout' must be seconds in (0, 1e7] (got '{}')", timeout.to_string());
   p["timeout"] = timeout;
   if (p["launcher"].string() == "cluster") complete_cluster_params(p);
+  if (p["launcher"].string() == "slurm" || p["launcher"].string() == "local") {
+    complete_node_params(p, p["launcher"].string());
+  }
   const long long workers = require_positive(p, "workers", 1, 1024);
   p["workers"] = Value(workers);
   if (kind == "commbench") {

@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS runs(
   status TEXT NOT NULL,
   reason TEXT NOT NULL DEFAULT '',
   started_at TEXT, ended_at TEXT, host TEXT, pid INTEGER, versions TEXT,
+  slurm_job TEXT NOT NULL DEFAULT '',
   UNIQUE(sweep, run_key));
 CREATE TABLE IF NOT EXISTS repeats(
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -200,7 +201,15 @@ void ResultsStore::prepare_schema() {
   } else {
     Statement(db_, "INSERT INTO meta(key, value) VALUES('schema', ?)").bind(1, std::string(kSchema)).step();
   }
+  add_missing_columns();
   tx.commit();
+}
+
+void ResultsStore::add_missing_columns() {
+  // Stores written before launcher slurm lack runs.slurm_job.
+  Statement cols(db_, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'slurm_job'");
+  DLSCALE_ASSERT(cols.step());
+  if (cols.int64(0) == 0) exec("ALTER TABLE runs ADD COLUMN slurm_job TEXT NOT NULL DEFAULT ''");
 }
 
 void ResultsStore::exec(const std::string& sql) {
@@ -215,7 +224,8 @@ void ResultsStore::exec(const std::string& sql) {
 namespace {
 
 constexpr const char* kRunColumns =
-    "SELECT id, sweep, run_key, params, status, reason, started_at, ended_at, host, pid, versions FROM runs ";
+    "SELECT id, sweep, run_key, params, status, reason, started_at, ended_at, host, pid, versions, slurm_job "
+    "FROM runs ";
 
 /// Reads the row at `q`; nullopt (after a warning naming the row) when its
 /// stored parameters are not what dlscale wrote, so one damaged row does
@@ -241,6 +251,7 @@ std::optional<RunRecord> read_run(const Statement& q, const std::string& path) {
   r.pid = q.int64(9);
   r.versions = nlohmann::json::parse(q.text(10), nullptr, false);
   if (r.versions.is_discarded()) r.versions = nlohmann::json::object();
+  r.slurm_job = q.text(11);
   return r;
 }
 
@@ -277,7 +288,7 @@ std::int64_t ResultsStore::upsert_run_locked(const RunStart& s, const std::strin
                "reason, started_at, ended_at, host, pid, versions) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,'',?,?,?) "
                "ON CONFLICT(sweep, run_key) DO UPDATE SET params = excluded.params, status = excluded.status, "
                "reason = excluded.reason, started_at = excluded.started_at, ended_at = '', host = excluded.host, "
-               "pid = excluded.pid, versions = excluded.versions");
+               "pid = excluded.pid, versions = excluded.versions, slurm_job = ''");
   up.bind(1, s.sweep).bind(2, key).bind(3, text_or(s.params, "kind")).bind(4, text_or(s.params, "model"));
   up.bind(5, text_or(s.params, "scaling")).bind(6, int_or(s.params, "workers")).bind(7, int_or(s.params, "batch"));
   up.bind(8, int_or(s.params, "global-batch")).bind(9, to_json(s.params).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).bind(10, status).bind(11, reason);
@@ -290,6 +301,19 @@ std::int64_t ResultsStore::upsert_run_locked(const RunStart& s, const std::strin
 }
 
 std::int64_t ResultsStore::start_run(const RunStart& start) { return upsert_run(start, kStatusRunning, ""); }
+
+void ResultsStore::set_slurm_job(std::int64_t run_id, const std::string& job) {
+  Transaction tx(db_);
+  Statement(db_, "UPDATE runs SET slurm_job = ? WHERE id = ?").bind(1, job).bind(2, run_id).step();
+  tx.commit();
+}
+
+void ResultsStore::take_over_run(std::int64_t run_id, const std::string& host, long long pid) {
+  Transaction tx(db_);
+  Statement up(db_, "UPDATE runs SET host = ?, pid = ? WHERE id = ?");
+  up.bind(1, host).bind(2, static_cast<std::int64_t>(pid)).bind(3, run_id).step();
+  tx.commit();
+}
 
 void ResultsStore::add_repeat(std::int64_t run_id, const RepeatRecord& r) {
   Transaction tx(db_);

@@ -51,6 +51,8 @@ struct RunRecord {
   std::string host;
   long long pid = 0;
   nlohmann::json versions;
+  /// launcher slurm: the job of its latest repeat ("" otherwise).
+  std::string slurm_job;
   std::vector<RepeatRecord> repeats;
 };
 
@@ -87,6 +89,11 @@ class ResultsStore {
   /// two sweeps of the same file never both start the same run. Returns the
   /// run's id, or nullopt when it was not started.
   std::optional<std::int64_t> claim_run(const RunStart& start, const ClaimPolicy& may_start);
+  /// Records the Slurm job running the run's current repeat (launcher slurm).
+  void set_slurm_job(std::int64_t run_id, const std::string& job);
+  /// Makes this sweep (host, pid) the run's owner, keeping its repeats: a
+  /// resumed sweep following a Slurm job that an earlier one submitted.
+  void take_over_run(std::int64_t run_id, const std::string& host, long long pid);
   /// Adds one repeat and its metrics (one transaction).
   void add_repeat(std::int64_t run_id, const RepeatRecord& repeat);
   /// Records how the run ended; `versions`, when not null, replaces the
@@ -102,6 +109,8 @@ class ResultsStore {
   void exec(const std::string& sql);
   /// WAL mode and the schema (created, or checked to be ours); idempotent.
   void prepare_schema();
+  /// Columns added since schema 1 was first written (ALTER TABLE).
+  void add_missing_columns();
   /// Inserts or resets the run; the caller holds a transaction.
   std::int64_t upsert_run_locked(const RunStart& start, const std::string& status, const std::string& reason);
   std::int64_t upsert_run(const RunStart& start, const std::string& status, const std::string& reason);

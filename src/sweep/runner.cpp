@@ -17,6 +17,8 @@
 #include "core/hash.h"
 #include "core/stats.h"
 #include "core/subprocess.h"
+#include "core/job_env.h"
+#include "slurm/batch.h"
 
 namespace dlscale::sweep {
 namespace {
@@ -178,6 +180,30 @@ void bring_up_cluster(const Params& p, std::set<std::string>& made, Progress& pr
   }
 }
 
+/// A run being executed: its repeats so far.
+struct ActiveRun {
+  const PlannedRun* run = nullptr;
+  std::int64_t id = 0;
+  std::string tag;
+  int repeats = 1;
+  int done = 0;  ///< repeats finished
+  std::string status = kStatusCompleted;
+  std::string reason;
+  std::vector<double> rates;
+  nlohmann::json versions;
+};
+
+/// launcher slurm: one repeat of a run in flight as a batch job.
+struct SlurmJob {
+  ActiveRun active;
+  std::string id;
+  std::string started_at;
+};
+
+constexpr double kCancelWaitS = 30;  // for cancelled jobs to leave Slurm's queue
+
+bool on_slurm(const PlannedRun& run) { return param_text(run.params, "launcher") == "slurm"; }
+
 /// One invocation of a sweep: what it decided so far, where its output goes.
 class Sweep {
  public:
@@ -199,9 +225,16 @@ class Sweep {
         outcome_.interrupted = true;
         break;
       }
-      run_one(run);
+      if (on_slurm(run)) {
+        run_on_slurm(run);
+      } else {
+        drain_jobs();  // a local run does not compete with the sweep's jobs
+        if (!outcome_.interrupted) run_one(run);
+      }
       if (outcome_.interrupted) break;
     }
+    drain_jobs();
+    if (outcome_.interrupted) cancel_jobs();
     remove_clusters();
     progress_->line(fmt::format(
         "sweep '{}': {} completed, {} failed, {} skipped, {} already done of {} planned, in {}{}", o_.sweep_name,
@@ -245,12 +278,13 @@ class Sweep {
     return false;
   }
 
-  void run_one(const PlannedRun& run) {
+  /// Claims the run unless it is skipped or done; nullopt when it does not run.
+  std::optional<ActiveRun> begin_run(const PlannedRun& run) {
     const std::string tag = fmt::format("[{}/{}] {}", run.index, plan_.size(), describe(run));
     if (run.skipped()) {
       ++outcome_.skipped;
       progress_->line(fmt::format("{}: skipped: {}", tag, run.skip_reason));
-      return;
+      return std::nullopt;
     }
     // Checked against the store as it is now, in the transaction that starts
     // the run: another sweep of the same file may have run it meanwhile.
@@ -261,58 +295,77 @@ class Sweep {
     if (!claimed) {
       ++outcome_.already_done;
       progress_->line(fmt::format("{}: {}", tag, why_not));
-      return;
+      return std::nullopt;
     }
     if (const std::string reason = oom_.skip_reason(run.params); !reason.empty()) {
       store_.finish_run(*claimed, kStatusSkipped, reason, start.started_at);
       ++outcome_.skipped;
       progress_->line(fmt::format("{}: skipped: {}", tag, reason));
-      return;
+      return std::nullopt;
     }
     ++outcome_.executed;
-    run_repeats(run, *claimed, tag);
+    ActiveRun a;
+    a.run = &run;
+    a.id = *claimed;
+    a.tag = tag;
+    a.repeats = static_cast<int>(param_int(run.params, "repeats"));
+    a.versions = o_.versions;
+    return a;
   }
 
-  /// Runs the repeats until one fails; stores the run's outcome.
-  void run_repeats(const PlannedRun& run, std::int64_t run_id, const std::string& tag) {
-    const int repeats = static_cast<int>(param_int(run.params, "repeats"));
-    std::string status = kStatusCompleted;
-    std::string reason;
-    std::vector<double> rates;
-    nlohmann::json versions = o_.versions;
-    for (int rep = 1; rep <= repeats && status == kStatusCompleted; ++rep) {
-      const RepeatRecord rec = run_repeat(run, rep, fmt::format("{} repeat {}/{}", tag, rep, repeats));
-      store_.add_repeat(run_id, rec);
-      progress_->repeat_done(rec.wall_s);
-      if (rec.status == kStatusCompleted) {
-        rates.push_back(rec.metrics.at(headline(run.params).metric));
-        add_program_versions(rec.record, versions);
-      } else {
-        status = rec.status;
-        reason = fmt::format("repeat {}: {}", rep, rec.reason);
-      }
+  /// Runs the repeats one after another until one fails.
+  void run_one(const PlannedRun& run) {
+    std::optional<ActiveRun> a = begin_run(run);
+    if (!a) return;
+    while (true) {
+      const int rep = a->done + 1;
+      if (!record_repeat(*a, run_repeat(run, rep, fmt::format("{} repeat {}/{}", a->tag, rep, a->repeats)))) break;
     }
-    store_.finish_run(run_id, status, reason, utc_timestamp(), versions);
-    if (status == kStatusCompleted) {
+    end_run(*a);
+  }
+
+  /// Stores one finished repeat; returns whether the run goes on to the next.
+  bool record_repeat(ActiveRun& a, const RepeatRecord& rec) {
+    store_.add_repeat(a.id, rec);
+    progress_->repeat_done(rec.wall_s);
+    ++a.done;
+    if (rec.status == kStatusCompleted) {
+      a.rates.push_back(rec.metrics.at(headline(a.run->params).metric));
+      add_program_versions(rec.record, a.versions);
+    } else {
+      a.status = rec.status;
+      a.reason = fmt::format("repeat {}: {}", rec.repeat, rec.reason);
+    }
+    return a.status == kStatusCompleted && a.done < a.repeats;
+  }
+
+  /// Stores the run's outcome.
+  void end_run(const ActiveRun& a) {
+    const PlannedRun& run = *a.run;
+    store_.finish_run(a.id, a.status, a.reason, utc_timestamp(), a.versions);
+    if (a.status == kStatusCompleted) {
       ++outcome_.completed;
       const Headline h = headline(run.params);
-      progress_->line(fmt::format("{}: completed, {:.{}f} {} (median of {})", tag, median(rates), h.decimals,
-                                  h.unit, rates.size()));
+      progress_->line(fmt::format("{}: completed, {:.{}f} {} (median of {})", a.tag, median(a.rates), h.decimals,
+                                  h.unit, a.rates.size()));
       return;
     }
-    if (status == kStatusOom) oom_.record(run.params);
-    if (status != kStatusInterrupted) ++outcome_.failed;
-    progress_->line(fmt::format("{}: {}: {} (log: {})", tag, status, reason,
+    if (a.status == kStatusOom) oom_.record(run.params);
+    if (a.status != kStatusInterrupted) ++outcome_.failed;
+    progress_->line(fmt::format("{}: {}: {} (log: {})", a.tag, a.status, a.reason,
                                 (dir_ / fmt::format("{:04}-{}-r*.log", run.index, short_hash(run.key))).string()));
+  }
+
+  std::string stem(const PlannedRun& run, int rep) const {
+    return fmt::format("{:04}-{}-r{}", run.index, short_hash(run.key), rep);
   }
 
   /// One repeat as a child process, its log and record read back.
   RepeatRecord run_repeat(const PlannedRun& run, int rep, const std::string& what) {
-    const std::string stem = fmt::format("{:04}-{}-r{}", run.index, short_hash(run.key), rep);
     RepeatRecord rec;
     rec.repeat = rep;
-    rec.log_path = (dir_ / (stem + ".log")).string();
-    const std::string record_path = (dir_ / (stem + ".json")).string();
+    rec.log_path = (dir_ / (stem(run, rep) + ".log")).string();
+    const std::string record_path = (dir_ / (stem(run, rep) + ".json")).string();
     std::error_code ec;
     std::filesystem::remove(record_path, ec);
     rec.started_at = utc_timestamp();
@@ -371,6 +424,196 @@ class Sweep {
     }
   }
 
+  // --- launcher slurm: every repeat a batch job, up to max-jobs at once ---
+
+  void run_on_slurm(const PlannedRun& run) {
+    const auto max_jobs = static_cast<std::size_t>(param_int(run.params, "max-jobs"));
+    wait_for_jobs(max_jobs - 1);
+    if (outcome_.interrupted || follow_earlier_job(run)) return;
+    if (std::optional<ActiveRun> a = begin_run(run)) submit_repeat(std::move(*a));
+  }
+
+  /// Submits the run's next repeat; a job Slurm refuses fails the run.
+  void submit_repeat(ActiveRun a) {
+    const PlannedRun& run = *a.run;
+    const int rep = a.done + 1;
+    // Absolute: the job may start in another directory (or on another node
+    // of a shared file system).
+    const std::string base = std::filesystem::absolute(dir_ / stem(run, rep)).string();
+    std::error_code ec;
+    std::filesystem::remove(base + ".json", ec);
+    std::filesystem::remove(base + ".log", ec);
+    SlurmJob job;
+    job.started_at = utc_timestamp();
+    try {
+      const std::vector<std::string> argv = build_command(repeat_params(run.params, rep), o_.dlscale_binary,
+                                                          base + ".json");
+      slurm::write_batch_script(base + ".sbatch", argv,
+                                fmt::format("dlscale sweep '{}', {} repeat {}", o_.sweep_name, a.tag, rep));
+      slurm::BatchJob b;
+      b.name = fmt::format("dls-{}-{}", o_.sweep_name.substr(0, 40), run.index);
+      b.script_path = base + ".sbatch";
+      b.log_path = base + ".log";
+      b.nodes = static_cast<int>(param_or(run.params, "hosts", Value(0)).number());
+      b.tasks_per_node = static_cast<int>(param_or(run.params, "workers-per-host", Value(0)).number());
+      b.tasks = static_cast<int>(param_int(run.params, "workers"));
+      b.time_limit_s = param_or(run.params, "timeout", Value(600)).number();
+      b.env = {{kEnvJobSecret, random_job_secret()}};  // every job its own
+      job.id = slurm::submit_job(b);
+    } catch (const Error& e) {
+      RepeatRecord rec;
+      rec.repeat = rep;
+      rec.status = kStatusFailed;
+      rec.reason = e.what();
+      rec.started_at = rec.ended_at = job.started_at;
+      rec.log_path = base + ".log";
+      write_file_atomic(rec.log_path, std::string("dlscale: error: ") + e.what() + "\n");
+      if (record_repeat(a, rec)) submit_repeat(std::move(a));
+      else end_run(a);
+      return;
+    }
+    store_.set_slurm_job(a.id, job.id);
+    progress_->line(fmt::format("{} repeat {}/{}: submitted as Slurm job {}", a.tag, rep, a.repeats, job.id));
+    job.active = std::move(a);
+    jobs_.push_back(std::move(job));
+  }
+
+  /// A run an earlier, killed sweep left as a job Slurm still knows: follow
+  /// it instead of submitting it again. Returns whether it did.
+  bool follow_earlier_job(const PlannedRun& run) {
+    const std::optional<RunRecord> r = store_.find_run(o_.sweep_name, run.key);
+    if (!r || r->status != kStatusRunning || r->slurm_job.empty() || o_.rerun == Rerun::kAll) return false;
+    if (r->pid != o_.pid && r->host == o_.host && process_alive(r->pid)) return false;  // its sweep follows it
+    const slurm::JobState st = slurm::query_job(r->slurm_job);
+    if (!st.known) return false;
+    store_.take_over_run(r->id, o_.host, o_.pid);
+    SlurmJob job;
+    job.id = r->slurm_job;
+    job.started_at = r->started_at;
+    ActiveRun& a = job.active;
+    a.run = &run;
+    a.id = r->id;
+    a.tag = fmt::format("[{}/{}] {}", run.index, plan_.size(), describe(run));
+    a.repeats = static_cast<int>(param_int(run.params, "repeats"));
+    a.versions = o_.versions;
+    for (const RunRecord& stored : store_.runs(o_.sweep_name)) {
+      if (stored.id != r->id) continue;
+      for (const RepeatRecord& done : stored.repeats) {
+        ++a.done;
+        const auto metric = done.metrics.find(headline(run.params).metric);
+        if (done.status == kStatusCompleted && metric != done.metrics.end()) a.rates.push_back(metric->second);
+      }
+    }
+    ++outcome_.executed;
+    progress_->line(fmt::format("{} repeat {}/{}: following Slurm job {} ({}), submitted by an earlier sweep",
+                                a.tag, a.done + 1, a.repeats, job.id, st.state));
+    jobs_.push_back(std::move(job));
+    return true;
+  }
+
+  /// Polls the jobs until at most `most` are in flight (or the sweep is interrupted).
+  void wait_for_jobs(std::size_t most) {
+    while (jobs_.size() > most) {
+      poll_jobs();
+      if (jobs_.size() <= most) return;
+      for (int tick = 0; tick < 10; ++tick) {
+        if (o_.keep_going && !o_.keep_going()) {
+          outcome_.interrupted = true;
+          return;
+        }
+        progress_->live(fmt::format("{} Slurm job(s) in flight", jobs_.size()), 0);
+        ::usleep(100000);
+      }
+    }
+  }
+  void drain_jobs() { wait_for_jobs(0); }
+
+  /// Stores every job Slurm has ended; submits the next repeat of its run.
+  void poll_jobs() {
+    std::vector<SlurmJob> still;
+    std::vector<SlurmJob> ended;
+    for (SlurmJob& job : jobs_) {
+      const slurm::JobState st = slurm::query_job(job.id);
+      if (st.active()) {
+        still.push_back(std::move(job));
+        continue;
+      }
+      RepeatRecord rec = ended_job(job, st);
+      if (record_repeat(job.active, rec)) {
+        ended.push_back(std::move(job));
+      } else {
+        end_run(job.active);
+      }
+    }
+    jobs_ = std::move(still);
+    for (SlurmJob& job : ended) submit_repeat(std::move(job.active));
+  }
+
+  /// The repeat a job that Slurm ended ran: its log, its record, and Slurm's
+  /// verdict where the program could not give one.
+  RepeatRecord ended_job(const SlurmJob& job, const slurm::JobState& st) {
+    const PlannedRun& run = *job.active.run;
+    RepeatRecord rec;
+    rec.repeat = job.active.done + 1;
+    const std::string base = (dir_ / stem(run, rec.repeat)).string();
+    rec.log_path = base + ".log";
+    rec.started_at = job.started_at;
+    rec.ended_at = utc_timestamp();
+    rec.wall_s = st.run_time_s;
+    std::error_code ec;
+    const std::string log = std::filesystem::exists(rec.log_path, ec) ? read_file(rec.log_path) : "";
+    if (std::filesystem::exists(base + ".json", ec)) rec.record = read_file(base + ".json");
+    const std::string detail = failure_detail(log);
+    const std::string slurm_says = st.known ? fmt::format("Slurm job {} ended {}", job.id, st.state)
+                                            : fmt::format("Slurm job {} is unknown to scontrol and sacct", job.id);
+    if (st.state == "COMPLETED" || (!st.known && !rec.record.empty())) {
+      SubprocessResult ok;
+      judge(run.params, ok, 0, log, rec);
+      return rec;
+    }
+    const bool oom = st.state == "OUT_OF_MEMORY" ||
+                     (st.state == "FAILED" && param_text(run.params, "kind") == "dlscale" && st.signal == 0
+                          ? st.exit_code == kExitOutOfMemory
+                          : mentions_out_of_memory(log));
+    rec.status = st.state == "TIMEOUT" ? kStatusTimeout : oom ? kStatusOom : kStatusFailed;
+    rec.reason = slurm_says;
+    if (st.state == "FAILED") rec.reason += st.signal ? fmt::format(" (signal {})", st.signal)
+                                                      : fmt::format(" (exit code {})", st.exit_code);
+    if (st.known && st.reason != "None" && !st.reason.empty()) rec.reason += fmt::format(", reason {}", st.reason);
+    if (!detail.empty()) rec.reason += ": " + detail;
+    return rec;
+  }
+
+  /// Ctrl-C or SIGTERM: every job in flight is cancelled and its run stored as interrupted.
+  void cancel_jobs() {
+    for (SlurmJob& job : jobs_) {
+      slurm::cancel_job(job.id);
+      RepeatRecord rec;
+      rec.repeat = job.active.done + 1;
+      rec.status = kStatusInterrupted;
+      rec.reason = fmt::format("interrupted by the user; Slurm job {} cancelled", job.id);
+      rec.started_at = job.started_at;
+      rec.ended_at = utc_timestamp();
+      rec.log_path = (dir_ / (stem(*job.active.run, rec.repeat) + ".log")).string();
+      record_repeat(job.active, rec);
+      end_run(job.active);
+    }
+    // Nothing of the sweep stays in Slurm's queue: wait while Slurm stops
+    // what ran (its KillWait), but not for ever.
+    const double deadline = now_seconds() + kCancelWaitS;
+    while (!jobs_.empty() && now_seconds() < deadline) {
+      jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
+                                 [](const SlurmJob& j) { return !slurm::query_job(j.id).active(); }),
+                  jobs_.end());
+      if (!jobs_.empty()) ::usleep(200000);
+    }
+    for (const SlurmJob& job : jobs_) {
+      progress_->line(fmt::format("sweep '{}': Slurm job {} was cancelled but is still {} after {:g} s",
+                                  o_.sweep_name, job.id, slurm::query_job(job.id).state, kCancelWaitS));
+    }
+    jobs_.clear();
+  }
+
   /// The clusters this sweep brought up go when it ends.
   void remove_clusters() {
     for (const std::string& name : made_) {
@@ -393,6 +636,7 @@ class Sweep {
   int repeats_to_run_ = 0;
   std::unique_ptr<Progress> progress_;
   std::set<std::string> made_;  ///< clusters this sweep used, removed at its end
+  std::vector<SlurmJob> jobs_;   ///< launcher slurm: the jobs in flight
 };
 
 }  // namespace

@@ -89,6 +89,40 @@ TEST(LaunchEnv, SrunReadsSlurmCounts) {
   EXPECT_EQ(e.master_port, 29400);
 }
 
+TEST(LaunchEnv, SrunMeetsAtTheStepsFirstNode) {
+  std::map<std::string, std::string> vars = {{"SLURM_PROCID", "3"},         {"SLURM_STEP_NUM_TASKS", "4"},
+                                             {"SLURM_LOCALID", "1"},        {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+                                             {"SLURM_JOB_ID", "42"},        {"SLURM_STEP_ID", "0"},
+                                             {"SLURM_NODEID", "1"},         {"SLURMD_NODENAME", "n7"},
+                                             {"SLURM_STEP_NODELIST", "n[3,7]"}};
+  LaunchEnv e = detect_launch_env(env_of(vars));
+  EXPECT_EQ(e.master_addr, "n3");
+  EXPECT_EQ(e.master_port, slurm_step_port("42", "0"));
+  EXPECT_GE(e.master_port, kSlurmPortBase);
+  EXPECT_LT(e.master_port, kSlurmPortBase + kSlurmPortSpan);
+  EXPECT_NE(slurm_step_port("42", "0"), slurm_step_port("42", "1"));
+  EXPECT_EQ(e.node_name, "n7");
+  EXPECT_EQ(e.slurm.node_id, 1);
+  EXPECT_EQ(e.slurm.to_json().dump(),
+            R"({"job_id":"42","nodelist":"n[3,7]","nodes":["n3","n7"],"step_id":"0"})");
+  vars["SLURM_STEP_RESV_PORTS"] = "12000-12003";
+  EXPECT_EQ(detect_launch_env(env_of(vars)).master_port, 12000);
+  vars["MASTER_ADDR"] = "10.0.0.9";
+  vars["MASTER_PORT"] = "29400";
+  e = detect_launch_env(env_of(vars));
+  EXPECT_EQ(e.master_addr, "10.0.0.9");
+  EXPECT_EQ(e.master_port, 29400);
+  vars["SLURM_STEP_NODELIST"] = "n[3,7";
+  vars.erase("MASTER_ADDR");
+  try {
+    detect_launch_env(env_of(vars));
+    ADD_FAILURE() << "a malformed node list was accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("SLURM_STEP_NODELIST"), std::string::npos) << err.what();
+  }
+  EXPECT_TRUE(detect_launch_env(env_of({})).slurm.to_json().is_null());
+}
+
 TEST(LaunchEnv, SbatchWithoutStepIsStandalone) {
   // A batch script has SLURM_PROCID but is not a task of a job step.
   EXPECT_EQ(detect_launch_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}})).kind,

@@ -336,5 +336,34 @@ variables: {scaling: [strong], workers: [1, 4]}
   EXPECT_EQ(lines[4], "2 run(s) planned, 1 to run, 1 skipped");
 }
 
+TEST(Planner, SlurmRunsTakeNodesAndTasksAndTheSameFileRunsLocally) {
+  const std::string yaml = "parameters: {launcher: slurm, hosts: 2, workers-per-host: 2, model: lenet, batch: 8}";
+  const auto runs = plan(yaml, {"model", "workers-per-host"});
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(text(runs[0], "workers"), "4");
+  EXPECT_EQ(text(runs[0], "global-batch"), "32");
+  EXPECT_EQ(text(runs[0], "max-jobs"), "4");
+  // srun takes nodes and tasks from the batch job's allocation.
+  EXPECT_EQ(build_command(runs[0].params, "/bin/dlscale", "r.json"),
+            (std::vector<std::string>{"srun", "/bin/dlscale", "train", "--model", "lenet", "--batch", "8", "--json",
+                                      "r.json"}));
+  // launcher local: the same 4 workers, on this machine.
+  const auto local = plan("parameters: {launcher: local, hosts: 2, workers-per-host: 2, model: lenet, batch: 8}",
+                          {"model", "workers-per-host"});
+  EXPECT_EQ(text(local[0], "workers"), "4");
+  EXPECT_EQ(build_command(local[0].params, "/bin/dlscale", "r.json"),
+            (std::vector<std::string>{"/bin/dlscale", "train", "--model", "lenet", "--batch", "8", "--workers", "4",
+                                      "--json", "r.json"}));
+  EXPECT_EQ(text(plan("parameters: {launcher: slurm, workers: 3, batch: 8, max-jobs: 9}")[0], "hosts"), "<unset>");
+  EXPECT_EQ(plan_error("parameters: {launcher: slurm, workers-per-host: 2, batch: 8}"),
+            "parameter 'workers-per-host' needs 'hosts' (the nodes) with launcher slurm");
+  EXPECT_EQ(plan_error("parameters: {launcher: slurm, hosts: 2, workers-per-host: 2, workers: 3, batch: 8}"),
+            "parameter 'workers' is 3 but hosts x workers-per-host = 4: drop 'workers'");
+  EXPECT_EQ(plan_error("parameters: {launcher: slurm, link-mbit: 100, batch: 8}"),
+            "parameter 'link-mbit' is for launcher cluster, not slurm");
+  EXPECT_NE(plan_error("parameters: {launcher: slurm, max-jobs: 0, batch: 8}").find("max-jobs"), std::string::npos);
+  EXPECT_NE(plan_error("parameters: {launcher: slrum, batch: 8}").find("slurm"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dlscale::sweep

@@ -196,5 +196,34 @@ TEST(ResultsStore, ConcurrentWritersLoseNothing) {
   }
 }
 
+TEST(ResultsStore, SlurmJobIsKeptAndOlderStoresGainItsColumn) {
+  const StoreFiles files("slurmjob.db");
+  std::int64_t id = 0;
+  {
+    ResultsStore store(files.path);
+    id = store.start_run(start_of("s", 8));
+    store.set_slurm_job(id, "4711");
+    store.take_over_run(id, "login2", 99);
+  }
+  {
+    ResultsStore store(files.path);
+    const auto runs = store.runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].slurm_job, "4711");
+    EXPECT_EQ(runs[0].host, "login2");
+    EXPECT_EQ(runs[0].pid, 99);
+    store.start_run(start_of("s", 8));  // a new attempt forgets the old job
+    EXPECT_EQ(store.runs()[0].slurm_job, "");
+  }
+  // A store written before the column existed.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(files.path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE runs DROP COLUMN slurm_job", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  ResultsStore store(files.path);
+  store.set_slurm_job(id, "12");
+  EXPECT_EQ(store.runs()[0].slurm_job, "12");
+}
+
 }  // namespace
 }  // namespace dlscale::sweep

@@ -1,0 +1,58 @@
+#include "slurm/batch.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/files.h"
+#include "core/subprocess.h"
+#include "process_util.h"
+
+namespace dlscale::slurm {
+namespace {
+
+TEST(SlurmBatch, ScontrolLineAndDurations) {
+  const JobState s = parse_scontrol_job(
+      "JobId=12 JobName=dls-x-1 UserId=root(0) JobState=TIMEOUT Reason=TimeLimit Dependency=(null) "
+      "Requeue=1 Restarts=0 BatchFlag=1 ExitCode=0:15 RunTime=00:01:04 TimeLimit=00:01:00 NodeList=lab-h[0-1]\n");
+  EXPECT_TRUE(s.known);
+  EXPECT_EQ(s.state, "TIMEOUT");
+  EXPECT_EQ(s.reason, "TimeLimit");
+  EXPECT_EQ(s.exit_code, 0);
+  EXPECT_EQ(s.signal, 15);
+  EXPECT_EQ(s.run_time_s, 64);
+  EXPECT_FALSE(s.active());
+  EXPECT_TRUE(parse_scontrol_job("JobId=3 JobState=PENDING Reason=Resources ExitCode=0:0").active());
+  EXPECT_TRUE(parse_scontrol_job("JobId=3 JobState=COMPLETING ExitCode=0:0").active());
+  EXPECT_FALSE(parse_scontrol_job("slurm_load_jobs error: Invalid job id specified").known);
+  EXPECT_EQ(parse_slurm_duration("1-02:03:04"), 93784);
+  EXPECT_EQ(parse_slurm_duration("02:03:04"), 7384);
+  EXPECT_EQ(parse_slurm_duration("03:04"), 184);
+  EXPECT_EQ(parse_slurm_duration("2-01:00"), 2 * 86400 + 3600);
+  EXPECT_EQ(parse_slurm_duration("x"), 0);
+  EXPECT_EQ(parse_slurm_duration("UNLIMITED"), 0);
+}
+
+TEST(SlurmBatch, SbatchLineAndAScriptTheShellRunsWordForWord) {
+  BatchJob j;
+  j.name = "dls-s-1";
+  j.script_path = "/o/1.sbatch";
+  j.log_path = "/o/1.log";
+  j.nodes = 2;
+  j.tasks_per_node = 2;
+  j.tasks = 4;
+  j.time_limit_s = 61;
+  EXPECT_EQ(sbatch_command(j),
+            (std::vector<std::string>{"sbatch", "--parsable", "--job-name", "dls-s-1", "--output", "/o/1.log",
+                                      "--ntasks", "4", "--nodes", "2", "--ntasks-per-node", "2", "--time", "2",
+                                      "/o/1.sbatch"}));
+  const std::string script = testing::temp_path("job.sbatch");
+  write_batch_script(script, {"printf", "%s|", "it's", "$HOME", "a b", "`x`"}, "a test");
+  std::string out;
+  ASSERT_EQ(run_captured({script}, &out), 0) << out;
+  EXPECT_EQ(out, "it's|$HOME|a b|`x`|");
+  std::filesystem::remove(script);
+}
+
+}  // namespace
+}  // namespace dlscale::slurm
