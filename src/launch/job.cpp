@@ -36,6 +36,10 @@ comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv&
       worker_device(options.device, env.local_rank, env.local_world_size, options.share_gpus);
   so.cuda_device = device.is_cuda() ? device.index() : -1;
   so.backend = job_backend(options, env, so.cuda_device);
+  // Debian's Open MPI starts under srun through PMIx only (docs/slurm.md).
+  DLSCALE_CHECK(env.kind != LaunchKind::kSrun || so.backend != "mpi" || env.slurm.pmix,
+                "--backend mpi under srun needs 'srun --mpi=pmix' (this task has no PMIx server: PMIX_RANK is "
+                "not set); or use --backend gloo");
   so.rank = env.rank;
   so.size = env.world_size;
   so.timeout = options.timeout();

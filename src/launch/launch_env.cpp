@@ -77,6 +77,7 @@ void read_srun(const EnvLookup& env, LaunchEnv& e) {
   if (s.nodelist.empty()) s.nodelist = read_string(env, "SLURM_JOB_NODELIST");
   s.node_name = read_string(env, "SLURMD_NODENAME");
   s.node_id = read_int(env, "SLURM_NODEID", -1);
+  s.pmix = env("PMIX_RANK") != nullptr;
   e.node_name = s.node_name;
   e.master_addr = read_string(env, "MASTER_ADDR");
   if (e.master_addr.empty() && !s.nodelist.empty()) {

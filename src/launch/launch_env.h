@@ -37,6 +37,7 @@ struct SlurmStep {
   std::string nodelist;   ///< SLURM_STEP_NODELIST as Slurm wrote it ("n[1-3,7]")
   std::string node_name;  ///< SLURMD_NODENAME: the node this task runs on
   int node_id = -1;       ///< SLURM_NODEID: its index in the step's nodes
+  bool pmix = false;      ///< srun --mpi=pmix gave the task a PMIx server (PMIX_RANK)
   /// JSON for the record: {job_id, step_id, nodelist, nodes}, or null outside srun.
   nlohmann::json to_json() const;
 };

@@ -159,7 +159,7 @@ void write_munge_key(const std::string& path) {
 void make_tree(const cluster::ClusterSpec& spec) {
   const std::string dir = slurm_dir(spec.name);
   remove_slurm_files(spec.name);
-  for (const char* sub : {"", "/munge", "/key", "/state", "/log", "/spool"}) {
+  for (const char* sub : {"", "/munge", "/key", "/state", "/log", "/spool", "/tmp"}) {
     std::error_code ec;
     fs::create_directories(dir + sub, ec);
     DLSCALE_CHECK(!ec, "cannot create '{}{}': {}", dir, sub, ec.message());
@@ -167,7 +167,10 @@ void make_tree(const cluster::ClusterSpec& spec) {
   fs::permissions(dir, fs::perms(0755));
   fs::permissions(dir + "/munge", fs::perms(0755));
   fs::permissions(dir + "/key", fs::perms(0700));
-  for (int h = 0; h < spec.hosts; ++h) fs::create_directories(dir + "/spool/" + cluster::host_name(spec.name, h));
+  for (int h = 0; h < spec.hosts; ++h) {
+    fs::create_directories(dir + "/spool/" + cluster::host_name(spec.name, h));
+    fs::create_directories(dir + "/tmp/" + cluster::host_name(spec.name, h));
+  }
   write_munge_key(dir + "/key/munge.key");
   write_file_atomic(slurm_conf_path(spec.name), slurm_conf(spec, dir));
 }
@@ -207,6 +210,8 @@ std::string slurm_conf(const cluster::ClusterSpec& spec, const std::string& dir)
       "SlurmctldPort=6817\nSlurmdPort=6818\n"
       "StateSaveLocation={dir}/state\nSlurmdSpoolDir={dir}/spool/%n\n"
       "SlurmctldPidFile={dir}/slurmctld.pid\nSlurmdPidFile={dir}/spool/%n/slurmd.pid\n"
+      "# Per node: PMIx (srun --mpi=pmix) keeps its directories there, which\n"
+      "# would collide in the hosts' shared /tmp.\nTmpFS={dir}/tmp/%n\n"
       "SlurmctldLogFile={dir}/log/slurmctld.log\nSlurmdLogFile={dir}/log/slurmd-%n.log\n"
       "# No systemd, no cgroups: processes are tracked by group, nothing is confined.\n"
       "ProctrackType=proctrack/pgid\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"

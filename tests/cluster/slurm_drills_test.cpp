@@ -5,6 +5,7 @@
 // every test is reported skipped, with the reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -128,6 +129,25 @@ TEST_F(SlurmDrill, MissingPackagesAreOneLine) {
   std::filesystem::remove_all(bin);
 }
 
+TEST_F(SlurmDrill, ADaemonThatFailsToStartIsNamedWithItsLastLogLine) {
+  // Slurm's real programs, but a slurmctld that dies at start.
+  const std::string bin = temp_path("bin");
+  std::filesystem::create_directories(bin);
+  write_file_atomic(bin + "/slurmctld",
+                    "#!/bin/sh\n[ \"$1\" = -V ] && { echo 'slurm 22.05.8'; exit 0; }\n"
+                    "echo 'slurmctld: fatal: Unable to bind listen port (6817): Address already in use' >&2\nexit 1\n");
+  std::filesystem::permissions(bin + "/slurmctld", std::filesystem::perms(0755));
+  const auto o = testing::run_shell(fmt::format("PATH={}:$PATH {} cluster up --name {} --hosts 2 --slurm", bin,
+                                                DLSCALE_BINARY, name_));
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err,
+            "dlscale: error: Slurm: slurmctld on host 0 exited with code 1 at start: slurmctld: fatal: Unable to "
+            "bind listen port (6817): Address already in use\n");
+  EXPECT_FALSE(cluster::find_cluster(name_).has_value()) << "a failed up left the cluster behind";
+  EXPECT_FALSE(std::filesystem::exists(slurm::slurm_dir(name_)));
+  std::filesystem::remove_all(bin);
+}
+
 TEST_F(SlurmDrill, SrunAcrossHostsEqualsLocalWorkersAndGroupsByNode) {
   up(2);
   const std::string train = "train --model lenet --batch 16 --steps 6 --warmup 1 --display-every 0 --threads 1 --seed 7";
@@ -152,6 +172,16 @@ TEST_F(SlurmDrill, SrunAcrossHostsEqualsLocalWorkersAndGroupsByNode) {
   EXPECT_EQ(h["inputs"]["world_size"], 4);
   EXPECT_EQ(h["results"]["comm"]["nodes"], 2);
   EXPECT_EQ(h["results"]["comm"]["replicas_identical"], true);
+  // Open MPI under srun: through PMIx, else one line saying so.
+  o = run_dlscale(on_host0(fmt::format("srun --mpi=pmix -N 2 --ntasks-per-node 1 {} {} --backend mpi --json {}",
+                                       DLSCALE_BINARY, train, record)));
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  const nlohmann::json m = nlohmann::json::parse(read_file(record));
+  EXPECT_EQ(m["results"]["comm"]["backend"], "mpi");
+  EXPECT_EQ(m["results"]["loss_last"], r["results"]["loss_last"]);
+  o = run_dlscale(on_host0(fmt::format("srun -N 2 --ntasks-per-node 1 {} {} --backend mpi", DLSCALE_BINARY, train)));
+  EXPECT_NE(o.code, 0);
+  EXPECT_NE(o.err.find("dlscale: error: --backend mpi under srun needs 'srun --mpi=pmix'"), std::string::npos) << o.err;
   std::filesystem::remove(record);
   std::filesystem::remove(local);
 }
@@ -183,6 +213,31 @@ TEST_F(SlurmDrill, TaskKilledMidRunFailsTheStepNamingRankAndNode) {
   }
   EXPECT_TRUE(with_env(name_, 0, "SLURM_PROCID").empty() && with_env(name_, 1, "SLURM_PROCID").empty())
       << "a task outlived its step";
+}
+
+TEST_F(SlurmDrill, SlurmdKilledMidRunFailsTheStepAsANodeFailure) {
+  up(2);
+  Job job(on_host0(fmt::format("srun -N 2 --ntasks-per-node 1 {} train --model lenet --batch 16 --steps 100000 "
+                               "--display-every 0 --threads 1 --timeout 4",
+                               DLSCALE_BINARY)));
+  for (int i = 0; i < 1500 && with_env(name_, 1, "SLURM_PROCID").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(with_env(name_, 1, "SLURM_PROCID").empty()) << job.err();
+  for (pid_t p : daemons(name_, 2)) {
+    std::ifstream in("/proc/" + std::to_string(p) + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    if (comm == "slurmd" && std::count(pids_in(cluster::host_namespace(name_, 1)).begin(),
+                                       pids_in(cluster::host_namespace(name_, 1)).end(), p)) {
+      ::kill(p, SIGKILL);
+    }
+  }
+  // slurmctld declares the node dead after SlurmdTimeout (10 s) and a ping.
+  const int code = job.wait(90);
+  EXPECT_NE(code, -1) << "the step outlived its node's slurmd: " << job.err();
+  EXPECT_NE(code, 0);
+  EXPECT_NE(job.err().find(fmt::format("Node failure on {}-h1", name_)), std::string::npos) << job.err();
 }
 
 /// A sweep of 4 runs as batch jobs, 2 at a time, run in host 0.
