@@ -394,7 +394,9 @@ HostEntry host_entry(const std::string& name, int host) {
   check_cluster_name(name);
   std::error_code ec;
   const std::string hosts = fs::exists(hosts_path(name), ec) ? hosts_path(name) : "";
-  return {std::string(kNetnsDir) + "/" + host_namespace(name, host), host_name(name, host), hosts};
+  const std::optional<ClusterSpec> spec = read_state(name);
+  return {std::string(kNetnsDir) + "/" + host_namespace(name, host), host_name(name, host), hosts,
+          spec.has_value() && spec->slurm};
 }
 
 int enter_host(const HostEntry& entry, const char** what) {
@@ -420,6 +422,7 @@ int enter_host(const HostEntry& entry, const char** what) {
   // the machine's own mounts.
   if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
       ::mount(entry.hosts_file.c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr) != 0) {
+    if (!entry.hosts_file_required) return 0;  // names are a convenience without Slurm
     *what = "mount the cluster's hosts file on /etc/hosts";
     return errno;
   }

@@ -118,6 +118,9 @@ struct HostEntry {
   /// the process's own, so that every host resolves every host's name (as
   /// Slurm's node lists and Gloo need); "" = leave /etc/hosts alone.
   std::string hosts_file;
+  /// Whether a failure to mount it fails the entry (Slurm's node names must
+  /// resolve); otherwise the process goes on with the machine's /etc/hosts.
+  bool hosts_file_required = false;
 };
 HostEntry host_entry(const std::string& name, int host);
 /// Moves the calling thread into the host's network namespace and a UTS

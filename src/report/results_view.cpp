@@ -46,8 +46,8 @@ std::string list_runs(const std::vector<sweep::RunRecord>& runs) {
 std::string show_run(const sweep::RunRecord& r) {
   std::ostringstream out;
   out << fmt::format("run {} of sweep '{}': {}{}\n", r.id, r.sweep, r.status, r.reason.empty() ? "" : " (" + r.reason + ")");
-  out << fmt::format("  started {}  ended {}  host {}  pid {}\n", r.started_at, r.ended_at.empty() ? "-" : r.ended_at,
-                     r.host, r.pid);
+  out << fmt::format("  started {}  ended {}  host {}  pid {}{}\n", r.started_at, r.ended_at.empty() ? "-" : r.ended_at,
+                     r.host, r.pid, r.slurm_job.empty() ? "" : "  Slurm job " + r.slurm_job);
   out << "  versions " << r.versions.dump() << "\n  parameters:\n";
   for (const auto& [name, value] : r.params) out << fmt::format("    {}: {}\n", name, value.to_string());
   for (const auto& rep : r.repeats) {
@@ -71,6 +71,7 @@ std::string export_runs(const std::vector<sweep::RunRecord>& runs, Format format
       j["started_at"] = r.started_at;
       j["ended_at"] = r.ended_at;
       j["host"] = r.host;
+      if (!r.slurm_job.empty()) j["slurm_job"] = r.slurm_job;
       j["versions"] = r.versions;
       j["params"] = sweep::to_json(r.params);
       j["repeats"] = nlohmann::ordered_json::array();

@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kDaemonStartS = 15;     // munged's socket, a daemon's first seconds
-constexpr double kRegisterBaseS = 30;    // every slurmd idle in slurmctld's view
+constexpr double kRegisterBaseS = 60;    // every slurmd idle in slurmctld's view
 constexpr double kRegisterPerHostS = 1;
 
 std::string path_in(const std::string& cluster, const std::string& name) {
@@ -163,6 +163,12 @@ void make_tree(const cluster::ClusterSpec& spec) {
     std::error_code ec;
     fs::create_directories(dir + sub, ec);
     DLSCALE_CHECK(!ec, "cannot create '{}{}': {}", dir, sub, ec.message());
+  }
+  // munged checks every directory above its socket: open to all, whatever
+  // the umask that made them.
+  for (const fs::path& above : {fs::path(dir).parent_path().parent_path(), fs::path(dir).parent_path()}) {
+    std::error_code ec;
+    fs::permissions(above, fs::perms(0755), ec);
   }
   fs::permissions(dir, fs::perms(0755));
   fs::permissions(dir + "/munge", fs::perms(0755));

@@ -16,153 +16,15 @@
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/stats.h"
-#include "core/subprocess.h"
 #include "core/job_env.h"
+#include "core/subprocess.h"
 #include "slurm/batch.h"
+#include "sweep/runner_parts.h"
 
 namespace dlscale::sweep {
 namespace {
 
-
-std::string format_duration(double s) {
-  if (s < 0) return "?";
-  const long long t = static_cast<long long>(s + 0.5);
-  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
-  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
-  return fmt::format("{}s", t);
-}
-
-/// "resnet18 weak w2 b32 tree" and whatever else identifies the run.
-std::string describe(const PlannedRun& run) {
-  const Params& p = run.params;
-  if (param_text(p, "kind") == "commbench") {
-    return fmt::format("commbench w{} {}", param_text(p, "workers"), param_text(p, "op", "allreduce"));
-  }
-  std::string s = fmt::format("{} {} w{} b{}", param_text(p, "model", param_text(p, "kind")),
-                              param_text(p, "scaling"), param_text(p, "workers"), param_text(p, "batch"));
-  for (const char* name : {"strategy", "compress"}) {
-    if (p.count(name)) s += " " + param_text(p, name);
-  }
-  for (const auto& [name, value] : p) {
-    if (name[0] == '_' && !value.is_list()) s += " " + value.to_string();
-  }
-  return s;
-}
-
-/// The metric a completed run's progress line shows, with its unit and decimals.
-struct Headline {
-  const char* metric;
-  const char* unit;
-  int decimals;
-};
-Headline headline(const Params& p) {
-  if (param_text(p, "kind") == "commbench") return {"busbw_gbps_peak", "GB/s peak busbw", 3};
-  return {"samples_per_sec", "samples/s", 1};
-}
-
-/// The error line of a failed run: dlscale's own, or the log's last line.
-std::string failure_detail(const std::string& log) {
-  std::string last;
-  std::string error_line;
-  std::size_t start = 0;
-  while (start < log.size()) {
-    std::size_t end = log.find('\n', start);
-    if (end == std::string::npos) end = log.size();
-    std::string line = log.substr(start, end - start);
-    start = end + 1;
-    // Blank lines and rules ("-----" around mpirun's reports) say nothing.
-    if (std::none_of(line.begin(), line.end(), [](unsigned char c) { return std::isalnum(c); })) continue;
-    if (const std::size_t at = line.find("dlscale: error: "); at != std::string::npos) {
-      error_line = line.substr(at + 16);
-    }
-    last = line;
-  }
-  std::string detail = error_line.empty() ? last : error_line;
-  if (detail.size() > 300) detail = detail.substr(0, 300) + "...";
-  return detail;
-}
-
-bool mentions_out_of_memory(const std::string& log) {
-  std::string lower = log;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower.find("out of memory") != std::string::npos;
-}
-
-bool process_alive(long long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
-
-/// Runs that ran out of memory, per (kind, model, workers, launcher): the
-/// smallest per-worker batch that failed.
-class OomRule {
- public:
-  static std::string group(const Params& p) {
-    return param_text(p, "kind") + "|" + param_text(p, "model") + "|" + param_text(p, "workers") + "|" +
-           param_text(p, "launcher");
-  }
-  void record(const Params& p) {
-    const long long b = param_int(p, "batch");
-    auto [it, inserted] = smallest_.emplace(group(p), b);
-    if (!inserted) it->second = std::min(it->second, b);
-  }
-  /// Why `p` is skipped, or "".
-  std::string skip_reason(const Params& p) const {
-    const auto it = smallest_.find(group(p));
-    if (it == smallest_.end() || param_int(p, "batch") <= it->second) return "";
-    return fmt::format("out of memory at batch {} for {} on {} worker(s); larger batches skipped", it->second,
-                       param_text(p, "model", "this command"), param_text(p, "workers"));
-  }
-
- private:
-  std::map<std::string, long long> smallest_;
-};
-
-class Progress {
- public:
-  Progress(const SweepRunOptions& o, int repeats_to_run) : o_(o), repeats_left_(repeats_to_run) {}
-
-  void line(const std::string& text) {
-    if (!o_.out) return;
-    clear();
-    *o_.out << text << "\n" << std::flush;
-  }
-  void live(const std::string& what, double run_elapsed) {
-    if (!o_.out || !o_.live_progress) return;
-    *o_.out << "\r\033[K" << what << " | " << format_duration(run_elapsed) << " | elapsed "
-            << format_duration(now_seconds() - start_) << " | ETA " << eta(run_elapsed) << std::flush;
-    shown_ = true;
-  }
-  void repeat_done(double wall_s) {
-    done_s_ += wall_s;
-    ++done_;
-    --repeats_left_;
-  }
-  /// The average repeat so far times the repeats left, less the time the
-  /// current one has already run.
-  std::string eta(double current_elapsed) const {
-    if (done_ == 0) return "?";
-    return format_duration(std::max(0.0, done_s_ / done_ * std::max(repeats_left_, 0) - current_elapsed));
-  }
-  double elapsed() const { return now_seconds() - start_; }
-
- private:
-  void clear() {
-    if (shown_) *o_.out << "\r\033[K";
-    shown_ = false;
-  }
-  const SweepRunOptions& o_;
-  double start_ = now_seconds();
-  double done_s_ = 0;
-  int done_ = 0;
-  int repeats_left_;
-  bool shown_ = false;
-};
-
-std::string short_hash(const std::string& s) {
-  return fmt::format("{:016x}", fnv1a(s.data(), s.size())).substr(0, 10);
-}
-
-}  // namespace
-
-namespace {
+using namespace detail;  // NOLINT: the runner's own parts
 
 /// launcher: cluster — brings the run's emulated cluster up (a no-op when it
 /// is); throws dlscale::Error (the run fails) when it cannot.

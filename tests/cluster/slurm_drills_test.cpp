@@ -44,16 +44,23 @@ std::vector<pid_t> with_env(const std::string& name, int host, const std::string
   return out;
 }
 
-/// The Slurm and munge daemons running in the cluster's hosts.
+/// The Slurm and munge daemons running in host `host`, by name.
+std::vector<std::pair<pid_t, std::string>> daemons_on(const std::string& name, int host) {
+  std::vector<std::pair<pid_t, std::string>> out;
+  for (pid_t p : pids_in(cluster::host_namespace(name, host))) {
+    std::ifstream in("/proc/" + std::to_string(p) + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    if (comm == "munged" || comm == "slurmctld" || comm == "slurmd") out.emplace_back(p, comm);
+  }
+  return out;
+}
+
+/// The daemons of every host.
 std::vector<pid_t> daemons(const std::string& name, int hosts) {
   std::vector<pid_t> out;
   for (int h = 0; h < hosts; ++h) {
-    for (pid_t p : pids_in(cluster::host_namespace(name, h))) {
-      std::ifstream in("/proc/" + std::to_string(p) + "/comm");
-      std::string comm;
-      std::getline(in, comm);
-      if (comm == "munged" || comm == "slurmctld" || comm == "slurmd") out.push_back(p);
-    }
+    for (const auto& [pid, comm] : daemons_on(name, h)) out.push_back(pid);
   }
   return out;
 }
@@ -62,6 +69,19 @@ std::vector<pid_t> daemons(const std::string& name, int hosts) {
 bool alive(pid_t pid) {
   const std::optional<ProcState> st = proc_state(pid);
   return st.has_value() && st->state != 'Z';
+}
+
+/// Waits until rank 0 of an srun job has met its peers (its log line), then
+/// a second more: the job is training. False after 60 s.
+bool wait_for_training(const Job& job) {
+  for (int i = 0; i < 3000; ++i) {
+    if (job.err().find("workers connected via") != std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 class SlurmDrill : public ::testing::Test {
@@ -191,13 +211,9 @@ TEST_F(SlurmDrill, TaskKilledMidRunFailsTheStepNamingRankAndNode) {
   Job job(on_host0(fmt::format("srun -N 2 --ntasks-per-node 1 {} train --model lenet --batch 16 --steps 100000 "
                                "--display-every 0 --threads 1 --timeout 4",
                                DLSCALE_BINARY)));
-  std::vector<pid_t> tasks;
-  for (int i = 0; i < 1500 && tasks.empty(); ++i) {
-    tasks = with_env(name_, 1, "SLURM_PROCID");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_TRUE(wait_for_training(job)) << job.err();
+  const std::vector<pid_t> tasks = with_env(name_, 1, "SLURM_PROCID");
   ASSERT_FALSE(tasks.empty()) << job.err();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // mid-run
   for (pid_t p : tasks) ::kill(p, SIGKILL);
   double took = 0;
   const int code = job.wait(60, &took);
@@ -220,19 +236,12 @@ TEST_F(SlurmDrill, SlurmdKilledMidRunFailsTheStepAsANodeFailure) {
   Job job(on_host0(fmt::format("srun -N 2 --ntasks-per-node 1 {} train --model lenet --batch 16 --steps 100000 "
                                "--display-every 0 --threads 1 --timeout 4",
                                DLSCALE_BINARY)));
-  for (int i = 0; i < 1500 && with_env(name_, 1, "SLURM_PROCID").empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(wait_for_training(job)) << job.err();
+  int killed = 0;
+  for (const auto& [pid, comm] : daemons_on(name_, 1)) {
+    if (comm == "slurmd" && ::kill(pid, SIGKILL) == 0) ++killed;
   }
-  ASSERT_FALSE(with_env(name_, 1, "SLURM_PROCID").empty()) << job.err();
-  for (pid_t p : daemons(name_, 2)) {
-    std::ifstream in("/proc/" + std::to_string(p) + "/comm");
-    std::string comm;
-    std::getline(in, comm);
-    if (comm == "slurmd" && std::count(pids_in(cluster::host_namespace(name_, 1)).begin(),
-                                       pids_in(cluster::host_namespace(name_, 1)).end(), p)) {
-      ::kill(p, SIGKILL);
-    }
-  }
+  ASSERT_EQ(killed, 1);
   // slurmctld declares the node dead after SlurmdTimeout (10 s) and a ping.
   const int code = job.wait(90);
   EXPECT_NE(code, -1) << "the step outlived its node's slurmd: " << job.err();
