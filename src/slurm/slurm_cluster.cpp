@@ -54,19 +54,22 @@ SpawnOptions on_host(const std::string& cluster, int host, std::vector<std::stri
   return s;
 }
 
-/// A daemon in the foreground in its own process group, its output in `log`.
+/// A daemon in the foreground in its own process group, its output in `out`.
 struct Daemon {
-  std::string name;
-  std::string log;
+  std::string name;     ///< "slurmd on host 1"
+  std::string out;      ///< its stdout and stderr
+  std::string own_log;  ///< the log file it writes itself
   ChildProcess child;
 };
 
 Daemon start_daemon(const std::string& cluster, int host, const std::string& name, std::vector<std::string> argv) {
   Daemon d;
   d.name = fmt::format("{} on host {}", name, host);
-  d.log = path_in(cluster, "log/" + name + (name == "slurmd" ? fmt::format("-h{}", host) : "") + ".out");
-  const int fd = ::open(d.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  DLSCALE_CHECK(fd >= 0, "cannot create '{}': {}", d.log, std::strerror(errno));
+  const std::string stem = name == "slurmd" ? "slurmd-" + cluster::host_name(cluster, host) : name;
+  d.out = path_in(cluster, "log/" + stem + ".out");
+  d.own_log = path_in(cluster, "log/" + stem + ".log");
+  const int fd = ::open(d.out.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  DLSCALE_CHECK(fd >= 0, "cannot create '{}': {}", d.out, std::strerror(errno));
   SpawnOptions s = on_host(cluster, host, std::move(argv));
   s.stdout_fd = fd;
   s.stderr_fd = fd;
@@ -81,16 +84,16 @@ Daemon start_daemon(const std::string& cluster, int host, const std::string& nam
   return d;
 }
 
-/// Throws naming the first daemon that has ended, with its log's last line.
-void check_alive(std::vector<Daemon>& daemons, const std::string& daemon_log_dir) {
+/// Throws naming the first daemon that has ended, with its output's last
+/// line (or its own log's, when it printed nothing).
+void check_alive(std::vector<Daemon>& daemons) {
   for (Daemon& d : daemons) {
-    if (d.child.poll()) {
-      // The daemon's own log file says more than its stdout when it has one.
-      std::string line = last_log_line(d.log);
-      const std::string own = daemon_log_dir + "/" + d.name.substr(0, d.name.find(' ')) + ".log";
-      if (std::error_code ec; fs::exists(own, ec) && line.rfind("(its log", 0) == 0) line = last_log_line(own);
-      throw Error(fmt::format("Slurm: {} {} at start: {}", d.name, d.child.describe_exit(), line));
+    if (!d.child.poll()) continue;
+    std::string line = last_log_line(d.out);
+    if (std::error_code ec; line.rfind("(its log", 0) == 0 && fs::exists(d.own_log, ec)) {
+      line = last_log_line(d.own_log);
     }
+    throw Error(fmt::format("Slurm: {} {} at start: {}", d.name, d.child.describe_exit(), line));
   }
 }
 
@@ -109,7 +112,7 @@ std::vector<std::pair<std::string, std::string>> node_states(const std::string& 
 void wait_for_socket(std::vector<Daemon>& daemons, const std::string& socket, const std::string& log_dir) {
   const double deadline = now_seconds() + kDaemonStartS;
   for (std::error_code ec; !fs::exists(socket, ec); ec.clear()) {
-    check_alive(daemons, log_dir);
+    check_alive(daemons);
     DLSCALE_CHECK(now_seconds() < deadline, "Slurm: munged did not create its socket {} within {:g} s: {}",
                   socket, kDaemonStartS, last_log_line(log_dir + "/munged.log"));
     ::usleep(20000);
@@ -120,7 +123,7 @@ void wait_for_nodes(std::vector<Daemon>& daemons, const cluster::ClusterSpec& sp
   const double timeout = kRegisterBaseS + kRegisterPerHostS * spec.hosts;
   const double deadline = now_seconds() + timeout;
   while (true) {
-    check_alive(daemons, log_dir);
+    check_alive(daemons);
     std::vector<std::string> missing;
     const auto states = node_states(spec.name);
     for (int h = 0; h < spec.hosts; ++h) {

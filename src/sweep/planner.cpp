@@ -185,10 +185,11 @@ void complete_cluster_params(Params& p) {
 /// 0 = Slurm chooses; local: as many workers on this machine, so that the
 /// same file runs the same plan either way).
 void complete_node_params(Params& p, const std::string& launcher) {
+  const bool slurm = launcher == "slurm";
   const long long nodes = p.count("hosts") ? require_positive(p, "hosts", 1, 100000) : 0;
-  DLSCALE_CHECK(!p.count("workers-per-host") || nodes > 0,
-                "parameter 'workers-per-host' needs 'hosts' (the nodes) with launcher {}", launcher);
-  if (p.count("workers-per-host")) {
+  DLSCALE_CHECK(!slurm || !p.count("workers-per-host") || nodes > 0,
+                "parameter 'workers-per-host' needs 'hosts' (the nodes) with launcher slurm");
+  if (p.count("workers-per-host") && nodes > 0) {
     const long long per_node = require_positive(p, "workers-per-host", 1, 1024);
     DLSCALE_CHECK(!p.count("workers") || (is_whole(p["workers"]) && p["workers"].number() == nodes * per_node),
                   "parameter 'workers' is {} but hosts x workers-per-host = {}: drop 'workers'",
@@ -197,11 +198,13 @@ void complete_node_params(Params& p, const std::string& launcher) {
     p["workers"] = Value(nodes * per_node);
   }
   if (nodes > 0) p["hosts"] = Value(nodes);
+  // A local sweep ignores what only other launchers use (a file may vary
+  // the launcher); max-jobs means nothing to it either: it runs one run at
+  // a time.
+  if (!slurm) return;
   DLSCALE_CHECK(!p.count("link-mbit") && !p.count("cluster-launcher"),
-                "parameter '{}' is for launcher cluster, not {}", p.count("link-mbit") ? "link-mbit" : "cluster-launcher",
-                launcher);
-  // max-jobs means nothing to a local sweep, which runs one run at a time.
-  if (launcher == "slurm") p["max-jobs"] = Value(require_positive(p, "max-jobs", 4, 10000));
+                "parameter '{}' is for launcher cluster, not slurm", p.count("link-mbit") ? "link-mbit" : "cluster-launcher");
+  p["max-jobs"] = Value(require_positive(p, "max-jobs", 4, 10000));
 }
 
 /// Checks and completes the sweep's own parameters, derives the batches.
