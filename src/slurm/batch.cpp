@@ -89,7 +89,13 @@ std::string submit_job(const BatchJob& job) {
   // --parsable prints "ID" or "ID;cluster".
   const std::string id = last.substr(0, last.find(';'));
   const bool numeric = !id.empty() && id.find_first_not_of("0123456789_") == std::string::npos;
-  DLSCALE_CHECK(rc == 0 && numeric, "sbatch refused the job: {}", out.empty() ? "(no output)" : last);
+  // No slurm.conf, or no controller to reach: Slurm is not usable from here.
+  const bool no_slurm = out.find("configuration source") != std::string::npos ||
+                        out.find("Unable to contact slurm controller") != std::string::npos;
+  DLSCALE_CHECK(rc == 0 && numeric, "sbatch refused the job: {}{}", out.empty() ? "(no output)" : last,
+                no_slurm ? " (run the sweep where Slurm's commands work: a login node, or a host of the emulated "
+                           "cluster with 'dlscale cluster exec --name N 0 -- dlscale sweep ...'; docs/slurm.md)"
+                         : "");
   return id;
 }
 
