@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,37 +23,33 @@ namespace {
 /// The first line of a (possibly multi-line) message: errors are one line.
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-/// The progress pipe to dlscale's own launcher when this process is one of
-/// its workers, else -1.
-int launcher_status_fd() {
+/// How this process was started, or nullopt when the environment is
+/// malformed (the command reports that itself).
+std::optional<dlscale::launch::LaunchEnv> launch_env() {
   try {
-    const dlscale::launch::LaunchEnv env =
-        dlscale::launch::detect_launch_env([](const char* name) { return std::getenv(name); });
-    return env.kind == dlscale::launch::LaunchKind::kSpawned ? env.status_fd : -1;
+    return dlscale::launch::detect_launch_env([](const char* name) { return std::getenv(name); });
   } catch (const dlscale::Error&) {
-    return -1;  // the command reports the bad environment itself
+    return std::nullopt;
   }
 }
 
 /// " (Slurm node N, step J.S)" for a task of srun, whose error line srun
 /// gathers with every other task's: it says where the failing rank ran.
-std::string slurm_suffix() {
-  try {
-    const dlscale::launch::LaunchEnv env =
-        dlscale::launch::detect_launch_env([](const char* name) { return std::getenv(name); });
-    if (env.kind != dlscale::launch::LaunchKind::kSrun || env.slurm.node_name.empty()) return "";
-    return fmt::format(" (Slurm node {}, step {}.{})", env.slurm.node_name, env.slurm.job_id, env.slurm.step_id);
-  } catch (const dlscale::Error&) {
-    return "";
-  }
+std::string slurm_suffix(const dlscale::launch::LaunchEnv& env) {
+  if (env.kind != dlscale::launch::LaunchKind::kSrun || env.slurm.node_name.empty()) return "";
+  return fmt::format(" (Slurm node {}, step {}.{})", env.slurm.node_name, env.slurm.job_id, env.slurm.step_id);
 }
 
 /// Prints the one-line error. A worker of dlscale's own launcher sends it
 /// to the launcher instead, which prints one line for the whole job, naming
 /// the cause (a rank whose peers gave up waiting on it, say).
 int fail(int code, const std::string& message) {
-  if (!dlscale::launch::StatusWriter(launcher_status_fd()).write_error(first_line(message))) {
-    std::fprintf(stderr, "dlscale: error: %s%s\n", first_line(message).c_str(), slurm_suffix().c_str());
+  const std::optional<dlscale::launch::LaunchEnv> env = launch_env();
+  // The progress pipe to dlscale's own launcher when this process is one of its workers.
+  const int status_fd = env && env->kind == dlscale::launch::LaunchKind::kSpawned ? env->status_fd : -1;
+  if (!dlscale::launch::StatusWriter(status_fd).write_error(first_line(message))) {
+    std::fprintf(stderr, "dlscale: error: %s%s\n", first_line(message).c_str(),
+                 env ? slurm_suffix(*env).c_str() : "");
   }
   return code;
 }

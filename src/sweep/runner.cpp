@@ -140,9 +140,25 @@ class Sweep {
     return false;
   }
 
+  /// "[3/8] lenet weak w2 b32 ...": how progress lines name the run.
+  std::string tag_of(const PlannedRun& run) const {
+    return fmt::format("[{}/{}] {}", run.index, plan_.size(), describe(run));
+  }
+
+  /// The run `id` of the store, about to execute its repeats.
+  ActiveRun active_run(const PlannedRun& run, std::int64_t id) const {
+    ActiveRun a;
+    a.run = &run;
+    a.id = id;
+    a.tag = tag_of(run);
+    a.repeats = static_cast<int>(param_int(run.params, "repeats"));
+    a.versions = o_.versions;
+    return a;
+  }
+
   /// Claims the run unless it is skipped or done; nullopt when it does not run.
   std::optional<ActiveRun> begin_run(const PlannedRun& run) {
-    const std::string tag = fmt::format("[{}/{}] {}", run.index, plan_.size(), describe(run));
+    const std::string tag = tag_of(run);
     if (run.skipped()) {
       ++outcome_.skipped;
       progress_->line(fmt::format("{}: skipped: {}", tag, run.skip_reason));
@@ -166,13 +182,7 @@ class Sweep {
       return std::nullopt;
     }
     ++outcome_.executed;
-    ActiveRun a;
-    a.run = &run;
-    a.id = *claimed;
-    a.tag = tag;
-    a.repeats = static_cast<int>(param_int(run.params, "repeats"));
-    a.versions = o_.versions;
-    return a;
+    return active_run(run, *claimed);
   }
 
   /// Runs the repeats one after another until one fails.
@@ -277,10 +287,7 @@ class Sweep {
       rec.status = kStatusTimeout;
       rec.reason = result.describe(timeout);
     } else {
-      const bool is_oom = param_text(params, "kind") == "dlscale" && result.signal == 0
-                              ? result.exit_code == kExitOutOfMemory
-                              : mentions_out_of_memory(log);
-      rec.status = is_oom ? kStatusOom : kStatusFailed;
+      rec.status = ran_out_of_memory(params, result.exit_code, result.signal, log) ? kStatusOom : kStatusFailed;
       const std::string detail = failure_detail(log);
       rec.reason = result.describe(timeout) + (detail.empty() ? "" : ": " + detail);
     }
@@ -330,8 +337,8 @@ class Sweep {
       rec.started_at = rec.ended_at = job.started_at;
       rec.log_path = base + ".log";
       write_file_atomic(rec.log_path, std::string("dlscale: error: ") + e.what() + "\n");
-      if (record_repeat(a, rec)) submit_repeat(std::move(a));
-      else end_run(a);
+      record_repeat(a, rec);  // a failed repeat ends its run
+      end_run(a);
       return;
     }
     store_.set_slurm_job(a.id, job.id);
@@ -352,12 +359,8 @@ class Sweep {
     SlurmJob job;
     job.id = r->slurm_job;
     job.started_at = r->started_at;
+    job.active = active_run(run, r->id);
     ActiveRun& a = job.active;
-    a.run = &run;
-    a.id = r->id;
-    a.tag = fmt::format("[{}/{}] {}", run.index, plan_.size(), describe(run));
-    a.repeats = static_cast<int>(param_int(run.params, "repeats"));
-    a.versions = o_.versions;
     for (const RunRecord& stored : store_.runs(o_.sweep_name)) {
       if (stored.id != r->id) continue;
       for (const RepeatRecord& done : stored.repeats) {
@@ -434,9 +437,8 @@ class Sweep {
       return rec;
     }
     const bool oom = st.state == "OUT_OF_MEMORY" ||
-                     (st.state == "FAILED" && param_text(run.params, "kind") == "dlscale" && st.signal == 0
-                          ? st.exit_code == kExitOutOfMemory
-                          : mentions_out_of_memory(log));
+                     (st.state == "FAILED" ? ran_out_of_memory(run.params, st.exit_code, st.signal, log)
+                                           : mentions_out_of_memory(log));
     rec.status = st.state == "TIMEOUT" ? kStatusTimeout : oom ? kStatusOom : kStatusFailed;
     rec.reason = slurm_says;
     if (st.state == "FAILED") rec.reason += st.signal ? fmt::format(" (signal {})", st.signal)

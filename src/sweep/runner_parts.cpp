@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 
+#include "core/error.h"
 #include "core/hash.h"
 
 namespace dlscale::sweep::detail {
@@ -64,6 +65,11 @@ bool mentions_out_of_memory(const std::string& log) {
   std::string lower = log;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   return lower.find("out of memory") != std::string::npos;
+}
+
+bool ran_out_of_memory(const Params& p, int exit_code, int signal, const std::string& log) {
+  return param_text(p, "kind") == "dlscale" && signal == 0 ? exit_code == kExitOutOfMemory
+                                                           : mentions_out_of_memory(log);
 }
 
 bool process_alive(long long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }

@@ -30,6 +30,9 @@ Headline headline(const Params& p);
 /// The error line of a failed run: dlscale's own, or the log's last line.
 std::string failure_detail(const std::string& log);
 bool mentions_out_of_memory(const std::string& log);
+/// Whether a run that failed with this exit ran out of memory: dlscale says
+/// so by its exit code; anything else (or a signal) by its log.
+bool ran_out_of_memory(const Params& p, int exit_code, int signal, const std::string& log);
 bool process_alive(long long pid);
 /// The first 10 hex digits of the text's FNV-1a hash (file names).
 std::string short_hash(const std::string& s);
