@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses with clang (Debian's clang and
-# libclang-rt-14-dev, installed by scripts/setup.sh --with-fuzzing) under
+# libclang-rt-14-dev, installed by scripts/setup.sh test) under
 # AddressSanitizer and UndefinedBehaviorSanitizer.
 #
 #   fuzz/build.sh [OUT_DIR]      (default build-fuzz)
@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-build-fuzz}
 mkdir -p "$out"
-command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/setup.sh --with-fuzzing)" >&2; exit 2; }
+command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/setup.sh test)" >&2; exit 2; }
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$root/src" -DDLSCALE_FUZZ)
 # build NAME SOURCES... [-lLIB...]: the harness fuzz/NAME.cpp with the sources it tests.

@@ -1,30 +1,47 @@
 #!/usr/bin/env bash
-# Installs every build, test and peer-benchmark dependency of dlscale from
-# Debian's packages. Idempotent: prints one line and does nothing when all
-# packages are already present. Must run as root (or through sudo).
+# Installs dlscale's dependencies from Debian's packages, by profile:
+#
+#   scripts/setup.sh run     what `make run` needs: the build and the runtime
+#                            (LibTorch, Gloo, MPI, the data and network tools)
+#   scripts/setup.sh test    run's, and the tests' and peers' tools: GoogleTest,
+#                            clang for the fuzzers, PyTorch for bench/, Slurm
+#                            for the cluster drills (the default)
+#   --with-chromium          adds Debian's chromium for scripts/check_html.sh
+#                            (the HTML report render check)
+#
+# Idempotent: prints one line and does nothing when all packages are already
+# present. Must run as root (or through sudo).
 set -euo pipefail
 
-packages=(
+run_packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev libopenblas0-pthread
   libgloo-dev libopenmpi-dev openmpi-bin
   libcli11-dev nlohmann-json3-dev libfmt-dev libyaml-cpp-dev libsqlite3-dev
-  libgtest-dev libgmock-dev
   zlib1g-dev libjpeg62-turbo-dev libpng-dev libre2-dev dataset-fashion-mnist
+  iproute2
+)
+test_packages=(
+  libgtest-dev libgmock-dev
   clang libclang-rt-14-dev
   python3-torch python3-torchvision jq
-  iproute2
   slurmctld slurmd slurm-client munge
 )
 
-# `--with-chromium` adds Debian's chromium for scripts/check_html.sh (the
-# HTML report render check); the build and the tests do not need it.
-if [ "${1:-}" = "--with-chromium" ]; then
-  packages+=(chromium)
-elif [ -n "${1:-}" ]; then
-  echo "setup: unknown option '$1' (allowed: --with-chromium)" >&2
-  exit 2
-fi
+profile=test
+packages=()
+for arg in "$@"; do
+  case $arg in
+    run | test) profile=$arg ;;
+    --with-chromium) packages+=(chromium) ;;
+    *)
+      echo "setup: unknown option '$arg' (allowed: run, test, --with-chromium)" >&2
+      exit 2
+      ;;
+  esac
+done
+packages+=("${run_packages[@]}")
+if [ "$profile" = test ]; then packages+=("${test_packages[@]}"); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -34,7 +51,7 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#packages[@]} packages already installed"
+  echo "setup: all ${#packages[@]} packages of profile '$profile' already installed"
   exit 0
 fi
 
@@ -44,7 +61,7 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo_cmd=(sudo)
 fi
 
-echo "setup: installing ${#missing[@]} package(s): ${missing[*]}"
+echo "setup: installing ${#missing[@]} package(s) of profile '$profile': ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # Slurm's and munge's packages would start their daemons machine-wide;
 # dlscale runs its own per cluster (docs/slurm.md). A policy-rc.d that

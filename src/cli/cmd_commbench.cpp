@@ -1,27 +1,12 @@
 // dlscale commbench: the collective micro-benchmark (flags -> options -> job).
-#include <cstdlib>
-#include <iostream>
+// The flags are torch-free; the run is behind the executables' seam
+// (cli/torch_commands.h).
 #include <memory>
 
 #include "cli/commands.h"
-#include "launch/commbench_job.h"
-#include "core/error.h"
-#include "core/sysinfo.h"
+#include "cli/torch_commands.h"
 
 namespace dlscale::cli {
-namespace {
-
-struct CommbenchFlags {
-  commbench::CommbenchOptions options;
-  std::vector<std::string> ops = {"allreduce"};
-  std::string min_bytes = "4";
-  std::string max_bytes = "256M";
-  int threads = 0;
-  launch::JobOptions job;  ///< the launch flags, --device and --share-gpus
-};
-
-}  // namespace
-
 void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto f = std::make_shared<CommbenchFlags>();
   CLI::App* cmd = app.add_subcommand(
@@ -64,21 +49,7 @@ void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv) 
                 "--device cuda: let several local workers use one GPU when there are fewer GPUs "
                 "than workers (Gloo stages through host memory; NCCL cannot)")
       ->group("Launch");
-  cmd->callback([cmd, f, argv] {
-    f->options.ops = f->ops;
-    f->options.min_bytes = commbench::parse_size(f->min_bytes, "--min-bytes");
-    f->options.max_bytes = commbench::parse_size(f->max_bytes, "--max-bytes");
-    DLSCALE_CHECK(f->threads >= 0, "--threads must be >= 0 (got {})", f->threads);
-    const int threads =
-        f->threads > 0 ? f->threads : std::max(1, available_cores() / std::max(1, f->job.launch.workers));
-    f->job.threads_per_worker = threads;
-    launch::check_job_options(f->job);
-    note_given_launch_flags(cmd, f->job.launch);
-    // The one place where dlscale reads the environment (docs/launch.md).
-    const launch::LaunchEnv env =
-        launch::detect_launch_env([](const char* name) { return std::getenv(name); });
-    commbench::run_commbench_job(f->options, f->job, env, argv, std::cout);
-  });
+  cmd->callback([cmd, f, argv] { run_commbench_command(*cmd, *f, argv); });
 }
 
 }  // namespace dlscale::cli

@@ -1,11 +1,12 @@
-// dlscale data pack | inspect | verify | bench (docs/data.md, "Tools").
+// dlscale data pack | inspect | verify | bench (docs/data.md, "Tools"). The
+// bench runs behind the executables' seam (cli/torch_commands.h).
 #include <fmt/format.h>
 
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
-#include "data/data_bench.h"
+#include "cli/torch_commands.h"
 #include "data/data_tools.h"
 
 namespace dlscale::cli {
@@ -59,7 +60,7 @@ void add_inspect_and_verify(CLI::App* data) {
   });
 }
 
-void add_bench(CLI::App* data) {
+void add_bench(CLI::App* data, const std::vector<std::string>& argv) {
   auto o = std::make_shared<data::DataBenchOptions>();
   CLI::App* cmd = data->add_subcommand(
       "bench", "Measure the input pipeline alone (read, decode, augment, batch): samples/s");
@@ -75,17 +76,17 @@ void add_bench(CLI::App* data) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Sample order and augmentation")->capture_default_str();
   cmd->add_option("--json", o->json_path, "Write the result record here (atomically)");
-  cmd->callback([o] { data::run_data_bench(*o, std::cout); });
+  cmd->callback([o, argv] { run_data_bench_command(*o, argv); });
 }
 
 }  // namespace
 
-void add_data_command(CLI::App& app) {
+void add_data_command(CLI::App& app, const std::vector<std::string>& argv) {
   CLI::App* data = app.add_subcommand("data", "Pack, inspect, verify and benchmark datasets");
   data->require_subcommand(1);
   add_pack(data);
   add_inspect_and_verify(data);
-  add_bench(data);
+  add_bench(data, argv);
 }
 
 }  // namespace dlscale::cli

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/torch_commands.h"
 #include "core/error.h"
 #include "core/text_table.h"
 #include "models/model.h"
@@ -82,10 +83,9 @@ void run_models(const ModelsOptions& o) {
 
 }  // namespace
 
-void add_models_command(CLI::App& app) {
+void add_models_command(CLI::App& app, const std::vector<std::string>&) {
   auto opts = std::make_shared<ModelsOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "models", "List the model zoo: family, parameters, forward GFLOPs per sample, default input, throughput unit.");
+  CLI::App* cmd = app.add_subcommand("models", kModelsAbout);
   cmd->add_option("--image-size", opts->image_size,
                   "Image models: compute at this input height = width; 0 = each model's default")
       ->capture_default_str();

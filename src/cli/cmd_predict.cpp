@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/torch_commands.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -118,11 +119,7 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
 
 void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto f = std::make_shared<PredictFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "predict",
-      "Predict step time, throughput, speedup and scaling efficiency at N workers for each strategy, from one "
-      "worker's measured (or published) compute and the network's alpha-beta figures; names each point's "
-      "bottleneck (docs/predict.md). --validate checks a system's published figures.");
+  CLI::App* cmd = app.add_subcommand("predict", kPredictAbout);
   cmd->add_option("--model,-m", f->model, "Zoo model (with --device-rate or a --system rate)");
   cmd->add_option("--image-size", f->model_options.image_size, "Input size of the zoo model; 0 = its default");
   cmd->add_option("--calibrate", f->calibrate,

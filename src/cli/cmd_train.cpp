@@ -1,13 +1,11 @@
 // dlscale train: the training benchmark (flags → TrainJobOptions → the job).
-// Every flag comes from an options table (core/option_table.h).
-#include <cstdlib>
-#include <iostream>
+// Every flag comes from an options table (core/option_table.h); the flags are
+// torch-free, the run is behind the executables' seam (cli/torch_commands.h).
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/option_binding.h"
-#include "launch/launch_env.h"
-#include "launch/train_job.h"
+#include "cli/torch_commands.h"
 
 namespace dlscale::cli {
 
@@ -47,13 +45,7 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_launch_flags(cmd, opts->launch, dp);
   add_options(cmd, t.sync, dp);
   add_options(cmd, t.sync.ps, "Parameter server (--strategy ps)");
-  cmd->callback([cmd, opts, argv] {
-    note_given_launch_flags(cmd, opts->launch);
-    // The one place where dlscale reads the environment (docs/launch.md).
-    const launch::LaunchEnv env =
-        launch::detect_launch_env([](const char* name) { return std::getenv(name); });
-    launch::run_train(*opts, env, argv, std::cout);
-  });
+  cmd->callback([cmd, opts, argv] { run_train_command(*cmd, *opts, argv); });
 }
 
 }  // namespace dlscale::cli

@@ -21,7 +21,7 @@ struct ExitWith {
   int code;
 };
 
-void add_models_command(CLI::App& app);
+void add_models_command(CLI::App& app, const std::vector<std::string>& argv);
 /// The --data and pipeline flags, shared by `train` and `data bench`.
 void add_data_flags(CLI::App* command, data::DataOptions& options);
 /// The launch flags every job command shares (train, commbench), in help
@@ -37,7 +37,7 @@ void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv);
 void add_sweep_command(CLI::App& app);
 void add_results_command(CLI::App& app);
 void add_report_command(CLI::App& app);
-void add_data_command(CLI::App& app);
+void add_data_command(CLI::App& app, const std::vector<std::string>& argv);
 void add_cluster_command(CLI::App& app);
 void add_predict_command(CLI::App& app, const std::vector<std::string>& argv);
 

@@ -11,26 +11,9 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "commbench/commbench_options.h"
 
 namespace dlscale::commbench {
-
-/// "allreduce" | "tree" | "hierarchical" | "broadcast" | "allgather" |
-/// "reduce_scatter" | "sendrecv".
-inline constexpr const char* kOperations[] = {"allreduce", "tree",           "hierarchical",
-                                              "broadcast", "allgather",      "reduce_scatter",
-                                              "sendrecv"};
-
-struct CommbenchOptions {
-  std::vector<std::string> ops = {"allreduce"};  ///< from kOperations; "all" expands to each
-  int64_t min_bytes = 4;                         ///< smallest message, bytes
-  int64_t max_bytes = 256ll << 20;               ///< largest message, bytes
-  double factor = 2;                             ///< each size is the previous × factor (> 1)
-  std::string dtype = "float32";                 ///< float32 | float16 | bfloat16 (f32/f16/bf16)
-  int warmup = 5;                                ///< untimed iterations per size
-  int iters = 20;                                ///< timed iterations per size
-  int ranks_per_node = 0;                        ///< hierarchical: node groups; 0 = by host
-  std::string json_path;                         ///< record file; "" = none
-};
 
 /// Parses "4", "64K", "1M", "2G" (powers of 1024); throws dlscale::Error
 /// naming `flag` on anything else.

@@ -7,14 +7,9 @@
 namespace dlscale::launch {
 namespace {
 
-constexpr EnumNames<MpiCollectives, 2> kMpiCollectives{
-    "--mpi-collectives",
-    {{{MpiCollectives::kBlocking, "blocking"}, {MpiCollectives::kPolled, "polled"}}}};
 constexpr double kMaxTimeoutS = 1e7;
 
 }  // namespace
-
-const EnumNames<MpiCollectives, 2>& enum_names(MpiCollectives) { return kMpiCollectives; }
 
 void check_job_options(const JobOptions& j) {
   const LaunchOptions& o = j.launch;

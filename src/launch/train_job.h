@@ -7,15 +7,10 @@
 #include <vector>
 
 #include "launch/job.h"
-#include "train/train_options.h"
+#include "launch/train_job_options.h"
 
 namespace dlscale::launch {
 
-/// `dlscale train`'s options: the training's and the launch's.
-struct TrainJobOptions {
-  train::TrainOptions train;
-  LaunchOptions launch;
-};
 
 /// Runs the training job. `out` receives rank 0's report. Throws
 /// dlscale::Error on bad input, JobFailed when workers fail and

@@ -8,7 +8,8 @@
 
 namespace dlscale::models {
 
-/// Comma-separated list of known model names (for help and errors).
+/// Comma-separated list of the zoo's model names, for errors (models/model.cpp:
+/// the zoo needs LibTorch, so help texts name 'dlscale models' instead).
 std::string known_model_names();
 
 /// How to build a model. Defaults come from the model's spec when 0.
@@ -24,7 +25,8 @@ struct ModelOptions {
   /// The options' table (core/option_table.h).
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
-    v(Option{"--model,-m", "Model to train; one of: " + known_model_names(), "model"}.agreed(), s.name);
+    v(Option{"--model,-m", "Model to train: a name of the zoo ('dlscale models' lists them)", "model"}.agreed(),
+      s.name);
     v(Option{"--image-size", "Input height = width in pixels; 0 = the model's default (see 'dlscale models')",
              "image_size"}
           .agreed(),

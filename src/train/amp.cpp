@@ -6,9 +6,6 @@
 namespace dlscale::train {
 namespace {
 
-constexpr EnumNames<AmpMode, 3> kAmpModes{
-    "--amp", {{{AmpMode::kNone, "none"}, {AmpMode::kBf16, "bf16"}, {AmpMode::kFp16, "fp16"}}}};
-
 /// Whether any of `grads` holds an inf or NaN, after dividing them all by
 /// `scale` (one device-to-host read for the whole set).
 bool unscale_found_inf(std::vector<torch::Tensor>& grads, double scale) {
@@ -28,10 +25,6 @@ bool unscale_found_inf(std::vector<torch::Tensor>& grads, double scale) {
 }
 
 }  // namespace
-
-const EnumNames<AmpMode, 3>& enum_names(AmpMode) { return kAmpModes; }
-AmpMode parse_amp(const std::string& name) { return kAmpModes.parse(name); }
-std::string to_string(AmpMode mode) { return kAmpModes.name(mode); }
 
 torch::ScalarType amp_dtype(AmpMode mode) {
   switch (mode) {

@@ -17,17 +17,6 @@ namespace dlscale::train {
 
 namespace {
 
-constexpr EnumNames<OptimizerKind, 5> kOptimizers{
-    "optimizer",
-    {{{OptimizerKind::kSgd, "sgd"},
-      {OptimizerKind::kMomentum, "momentum"},
-      {OptimizerKind::kNesterov, "nesterov"},
-      {OptimizerKind::kAdam, "adam"},
-      {OptimizerKind::kLars, "lars"}}}};
-constexpr EnumNames<MemoryFormat, 2> kMemoryFormats{
-    "memory format",
-    {{{MemoryFormat::kChannelsLast, "channels-last"}, {MemoryFormat::kContiguous, "contiguous"}}}};
-
 // Sane caps on counts and sizes (docs/errors.md, "Limits"): beyond them a
 // value is a typo, not an experiment.
 constexpr int64_t kMaxSteps = 1000000000;
@@ -42,15 +31,6 @@ constexpr int kMaxThreads = 1024;
 constexpr int kMaxShards = 1024;
 constexpr double kMaxRate = 1e6;
 constexpr double kMaxMiB = 1e6;
-
-}  // namespace
-
-const EnumNames<OptimizerKind, 5>& enum_names(OptimizerKind) { return kOptimizers; }
-std::string to_string(OptimizerKind kind) { return kOptimizers.name(kind); }
-const EnumNames<MemoryFormat, 2>& enum_names(MemoryFormat) { return kMemoryFormats; }
-std::string to_string(MemoryFormat format) { return kMemoryFormats.name(format); }
-
-namespace {
 
 /// The batch of one worker, from --batch (weak scaling) or --global-batch (strong).
 void resolve_batch(ResolvedTrainOptions& r) {

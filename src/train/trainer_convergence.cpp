@@ -31,6 +31,41 @@ bool every(int64_t done, int64_t interval) { return interval > 0 && done % inter
 /// Training where it is one of the benchmarks, else its own.
 std::string mlperf_benchmark(const std::string& model) { return model == "resnet50" ? "resnet" : model; }
 
+/// opt_name as MLPerf names it for `benchmark`: the closed resnet rules
+/// know "sgd" (with or without momentum) and "lars"; any other optimizer
+/// keeps dlscale's name (and fails those rules, as it should).
+std::string mlperf_opt_name(const std::string& benchmark, OptimizerKind kind) {
+  const bool sgd = kind == OptimizerKind::kSgd || kind == OptimizerKind::kMomentum;
+  return benchmark == "resnet" && sgd ? "sgd" : to_string(kind);
+}
+
+/// The keys MLPerf's closed `resnet` rules (training 4.0:
+/// closed_resnet_lars.yaml, closed_resnet_sgd.yaml) add for its optimizer,
+/// under the reference's names. The decay keys describe a poly schedule
+/// only: under another schedule they are left out, which the checker
+/// reports (the closed rules ask for poly).
+void log_resnet_keys(Mllog& log, const ResolvedTrainOptions& c, const LrSchedule& schedule) {
+  const OptimizerOptions& o = c.options.optimizer;
+  const RecipeOptions& r = c.options.recipe;
+  const bool lars = o.kind == OptimizerKind::kLars;
+  if (!lars && o.kind != OptimizerKind::kSgd && o.kind != OptimizerKind::kMomentum) return;
+  const std::string p = lars ? "lars_" : "sgd_";
+  log.point(p + "opt_base_learning_rate", schedule.peak());
+  if (r.lr_schedule == LrScheduleKind::kPoly) {
+    log.point(p + "opt_end_learning_rate", schedule.peak() * r.lr_end_factor);
+    log.point(p + "opt_learning_rate_decay_poly_power", r.lr_power);
+    log.point(p + "opt_learning_rate_decay_steps", c.options.run.steps - schedule.warmup_steps());
+  }
+  log.point(p + "opt_momentum", o.kind == OptimizerKind::kSgd ? 0.0 : o.momentum);
+  log.point(p + "opt_weight_decay", o.weight_decay);
+  if (lars) {
+    log.point("lars_epsilon", 0.0);  // the trust ratio adds no epsilon (train/lars.h)
+    log.point("lars_opt_learning_rate_warmup_epochs", r.warmup_epochs);
+  } else {
+    log.point("model_bn_span", c.options.run.batch);  // BatchNorm's statistics are each worker's batch
+  }
+}
+
 }  // namespace
 
 void Trainer::setup_convergence(const data::SourceOptions& source) {
@@ -89,13 +124,16 @@ void Trainer::log_run_start() {
   log_submission();
   mllog_->point("seed", c.options.run.seed);
   mllog_->point("global_batch_size", c.global_batch);
-  mllog_->point("opt_name", to_string(c.options.optimizer.kind));
+  const std::string benchmark = mlperf_benchmark(c.options.model.name);
+  mllog_->point("gradient_accumulation_steps", 1);  // dlscale steps on every batch
+  mllog_->point("opt_name", mlperf_opt_name(benchmark, c.options.optimizer.kind));
   mllog_->point("opt_base_learning_rate", schedule_.peak());
   mllog_->point("opt_learning_rate_warmup_epochs", r.warmup_epochs);
   mllog_->point("opt_learning_rate_schedule", to_string(r.lr_schedule));
   mllog_->point("opt_weight_decay", c.options.optimizer.weight_decay);
   mllog_->point("train_samples", result_.data.samples);
   mllog_->point("eval_samples", evaluator_ ? evaluator_->samples() : 0);
+  if (benchmark == "resnet") log_resnet_keys(*mllog_, c, schedule_);
   mllog_->end("init_stop");
   mllog_->start("run_start");
   if (steps_per_epoch_ > 0 && start_step_ % steps_per_epoch_ == 0) {

@@ -219,3 +219,76 @@ TEST(Cli, TrainRunWritesRecord) {
 }
 
 }  // namespace
+
+namespace {
+
+/// A copy of the dlscale executable alone in a fresh directory (no
+/// dlscale-torch beside it).
+std::string lone_front() {
+  const std::string dir = dlscale::testing::temp_path("lone");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(DLSCALE_BINARY, dir + "/dlscale");
+  return dir;
+}
+
+}  // namespace
+
+// `dlscale` loads no LibTorch (docs/architecture.md, "Two executables"):
+// neither it nor any library it needs is LibTorch, so the commands that do
+// not train start at once.
+TEST(TwoExecutables, TheFrontLinksNoLibTorch) {
+  const Outcome o = dlscale::testing::run_shell(std::string("ldd ") + DLSCALE_BINARY);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("libc.so"), std::string::npos) << o.out;
+  for (const char* lib : {"libtorch", "libc10", "libgloo", "libmpi"}) {
+    EXPECT_EQ(o.out.find(lib), std::string::npos) << lib << " in\n" << o.out;
+  }
+  const std::string torch = std::filesystem::path(DLSCALE_BINARY).parent_path().string() + "/dlscale-torch";
+  const Outcome t = dlscale::testing::run_shell("ldd " + torch);
+  EXPECT_NE(t.out.find("libtorch"), std::string::npos) << t.out;
+}
+
+// Without dlscale-torch beside it, the torch-free commands still work and a
+// command that trains is one line naming what is missing.
+TEST(TwoExecutables, WithoutTheTorchExecutableTrainingIsNamed) {
+  const std::string dir = lone_front();
+  const Outcome version = dlscale::testing::run_shell(dir + "/dlscale --version");
+  EXPECT_EQ(version.code, 0) << version.err;
+  // The sweep planner checks parameters against train's flags without LibTorch.
+  const Outcome plan = dlscale::testing::run_shell(dir + "/dlscale sweep --dry-run " DLSCALE_SOURCE_DIR
+                                                   "/examples/quickstart.yaml");
+  EXPECT_EQ(plan.code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("resnet18"), std::string::npos) << plan.out;
+  const Outcome help = dlscale::testing::run_shell(dir + "/dlscale train --help");
+  EXPECT_EQ(help.code, 0) << help.err;
+  EXPECT_NE(help.out.find("--strategy"), std::string::npos);
+  for (const std::string args : {"train --model lenet", "commbench", "models", "predict --help",
+                                 "data bench --data synthetic"}) {
+    SCOPED_TRACE(args);
+    const Outcome o = dlscale::testing::run_shell(dir + "/dlscale " + args);
+    EXPECT_EQ(o.code, 2);
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+    EXPECT_NE(o.err.find("needs " + dir + "/dlscale-torch, which could not be started: No such file"),
+              std::string::npos)
+        << o.err;
+  }
+  // Bad flags of a LibTorch command are refused by the front itself.
+  const Outcome bad = dlscale::testing::run_shell(dir + "/dlscale train --no-such-flag");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--no-such-flag"), std::string::npos) << bad.err;
+  std::filesystem::remove_all(dir);
+}
+
+// The hand-over keeps the command line: dlscale-torch runs with dlscale's
+// arguments, argv[0] included, and the record says so. (It is exec(2), so
+// the pid and environment stay too: the mpirun tests train through it.)
+TEST(TwoExecutables, TheHandOverKeepsTheCommandLine) {
+  const std::string json = dlscale::testing::temp_path("r.json");
+  const Outcome o = run("train --model lenet --steps 2 --warmup 1 --batch 4 --threads 1 --json " + json);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto record = nlohmann::json::parse(dlscale::read_file(json));
+  const std::vector<std::string> expected = {DLSCALE_BINARY, "train", "--model", "lenet", "--steps", "2",
+                                             "--warmup", "1", "--batch", "4", "--threads", "1", "--json", json};
+  EXPECT_EQ(record.at("argv").get<std::vector<std::string>>(), expected);
+  std::filesystem::remove(json);
+}

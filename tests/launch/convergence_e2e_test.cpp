@@ -13,6 +13,7 @@
 #include "core/files.h"
 #include "train/checkpoint_meta.h"
 #include "data/data_util.h"
+#include "data/image_codec.h"
 #include "process_util.h"
 #include "weights_util.h"
 
@@ -199,6 +200,77 @@ TEST(TimeToAccuracy, MllogSubmissionKeysComeFromTheFlags) {
   o = run_dlscale(tiny_run() + " --steps 2 --mllog " + log + " --mllog-org ''");
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("--mllog-org"), std::string::npos) << o.err;
+  std::filesystem::remove(log);
+}
+
+/// An image folder of 32x32 RGB PNGs, 2 classes: 8 to train on, 4 to test.
+const std::string& rgb_folder() {
+  static const std::string dir = [] {
+    const std::string root = temp_path("rgb");
+    for (int i = 0; i < 12; ++i) {
+      const std::string cls = root + (i < 8 ? "/train/" : "/val/") + (i % 2 ? "b" : "a");
+      std::filesystem::create_directories(cls);
+      data::Image img;
+      img.height = img.width = 32;
+      img.channels = 3;
+      for (int p = 0; p < 32 * 32 * 3; ++p) img.pixels.push_back(static_cast<uint8_t>((p * 3 + i * 40) % 256));
+      const std::vector<uint8_t> png = data::encode_png(img);
+      write_file_atomic(cls + "/" + std::to_string(i) + ".png", std::string(png.begin(), png.end()));
+    }
+    return root;
+  }();
+  return dir;
+}
+
+// resnet50 is MLPerf's `resnet`: its log carries the keys of the closed
+// rules for its optimizer (training 4.0: closed_common.yaml,
+// closed_resnet.yaml, closed_resnet_lars.yaml, closed_resnet_sgd.yaml), each
+// exactly once, with the run's values.
+TEST(TimeToAccuracy, MllogOfResnetCarriesTheClosedRulesKeys) {
+  const std::string log = temp_path("mllog-resnet.txt");
+  const std::string run = "train --model resnet50 --data folder:" + rgb_folder() +
+                          " --batch 2 --steps 4 --warmup 1 --threads 1 --display-every 0 --weight-decay 0.0002 "
+                          "--mllog " + log;
+  const auto keys = [&](const std::string& flags) {
+    const auto o = run_dlscale(run + " " + flags);
+    EXPECT_EQ(o.code, 0) << o.err;
+    std::map<std::string, std::vector<nlohmann::json>> values;
+    for (const auto& e : parse_mllog(read_file(log))) values[e["key"].get<std::string>()].push_back(e["value"]);
+    return values;
+  };
+  auto lars = keys("--optimizer lars --lr 2 --lr-schedule poly --lr-end-factor 0.00005");
+  const std::map<std::string, nlohmann::json> expected_lars = {
+      {"submission_benchmark", "resnet"}, {"gradient_accumulation_steps", 1}, {"opt_name", "lars"},
+      {"lars_opt_base_learning_rate", 2.0}, {"lars_opt_learning_rate_decay_poly_power", 2.0},
+      {"lars_opt_learning_rate_decay_steps", 4}, {"lars_epsilon", 0.0}, {"lars_opt_momentum", 0.9},
+      {"lars_opt_weight_decay", 0.0002}, {"lars_opt_learning_rate_warmup_epochs", 0.0}};
+  for (const auto& [key, value] : expected_lars) {
+    ASSERT_EQ(lars[key].size(), 1u) << key;
+    EXPECT_EQ(lars[key][0], value) << key;
+  }
+  ASSERT_EQ(lars["lars_opt_end_learning_rate"].size(), 1u);
+  EXPECT_NEAR(lars["lars_opt_end_learning_rate"][0].get<double>(), 0.0001, 1e-12);
+  EXPECT_EQ(lars.count("model_bn_span"), 0u);
+
+  // SGD with momentum is MLPerf's "sgd"; a cosine schedule has no poly keys.
+  auto sgd = keys("--optimizer momentum --lr 0.1 --lr-schedule cosine");
+  const std::map<std::string, nlohmann::json> expected_sgd = {
+      {"opt_name", "sgd"}, {"sgd_opt_base_learning_rate", 0.1}, {"sgd_opt_momentum", 0.9},
+      {"sgd_opt_weight_decay", 0.0002}, {"model_bn_span", 2}, {"opt_learning_rate_warmup_epochs", 0.0}};
+  for (const auto& [key, value] : expected_sgd) {
+    ASSERT_EQ(sgd[key].size(), 1u) << key;
+    EXPECT_EQ(sgd[key][0], value) << key;
+  }
+  EXPECT_EQ(sgd.count("sgd_opt_end_learning_rate"), 0u);
+  EXPECT_EQ(sgd.count("lars_epsilon"), 0u);
+
+  // A model that is no MLPerf benchmark keeps dlscale's optimizer names.
+  const auto o = run_dlscale(tiny_run() + " --steps 2 --optimizer momentum --mllog " + log);
+  ASSERT_EQ(o.code, 0) << o.err;
+  for (const auto& e : parse_mllog(read_file(log))) {
+    if (e["key"] == "opt_name") EXPECT_EQ(e["value"], "momentum");
+    EXPECT_EQ(e["key"].get<std::string>().rfind("sgd_", 0), std::string::npos) << e.dump();
+  }
   std::filesystem::remove(log);
 }
 

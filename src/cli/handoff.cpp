@@ -1,0 +1,65 @@
+// The torch-free side of the executables' seam (cli/torch_commands.h):
+// linked into `dlscale`, the commands that need LibTorch hand their whole
+// command line over to dlscale-torch, found beside this executable.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/torch_commands.h"
+#include "core/error.h"
+
+namespace dlscale::cli {
+namespace {
+
+/// Replaces this process with dlscale-torch and the same arguments; returns
+/// only by throwing, naming what could not be started and why.
+[[noreturn]] void hand_off(const std::vector<std::string>& argv) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path torch = (ec ? std::filesystem::path(argv.at(0)) : self).parent_path() / kTorchExecutable;
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execv(torch.c_str(), args.data());
+  const int err = errno;
+  throw Error(fmt::format("'{}' needs {}, which could not be started: {} (build it with 'cmake --build {}')",
+                          argv.size() > 1 ? argv[1] : "", torch.string(), std::strerror(err),
+                          torch.parent_path().string()));
+}
+
+/// A command whose arguments dlscale-torch alone parses (--help included).
+void add_passed_through(CLI::App& app, const char* name, const char* about, const std::vector<std::string>& argv) {
+  CLI::App* cmd = app.add_subcommand(name, about);
+  cmd->set_help_flag();
+  cmd->prefix_command();
+  cmd->callback([argv] { hand_off(argv); });
+}
+
+}  // namespace
+
+void run_train_command(const CLI::App&, launch::TrainJobOptions&, const std::vector<std::string>& argv) {
+  hand_off(argv);
+}
+
+void run_commbench_command(const CLI::App&, CommbenchFlags&, const std::vector<std::string>& argv) {
+  hand_off(argv);
+}
+
+void run_data_bench_command(const data::DataBenchOptions&, const std::vector<std::string>& argv) {
+  hand_off(argv);
+}
+
+void add_models_command(CLI::App& app, const std::vector<std::string>& argv) {
+  add_passed_through(app, "models", kModelsAbout, argv);
+}
+
+void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
+  add_passed_through(app, "predict", kPredictAbout, argv);
+}
+
+}  // namespace dlscale::cli

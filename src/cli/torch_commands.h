@@ -1,0 +1,55 @@
+#pragma once
+// The seam between dlscale's two executables (docs/architecture.md, "Two
+// executables"). `dlscale` is torch-free and starts at once; the commands
+// that train or benchmark need LibTorch and run in `dlscale-torch`, built
+// beside it. `dlscale` parses every command line itself (so bad flags, --help
+// and the sweep's check of parameters need no LibTorch), then hands a
+// LibTorch command over to `dlscale-torch`: exec(2) with the same arguments,
+// so the process, its pid, environment and descriptors stay (mpirun and srun
+// see no difference).
+//
+// The functions below are that seam, defined twice: in torch_runs.cpp
+// (linked into dlscale-torch) they do the work; in handoff.cpp (linked into
+// dlscale) they replace the process with dlscale-torch. `models` and
+// `predict` are registered whole by each executable (dlscale's copies pass
+// every argument through unparsed).
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "commbench/commbench_options.h"
+#include "data/data_bench.h"
+#include "launch/launch_options.h"
+#include "launch/train_job_options.h"
+
+namespace dlscale::cli {
+
+/// The name of the LibTorch executable, found beside `dlscale`.
+inline constexpr const char* kTorchExecutable = "dlscale-torch";
+
+inline constexpr const char* kModelsAbout =
+    "List the model zoo: family, parameters, forward GFLOPs per sample, default input, throughput unit.";
+inline constexpr const char* kPredictAbout =
+    "Predict step time, throughput, speedup and scaling efficiency at N workers for each strategy, from one "
+    "worker's measured (or published) compute and the network's alpha-beta figures; names each point's "
+    "bottleneck (docs/predict.md). --validate checks a system's published figures.";
+
+/// `dlscale commbench`'s flags.
+struct CommbenchFlags {
+  commbench::CommbenchOptions options;
+  std::vector<std::string> ops = {"allreduce"};
+  std::string min_bytes = "4";
+  std::string max_bytes = "256M";
+  int threads = 0;
+  launch::JobOptions job;  ///< the launch flags, --device and --share-gpus
+};
+
+/// Runs `dlscale train` (`command` is its parsed subcommand, `argv` the
+/// whole command line).
+void run_train_command(const CLI::App& command, launch::TrainJobOptions& options,
+                       const std::vector<std::string>& argv);
+void run_commbench_command(const CLI::App& command, CommbenchFlags& flags, const std::vector<std::string>& argv);
+void run_data_bench_command(const data::DataBenchOptions& options, const std::vector<std::string>& argv);
+
+}  // namespace dlscale::cli

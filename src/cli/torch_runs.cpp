@@ -1,0 +1,48 @@
+// The LibTorch side of the executables' seam (cli/torch_commands.h): linked
+// into dlscale-torch, these run the commands that train or benchmark.
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/torch_commands.h"
+#include "commbench/commbench.h"
+#include "core/error.h"
+#include "core/sysinfo.h"
+#include "launch/commbench_job.h"
+#include "launch/launch_env.h"
+#include "launch/train_job.h"
+
+namespace dlscale::cli {
+namespace {
+
+/// The one place where dlscale reads the environment (docs/launch.md).
+launch::LaunchEnv launch_env() {
+  return launch::detect_launch_env([](const char* name) { return std::getenv(name); });
+}
+
+}  // namespace
+
+void run_train_command(const CLI::App& command, launch::TrainJobOptions& options,
+                       const std::vector<std::string>& argv) {
+  note_given_launch_flags(&command, options.launch);
+  launch::run_train(options, launch_env(), argv, std::cout);
+}
+
+void run_commbench_command(const CLI::App& command, CommbenchFlags& f, const std::vector<std::string>& argv) {
+  f.options.ops = f.ops;
+  f.options.min_bytes = commbench::parse_size(f.min_bytes, "--min-bytes");
+  f.options.max_bytes = commbench::parse_size(f.max_bytes, "--max-bytes");
+  DLSCALE_CHECK(f.threads >= 0, "--threads must be >= 0 (got {})", f.threads);
+  f.job.threads_per_worker =
+      f.threads > 0 ? f.threads : std::max(1, available_cores() / std::max(1, f.job.launch.workers));
+  launch::check_job_options(f.job);
+  note_given_launch_flags(&command, f.job.launch);
+  commbench::run_commbench_job(f.options, f.job, launch_env(), argv, std::cout);
+}
+
+void run_data_bench_command(const data::DataBenchOptions& options, const std::vector<std::string>&) {
+  data::run_data_bench(options, std::cout);
+}
+
+}  // namespace dlscale::cli
