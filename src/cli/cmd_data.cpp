@@ -1,4 +1,4 @@
-// dlscale data pack | inspect | verify | bench (docs/data.md, "Tools"). The
+// dlscale data pack | index | inspect | verify | bench (docs/data.md, "Tools"). The
 // bench runs behind the executables' seam (cli/torch_commands.h).
 #include <fmt/format.h>
 
@@ -60,6 +60,23 @@ void add_inspect_and_verify(CLI::App* data) {
   });
 }
 
+void add_index(CLI::App* data) {
+  auto path = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
+  CLI::App* cmd = data->add_subcommand(
+      "index",
+      "Write an index sidecar (SHARD.dlsidx: offsets, sizes, labels) beside every WebDataset or TFRecord "
+      "shard that lacks a valid one, so that opening the data reads the indexes instead of every record "
+      "(docs/data.md, \"Index sidecars\"). 'data pack' writes them itself");
+  cmd->add_option("path", *path, "A wds:/tfrecord: --data value, a shard or a directory of shards")->required();
+  cmd->add_flag("--force", *force, "Rewrite every index, valid or not");
+  cmd->callback([path, force] {
+    const data::IndexOutcome o = data::index_location(*path, *force, std::cerr);
+    std::cout << fmt::format("indexed {} shard(s) of {} samples: {} written, {} up to date\n", o.shards,
+                             o.samples, o.written, o.shards - o.written);
+  });
+}
+
 void add_bench(CLI::App* data, const std::vector<std::string>& argv) {
   auto o = std::make_shared<data::DataBenchOptions>();
   CLI::App* cmd = data->add_subcommand(
@@ -82,10 +99,11 @@ void add_bench(CLI::App* data, const std::vector<std::string>& argv) {
 }  // namespace
 
 void add_data_command(CLI::App& app, const std::vector<std::string>& argv) {
-  CLI::App* data = app.add_subcommand("data", "Pack, inspect, verify and benchmark datasets");
+  CLI::App* data = app.add_subcommand("data", "Pack, index, inspect, verify and benchmark datasets");
   data->require_subcommand(1);
   add_pack(data);
   add_inspect_and_verify(data);
+  add_index(data);
   add_bench(data, argv);
 }
 

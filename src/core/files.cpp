@@ -247,6 +247,40 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  std::string tmpl = path_ + ".tmp-XXXXXX";
+  fd_ = ::mkstemp(tmpl.data());
+  if (fd_ < 0) throw_write_error(path_, errno);
+  tmp_ = tmpl;
+  ::fchmod(fd_, 0644);  // mkstemp creates 0600; data files are shared
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  DLSCALE_ASSERT(!committed_ && fd_ >= 0);
+  size_ += bytes.size();
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_write_error(path_, errno);
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void AtomicFileWriter::commit() {
+  DLSCALE_ASSERT(!committed_ && fd_ >= 0);
+  int err = ::fsync(fd_) == 0 ? 0 : errno;
+  if (::close(fd_) != 0 && err == 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && ::rename(tmp_.c_str(), path_.c_str()) != 0) err = errno;
+  if (err != 0) throw_write_error(path_, err);
+  committed_ = true;
+}
+
 void throw_write_error(const std::string& path, int err) {
   if (err == ENOSPC || err == EDQUOT) {
     throw IoError(fmt::format("cannot write '{}': no space left on the device{}", path,

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,6 +66,33 @@ void check_output_paths(const std::vector<OutputPath>& outputs,
 /// path on failure. Temporaries of `path` that killed writers left behind
 /// (PATH.tmp.PID and PATH.probe.PID whose process is gone) are removed first.
 void write_file_atomic(const std::string& path, const std::string& content);
+
+/// A file written piece by piece through a temporary beside it
+/// (PATH.tmp-XXXXXX, mode 0644) that commit() renames to PATH: memory stays
+/// bounded however large the file grows, and no reader sees it half
+/// written. Destroyed uncommitted, it removes the temporary. Errors throw
+/// dlscale::Error (IoError when the disk is full) naming PATH.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path);
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+
+  void write(std::string_view bytes);
+  /// Bytes written so far: the offset the next write lands at.
+  uint64_t size() const { return size_; }
+  /// Flushes to the device and renames the temporary to the path; nothing
+  /// may be written afterwards.
+  void commit();
+
+ private:
+  std::string path_;
+  std::string tmp_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  bool committed_ = false;
+};
 
 /// Removes PATH.tmp.PID and PATH.probe.PID files of `path` whose process
 /// no longer exists; returns how many it removed.

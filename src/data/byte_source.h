@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +30,10 @@ class MemoryBytes {
  private:
   std::string_view bytes_;
 };
+
+/// Bytes this process has read from data files through FileBytes (the
+/// tests check that opening an indexed location reads no record).
+inline std::atomic<uint64_t> g_file_bytes_read{0};
 
 /// A file opened read-only (RAII); reads go through `scratch`.
 class FileBytes {
@@ -65,6 +70,7 @@ class FileBytes {
       DLSCALE_CHECK(got > 0, "cannot read '{}': the file shrank while being read", path_);
       done += static_cast<size_t>(got);
     }
+    g_file_bytes_read += n;
     return scratch;
   }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/clock.h"
@@ -11,6 +12,7 @@
 #include "data/dataset.h"
 #include "data/encoded_dataset.h"
 #include "data/sampler.h"
+#include "data/shard_index.h"
 #include "data/tar_shards.h"
 #include "data/tfrecord.h"
 #include "data/transforms.h"
@@ -38,20 +40,21 @@ std::vector<std::pair<Split, std::unique_ptr<Dataset>>> open_splits(const DataSp
 /// Prints a progress line about once a second, and the last one always.
 class Progress {
  public:
-  Progress(std::ostream& out, std::string what, int64_t total)
-      : out_(out), what_(std::move(what)), total_(total), start_(now_seconds()) {}
+  Progress(std::ostream& out, std::string what, int64_t total, std::string unit = "samples")
+      : out_(out), what_(std::move(what)), unit_(std::move(unit)), total_(total), start_(now_seconds()) {}
   void update(int64_t done) {
     const double now = now_seconds();
     if (done < total_ && now - last_ < 1.0) return;
     last_ = now;
     const double rate = done / std::max(1e-9, now - start_);
-    out_ << fmt::format("{}: {}/{} samples ({:.0f} samples/s)\n", what_, done, total_, rate);
+    out_ << fmt::format("{}: {}/{} {} ({:.0f}/s)\n", what_, done, total_, unit_, rate);
     out_.flush();
   }
 
  private:
   std::ostream& out_;
   std::string what_;
+  std::string unit_;
   int64_t total_;
   double start_;
   double last_ = 0;
@@ -73,6 +76,49 @@ std::string shard_name(const std::string& split, int64_t k, int64_t n, const std
   return fmt::format("{}-{:05d}-of-{:05d}{}", split, k, n, format == "wds" ? ".tar" : "");
 }
 
+/// One shard being packed: each sample goes straight to the shard's
+/// temporary file (memory does not grow with the shard), its index entry is
+/// kept, and finish() renames the shard and writes its index sidecar.
+class PackedShard {
+ public:
+  PackedShard(std::string path, std::string format) : path_(std::move(path)), format_(std::move(format)) {
+    if (format_ == "wds") {
+      tar_ = std::make_unique<TarWriter>(path_);
+    } else {
+      file_ = std::make_unique<AtomicFileWriter>(path_);
+    }
+  }
+
+  void add(const std::string& key, const std::string& encoding, const std::string& image, int64_t label) {
+    if (tar_) {
+      const uint64_t offset = tar_->add(key + "." + (encoding == "png" ? "png" : "jpg"), image);
+      tar_->add(key + ".cls", std::to_string(label));
+      entries_.push_back({offset, image.size(), label, key});
+      return;
+    }
+    std::string framed;
+    append_tfrecord(framed, encode_example(image, label, encoding == "png" ? "PNG" : "JPEG"));
+    entries_.push_back({file_->size(), framed.size(), label, ""});
+    file_->write(framed);
+  }
+
+  void finish() {
+    if (tar_) {
+      tar_->finish();
+    } else {
+      file_->commit();
+    }
+    write_index(path_, stamped_index(path_, format_, std::move(entries_)));
+  }
+
+ private:
+  std::string path_;
+  std::string format_;
+  std::unique_ptr<TarWriter> tar_;
+  std::unique_ptr<AtomicFileWriter> file_;
+  std::vector<IndexEntry> entries_;
+};
+
 /// Packs one split into options.shards shards; returns samples written.
 int64_t pack_split(const Dataset& d, Split split, const PackOptions& o, const std::string& encoding,
                    std::ostream& progress) {
@@ -91,27 +137,14 @@ int64_t pack_split(const Dataset& d, Split split, const PackOptions& o, const st
     const int64_t begin = n * k / shards, end = n * (k + 1) / shards;
     const std::string path =
         (fs::path(o.destination) / shard_name(split_name, k, shards, o.format)).string();
-    std::unique_ptr<TarWriter> tar;
-    std::string records;
-    if (o.format == "wds") tar = std::make_unique<TarWriter>(path);
+    PackedShard shard(path, o.format);
     for (int64_t i = begin; i < end; ++i) {
       const int64_t index = indices[static_cast<size_t>(i)];
       const std::string image = encode(pack_geometry(d.image(index), o.resize), encoding, o.quality);
-      const int64_t label = d.label(index);
-      if (tar) {
-        const std::string key = fmt::format("{:08d}", index);
-        tar->add(key + "." + (encoding == "png" ? "png" : "jpg"), image);
-        tar->add(key + ".cls", std::to_string(label));
-      } else {
-        append_tfrecord(records, encode_example(image, label, encoding == "png" ? "PNG" : "JPEG"));
-      }
+      shard.add(fmt::format("{:08d}", index), encoding, image, d.label(index));
       bar.update(++written);
     }
-    if (tar) {
-      tar->finish();
-    } else {
-      write_file_atomic(path, records);
-    }
+    shard.finish();
   }
   return written;
 }
@@ -167,7 +200,9 @@ int64_t pack_dataset(const PackOptions& o, std::ostream& progress) {
   for (const auto& [split, dataset] : splits) {
     const int64_t shards = std::min(o.shards, dataset->info().size);
     for (int64_t k = 0; k < shards; ++k) {
-      planned.insert(shard_name(split == Split::kTrain ? "train" : "validation", k, shards, o.format));
+      const std::string name = shard_name(split == Split::kTrain ? "train" : "validation", k, shards, o.format);
+      planned.insert(name);
+      planned.insert(name + kIndexSuffix);
     }
   }
   for (const auto& e : fs::directory_iterator(o.destination, ec)) {
@@ -213,12 +248,81 @@ void inspect_dataset(const std::string& location, std::ostream& out) {
   }
 }
 
+namespace {
+
+/// Every shard of a WebDataset or TFRecord location, all splits; `format`
+/// gets which.
+std::vector<std::string> indexable_shards(const std::string& location, std::string& format) {
+  const DataSpec spec = parse_data_location(location);
+  DLSCALE_CHECK(spec.kind == "wds" || spec.kind == "tfrecord",
+                "data index reads WebDataset or TFRecord shards (got {} data: {})", spec.kind, location);
+  format = spec.kind;
+  std::vector<std::string> shards;
+  for (const Split split : {Split::kTrain, Split::kTest}) {
+    try {
+      for (const auto& f : shard_files(spec.path, split, format == "wds" ? ".tar" : "")) {
+        if (std::find(shards.begin(), shards.end(), f) == shards.end()) shards.push_back(f);
+      }
+    } catch (const MissingSplit&) {
+    }
+  }
+  return shards;
+}
+
+}  // namespace
+
+IndexOutcome index_location(const std::string& location, bool force, std::ostream& progress) {
+  std::string format;
+  const std::vector<std::string> shards = indexable_shards(location, format);
+  IndexOutcome outcome;
+  Progress bar(progress, "index", static_cast<int64_t>(shards.size()), "shards");
+  for (const std::string& shard : shards) {
+    std::string why;
+    std::optional<ShardIndex> index = force ? std::nullopt : load_index(shard, format, why);
+    if (!index) {
+      index = scan_shard(shard, format);
+      write_index(shard, *index);
+      ++outcome.written;
+    }
+    outcome.samples += static_cast<int64_t>(index->entries.size());
+    bar.update(++outcome.shards);
+  }
+  return outcome;
+}
+
+namespace {
+
+/// A shard's trusted index must list what a scan of the shard finds.
+void verify_index(const std::string& shard, const std::string& format, std::ostream& progress) {
+  std::string why;
+  const std::optional<ShardIndex> index = load_index(shard, format, why);
+  if (!index) {
+    if (why != "no index") progress << fmt::format("verify: {}: index not used ({})\n", shard, why);
+    return;
+  }
+  const ShardIndex scanned = scan_shard(shard, format);
+  for (size_t k = 0; k < std::max(index->entries.size(), scanned.entries.size()); ++k) {
+    const bool same = k < index->entries.size() && k < scanned.entries.size() &&
+                      index->entries[k].offset == scanned.entries[k].offset &&
+                      index->entries[k].size == scanned.entries[k].size &&
+                      index->entries[k].label == scanned.entries[k].label &&
+                      index->entries[k].key == scanned.entries[k].key;
+    DLSCALE_CHECK(same, "{}: sample {} differs from the shard; rewrite it with 'dlscale data index --force'",
+                  index_path(shard), k);
+  }
+}
+
+}  // namespace
+
 int64_t verify_dataset(const std::string& location, std::ostream& progress) {
   const DataSpec spec = parse_data_location(location);
   int64_t checked = 0;
   for (const auto& [split, d] : open_splits(spec)) {
     if (spec.kind == "tfrecord") {
       for (const auto& f : d->info().files) index_tfrecord(f, /*verify_data=*/true);
+    }
+    if (spec.kind == "tfrecord" || spec.kind == "wds") {
+      for (const auto& f : d->info().files) verify_index(f, spec.kind, progress);
     }
     Progress bar(progress, "verify " + to_string(split), d->info().size);
     for (int64_t i = 0; i < d->info().size; ++i, ++checked) {

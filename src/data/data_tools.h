@@ -1,5 +1,5 @@
 #pragma once
-// `dlscale data pack | inspect | verify` (docs/data.md, "Tools"). Torch-free.
+// `dlscale data pack | index | inspect | verify` (docs/data.md, "Tools"). Torch-free.
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -34,9 +34,22 @@ int64_t pack_dataset(const PackOptions& options, std::ostream& progress);
 /// sizes.
 void inspect_dataset(const std::string& location, std::ostream& out);
 
+struct IndexOutcome {
+  int64_t shards = 0;   ///< shards of the location
+  int64_t written = 0;  ///< index sidecars written (the others were up to date)
+  int64_t samples = 0;  ///< samples in all shards
+};
+
+/// Writes the index sidecar (data/shard_index.h) of every shard of a
+/// WebDataset or TFRecord location (a file, or a directory: every split)
+/// that has none it can trust; with `force`, of every shard. Prints
+/// progress to `progress`. Throws dlscale::Error naming a corrupt shard.
+IndexOutcome index_location(const std::string& location, bool force, std::ostream& progress);
+
 /// Reads and decodes every sample of every split (TFRecord data CRCs
-/// included). Throws dlscale::Error naming the first corrupt file and record;
-/// returns the samples checked. Prints progress to `progress`.
+/// included), and checks every trusted index sidecar against its shard.
+/// Throws dlscale::Error naming the first corrupt file and record; returns
+/// the samples checked. Prints progress to `progress`.
 int64_t verify_dataset(const std::string& location, std::ostream& progress);
 
 }  // namespace dlscale::data

@@ -4,10 +4,11 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 
 #include "core/error.h"
 #include "data/byte_source.h"
-#include "data/tar_shards.h"
+#include "data/shard_index.h"
 #include "data/tfrecord.h"
 
 namespace dlscale::data {
@@ -136,20 +137,6 @@ int64_t total_bytes(const std::vector<std::string>& files) {
   return n;
 }
 
-/// Parses a WebDataset .cls member: a decimal label, optional whitespace.
-int64_t parse_class(const std::string& text, const std::string& where) {
-  const char* b = text.data();
-  const char* e = b + text.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(*b))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(e[-1]))) --e;
-  int64_t v = -1;
-  const auto [end, ec] = std::from_chars(b, e, v);
-  DLSCALE_CHECK(ec == std::errc() && end == e && b != e && v >= 0,
-                "{}: the .cls member '{}' is not a non-negative integer label", where,
-                text.substr(0, 40));
-  return v;
-}
-
 }  // namespace
 
 std::vector<std::string> shard_files(const std::string& path, Split split,
@@ -162,6 +149,7 @@ std::vector<std::string> shard_files(const std::string& path, Split split,
   for (const auto& p : sorted_entries(path, false)) {
     const std::string name = p.filename().string();
     if (!extension.empty() && p.extension() != extension) continue;
+    if (p.extension() == kIndexSuffix) continue;  // an index sidecar, not a shard
     all.push_back(p.string());
     if (name.rfind("train", 0) == 0) train.push_back(p.string());
     if (name.rfind("val", 0) == 0 || name.rfind("test", 0) == 0) test.push_back(p.string());
@@ -225,63 +213,47 @@ DatasetInfo shard_info(const char* format, const std::string& path, Split split,
   return info;
 }
 
+/// The records of every shard of `info`, from their index sidecars where
+/// those can be trusted, else by scanning the shards (one line on stderr
+/// says how many and why, and how to index them).
+std::vector<Record> shard_records(const DatasetInfo& info, const std::string& format) {
+  std::vector<Record> records;
+  int scanned = 0;
+  std::string first_reason;
+  for (size_t f = 0; f < info.files.size(); ++f) {
+    std::string why;
+    const std::vector<IndexEntry> entries = shard_entries(info.files[f], format, why);
+    if (!why.empty() && scanned++ == 0) first_reason = info.files[f] + ": " + why;
+    for (size_t k = 0; k < entries.size(); ++k) {
+      const IndexEntry& e = entries[k];
+      if (format == "wds") {
+        records.push_back({static_cast<int32_t>(f), e.offset, e.size, e.label, 0, "sample " + e.key});
+      } else {  // the payload, inside its framing
+        records.push_back({static_cast<int32_t>(f), e.offset + 12, e.size - 16, e.label, static_cast<int64_t>(k),
+                           fmt::format("record {}", k)});
+      }
+    }
+  }
+  if (scanned > 0) {
+    std::cerr << fmt::format("dlscale: note: {} of {} shard(s) of {} have no valid index and were scanned ({}); "
+                             "'dlscale data index {}' writes their indexes\n",
+                             scanned, info.files.size(), info.location, first_reason, info.location);
+  }
+  return records;
+}
+
 }  // namespace
 
 std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t channels) {
   DatasetInfo info = shard_info("wds", path, split, ".tar");
-  std::vector<Record> records;
-  for (size_t f = 0; f < info.files.size(); ++f) {
-    const std::string& file = info.files[f];
-    const FileBytes reader(file);
-    std::vector<WdsSample> samples;
-    try {
-      samples = group_wds(list_tar(file));
-    } catch (const Error& e) {
-      const std::string what = e.what();
-      throw Error(what.rfind(file, 0) == 0 ? what : file + ": " + what);
-    }
-    for (const auto& s : samples) {
-      const std::string where = fmt::format("{} sample {}", file, s.key);
-      const TarMember* image = nullptr;
-      for (const char* ext : {"jpg", "jpeg", "png"}) {
-        const auto it = s.parts.find(ext);
-        if (it != s.parts.end()) image = &it->second;
-      }
-      const auto cls = s.parts.find("cls");
-      DLSCALE_CHECK(image != nullptr, "{}: no .jpg, .jpeg or .png member", where);
-      DLSCALE_CHECK(cls != s.parts.end(), "{}: no .cls member (the label)", where);
-      DLSCALE_CHECK(cls->second.size <= 64, "{}: the .cls member is {} bytes, not a label", where,
-                    cls->second.size);
-      const int64_t label = parse_class(read_at(reader, cls->second.offset, cls->second.size), where);
-      records.push_back({static_cast<int32_t>(f), image->offset, image->size, label, 0,
-                         "sample " + s.key});
-    }
-  }
+  std::vector<Record> records = shard_records(info, "wds");
   info.bytes = total_bytes(info.files);
   return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kTar, channels);
 }
 
 std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int64_t channels) {
   DatasetInfo info = shard_info("tfrecord", path, split, "");
-  std::vector<Record> records;
-  for (size_t f = 0; f < info.files.size(); ++f) {
-    const std::string& file = info.files[f];
-    const FileBytes reader(file);
-    const std::vector<RecordSpan> spans = index_tfrecord(file, /*verify_data=*/false);
-    for (size_t k = 0; k < spans.size(); ++k) {
-      const std::string payload = read_at(reader, spans[k].offset, spans[k].length);
-      ExampleFields ex;
-      try {
-        ex = decode_example(payload);
-      } catch (const Error& e) {
-        throw Error(fmt::format("{}: record {}: {}", file, k, e.what()));
-      }
-      DLSCALE_CHECK(ex.has_image && ex.has_label,
-                    "{}: record {}: no image/encoded or image/class/label feature", file, k);
-      records.push_back({static_cast<int32_t>(f), spans[k].offset, spans[k].length, ex.label,
-                         static_cast<int64_t>(k), fmt::format("record {}", k)});
-    }
-  }
+  std::vector<Record> records = shard_records(info, "tfrecord");
   info.bytes = total_bytes(info.files);
   return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kTfRecord,
                                           channels);

@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "data/shard_index.h"
 
 namespace dlscale::data {
 
@@ -123,6 +124,11 @@ StageResult stage_files(const std::vector<std::string>& files, const std::string
     DLSCALE_CHECK(!ec && !rel.empty() && *rel.begin() != "..", "--stage-dir: {} is not under {}", f,
                   base.string());
     result.bytes_copied += copy_one(f, fs::path(stage_dir) / rel);
+    // A shard's index sidecar travels with it (its modification time too,
+    // so it stays valid for the staged copy).
+    if (fs::is_regular_file(index_path(f), ec)) {
+      copy_one(index_path(f), fs::path(stage_dir) / (rel.string() + kIndexSuffix));
+    }
   }
   result.seconds = now_seconds() - start;
   return result;

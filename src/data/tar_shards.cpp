@@ -127,30 +127,9 @@ std::string header_name(std::string_view header) {
 
 // --- writing -----------------------------------------------------------------
 
-TarWriter::TarWriter(std::string path) : path_(std::move(path)) {
-  std::string tmpl = path_ + ".tmp-XXXXXX";
-  fd_ = ::mkstemp(tmpl.data());
-  if (fd_ < 0) throw_write_error(path_, errno);
-  tmp_ = tmpl;
-  ::fchmod(fd_, 0644);  // mkstemp creates 0600; shards are shared data
-}
+TarWriter::TarWriter(std::string path) : file_(std::move(path)) {}
 
-TarWriter::~TarWriter() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!finished_ && !tmp_.empty()) ::unlink(tmp_.c_str());
-}
-
-void TarWriter::write(std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_write_error(path_, errno);
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-void TarWriter::add(const std::string& name, std::string_view data) {
-  DLSCALE_ASSERT(!finished_ && fd_ >= 0);
+uint64_t TarWriter::add(const std::string& name, std::string_view data) {
   DLSCALE_CHECK(!name.empty() && name.size() <= kMaxName,
                 "tar member name '{}' is {} bytes; allowed: 1 to {}", name, name.size(), kMaxName);
   DLSCALE_CHECK(name.find('\0') == std::string::npos, "tar member name has a NUL byte");
@@ -172,20 +151,16 @@ void TarWriter::add(const std::string& name, std::string_view data) {
   // Six octal digits, NUL, space: the form tar itself writes.
   put_field(header, kChecksum,
             fmt::format("{:06o}", header_sums(header).first) + std::string("\0 ", 2));
-  write(header);
-  write(data);
-  write(std::string(padded(data.size()) - data.size(), '\0'));
+  file_.write(header);
+  const uint64_t offset = file_.size();
+  file_.write(data);
+  file_.write(std::string(padded(data.size()) - data.size(), '\0'));
+  return offset;
 }
 
 void TarWriter::finish() {
-  DLSCALE_ASSERT(!finished_ && fd_ >= 0);
-  write(std::string(2 * kBlock, '\0'));
-  int err = ::fsync(fd_) == 0 ? 0 : errno;
-  if (::close(fd_) != 0 && err == 0) err = errno;
-  fd_ = -1;
-  if (err == 0 && ::rename(tmp_.c_str(), path_.c_str()) != 0) err = errno;
-  if (err != 0) throw_write_error(path_, err);
-  finished_ = true;
+  file_.write(std::string(2 * kBlock, '\0'));
+  file_.commit();
 }
 
 // --- reading -----------------------------------------------------------------

@@ -8,35 +8,31 @@
 #include <string_view>
 #include <vector>
 
+#include "core/files.h"
+
 namespace dlscale::data {
 
 /// Writes a tar file atomically: members go to a temporary `PATH.tmp-XXXXXX`
-/// in the same directory, renamed to PATH by finish(); destroying the writer
-/// without finish() removes the temporary. Every member is a regular file
-/// with mode 0644, mtime 0 and uid/gid 0. Not thread-safe.
+/// in the same directory (streamed: memory does not grow with the archive),
+/// renamed to PATH by finish(); destroying the writer without finish()
+/// removes the temporary. Every member is a regular file with mode 0644,
+/// mtime 0 and uid/gid 0. Not thread-safe.
 class TarWriter {
  public:
   /// Creates the temporary; throws dlscale::Error naming `path` on failure.
   explicit TarWriter(std::string path);
-  TarWriter(const TarWriter&) = delete;
-  TarWriter& operator=(const TarWriter&) = delete;
-  ~TarWriter();
 
-  /// Appends a member. `name` must be 1 to 100 bytes with no NUL byte
-  /// (dlscale::Error otherwise); data is padded to a 512-byte block.
-  void add(const std::string& name, std::string_view data);
+  /// Appends a member; returns the byte offset of its data in the archive.
+  /// `name` must be 1 to 100 bytes with no NUL byte (dlscale::Error
+  /// otherwise); data is padded to a 512-byte block.
+  uint64_t add(const std::string& name, std::string_view data);
 
   /// Writes the two zero blocks that end an archive, flushes and renames the
   /// temporary to the path. Nothing may be added afterwards.
   void finish();
 
  private:
-  void write(std::string_view bytes);
-
-  std::string path_;
-  std::string tmp_;
-  int fd_ = -1;
-  bool finished_ = false;
+  AtomicFileWriter file_;
 };
 
 /// One regular file in a tar archive.

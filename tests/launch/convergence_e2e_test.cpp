@@ -268,7 +268,9 @@ TEST(TimeToAccuracy, MllogOfResnetCarriesTheClosedRulesKeys) {
   const auto o = run_dlscale(tiny_run() + " --steps 2 --optimizer momentum --mllog " + log);
   ASSERT_EQ(o.code, 0) << o.err;
   for (const auto& e : parse_mllog(read_file(log))) {
-    if (e["key"] == "opt_name") EXPECT_EQ(e["value"], "momentum");
+    if (e["key"] == "opt_name") {
+      EXPECT_EQ(e["value"], "momentum");
+    }
     EXPECT_EQ(e["key"].get<std::string>().rfind("sgd_", 0), std::string::npos) << e.dump();
   }
   std::filesystem::remove(log);
