@@ -8,6 +8,8 @@ learnable yet every image decodes to different pixels.
 
     /usr/bin/python3 bench/make_image_folder.py /tmp/dlscale-jpeg-folder
     /usr/bin/python3 bench/make_image_folder.py OUT_DIR --images 2000 --size 128
+    # ImageNet-shaped: 500x375 (ImageNet's typical size), quality 90
+    /usr/bin/python3 bench/make_image_folder.py OUT_DIR --images 50000 --width 500 --height 375
 """
 import argparse
 import math
@@ -18,16 +20,18 @@ import numpy as np
 from PIL import Image
 
 
-def class_pattern(k, classes, size, rng):
+def class_pattern(k, classes, height, width, rng):
     """One image of class k: float32 HxWx3 in [0, 255]."""
-    y, x = np.mgrid[0:size, 0:size].astype(np.float32) / size
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    y /= height
+    x /= width
     angle = math.pi * k / classes                 # the wave's direction
     freq = 1.5 + 0.75 * (k % 4)                   # and spatial frequency
     hue = 2 * math.pi * k / classes               # the class's colour
     phase = rng.uniform(0, 2 * math.pi)           # per-image jitter
     t = np.cos(angle) * x + np.sin(angle) * y
     wave = 0.5 + 0.5 * np.sin(2 * math.pi * freq * t + phase)
-    img = np.empty((size, size, 3), np.float32)
+    img = np.empty((height, width, 3), np.float32)
     for c in range(3):
         base = 0.5 + 0.5 * math.cos(hue + 2 * math.pi * c / 3)
         img[..., c] = 255 * (0.25 * base + 0.75 * base * wave)
@@ -41,21 +45,27 @@ def main():
     ap.add_argument("--images", type=int, default=2000, help="images in all")
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--size", type=int, default=128, help="height = width, pixels")
+    ap.add_argument("--width", type=int, default=0, help="width in pixels (default --size)")
+    ap.add_argument("--height", type=int, default=0, help="height in pixels (default --size)")
     ap.add_argument("--quality", type=int, default=90, help="JPEG quality")
     ap.add_argument("--seed", type=int, default=42)
     args = ap.parse_args()
     if args.images < args.classes or args.classes < 1 or args.size < 1:
         sys.exit("need --images >= --classes >= 1 and --size >= 1")
+    width = args.width or args.size
+    height = args.height or args.size
+    if width < 1 or height < 1:
+        sys.exit("need --width and --height >= 1")
     rng = np.random.default_rng(args.seed)
     for k in range(args.classes):
         os.makedirs(os.path.join(args.out_dir, "class_%02d" % k), exist_ok=True)
     for i in range(args.images):
         k = i % args.classes
-        pixels = class_pattern(k, args.classes, args.size, rng)
+        pixels = class_pattern(k, args.classes, height, width, rng)
         path = os.path.join(args.out_dir, "class_%02d" % k, "img_%05d.jpg" % i)
         Image.fromarray(pixels.astype(np.uint8), "RGB").save(path, "JPEG", quality=args.quality)
     print("wrote %d %dx%d JPEGs in %d classes to %s" %
-          (args.images, args.size, args.size, args.classes, args.out_dir))
+          (args.images, width, height, args.classes, args.out_dir))
 
 
 if __name__ == "__main__":

@@ -51,4 +51,4 @@ for cmd in "--version" "results list --db $STORE" "report --db $STORE --sweep st
   t=$(median < "$work/torch")
   printf '%-44s %12s %16s %7s\n' "${cmd/$STORE/STORE}" "$f" "$t" "$(awk -v f="$f" -v t="$t" 'BEGIN {printf "%.0fx", t / (f > 0 ? f : 1)}')"
 done
-echo "median of $RUNS alternated calls each; store: $(build/dlscale results list --db "$STORE" | tail -n +3 | wc -l) runs"
+echo "median of $RUNS alternated calls each; store: $(build/dlscale results list --db "$STORE" | tail -n 1)"

@@ -25,6 +25,8 @@ struct DataOptions {
   int threads = 1;                 ///< decode/transform threads per worker
   int prefetch = 2;                ///< batches prepared ahead of the step; 0 = none
   bool cache = false;              ///< keep decoded samples in memory
+  int64_t cache_mb = 0;            ///< --cache's budget in MiB; 0 = no limit
+  bool reduced_decode = true;      ///< JPEGs decoded at the smallest 1/2^k scale still covering the crop
   AugmentChoice augment = AugmentChoice::kAuto;
   bool shuffle = true;             ///< a new seeded order every epoch
   DataOrder order = DataOrder::kGlobal;
@@ -53,6 +55,17 @@ struct DataOptions {
              "prefetch"},
       s.prefetch);
     v(Option{"--cache", "Keep decoded samples in memory after their first use", "cache"}, s.cache);
+    v(Option{"--cache-mb",
+             "With --cache: keep at most this many MiB of decoded samples; once full, the samples kept stay "
+             "and the others are decoded each time (0 = no limit)",
+             "cache_mb"},
+      s.cache_mb);
+    v(Option{"!--full-decode",
+             "Decode every JPEG at its stored size (by default a JPEG is decoded straight to the smallest 1/2, "
+             "1/4 or 1/8 scale that still covers its crop at the output size; not with --cache)",
+             "reduced_decode"}
+          .agreed(),
+      s.reduced_decode);
     v(Option{"--augment",
              "Training augmentation: auto (crop-flip for raw pixels, rrc-flip for JPEG/PNG) | none | flip | "
              "crop-flip (random crop of the image padded by size/8, horizontal flip) | rrc-flip "

@@ -50,6 +50,9 @@ struct PipelineStats {
   int64_t samples = 0;       ///< samples read and transformed
   int64_t skipped = 0;       ///< corrupt samples replaced (--skip-corrupt)
   int64_t cache_hits = 0;    ///< samples served decoded from --cache
+  int64_t cache_bytes = 0;   ///< decoded pixels --cache holds
+  int64_t cache_full = 0;    ///< samples decoded but not kept: --cache-mb was reached
+  int64_t reduced_decodes = 0;  ///< JPEGs decoded at 1/2, 1/4 or 1/8 of their size
 };
 
 class DataSource {

@@ -57,6 +57,8 @@ std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataO
   po.threads = o.threads;
   po.prefetch = o.prefetch;
   po.cache = o.cache;
+  po.cache_bytes = o.cache_mb << 20;
+  po.reduced_decode = o.reduced_decode;
   po.skip_corrupt = o.skip_corrupt;
   po.transform.size = s.image_size;
   po.transform.channels = s.channels;

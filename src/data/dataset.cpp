@@ -12,6 +12,7 @@ namespace {
 constexpr int kMaxDataThreads = 256;
 constexpr int kMaxPrefetch = 64;
 constexpr int64_t kMaxShuffleBuffer = int64_t{1} << 24;
+constexpr int64_t kMaxCacheMb = int64_t{1} << 30;  // 1 PiB: past it a typo
 
 const char* const kForms =
     "synthetic, fashion-mnist, idx:DIR, folder:DIR, wds:PATH, tfrecord:PATH";
@@ -49,6 +50,13 @@ constexpr EnumNames<DataOrder, 2> kOrders{
 const EnumNames<AugmentChoice, 5>& enum_names(AugmentChoice) { return kAugments; }
 const EnumNames<DataOrder, 2>& enum_names(DataOrder) { return kOrders; }
 
+Image Dataset::image_scaled(int64_t index, const std::function<int(int64_t, int64_t)>& /*denominator*/,
+                           std::pair<int64_t, int64_t>& stored) const {
+  Image img = image(index);
+  stored = {img.height, img.width};
+  return img;
+}
+
 void check_data_options(const DataOptions& o) {
   parse_data_spec(o.spec);
   DLSCALE_CHECK(o.threads >= 1 && o.threads <= kMaxDataThreads,
@@ -57,6 +65,9 @@ void check_data_options(const DataOptions& o) {
                 "--prefetch must be in [0, {}] (got {})", kMaxPrefetch, o.prefetch);
   DLSCALE_CHECK(o.shuffle_buffer >= 1 && o.shuffle_buffer <= kMaxShuffleBuffer,
                 "--shuffle-buffer must be in [1, {}] (got {})", kMaxShuffleBuffer, o.shuffle_buffer);
+  DLSCALE_CHECK(o.cache_mb >= 0 && o.cache_mb <= kMaxCacheMb, "--cache-mb must be in [0, {}] (got {})",
+                kMaxCacheMb, o.cache_mb);
+  DLSCALE_CHECK(o.cache_mb == 0 || o.cache, "--cache-mb is --cache's budget: add --cache");
 }
 
 std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t channels) {

@@ -3,8 +3,10 @@
 // behind this interface; open_dataset() (data/data_spec.h) is the factory.
 // No LibTorch here: readers, packers and the fuzzers use it alone.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -50,6 +52,11 @@ class Dataset {
   /// The decoded sample `index`, HWC uint8 with info().channels channels.
   /// Throws dlscale::Error naming the file (and record) when it is corrupt.
   virtual Image image(int64_t index) const = 0;
+  /// The sample decoded at 1/denominator(stored height, stored width) of
+  /// its stored size where its format allows it (JPEG; decode_image_scaled),
+  /// else whole; `stored` gets {height, width} as stored. By default: image().
+  virtual Image image_scaled(int64_t index, const std::function<int(int64_t, int64_t)>& denominator,
+                             std::pair<int64_t, int64_t>& stored) const;
   /// Where sample `index` lives, for error messages ("FILE record K").
   virtual std::string where(int64_t index) const = 0;
 };

@@ -78,6 +78,19 @@ class EncodedDataset : public Dataset {
       throw Error(fmt::format("{}: {}", where(i), e.what()));
     }
   }
+  Image image_scaled(int64_t i, const std::function<int(int64_t, int64_t)>& denominator,
+                     std::pair<int64_t, int64_t>& stored) const override {
+    const std::string b = bytes(i);
+    const auto* data = reinterpret_cast<const uint8_t*>(b.data());
+    try {
+      const ImageInfo header = probe_image(data, b.size());
+      stored = {header.height, header.width};
+      const int d = header.format == ImageFormat::kJpeg ? denominator(header.height, header.width) : 1;
+      return decode_image_scaled(data, b.size(), static_cast<int>(info_.channels), d);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where(i), e.what()));
+    }
+  }
   std::string where(int64_t i) const override {
     const Record& r = records_[static_cast<size_t>(i)];
     const std::string& file = info_.files[static_cast<size_t>(r.file)];

@@ -186,16 +186,29 @@ ImageInfo probe_jpeg(JpegDecoder& d, const uint8_t* data, size_t size) {
   return info;
 }
 
-Image decode_jpeg(const uint8_t* data, size_t size, int channels) {
+/// Sets the output colour space and the scale 1/denominator, and computes
+/// the output size; false on a libjpeg error.
+bool jpeg_set_output(JpegDecoder& d, J_COLOR_SPACE space, int denominator) {
+  if (setjmp(d.err.jump)) return false;
+  d.cinfo.out_color_space = space;
+  d.cinfo.scale_num = 1;
+  d.cinfo.scale_denom = static_cast<unsigned>(denominator);
+  jpeg_calc_output_dimensions(&d.cinfo);
+  return true;
+}
+
+Image decode_jpeg(const uint8_t* data, size_t size, int channels, int denominator) {
   JpegDecoder d;
   const ImageInfo info = probe_jpeg(d, data, size);
   check_decoded_size(info.width, info.height);
   Image out;
-  out.width = info.width;
-  out.height = info.height;
   out.channels = channels == 0 ? info.channels : channels;
   d.cmyk = jpeg_is_cmyk(d.cinfo);
-  d.cinfo.out_color_space = d.cmyk ? JCS_CMYK : out.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  if (!jpeg_set_output(d, d.cmyk ? JCS_CMYK : out.channels == 1 ? JCS_GRAYSCALE : JCS_RGB, denominator)) {
+    throw_corrupt_jpeg(d);
+  }
+  out.width = d.cinfo.output_width;
+  out.height = d.cinfo.output_height;
   if (!jpeg_read_rows(d, out)) throw_corrupt_jpeg(d);
   return out;
 }
@@ -353,10 +366,16 @@ ImageInfo probe_image(const uint8_t* data, size_t size) {
 }
 
 Image decode_image(const uint8_t* data, size_t size, int channels) {
+  return decode_image_scaled(data, size, channels, 1);
+}
+
+Image decode_image_scaled(const uint8_t* data, size_t size, int channels, int denominator) {
   check_channels(channels);
+  DLSCALE_CHECK(denominator == 1 || denominator == 2 || denominator == 4 || denominator == 8,
+                "a decoding scale is 1/1, 1/2, 1/4 or 1/8 (got 1/{})", denominator);
   switch (sniff_image_format(data, size)) {
     case ImageFormat::kJpeg:
-      return decode_jpeg(data, size, channels);
+      return decode_jpeg(data, size, channels, denominator);
     case ImageFormat::kPng:
       return decode_png(data, size, channels);
     case ImageFormat::kUnknown:

@@ -48,6 +48,12 @@ ImageInfo probe_image(const uint8_t* data, size_t size);
 /// bad size or channel count. Thread-safe (no shared state).
 Image decode_image(const uint8_t* data, size_t size, int channels = 0);
 
+/// decode_image at 1/`denominator` (1, 2, 4 or 8) of the stored size: a
+/// JPEG is decoded straight to that scale by libjpeg-turbo's DCT scaling
+/// (each side ceil(side / denominator), as PIL's draft mode does), a PNG at
+/// its stored size whatever the denominator.
+Image decode_image_scaled(const uint8_t* data, size_t size, int channels, int denominator);
+
 /// Encodes a 1- or 3-channel image as baseline JPEG; `quality` 1..100.
 /// Throws dlscale::Error for an empty or inconsistent image or bad quality.
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality = 90);

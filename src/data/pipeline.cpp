@@ -66,10 +66,26 @@ std::string Pipeline::name() const {
 
 PipelineStats Pipeline::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  PipelineStats s = stats_;
+  s.reduced_decodes = reduced_decodes_;
+  return s;
 }
 
-std::shared_ptr<const Image> Pipeline::load(int64_t index) {
+std::shared_ptr<const Image> Pipeline::load(int64_t index, uint64_t seed, std::pair<int64_t, int64_t>& stored) {
+  stored = {0, 0};  // as decoded
+  if (options_.reduced_decode && !options_.cache) {
+    bool reduced = false;
+    auto image = std::make_shared<const Image>(dataset_->image_scaled(
+        index,
+        [&](int64_t h, int64_t w) {
+          const int d = decode_denominator(h, w, options_.transform, seed);
+          reduced = d > 1;
+          return d;
+        },
+        stored));
+    if (reduced) ++reduced_decodes_;
+    return image;
+  }
   if (options_.cache) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = cache_.find(index);
@@ -80,8 +96,13 @@ std::shared_ptr<const Image> Pipeline::load(int64_t index) {
   }
   auto image = std::make_shared<const Image>(dataset_->image(index));
   if (options_.cache) {
+    const auto bytes = static_cast<int64_t>(image->pixels.size());
     std::lock_guard<std::mutex> lock(mutex_);
-    cache_.emplace(index, image);
+    if (options_.cache_bytes > 0 && stats_.cache_bytes + bytes > options_.cache_bytes) {
+      ++stats_.cache_full;
+    } else if (cache_.emplace(index, image).second) {
+      stats_.cache_bytes += bytes;
+    }
   }
   return image;
 }
@@ -109,9 +130,11 @@ Batch Pipeline::build(int64_t step) {
     int64_t index = indices[static_cast<size_t>(j)];
     for (int attempt = 0;; ++attempt) {
       try {
-        const std::shared_ptr<const Image> image = load(index);
-        transform_image(*image, t, mix_seed(epoch_seed, static_cast<uint64_t>(index)),
-                        base + j * t.channels * t.size * t.size, layout);
+        const uint64_t seed = mix_seed(epoch_seed, static_cast<uint64_t>(index));
+        std::pair<int64_t, int64_t> stored;
+        const std::shared_ptr<const Image> image = load(index, seed, stored);
+        transform_image(*image, t, seed, base + j * t.channels * t.size * t.size, layout, stored.first,
+                        stored.second);
         labels[static_cast<size_t>(j)] = dataset_->label(index);
         return;
       } catch (const Error&) {

@@ -29,24 +29,24 @@ struct Region {
   double x0, y0, w, h;
 };
 
-/// torchvision's RandomResizedCrop.get_params: 10 tries, then the centre crop
-/// of the largest in-ratio region.
-Region random_resized_region(const Image& img, Rng& rng) {
-  const double area = static_cast<double>(img.height * img.width);
+/// torchvision's RandomResizedCrop.get_params on a height x width image: 10
+/// tries, then the centre crop of the largest in-ratio region.
+Region random_resized_region(int64_t height, int64_t width, Rng& rng) {
+  const double area = static_cast<double>(height * width);
   const double log_lo = std::log(3.0 / 4.0), log_hi = std::log(4.0 / 3.0);
   for (int attempt = 0; attempt < 10; ++attempt) {
     const double target = area * rng.uniform(0.08, 1.0);
     const double ratio = std::exp(rng.uniform(log_lo, log_hi));
     const double w = std::round(std::sqrt(target * ratio));
     const double h = std::round(std::sqrt(target / ratio));
-    if (w > 0 && h > 0 && w <= img.width && h <= img.height) {
-      const double y0 = std::floor(rng.uniform() * (img.height - h + 1));
-      const double x0 = std::floor(rng.uniform() * (img.width - w + 1));
+    if (w > 0 && h > 0 && w <= width && h <= height) {
+      const double y0 = std::floor(rng.uniform() * (height - h + 1));
+      const double x0 = std::floor(rng.uniform() * (width - w + 1));
       return {x0, y0, w, h};
     }
   }
-  const double side = static_cast<double>(std::min(img.height, img.width));
-  return {(img.width - side) / 2, (img.height - side) / 2, side, side};
+  const double side = static_cast<double>(std::min(height, width));
+  return {(width - side) / 2, (height - side) / 2, side, side};
 }
 
 /// The evaluation geometry: shorter side to `size`, centre crop (callers
@@ -152,16 +152,36 @@ Image resize_region(const Image& img, double x0, double y0, double w, double h, 
   return out;
 }
 
+int decode_denominator(int64_t height, int64_t width, const TransformOptions& o, uint64_t seed) {
+  Rng rng(seed);
+  const Augment a = o.train ? o.augment : Augment::kNone;
+  const double side = a == Augment::kResizedCropFlip
+                          ? [&] {
+                              const Region r = random_resized_region(height, width, rng);
+                              return std::min(r.w, r.h);
+                            }()
+                          : static_cast<double>(std::min(height, width));
+  int denominator = 1;
+  while (denominator < 8 && side / (2 * denominator) >= static_cast<double>(o.size)) denominator *= 2;
+  return denominator;
+}
+
 void transform_image(const Image& image, const TransformOptions& o, uint64_t seed, float* out,
-                     const OutputLayout& layout) {
+                     const OutputLayout& layout, int64_t source_height, int64_t source_width) {
   DLSCALE_ASSERT(o.size >= 1 && (o.channels == 1 || o.channels == 3));
   DLSCALE_ASSERT(o.mean.size() == static_cast<size_t>(o.channels) && o.std.size() == o.mean.size());
   DLSCALE_CHECK(image.height >= 1 && image.width >= 1, "an image has no pixels");
   Rng rng(seed);
   const Augment a = o.train ? o.augment : Augment::kNone;
   if (a == Augment::kResizedCropFlip) {
-    const Region r = random_resized_region(image, rng);
-    const Image crop = resize_region(image, r.x0, r.y0, r.w, r.h, o.size, o.size);
+    // The region is drawn on the stored size, then mapped to the decoded
+    // pixels: a reduced decode makes the same choices as a full one.
+    const int64_t sh = source_height > 0 ? source_height : image.height;
+    const int64_t sw = source_width > 0 ? source_width : image.width;
+    const Region r = random_resized_region(sh, sw, rng);
+    const double fy = static_cast<double>(image.height) / static_cast<double>(sh);
+    const double fx = static_cast<double>(image.width) / static_cast<double>(sw);
+    const Image crop = resize_region(image, r.x0 * fx, r.y0 * fy, r.w * fx, r.h * fy, o.size, o.size);
     write_out(crop, o, rng.uniform() < 0.5, 0, 0, out, layout);
     return;
   }

@@ -46,8 +46,19 @@ struct OutputLayout {
 /// sample's augmentation does not depend on which worker or thread makes it.
 /// Eval (and kNone): an image of the target size is unchanged; otherwise its
 /// shorter side is resized to `size` (bilinear) and the centre cropped.
+/// An image decoded at a reduced scale (decode_denominator) passes the size
+/// it is stored at as `source_height` x `source_width` (0 = as decoded): the
+/// random choices are made on that size, as for the full image, and mapped
+/// to the decoded pixels.
 void transform_image(const Image& image, const TransformOptions& options, uint64_t seed,
-                     float* out, const OutputLayout& layout);
+                     float* out, const OutputLayout& layout, int64_t source_height = 0,
+                     int64_t source_width = 0);
+
+/// How far a JPEG of `height` x `width` may be shrunk while decoding for
+/// transform_image(options, seed): the largest of 1, 2, 4 and 8 that leaves
+/// the region the transform resamples (the random-resized crop, or the
+/// centre square) at least options.size pixels on its shorter side.
+int decode_denominator(int64_t height, int64_t width, const TransformOptions& options, uint64_t seed);
 
 /// Bilinear resize of the region (x0, y0, w, h) of `image` to out_h × out_w.
 Image resize_region(const Image& image, double x0, double y0, double w, double h, int64_t out_h,

@@ -110,6 +110,9 @@ nlohmann::json data_json(const DataSummary& d, int64_t measured_steps) {
           {"pipeline_samples", p.samples},
           {"skipped_corrupt", p.skipped},
           {"cache_hits", p.cache_hits},
+          {"cache_bytes", p.cache_bytes},
+          {"cache_full", p.cache_full},
+          {"reduced_decodes", p.reduced_decodes},
           {"measured_steps", measured_steps}};
 }
 

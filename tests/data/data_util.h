@@ -4,7 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "core/files.h"
 #include "data/idx_dataset.h"
+#include "data/image_codec.h"
 #include "process_util.h"
 
 namespace dlscale::testing {
@@ -15,6 +17,17 @@ inline uint8_t idx_pixel(int64_t i, int64_t y, int64_t x) {
   return static_cast<uint8_t>((i * 37 + y * 11 + x * 3 + (i % 10) * 20) % 256);
 }
 inline uint8_t idx_label(int64_t i) { return static_cast<uint8_t>((i * 7) % 10); }
+
+/// Writes a side x side RGB PNG at `path` whose bytes are a function of
+/// `k` and the position.
+inline void write_test_png(const std::string& path, int64_t side, int64_t k) {
+  data::Image img;
+  img.height = img.width = side;
+  img.channels = 3;
+  for (int64_t p = 0; p < side * side * 3; ++p) img.pixels.push_back(static_cast<uint8_t>((p * 5 + k * 30) % 256));
+  const std::vector<uint8_t> png = data::encode_png(img);
+  write_file_atomic(path, std::string(png.begin(), png.end()));
+}
 
 /// Writes train (n_train) and t10k (n_test) IDX files of side × side images
 /// into a new directory; gzip-compressed when `gz`. Returns the directory.

@@ -157,6 +157,27 @@ TEST(Pipeline, CacheServesRepeatsFromMemory) {
   Pipeline p(d, o);
   for (int64_t s = 0; s < 3; ++s) p.batch(s);
   EXPECT_EQ(p.stats().cache_hits, 24);  // each batch is all 12 samples; the first from disk
+  EXPECT_EQ(p.stats().cache_bytes, 12 * 36);
+  EXPECT_EQ(p.stats().cache_full, 0);
+}
+
+// --cache-mb: the cache keeps samples until its budget (here 5 images of 36
+// bytes in 200 bytes), then the rest are decoded each time; the result is
+// the same batches.
+TEST(Pipeline, CacheStopsGrowingAtItsBudget) {
+  auto d = std::make_shared<FakeDataset>(12);
+  PipelineOptions o = options(1, 0);
+  o.cache = true;
+  o.cache_bytes = 200;
+  Pipeline bounded(d, o);
+  Pipeline plain(d, options(1, 0));
+  for (int64_t s = 0; s < 3; ++s) {
+    EXPECT_TRUE(torch::equal(bounded.batch(s).inputs.at(kImage), plain.batch(s).inputs.at(kImage))) << s;
+  }
+  const PipelineStats st = bounded.stats();
+  EXPECT_EQ(st.cache_bytes, 5 * 36);
+  EXPECT_EQ(st.cache_hits, 2 * 5);      // steps 1 and 2 find the 5 kept samples
+  EXPECT_EQ(st.cache_full, 3 * 7);      // and decode the 7 others each step
 }
 
 }  // namespace

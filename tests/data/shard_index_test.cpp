@@ -14,6 +14,7 @@
 #include "core/files.h"
 #include "data/byte_source.h"
 #include "data/data_test_util.h"
+#include "data/data_util.h"
 #include "data/data_tools.h"
 #include "data/encoded_dataset.h"
 
@@ -24,18 +25,13 @@ using testing::contains;
 using testing::error_message;
 using testing::TempDir;
 
-/// A folder of 2 classes x 20 16x16 PNGs, every byte a function of (k, position).
+/// A folder of 2 classes x 20 16x16 PNGs.
 std::string write_folder(const TempDir& dir) {
   const std::string root = dir.file("folder");
   for (int k = 0; k < 40; ++k) {
     const std::string cls = root + (k % 2 ? "/b" : "/a");
     std::filesystem::create_directories(cls);
-    Image img;
-    img.height = img.width = 16;
-    img.channels = 3;
-    for (int i = 0; i < 16 * 16 * 3; ++i) img.pixels.push_back(static_cast<uint8_t>((k * 37 + i * 11) % 256));
-    const std::vector<uint8_t> png = encode_png(img);
-    write_file_atomic(cls + "/" + std::to_string(k) + ".png", std::string(png.begin(), png.end()));
+    testing::write_test_png(cls + "/" + std::to_string(k) + ".png", 16, k);
   }
   return root;
 }

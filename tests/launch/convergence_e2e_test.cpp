@@ -13,7 +13,6 @@
 #include "core/files.h"
 #include "train/checkpoint_meta.h"
 #include "data/data_util.h"
-#include "data/image_codec.h"
 #include "process_util.h"
 #include "weights_util.h"
 
@@ -210,12 +209,7 @@ const std::string& rgb_folder() {
     for (int i = 0; i < 12; ++i) {
       const std::string cls = root + (i < 8 ? "/train/" : "/val/") + (i % 2 ? "b" : "a");
       std::filesystem::create_directories(cls);
-      data::Image img;
-      img.height = img.width = 32;
-      img.channels = 3;
-      for (int p = 0; p < 32 * 32 * 3; ++p) img.pixels.push_back(static_cast<uint8_t>((p * 3 + i * 40) % 256));
-      const std::vector<uint8_t> png = data::encode_png(img);
-      write_file_atomic(cls + "/" + std::to_string(i) + ".png", std::string(png.begin(), png.end()));
+      testing::write_test_png(cls + "/" + std::to_string(i) + ".png", 32, i);
     }
     return root;
   }();

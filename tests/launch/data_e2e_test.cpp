@@ -153,12 +153,7 @@ std::string folder_with_a_corrupt_image() {
   for (int i = 0; i < 24; ++i) {
     const std::string cls = dir + (i % 2 ? "/b" : "/a");
     std::filesystem::create_directories(cls);
-    data::Image img;
-    img.height = img.width = 28;
-    img.channels = 3;
-    for (int p = 0; p < 28 * 28 * 3; ++p) img.pixels.push_back(static_cast<uint8_t>((p * 5 + i * 30) % 256));
-    const std::vector<uint8_t> png = data::encode_png(img);
-    write_file_atomic(cls + "/" + std::to_string(i) + ".png", std::string(png.begin(), png.end()));
+    testing::write_test_png(cls + "/" + std::to_string(i) + ".png", 28, i);
   }
   write_file_atomic(dir + "/a/bad.png", "\x89PNG\r\n\x1a\nthis is not a png");
   return dir;

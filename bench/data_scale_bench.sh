@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Data at ImageNet scale (docs/data.md, "Index sidecars" and "Reduced-size
+# decoding"), on a seeded ImageNet-shaped set made once: IMAGES (default
+# 50000) 500x375 JPEGs at quality 90 (bench/make_image_folder.py), packed
+# into 64 TFRecord and 64 WebDataset shards with their index sidecars.
+#
+#   IMAGES=5000 bash bench/data_scale_bench.sh       # ROOT=/tmp/dlscale-scale, ROUNDS=3
+#
+# 1. Open: the wall time and peak RSS of `data bench --steps 1 --warmup 0`
+#    (start, open, one batch of 32 at 224) and of `train --workers 2` for
+#    2 steps of resnet18 at 32x32, on each format, with the indexes and with
+#    them moved away (a scan), alternately, medians of ROUNDS.
+# 2. Pipeline images/s at SIZE (default 224; also 112) with rrc-flip, 2
+#    threads: reduced-size decoding against --full-decode, alternately, and
+#    PyTorch's DataLoader (torchvision ImageFolder, the same transforms, 2
+#    workers) on the JPEG folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+IMAGES=${IMAGES:-50000}
+ROOT=${ROOT:-/tmp/dlscale-scale}
+ROUNDS=${ROUNDS:-3}
+PY=/usr/bin/python3
+D=build/dlscale
+set_dir="$ROOT/set-$IMAGES"
+mkdir -p "$set_dir"
+if [ ! -d "$set_dir/folder" ]; then
+  "$PY" bench/make_image_folder.py "$set_dir/folder.tmp" --images "$IMAGES" --width 500 --height 375 \
+    --classes 100 --quality 90
+  mv "$set_dir/folder.tmp" "$set_dir/folder"
+fi
+for f in tfrecord wds; do
+  if [ ! -d "$set_dir/$f" ]; then
+    $D data pack "folder:$set_dir/folder" "$set_dir/$f.tmp" --format $f --shards 64 --encoding jpeg 2>/dev/null
+    mv "$set_dir/$f.tmp" "$set_dir/$f"
+  fi
+done
+echo "set: $IMAGES JPEGs, $(du -sh "$set_dir/folder" | cut -f1); shards: $(ls "$set_dir/tfrecord" | grep -vc dlsidx) TFRecord"
+
+median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+# timed OUT CMD...: appends "seconds maxrss_mb" of one run to OUT.
+timed() {
+  local out=$1; shift
+  /usr/bin/time -f "%e %M" -o "$ROOT/time.txt" "$@" >/dev/null 2>&1
+  awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$ROOT/time.txt" >> "$out"
+}
+hide() { for s in "$1"/*.dlsidx; do mv "$s" "$s.off"; done; }
+show() { for s in "$1"/*.dlsidx.off; do mv "$s" "${s%.off}"; done; }
+
+echo "== 1. open (medians of $ROUNDS): wall s, peak RSS MB"
+for f in tfrecord wds; do
+  for job in bench train2; do
+    rm -f "$ROOT"/indexed "$ROOT"/scanned
+    for _ in $(seq "$ROUNDS"); do
+      for mode in indexed scanned; do
+        [ $mode = scanned ] && hide "$set_dir/$f"
+        if [ $job = bench ]; then
+          timed "$ROOT/$mode" $D data bench --data "$f:$set_dir/$f" --steps 1 --warmup 0 --batch 32 --image-size 224
+        else
+          timed "$ROOT/$mode" $D train --model resnet18 --image-size 32 --batch 8 --steps 2 --warmup 1 \
+            --workers 2 --threads 1 --data "$f:$set_dir/$f" --display-every 0
+        fi
+        [ $mode = scanned ] && show "$set_dir/$f"
+      done
+    done
+    printf '%-9s %-22s indexed %6s s %5s MB   scanned %6s s %5s MB\n' "$f" \
+      "$([ $job = bench ] && echo 'data bench, 1 process' || echo 'train, 2 workers')" \
+      "$(cut -d' ' -f1 "$ROOT/indexed" | median)" "$(cut -d' ' -f2 "$ROOT/indexed" | median)" \
+      "$(cut -d' ' -f1 "$ROOT/scanned" | median)" "$(cut -d' ' -f2 "$ROOT/scanned" | median)"
+  done
+done
+
+echo "== 2. pipeline images/s, rrc-flip, 2 threads (medians of $ROUNDS)"
+rate() { "$PY" -c "import json,sys; print(round(json.load(open(sys.argv[1]))['samples_per_sec'], 1))" "$1"; }
+for size in 224 112; do
+  : > "$ROOT/reduced"; : > "$ROOT/full"; : > "$ROOT/peer"
+  for _ in $(seq "$ROUNDS"); do
+    $D data bench --data "tfrecord:$set_dir/tfrecord" --image-size $size --augment rrc-flip --data-threads 2 \
+      --batch 64 --steps 30 --warmup 3 --json "$ROOT/r.json" >/dev/null 2>&1
+    rate "$ROOT/r.json" >> "$ROOT/reduced"
+    $D data bench --data "tfrecord:$set_dir/tfrecord" --image-size $size --augment rrc-flip --data-threads 2 \
+      --batch 64 --steps 30 --warmup 3 --full-decode --json "$ROOT/r.json" >/dev/null 2>&1
+    rate "$ROOT/r.json" >> "$ROOT/full"
+    "$PY" bench/data_loader_peer.py --data "folder:$set_dir/folder" --image-size $size --batch 64 --workers 2 \
+      --steps 30 --warmup 3 --json "$ROOT/p.json" >/dev/null 2>&1
+    rate "$ROOT/p.json" >> "$ROOT/peer"
+  done
+  r=$(median < "$ROOT/reduced"); f=$(median < "$ROOT/full"); p=$(median < "$ROOT/peer")
+  printf '%s: reduced %s, full %s (reduced/full %.2fx), DataLoader %s (dlscale/DataLoader %.2fx)\n' \
+    "$size" "$r" "$f" "$(echo "$r / $f" | bc -l)" "$p" "$(echo "$r / $p" | bc -l)"
+done
