@@ -5,6 +5,7 @@
 # into 64 TFRecord and 64 WebDataset shards with their index sidecars.
 #
 #   IMAGES=5000 bash bench/data_scale_bench.sh       # ROOT=/tmp/dlscale-scale, ROUNDS=3
+#   COLD=1 ...                                        # as root: page cache dropped before each open
 #
 # 1. Open: the wall time and peak RSS of `data bench --steps 1 --warmup 0`
 #    (start, open, one batch of 32 at 224) and of `train --workers 2` for
@@ -37,14 +38,20 @@ done
 echo "set: $IMAGES JPEGs, $(du -sh "$set_dir/folder" | cut -f1); shards: $(ls "$set_dir/tfrecord" | grep -vc dlsidx) TFRecord"
 
 median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-# timed OUT CMD...: appends "seconds maxrss_mb" of one run to OUT.
+# timed OUT CMD...: appends "seconds maxrss_mb" of one run to OUT (with
+# COLD=1, as root, after dropping the page cache: the data comes from disk).
 timed() {
   local out=$1; shift
-  /usr/bin/time -f "%e %M" -o "$ROOT/time.txt" "$@" >/dev/null 2>&1
+  if [ "${COLD:-0}" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
+  if ! /usr/bin/time -f "%e %M" -o "$ROOT/time.txt" "$@" >"$ROOT/cmd.log" 2>&1; then
+    echo "failed: $* (last line: $(tail -1 "$ROOT/cmd.log"))" >&2
+    exit 1
+  fi
   awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$ROOT/time.txt" >> "$out"
 }
-hide() { for s in "$1"/*.dlsidx; do mv "$s" "$s.off"; done; }
-show() { for s in "$1"/*.dlsidx.off; do mv "$s" "${s%.off}"; done; }
+# The sidecars moved into a hidden folder (which readers skip) and back.
+hide() { mkdir -p "$1/.off" && mv "$1"/*.dlsidx "$1/.off/"; }
+show() { mv "$1"/.off/*.dlsidx "$1/" && rmdir "$1/.off"; }
 
 echo "== 1. open (medians of $ROUNDS): wall s, peak RSS MB"
 for f in tfrecord wds; do
@@ -70,7 +77,9 @@ for f in tfrecord wds; do
 done
 
 echo "== 2. pipeline images/s, rrc-flip, 2 threads (medians of $ROUNDS)"
-rate() { "$PY" -c "import json,sys; print(round(json.load(open(sys.argv[1]))['samples_per_sec'], 1))" "$1"; }
+rate() {
+  "$PY" -c "import json,sys; j=json.load(open(sys.argv[1])); print(round(j.get('results', j)['samples_per_sec'], 1))" "$1"
+}
 for size in 224 112; do
   : > "$ROOT/reduced"; : > "$ROOT/full"; : > "$ROOT/peer"
   for _ in $(seq "$ROUNDS"); do

@@ -82,11 +82,15 @@ class EncodedDataset : public Dataset {
                      std::pair<int64_t, int64_t>& stored) const override {
     const std::string b = bytes(i);
     const auto* data = reinterpret_cast<const uint8_t*>(b.data());
+    stored = {0, 0};
     try {
-      const ImageInfo header = probe_image(data, b.size());
-      stored = {header.height, header.width};
-      const int d = header.format == ImageFormat::kJpeg ? denominator(header.height, header.width) : 1;
-      return decode_image_scaled(data, b.size(), static_cast<int>(info_.channels), d);
+      Image img = decode_image_scaled(data, b.size(), static_cast<int>(info_.channels),
+                                      [&](int64_t h, int64_t w) {
+                                        stored = {h, w};
+                                        return denominator(h, w);
+                                      });
+      if (stored.first == 0) stored = {img.height, img.width};  // a PNG: decoded whole
+      return img;
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", where(i), e.what()));
     }

@@ -197,10 +197,13 @@ bool jpeg_set_output(JpegDecoder& d, J_COLOR_SPACE space, int denominator) {
   return true;
 }
 
-Image decode_jpeg(const uint8_t* data, size_t size, int channels, int denominator) {
+Image decode_jpeg(const uint8_t* data, size_t size, int channels, const ScaleChooser& choose) {
   JpegDecoder d;
   const ImageInfo info = probe_jpeg(d, data, size);
   check_decoded_size(info.width, info.height);
+  const int denominator = choose ? choose(info.height, info.width) : 1;
+  DLSCALE_CHECK(denominator == 1 || denominator == 2 || denominator == 4 || denominator == 8,
+                "a decoding scale is 1/1, 1/2, 1/4 or 1/8 (got 1/{})", denominator);
   Image out;
   out.channels = channels == 0 ? info.channels : channels;
   d.cmyk = jpeg_is_cmyk(d.cinfo);
@@ -366,16 +369,14 @@ ImageInfo probe_image(const uint8_t* data, size_t size) {
 }
 
 Image decode_image(const uint8_t* data, size_t size, int channels) {
-  return decode_image_scaled(data, size, channels, 1);
+  return decode_image_scaled(data, size, channels, nullptr);
 }
 
-Image decode_image_scaled(const uint8_t* data, size_t size, int channels, int denominator) {
+Image decode_image_scaled(const uint8_t* data, size_t size, int channels, const ScaleChooser& choose) {
   check_channels(channels);
-  DLSCALE_CHECK(denominator == 1 || denominator == 2 || denominator == 4 || denominator == 8,
-                "a decoding scale is 1/1, 1/2, 1/4 or 1/8 (got 1/{})", denominator);
   switch (sniff_image_format(data, size)) {
     case ImageFormat::kJpeg:
-      return decode_jpeg(data, size, channels, denominator);
+      return decode_jpeg(data, size, channels, choose);
     case ImageFormat::kPng:
       return decode_png(data, size, channels);
     case ImageFormat::kUnknown:

@@ -4,6 +4,7 @@
 // or prints. Messages never name a file: callers prefix it.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace dlscale::data {
@@ -48,11 +49,16 @@ ImageInfo probe_image(const uint8_t* data, size_t size);
 /// bad size or channel count. Thread-safe (no shared state).
 Image decode_image(const uint8_t* data, size_t size, int channels = 0);
 
-/// decode_image at 1/`denominator` (1, 2, 4 or 8) of the stored size: a
-/// JPEG is decoded straight to that scale by libjpeg-turbo's DCT scaling
-/// (each side ceil(side / denominator), as PIL's draft mode does), a PNG at
-/// its stored size whatever the denominator.
-Image decode_image_scaled(const uint8_t* data, size_t size, int channels, int denominator);
+/// Given a JPEG's stored height and width (from its header), the scale
+/// 1/denominator (1, 2, 4 or 8) to decode it at.
+using ScaleChooser = std::function<int(int64_t height, int64_t width)>;
+
+/// decode_image at 1/choose(stored height, stored width) of the stored size,
+/// the header read once: a JPEG is decoded straight to that scale by
+/// libjpeg-turbo's DCT scaling (each side ceil(side / denominator), as PIL's
+/// draft mode does); a PNG at its stored size (`choose` is not called). A
+/// denominator other than 1, 2, 4, 8 throws dlscale::Error.
+Image decode_image_scaled(const uint8_t* data, size_t size, int channels, const ScaleChooser& choose);
 
 /// Encodes a 1- or 3-channel image as baseline JPEG; `quality` 1..100.
 /// Throws dlscale::Error for an empty or inconsistent image or bad quality.

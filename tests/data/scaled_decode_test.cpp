@@ -47,7 +47,7 @@ TEST(ScaledDecode, JpegScalesAreCeilOfTheSidesAndPngIsWhole) {
   const std::vector<uint8_t> jpeg = photo(100, 75);
   const std::vector<std::tuple<int, int64_t, int64_t>> scales = {{1, 100, 75}, {2, 50, 38}, {4, 25, 19}, {8, 13, 10}};
   for (const auto& [d, w, h] : scales) {
-    const Image img = decode_image_scaled(jpeg.data(), jpeg.size(), 3, d);
+    const Image img = decode_image_scaled(jpeg.data(), jpeg.size(), 3, [d = d](int64_t, int64_t) { return d; });
     EXPECT_EQ(img.width, w) << d;
     EXPECT_EQ(img.height, h) << d;
     EXPECT_EQ(img.pixels.size(), static_cast<size_t>(w * h * 3)) << d;
@@ -57,8 +57,21 @@ TEST(ScaledDecode, JpegScalesAreCeilOfTheSidesAndPngIsWhole) {
   small.channels = 3;
   small.pixels.assign(16 * 16 * 3, 7);
   const std::vector<uint8_t> png = encode_png(small);
-  EXPECT_EQ(decode_image_scaled(png.data(), png.size(), 3, 4).width, 16);
-  EXPECT_TRUE(contains(error_message([&] { decode_image_scaled(jpeg.data(), jpeg.size(), 3, 3); }),
+  bool asked = false;
+  EXPECT_EQ(decode_image_scaled(png.data(), png.size(), 3, [&](int64_t, int64_t) { asked = true; return 4; }).width,
+            16);
+  EXPECT_FALSE(asked);
+  int64_t seen_h = 0, seen_w = 0;
+  decode_image_scaled(jpeg.data(), jpeg.size(), 3, [&](int64_t h, int64_t w) {
+    seen_h = h;
+    seen_w = w;
+    return 1;
+  });
+  EXPECT_EQ(seen_h, 75);
+  EXPECT_EQ(seen_w, 100);
+  EXPECT_TRUE(contains(error_message([&] {
+                         decode_image_scaled(jpeg.data(), jpeg.size(), 3, [](int64_t, int64_t) { return 3; });
+                       }),
                        "1/1, 1/2, 1/4 or 1/8 (got 1/3)"));
 }
 
@@ -115,7 +128,7 @@ TEST(ScaledDecode, WithinTheToleranceOfAFullDecodeAndResize) {
     for (uint64_t seed = 0; seed < (train ? 40u : 1u); ++seed) {
       const int d = decode_denominator(768, 1024, o, seed);
       if (d == 1) continue;
-      const Image reduced = decode_image_scaled(jpeg.data(), jpeg.size(), 3, d);
+      const Image reduced = decode_image_scaled(jpeg.data(), jpeg.size(), 3, [d = d](int64_t, int64_t) { return d; });
       std::vector<float> a(3 * 112 * 112), b(a.size());
       const OutputLayout layout = OutputLayout::chw(3, 112);
       transform_image(full, o, seed, a.data(), layout);
