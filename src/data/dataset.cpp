@@ -50,13 +50,6 @@ constexpr EnumNames<DataOrder, 2> kOrders{
 const EnumNames<AugmentChoice, 5>& enum_names(AugmentChoice) { return kAugments; }
 const EnumNames<DataOrder, 2>& enum_names(DataOrder) { return kOrders; }
 
-Image Dataset::image_scaled(int64_t index, const std::function<int(int64_t, int64_t)>& /*denominator*/,
-                           std::pair<int64_t, int64_t>& stored) const {
-  Image img = image(index);
-  stored = {img.height, img.width};
-  return img;
-}
-
 void check_data_options(const DataOptions& o) {
   parse_data_spec(o.spec);
   DLSCALE_CHECK(o.threads >= 1 && o.threads <= kMaxDataThreads,

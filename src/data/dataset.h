@@ -55,8 +55,12 @@ class Dataset {
   /// The sample decoded at 1/denominator(stored height, stored width) of
   /// its stored size where its format allows it (JPEG; decode_image_scaled),
   /// else whole; `stored` gets {height, width} as stored. By default: image().
-  virtual Image image_scaled(int64_t index, const std::function<int(int64_t, int64_t)>& denominator,
-                             std::pair<int64_t, int64_t>& stored) const;
+  virtual Image image_scaled(int64_t index, const std::function<int(int64_t, int64_t)>& /*denominator*/,
+                             std::pair<int64_t, int64_t>& stored) const {
+    Image img = image(index);
+    stored = {img.height, img.width};
+    return img;
+  }
   /// Where sample `index` lives, for error messages ("FILE record K").
   virtual std::string where(int64_t index) const = 0;
 };
