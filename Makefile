@@ -58,7 +58,7 @@ test: build fuzz-smoke
 
 # libFuzzer harnesses (fuzz/): the expression language (sweep files and
 # --where), sweep files through the planner, the rendezvous store's wire
-# protocol, the record formats, IDX files and checkpoint files, under ASan
+# protocol, the record formats, IDX files, index sidecars and checkpoint files, under ASan
 # and UBSan. `make test` runs each for FUZZ_SMOKE_RUNS
 # executions; `make fuzz` for FUZZ_RUNS (see bench/README.md).
 FUZZ_DIR ?= build-fuzz

@@ -41,6 +41,12 @@ seed() {
     fuzz_records)
       # a JPEG, PNGs, an Example, a TFRecord file and tar files (ours and GNU tar's).
       cp "$root"/fuzz/seeds/fuzz_records/* "$dir/" ;;
+    fuzz_shard_index)
+      # a TFRecord and a WebDataset sidecar's body (odd first byte: the harness
+      # appends the checksum), and a whole sidecar (even).
+      printf '\001dlscale-shard-index 1 tfrecord\nshard-bytes 300 mtime-ns 5 samples 2 labels 3 7\n0 100 3\n100 200 7\n' > "$dir/tfrecord"
+      printf '\001dlscale-shard-index 1 wds\nshard-bytes 4096 mtime-ns 5 samples 2 labels 0 1\n512 10 0 a 1\n1536 20 1 b%%25\n' > "$dir/wds"
+      printf '\000dlscale-shard-index 1 wds\nshard-bytes 4096 mtime-ns 5 samples 0 labels 0 -1\ncrc32c 00000000\n' > "$dir/whole" ;;
     fuzz_checkpoint)
       # a real checkpoint's metadata (odd first byte: framed by the harness),
       # and a whole checkpoint file with empty tensor sections (even).
@@ -49,7 +55,7 @@ seed() {
 }
 
 failed=0
-for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuzz_checkpoint; do
+for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuzz_shard_index fuzz_checkpoint; do
   bin=$out/$name
   [ -x "$bin" ] || { echo "fuzz: $bin is missing (run fuzz/build.sh)" >&2; exit 2; }
   seed "$name"

@@ -50,13 +50,19 @@ std::string escape_key(const std::string& key) {
 std::string unescape_key(std::string_view text, const std::string& where) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
+    const auto c = static_cast<unsigned char>(text[i]);
+    DLSCALE_CHECK(c >= 0x20 && c != 0x7f, "{}: a raw control byte in a key", where);
+    if (c != '%') {
       out += text[i];
       continue;
     }
     unsigned value = 0;
     const auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + std::min(text.size(), i + 3), value, 16);
-    DLSCALE_CHECK(ec == std::errc() && end == text.data() + i + 3, "{}: a bad %-escape in a key", where);
+    const bool upper = end == text.data() + i + 3 && !std::islower(static_cast<unsigned char>(text[i + 1])) &&
+                       !std::islower(static_cast<unsigned char>(text[i + 2]));
+    // Only what escape_key escapes, as it writes it: one spelling per key.
+    DLSCALE_CHECK(ec == std::errc() && upper && (value == '%' || value < 0x20 || value == 0x7f),
+                  "{}: a bad %-escape in a key", where);
     out += static_cast<char>(value);
     i += 2;
   }
@@ -76,7 +82,10 @@ T number(std::string_view& line, const std::string& where, const char* what) {
   const std::string_view field = next_field(line);
   T value{};
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
-  DLSCALE_CHECK(ec == std::errc() && end == field.data() + field.size() && !field.empty(),
+  // Decimal as serialize_index writes it: no leading zero, no "-0".
+  const std::string_view digits = field.substr(!field.empty() && field[0] == '-' ? 1 : 0);
+  const bool canonical = !digits.empty() && (digits[0] != '0' || field == "0");
+  DLSCALE_CHECK(ec == std::errc() && end == field.data() + field.size() && canonical,
                 "{}: '{}' is not a valid {}", where, std::string(field.substr(0, 30)), what);
   return value;
 }
