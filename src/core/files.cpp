@@ -247,6 +247,11 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
+bool is_atomic_temporary(const std::string& name) {
+  const size_t at = name.rfind(".tmp-");
+  return at != std::string::npos && name.size() == at + 11;
+}
+
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   std::string tmpl = path_ + ".tmp-XXXXXX";
   fd_ = ::mkstemp(tmpl.data());

@@ -94,6 +94,11 @@ class AtomicFileWriter {
   bool committed_ = false;
 };
 
+/// Whether `name` (a file name) is an AtomicFileWriter's temporary
+/// (NAME.tmp-XXXXXX): a file being written, or left by a writer killed
+/// mid-write, which readers of a directory must not take for data.
+bool is_atomic_temporary(const std::string& name);
+
 /// Removes PATH.tmp.PID and PATH.probe.PID files of `path` whose process
 /// no longer exists; returns how many it removed.
 int remove_stale_temporaries(const std::string& path);

@@ -207,8 +207,11 @@ int64_t pack_dataset(const PackOptions& o, std::ostream& progress) {
   }
   for (const auto& e : fs::directory_iterator(o.destination, ec)) {
     const std::string name = e.path().filename().string();
-    const bool shard_like = name.rfind("train", 0) == 0 || name.rfind("val", 0) == 0 ||
-                            name.rfind("test", 0) == 0;
+    // A temporary of a pack killed mid-write is not read as data; left alone
+    // (another pack may be writing it).
+    const bool shard_like = (name.rfind("train", 0) == 0 || name.rfind("val", 0) == 0 ||
+                             name.rfind("test", 0) == 0) &&
+                            !is_atomic_temporary(name);
     DLSCALE_CHECK(!shard_like || planned.count(name) != 0,
                   "{}: already holds {}, which this pack would not replace (readers would mix both); "
                   "remove it or pack into an empty directory",

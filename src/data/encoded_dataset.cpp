@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "data/byte_source.h"
 #include "data/shard_index.h"
 #include "data/tfrecord.h"
@@ -167,6 +168,7 @@ std::vector<std::string> shard_files(const std::string& path, Split split,
     const std::string name = p.filename().string();
     if (!extension.empty() && p.extension() != extension) continue;
     if (p.extension() == kIndexSuffix) continue;  // an index sidecar, not a shard
+    if (is_atomic_temporary(name)) continue;       // a shard being written (or left by a killed pack)
     all.push_back(p.string());
     if (name.rfind("train", 0) == 0) train.push_back(p.string());
     if (name.rfind("val", 0) == 0 || name.rfind("test", 0) == 0) test.push_back(p.string());

@@ -193,6 +193,22 @@ TEST_P(ShardIndexes, DataIndexWritesWhatIsMissingAndVerifyChecksThem) {
   EXPECT_EQ(pack(dir, format), location);
 }
 
+// A pack killed mid-write leaves its temporary (SHARD.tmp-XXXXXX): readers,
+// `data index` and the next pack into the directory pass it by.
+TEST_P(ShardIndexes, ATemporaryLeftByAKilledPackIsNotData) {
+  TempDir dir;
+  const std::string format = GetParam();
+  const std::string location = pack(dir, format);
+  const std::string first = shards_of(location, format)[0];
+  write_file_atomic(first + ".tmp-Ab3xYz", "half a shard");
+  EXPECT_EQ(shards_of(location, format).size(), 4u);
+  EXPECT_EQ(open(location, format)->info().size, 40);
+  std::ostringstream progress;
+  EXPECT_EQ(index_location(location, false, progress).shards, 4);
+  EXPECT_EQ(pack(dir, format), location);
+  EXPECT_TRUE(std::filesystem::exists(first + ".tmp-Ab3xYz"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, ShardIndexes, ::testing::Values("tfrecord", "wds"));
 
 TEST(ShardIndex, DataIndexRefusesWhatHasNoShards) {
