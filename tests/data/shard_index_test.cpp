@@ -170,8 +170,13 @@ TEST_P(ShardIndexes, DataIndexWritesWhatIsMissingAndVerifyChecksThem) {
   const std::string format = GetParam();
   const std::string location = pack(dir, format);
   for (const auto& shard : shards_of(location, format)) std::filesystem::remove(index_path(shard));
-  std::ostringstream progress;
+  std::ostringstream progress, before, after;
+  inspect_dataset(location, before);
+  EXPECT_TRUE(contains(before.str(), "train: 0 of 4 shard(s) indexed ('dlscale data index' writes the rest)"))
+      << before.str();
   IndexOutcome o = index_location(format + ":" + location, false, progress);
+  inspect_dataset(location, after);
+  EXPECT_TRUE(contains(after.str(), "train: 4 of 4 shard(s) indexed\n")) << after.str();
   EXPECT_EQ(o.shards, 4);
   EXPECT_EQ(o.written, 4);
   EXPECT_EQ(o.samples, 40);
