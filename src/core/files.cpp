@@ -27,7 +27,7 @@ std::string parent_dir(const std::string& path) {
 }
 
 /// Writes all of `content` to `fd`; returns 0 or the errno of the failure.
-int write_all(int fd, const std::string& content) {
+int write_all(int fd, std::string_view content) {
   const char* p = content.data();
   size_t left = content.size();
   while (left > 0) {
@@ -268,12 +268,7 @@ AtomicFileWriter::~AtomicFileWriter() {
 void AtomicFileWriter::write(std::string_view bytes) {
   DLSCALE_ASSERT(!committed_ && fd_ >= 0);
   size_ += bytes.size();
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_write_error(path_, errno);
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
+  if (const int err = write_all(fd_, bytes); err != 0) throw_write_error(path_, err);
 }
 
 void AtomicFileWriter::commit() {

@@ -80,4 +80,11 @@ class FileBytes {
   uint64_t size_ = 0;
 };
 
+/// The `n` bytes at `offset` of `file`, as a string of their own.
+inline std::string read_at(const FileBytes& file, uint64_t offset, uint64_t n) {
+  std::string bytes;
+  file.read(offset, static_cast<size_t>(n), bytes);  // fills `bytes`
+  return bytes;
+}
+
 }  // namespace dlscale::data

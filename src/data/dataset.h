@@ -3,7 +3,6 @@
 // behind this interface; open_dataset() (data/data_spec.h) is the factory.
 // No LibTorch here: readers, packers and the fuzzers use it alone.
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -41,6 +40,7 @@ struct DatasetInfo {
   std::vector<std::string> files;  ///< the data files (shards), for staging and reports
   std::vector<int64_t> shard_starts;  ///< first sample of each shard ({0}: one shard)
   int64_t bytes = 0;            ///< total bytes of those files
+  int64_t indexed_shards = 0;   ///< shards opened from a trusted index sidecar (the rest were scanned)
 };
 
 /// Random access to decoded samples. image() and label() are thread-safe.
@@ -55,7 +55,7 @@ class Dataset {
   /// The sample decoded at 1/denominator(stored height, stored width) of
   /// its stored size where its format allows it (JPEG; decode_image_scaled),
   /// else whole; `stored` gets {height, width} as stored. By default: image().
-  virtual Image image_scaled(int64_t index, const std::function<int(int64_t, int64_t)>& /*denominator*/,
+  virtual Image image_scaled(int64_t index, const ScaleChooser& /*denominator*/,
                              std::pair<int64_t, int64_t>& stored) const {
     Image img = image(index);
     stored = {img.height, img.width};

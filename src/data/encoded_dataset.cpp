@@ -28,13 +28,6 @@ struct Record {
   std::string name;    ///< what the sample is called in messages
 };
 
-/// The `n` bytes at `offset` of `file`, as a string of their own.
-std::string read_at(const FileBytes& file, uint64_t offset, uint64_t n) {
-  std::string bytes;
-  file.read(offset, static_cast<size_t>(n), bytes);  // fills `bytes`
-  return bytes;
-}
-
 enum class Layout { kFolder, kTar, kTfRecord };
 
 class EncodedDataset : public Dataset {
@@ -71,16 +64,10 @@ class EncodedDataset : public Dataset {
   const DatasetInfo& info() const override { return info_; }
   int64_t label(int64_t i) const override { return records_[static_cast<size_t>(i)].label; }
   Image image(int64_t i) const override {
-    const std::string b = bytes(i);
-    try {
-      return decode_image(reinterpret_cast<const uint8_t*>(b.data()), b.size(),
-                          static_cast<int>(info_.channels));
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", where(i), e.what()));
-    }
+    std::pair<int64_t, int64_t> stored;
+    return image_scaled(i, nullptr, stored);
   }
-  Image image_scaled(int64_t i, const std::function<int(int64_t, int64_t)>& denominator,
-                     std::pair<int64_t, int64_t>& stored) const override {
+  Image image_scaled(int64_t i, const ScaleChooser& denominator, std::pair<int64_t, int64_t>& stored) const override {
     const std::string b = bytes(i);
     const auto* data = reinterpret_cast<const uint8_t*>(b.data());
     stored = {0, 0};
@@ -88,7 +75,7 @@ class EncodedDataset : public Dataset {
       Image img = decode_image_scaled(data, b.size(), static_cast<int>(info_.channels),
                                       [&](int64_t h, int64_t w) {
                                         stored = {h, w};
-                                        return denominator(h, w);
+                                        return denominator ? denominator(h, w) : 1;
                                       });
       if (stored.first == 0) stored = {img.height, img.width};  // a PNG: decoded whole
       return img;
@@ -111,10 +98,10 @@ class EncodedDataset : public Dataset {
     }
     const FileBytes& f = *files_[static_cast<size_t>(r.file)];
     if (layout_ == Layout::kTar) return read_at(f, r.offset, r.length);
-    const std::string framed = read_at(f, r.offset, r.length + 4);
+    const std::string framed = read_at(f, r.offset, r.length + kTfrecordFooterBytes);
     const std::string_view payload(framed.data(), r.length);
     uint32_t crc = 0;
-    std::memcpy(&crc, framed.data() + r.length, 4);  // little-endian hosts only (x86, arm64)
+    std::memcpy(&crc, framed.data() + r.length, kTfrecordFooterBytes);  // little-endian hosts only (x86, arm64)
     const std::string& path = info_.files[static_cast<size_t>(r.file)];
     check_record_crc(payload, crc, path, r.number);
     try {
@@ -233,9 +220,10 @@ DatasetInfo shard_info(const char* format, const std::string& path, Split split,
 }
 
 /// The records of every shard of `info`, from their index sidecars where
-/// those can be trusted, else by scanning the shards (one line on stderr
-/// says how many and why, and how to index them).
-std::vector<Record> shard_records(const DatasetInfo& info, const std::string& format) {
+/// those can be trusted (counted in info.indexed_shards), else by scanning
+/// the shards (one line on stderr says how many and why, and how to index
+/// them).
+std::vector<Record> shard_records(DatasetInfo& info, const std::string& format) {
   std::vector<Record> records;
   int scanned = 0;
   std::string first_reason;
@@ -248,11 +236,13 @@ std::vector<Record> shard_records(const DatasetInfo& info, const std::string& fo
       if (format == "wds") {
         records.push_back({static_cast<int32_t>(f), e.offset, e.size, e.label, 0, "sample " + e.key});
       } else {  // the payload, inside its framing
-        records.push_back({static_cast<int32_t>(f), e.offset + 12, e.size - 16, e.label, static_cast<int64_t>(k),
+        records.push_back({static_cast<int32_t>(f), e.offset + kTfrecordHeaderBytes,
+                           e.size - kTfrecordHeaderBytes - kTfrecordFooterBytes, e.label, static_cast<int64_t>(k),
                            fmt::format("record {}", k)});
       }
     }
   }
+  info.indexed_shards = static_cast<int64_t>(info.files.size()) - scanned;
   if (scanned > 0) {
     std::cerr << fmt::format("dlscale: note: {} of {} shard(s) of {} have no valid index and were scanned ({}); "
                              "'dlscale data index {}' writes their indexes\n",

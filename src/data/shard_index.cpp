@@ -20,8 +20,7 @@ namespace {
 constexpr std::string_view kMagic = "dlscale-shard-index 1 ";
 constexpr uint64_t kMaxIndexBytes = uint64_t{1} << 30;
 /// A TFRecord's framing around its payload: length, its CRC, the data's CRC.
-constexpr uint64_t kFraming = 16;
-constexpr uint64_t kHeaderBytes = 12;
+constexpr uint64_t kFraming = kTfrecordHeaderBytes + kTfrecordFooterBytes;
 
 struct ShardStat {
   uint64_t bytes = 0;
@@ -106,6 +105,16 @@ std::string_view take_line(std::string_view& text, const std::string& where) {
   return line;
 }
 
+/// The smallest and largest label of `entries`; {0, -1} when there are none.
+std::pair<int64_t, int64_t> label_range(const std::vector<IndexEntry>& entries) {
+  int64_t lo = 0, hi = -1;
+  for (const auto& e : entries) {
+    lo = hi < 0 ? e.label : std::min(lo, e.label);
+    hi = std::max(hi, e.label);
+  }
+  return {lo, hi};
+}
+
 /// The entries must lie in the shard in order, and TFRecord's must tile it.
 void check_entries(const ShardIndex& index, const std::string& name) {
   const bool tfrecord = index.format == "tfrecord";
@@ -138,12 +147,6 @@ int64_t parse_class(const std::string& text, const std::string& where) {
   return v;
 }
 
-std::string read_at(const FileBytes& file, uint64_t offset, uint64_t n) {
-  std::string bytes;
-  file.read(offset, static_cast<size_t>(n), bytes);
-  return bytes;
-}
-
 std::vector<IndexEntry> scan_tfrecord(const std::string& file) {
   const FileBytes reader(file);
   const std::vector<RecordSpan> spans = index_tfrecord(file, /*verify_data=*/false);
@@ -158,7 +161,7 @@ std::vector<IndexEntry> scan_tfrecord(const std::string& file) {
     }
     DLSCALE_CHECK(ex.has_image && ex.has_label, "{}: record {}: no image/encoded or image/class/label feature",
                   file, k);
-    entries.push_back({spans[k].offset - kHeaderBytes, spans[k].length + kFraming, ex.label, ""});
+    entries.push_back({spans[k].offset - kTfrecordHeaderBytes, spans[k].length + kFraming, ex.label, ""});
   }
   return entries;
 }
@@ -205,11 +208,7 @@ ShardIndex scan_shard(const std::string& shard, const std::string& format) {
 std::string index_path(const std::string& shard) { return shard + kIndexSuffix; }
 
 std::string serialize_index(const ShardIndex& index) {
-  int64_t lo = 0, hi = -1;
-  for (const auto& e : index.entries) {
-    lo = hi < 0 ? e.label : std::min(lo, e.label);
-    hi = std::max(hi, e.label);
-  }
+  const auto [lo, hi] = label_range(index.entries);
   std::string out = fmt::format("{}{}\nshard-bytes {} mtime-ns {} samples {} labels {} {}\n", kMagic,
                                 index.format, index.shard_bytes, index.shard_mtime_ns, index.entries.size(),
                                 lo, hi);
@@ -269,11 +268,7 @@ ShardIndex parse_index(std::string_view text, const std::string& name) {
   }
   DLSCALE_CHECK(body.empty(), "{}: more lines than its {} samples", name, samples);
   check_entries(index, name);
-  int64_t lo = 0, hi = -1;
-  for (const auto& e : index.entries) {
-    lo = hi < 0 ? e.label : std::min(lo, e.label);
-    hi = std::max(hi, e.label);
-  }
+  const auto [lo, hi] = label_range(index.entries);
   DLSCALE_CHECK(lo == lowest && hi == highest, "{}: the header's labels {}..{} are not the samples' {}..{}", name,
                 lowest, highest, lo, hi);
   return index;

@@ -26,8 +26,8 @@ constexpr std::array<uint32_t, 256> make_crc32c_table() {
 
 constexpr std::array<uint32_t, 256> kCrc32cTable = make_crc32c_table();
 
-constexpr size_t kHeaderBytes = 12;  // uint64 length + uint32 masked crc
-constexpr size_t kFooterBytes = 4;   // uint32 masked crc of the data
+constexpr size_t kHeaderBytes = kTfrecordHeaderBytes;
+constexpr size_t kFooterBytes = kTfrecordFooterBytes;
 constexpr size_t kCrcChunk = size_t{1} << 20;
 
 uint64_t load_le(const char* p, int bytes) {

@@ -25,6 +25,11 @@ uint32_t mask_crc(uint32_t crc);
 /// field is treated as corruption.
 inline constexpr uint64_t kMaxTfrecordLength = uint64_t{1} << 30;
 
+/// A record's framing: before the payload its uint64 length and that
+/// length's masked CRC; after it the payload's masked CRC.
+inline constexpr uint64_t kTfrecordHeaderBytes = 12;
+inline constexpr uint64_t kTfrecordFooterBytes = 4;
+
 /// Appends one framed record holding `payload` to `out`.
 void append_tfrecord(std::string& out, std::string_view payload);
 
