@@ -1,5 +1,6 @@
 #include "data/data_spec.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -9,20 +10,39 @@
 
 namespace dlscale::data {
 
-OpenedData open_data(const DataOptions& o, int64_t channels, Split split) {
+OpenedData open_data(const DataOptions& o, int64_t channels, Split split, ShardPick pick) {
   OpenedData out;
   out.spec = parse_data_spec(o.spec);
+  out.pick = pick;
   if (out.spec.kind == "synthetic") return out;
-  std::shared_ptr<const Dataset> d = open_dataset(out.spec, split, channels);
+  std::shared_ptr<const Dataset> d = open_dataset(out.spec, split, channels, pick);
   if (!o.stage_dir.empty()) {
     const StageResult staged = stage_files(d->info().files, out.spec.path, o.stage_dir);
     out.stage_seconds = staged.seconds;
     out.staged_bytes = staged.bytes_copied;
     out.spec.path = staged.location;
-    d = open_dataset(out.spec, split, channels);
+    d = open_dataset(out.spec, split, channels, pick);
   }
   out.dataset = std::move(d);
   return out;
+}
+
+PartsAgreement agree_parts(const std::vector<DatasetInfo>& parts) {
+  DLSCALE_ASSERT(!parts.empty());
+  PartsAgreement a;
+  a.smallest_samples = parts[0].size;
+  a.image_size = parts[0].image_size;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const DatasetInfo& part = parts[p];
+    a.samples += part.size;
+    a.bytes += part.bytes;
+    a.num_classes = std::max(a.num_classes, part.num_classes);
+    if (part.size < a.smallest_samples) {
+      a.smallest_samples = part.size;
+      a.smallest_part = static_cast<int64_t>(p);
+    }
+  }
+  return a;
 }
 
 std::string resolve_augment(const DataOptions& o, const OpenedData& data) {
@@ -54,6 +74,11 @@ std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataO
   po.streaming = s.train && o.order == DataOrder::kStreaming;
   po.evaluation = !s.train;
   po.shuffle_buffer = o.shuffle_buffer;
+  if (data.pick.of > 1) {
+    DLSCALE_ASSERT(data.parts.smallest_samples > 0);  // the caller agreed the parts
+    po.smallest_part_samples = data.parts.smallest_samples;
+    po.smallest_part = data.parts.smallest_part;
+  }
   po.threads = o.threads;
   po.prefetch = o.prefetch;
   po.cache = o.cache;

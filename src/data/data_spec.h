@@ -10,17 +10,36 @@
 namespace dlscale::data {
 
 /// The data a run trains on, opened (and staged) but not yet sliced.
+/// What the parts of a location opened with a ShardPick hold together: each
+/// worker opens only its own, and the workers tell each other (the trainer
+/// does, over its communicator).
+struct PartsAgreement {
+  int64_t samples = 0;           ///< over all parts
+  int64_t bytes = 0;             ///< over all parts
+  int64_t num_classes = 0;       ///< the largest part's class count (labels are 0..C−1 over all)
+  int64_t image_size = 0;        ///< part 0's, which holds the location's first sample (as a whole open)
+  int64_t smallest_samples = 0;  ///< the part with the fewest samples…
+  int64_t smallest_part = 0;     ///< …and which it is
+};
+
+/// The agreement of parts (one DatasetInfo each, in part order: what each
+/// worker opened).
+PartsAgreement agree_parts(const std::vector<DatasetInfo>& parts);
+
 struct OpenedData {
   DataSpec spec;
   std::shared_ptr<const Dataset> dataset;  ///< null for synthetic data
+  ShardPick pick;                          ///< the part of the shards `dataset` holds
+  PartsAgreement parts;                    ///< with a pick of several parts: the caller fills it
   double stage_seconds = 0;                ///< time spent copying to --stage-dir
   int64_t staged_bytes = 0;                ///< bytes copied (0 when already there)
 };
 
-/// Opens `options.spec`'s `split`, staging its files first when asked.
-/// Encoded images are decoded to `channels`; raw pixels (IDX) must have that
-/// many channels. Throws dlscale::Error naming the file that is wrong.
-OpenedData open_data(const DataOptions& options, int64_t channels, Split split);
+/// Opens `options.spec`'s `split` (only `pick`'s shards), staging its files
+/// first when asked. Encoded images are decoded to `channels`; raw pixels
+/// (IDX) must have that many channels. Throws dlscale::Error naming the file
+/// that is wrong.
+OpenedData open_data(const DataOptions& options, int64_t channels, Split split, ShardPick pick = {});
 
 struct SourceOptions {
   int64_t global_batch = 32;

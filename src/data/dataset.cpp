@@ -63,7 +63,10 @@ void check_data_options(const DataOptions& o) {
   DLSCALE_CHECK(o.cache_mb == 0 || o.cache, "--cache-mb is --cache's budget: add --cache");
 }
 
-std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t channels) {
+std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t channels,
+                                      ShardPick pick) {
+  DLSCALE_ASSERT(pick.of >= 1 && pick.part >= 0 && pick.part < pick.of);
+  if (spec.kind == "idx" || spec.kind == "folder") check_shards_for_parts(1, pick.of);  // one shard
   if (spec.kind == "idx") {
     std::unique_ptr<Dataset> d = open_idx(spec.path, split);
     DLSCALE_CHECK(d->info().channels == channels,
@@ -73,9 +76,16 @@ std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t
     return d;
   }
   if (spec.kind == "folder") return open_folder(spec.path, split, channels);
-  if (spec.kind == "wds") return open_wds(spec.path, split, channels);
+  if (spec.kind == "wds") return open_wds(spec.path, split, channels, pick);
   DLSCALE_ASSERT(spec.kind == "tfrecord");
-  return open_tfrecord(spec.path, split, channels);
+  return open_tfrecord(spec.path, split, channels, pick);
+}
+
+void check_shards_for_parts(int64_t shards, int64_t parts) {
+  DLSCALE_CHECK(shards >= parts,
+                "--data-order streaming gives each worker its own shards: {} shard(s) cannot feed {} "
+                "workers (pack more shards, or use --data-order global)",
+                shards, parts);
 }
 
 void imagenet_normalisation(int64_t channels, std::vector<float>& mean, std::vector<float>& std) {

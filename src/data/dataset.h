@@ -26,6 +26,15 @@ class MissingSplit : public Error {
   using Error::Error;
 };
 
+/// Which shards of a location to open: shard k of the split (its files
+/// sorted) belongs to part k mod `of`, and only part `part`'s are opened
+/// (--data-order streaming: each worker opens only its own shards).
+/// {0, 1}: all of them.
+struct ShardPick {
+  int64_t part = 0;
+  int64_t of = 1;
+};
+
 /// What a dataset holds, known once it is open.
 struct DatasetInfo {
   std::string format;           ///< "idx" | "folder" | "wds" | "tfrecord"
@@ -37,7 +46,8 @@ struct DatasetInfo {
   bool encoded = false;         ///< samples are JPEG/PNG to decode (false: raw pixels)
   std::vector<float> mean;      ///< per-channel normalisation, in [0, 1] pixel units
   std::vector<float> std;
-  std::vector<std::string> files;  ///< the data files (shards), for staging and reports
+  std::vector<std::string> files;  ///< the data files (shards) opened, for staging and reports
+  int64_t shards = 1;           ///< the split's shards, those a ShardPick left out included
   std::vector<int64_t> shard_starts;  ///< first sample of each shard ({0}: one shard)
   int64_t bytes = 0;            ///< total bytes of those files
   int64_t indexed_shards = 0;   ///< shards opened from a trusted index sidecar (the rest were scanned)
@@ -65,14 +75,21 @@ class Dataset {
   virtual std::string where(int64_t index) const = 0;
 };
 
+/// Throws the streaming order's dlscale::Error when `shards` cannot give
+/// each of `parts` workers at least one of its own.
+void check_shards_for_parts(int64_t shards, int64_t parts);
+
 /// ImageNet's per-channel mean and std (torchvision's constants), for
 /// encoded-image datasets; `channels` 1 gives their luminance-weighted mean.
 void imagenet_normalisation(int64_t channels, std::vector<float>& mean, std::vector<float>& std);
 
 /// Opens a dataset from a parsed spec (not synthetic). Encoded images are
 /// decoded to `channels`; raw pixels (IDX) must have that many. Throws
-/// dlscale::Error naming the file that is wrong.
-std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t channels);
+/// dlscale::Error naming the file that is wrong. `pick` opens only some of
+/// a record location's shards; a one-shard format (IDX, an image folder) or a
+/// location with fewer shards than parts is refused.
+std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t channels,
+                                      ShardPick pick = {});
 
 /// Checks every label of `dataset` against its class count; throws
 /// dlscale::Error naming the first sample outside [0, classes).

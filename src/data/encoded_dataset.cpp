@@ -211,11 +211,17 @@ std::unique_ptr<Dataset> open_folder(const std::string& dir, Split split, int64_
 
 namespace {
 
-DatasetInfo shard_info(const char* format, const std::string& path, Split split, const std::string& ext) {
+DatasetInfo shard_info(const char* format, const std::string& path, Split split, const std::string& ext,
+                       ShardPick pick) {
   DatasetInfo info;
   info.format = format;
   info.location = path;
-  info.files = shard_files(path, split, ext);
+  std::vector<std::string> all = shard_files(path, split, ext);
+  info.shards = static_cast<int64_t>(all.size());
+  check_shards_for_parts(info.shards, pick.of);
+  for (size_t k = static_cast<size_t>(pick.part); k < all.size(); k += static_cast<size_t>(pick.of)) {
+    info.files.push_back(std::move(all[k]));
+  }
   return info;
 }
 
@@ -253,15 +259,16 @@ std::vector<Record> shard_records(DatasetInfo& info, const std::string& format) 
 
 }  // namespace
 
-std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t channels) {
-  DatasetInfo info = shard_info("wds", path, split, ".tar");
+std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t channels, ShardPick pick) {
+  DatasetInfo info = shard_info("wds", path, split, ".tar", pick);
   std::vector<Record> records = shard_records(info, "wds");
   info.bytes = total_bytes(info.files);
   return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kTar, channels);
 }
 
-std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int64_t channels) {
-  DatasetInfo info = shard_info("tfrecord", path, split, "");
+std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int64_t channels,
+                                       ShardPick pick) {
+  DatasetInfo info = shard_info("tfrecord", path, split, "", pick);
   std::vector<Record> records = shard_records(info, "tfrecord");
   info.bytes = total_bytes(info.files);
   return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kTfRecord,

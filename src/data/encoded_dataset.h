@@ -17,14 +17,17 @@ std::unique_ptr<Dataset> open_folder(const std::string& dir, Split split, int64_
 
 /// A .tar file, or every *.tar in a directory (sorted; files named train*
 /// resp. val*/test* form the splits when present). Each sample is a key with
-/// a .jpg/.jpeg/.png and a .cls (decimal label) member.
-std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t channels);
+/// a .jpg/.jpeg/.png and a .cls (decimal label) member. `pick`: only those
+/// shards are opened (open_dataset).
+std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t channels, ShardPick pick = {});
 
 /// A TFRecord file, or every regular file in a directory (sorted; files named
 /// train* resp. validation*/val*/test* form the splits when present). Every
-/// record is read once at open to index it and take its label; its data CRC
-/// is checked again when the sample is read.
-std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int64_t channels);
+/// record's place and label come from the shard's index sidecar, or from a
+/// read of the whole shard when it has no valid one; its data CRC is checked
+/// when the sample is read.
+std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int64_t channels,
+                                       ShardPick pick = {});
 
 /// The data files of a shard location for `split` (for pack, inspect, verify).
 std::vector<std::string> shard_files(const std::string& path, Split split,

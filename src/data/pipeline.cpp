@@ -21,7 +21,8 @@ std::unique_ptr<BatchSampler> make_sampler(const Dataset& d, const PipelineOptio
     s.dataset_size = d.info().size;
     s.local_batch = o.global_batch / o.world_size;
     s.rank = o.rank;
-    s.world_size = o.world_size;
+    s.smallest_samples = o.smallest_part_samples;
+    s.smallest_rank = o.smallest_part;
     s.shuffle_buffer = o.shuffle_buffer;
     s.seed = o.seed;
     return std::make_unique<StreamingSampler>(s);

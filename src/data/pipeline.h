@@ -32,6 +32,10 @@ struct PipelineOptions {
   bool streaming = false;      ///< each rank reads its own shards through a shuffle buffer
   bool evaluation = false;     ///< every sample once per pass, in order, split over ranks (EvalSlice)
   int64_t shuffle_buffer = 1024;
+  /// Streaming over a dataset of this rank's own shards: the smallest rank's
+  /// samples and which rank that is, as the ranks agreed (0: this rank's own).
+  int64_t smallest_part_samples = 0;
+  int64_t smallest_part = 0;
   int threads = 1;             ///< decode/transform threads (not LibTorch's pool)
   int prefetch = 2;            ///< batches built ahead; 0 = built when asked, on the caller's clock
   bool cache = false;          ///< keep decoded samples in memory after first use

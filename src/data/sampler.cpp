@@ -96,45 +96,26 @@ int64_t shard_end(const StreamingOptions& o, size_t k) {
   return k + 1 < o.shard_starts.size() ? o.shard_starts[k + 1] : o.dataset_size;
 }
 
-int64_t rank_samples(const StreamingOptions& o, int64_t rank) {
-  int64_t n = 0;
-  for (size_t k = static_cast<size_t>(rank); k < o.shard_starts.size(); k += static_cast<size_t>(o.world_size)) {
-    n += shard_end(o, k) - o.shard_starts[k];
-  }
-  return n;
-}
-
 }  // namespace
 
 StreamingSampler::StreamingSampler(StreamingOptions o) : options_(std::move(o)) {
-  const auto shards = static_cast<int64_t>(options_.shard_starts.size());
-  DLSCALE_CHECK(shards >= options_.world_size,
-                "--data-order streaming gives each worker its own shards: {} shard(s) cannot feed {} "
-                "workers (pack more shards, or use --data-order global)",
-                shards, options_.world_size);
   DLSCALE_CHECK(options_.shuffle_buffer >= 1, "--shuffle-buffer must be >= 1 (got {})",
                 options_.shuffle_buffer);
-  int64_t smallest = -1;
-  int64_t smallest_rank = 0;
-  for (int64_t r = 0; r < options_.world_size; ++r) {
-    const int64_t n = rank_samples(options_, r);
-    if (smallest < 0 || n < smallest) {
-      smallest = n;
-      smallest_rank = r;
-    }
+  DLSCALE_ASSERT(!options_.shard_starts.empty() && options_.shard_starts.front() == 0);
+  if (options_.smallest_samples == 0) {
+    options_.smallest_samples = options_.dataset_size;
+    options_.smallest_rank = options_.rank;
   }
-  steps_per_epoch_ = smallest / options_.local_batch;
+  steps_per_epoch_ = options_.smallest_samples / options_.local_batch;
   DLSCALE_CHECK(steps_per_epoch_ >= 1,
                 "--data-order streaming: worker {}'s shards hold {} samples, fewer than one batch of {}",
-                smallest_rank, smallest, options_.local_batch);
+                options_.smallest_rank, options_.smallest_samples, options_.local_batch);
 }
 
 std::vector<int64_t> StreamingSampler::epoch_order(int64_t epoch) const {
   const StreamingOptions& o = options_;
-  std::vector<size_t> mine;
-  for (size_t k = static_cast<size_t>(o.rank); k < o.shard_starts.size(); k += static_cast<size_t>(o.world_size)) {
-    mine.push_back(k);
-  }
+  std::vector<size_t> mine(o.shard_starts.size());
+  for (size_t k = 0; k < mine.size(); ++k) mine[k] = k;
   uint64_t state = mix_seed(mix_seed(o.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(o.rank));
   auto next = [&state](uint64_t bound) {
     state = mix_seed(state, 0x2545f491u);

@@ -69,11 +69,16 @@ class GlobalSlice : public BatchSampler {
 };
 
 struct StreamingOptions {
-  std::vector<int64_t> shard_starts;  ///< first sample index of each shard, ascending, from 0
-  int64_t dataset_size = 0;
+  /// First sample of each of this rank's shards (the dataset holds only
+  /// those: open_dataset's ShardPick), ascending, from 0.
+  std::vector<int64_t> shard_starts;
+  int64_t dataset_size = 0;           ///< samples in this rank's shards
   int64_t local_batch = 1;            ///< samples per step on each rank
-  int64_t rank = 0;
-  int64_t world_size = 1;
+  int64_t rank = 0;                   ///< seeds the order
+  /// The smallest rank's samples and which rank that is, as the ranks agreed
+  /// (every rank runs its steps per epoch); 0: this rank's own.
+  int64_t smallest_samples = 0;
+  int64_t smallest_rank = 0;
   int64_t shuffle_buffer = 1024;      ///< samples held for shuffling; 1 = shard order
   uint64_t seed = 42;
 };
@@ -96,16 +101,17 @@ class EvalSlice : public BatchSampler {
   int64_t batches_ = 0;
 };
 
-/// Streaming order (docs/data.md): rank r reads only shards r, r + N, r + 2N…,
-/// in a seeded order per epoch, each shard front to back, through a shuffle
+/// Streaming order (docs/data.md): rank r reads only its own shards (r, r + N,
+/// r + 2N… of the location, which is all its dataset holds), in a seeded
+/// order per epoch, each shard front to back, through a shuffle
 /// buffer (each sample out is a random one of the buffer's, replaced by the
 /// next read). Every rank runs the same number of steps per epoch: the
 /// smallest rank's samples / local batch. Unlike GlobalSlice, the samples a
 /// step trains on depend on the number of workers.
 class StreamingSampler : public BatchSampler {
  public:
-  /// Throws dlscale::Error when there are fewer shards than workers or a
-  /// rank's shards hold fewer samples than one local batch.
+  /// Throws dlscale::Error when a rank's shards hold fewer samples than one
+  /// local batch.
   explicit StreamingSampler(StreamingOptions options);
   std::vector<int64_t> rank_indices(int64_t step) override;
   int64_t steps_per_epoch() const override { return steps_per_epoch_; }

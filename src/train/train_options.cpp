@@ -208,7 +208,7 @@ void shape_by_data(ResolvedTrainOptions& r, int64_t image_size, int64_t num_clas
   m = models::resolve_options(spec, m);
 }
 
-data::OpenedData open_training_data(ResolvedTrainOptions& r) {
+data::OpenedData open_training_data(ResolvedTrainOptions& r, int rank, const ExchangeParts& exchange) {
   if (data::parse_data_spec(r.options.data.spec).kind != "synthetic") {
     // Every dataset format holds labelled images (DataSource::provides()'s
     // default): a model they cannot feed is named before anything is opened.
@@ -217,8 +217,18 @@ data::OpenedData open_training_data(ResolvedTrainOptions& r) {
                               data::Provides{{data::kImage}, {data::kLabel}}, r.options.data.spec);
     DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
   }
-  data::OpenedData opened = data::open_data(r.options.data, r.channels, data::Split::kTrain);
-  if (opened.dataset) {
+  const bool own_shards =
+      r.options.data.order == data::DataOrder::kStreaming && r.world_size > 1 && exchange != nullptr;
+  data::ShardPick pick;
+  if (own_shards) {
+    DLSCALE_ASSERT(rank >= 0 && rank < r.world_size);
+    pick = {rank, r.world_size};
+  }
+  data::OpenedData opened = data::open_data(r.options.data, r.channels, data::Split::kTrain, pick);
+  if (opened.dataset && own_shards) {
+    opened.parts = data::agree_parts(exchange(opened.dataset->info()));
+    shape_by_data(r, opened.parts.image_size, opened.parts.num_classes);
+  } else if (opened.dataset) {
     shape_by_data(r, opened.dataset->info().image_size, opened.dataset->info().num_classes);
   } else {
     shape_by_data(r, 0, 0);

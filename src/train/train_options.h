@@ -9,8 +9,10 @@
 // layer (launch/launch_options.h).
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/enum_names.h"
 #include "core/option_table.h"
@@ -22,6 +24,7 @@
 
 namespace dlscale::data {
 struct OpenedData;
+struct DatasetInfo;
 }
 
 namespace dlscale::train {
@@ -192,9 +195,19 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& options, int worl
 /// give none (0: the model's default), and checks them against the model.
 void shape_by_data(ResolvedTrainOptions& resolved, int64_t image_size, int64_t num_classes);
 
+/// How a worker that opened only its own part of the shards learns the other
+/// workers' parts: given its own (what it opened), returns every worker's, in
+/// rank order. The trainer asks its communicator.
+using ExchangeParts = std::function<std::vector<data::DatasetInfo>(const data::DatasetInfo& mine)>;
+
 /// Opens (and stages) the training split and shapes `resolved` by it: the
-/// data is opened in each worker, after the options were resolved.
-data::OpenedData open_training_data(ResolvedTrainOptions& resolved);
+/// data is opened in each worker, after the options were resolved. With
+/// --data-order streaming over several workers, worker `rank` opens only its
+/// own shards and `exchange` agrees the parts (classes, smallest part);
+/// without `exchange` (a parameter server, which needs only the shapes)
+/// every shard is opened.
+data::OpenedData open_training_data(ResolvedTrainOptions& resolved, int rank = 0,
+                                    const ExchangeParts& exchange = {});
 
 /// With --epochs, sets the steps to epochs × `steps_per_epoch` (the data's
 /// global batches per epoch) and re-checks them against --warmup.

@@ -101,6 +101,9 @@ nlohmann::json data_json(const DataSummary& d, int64_t measured_steps) {
           {"samples", d.samples},
           {"steps_per_epoch", d.steps_per_epoch},
           {"bytes", d.bytes},
+          {"shards", d.shards},
+          {"shards_opened", d.shards_opened},
+          {"indexed_shards", d.indexed_shards},
           {"augment", d.augment},
           {"stage_s", d.stage_seconds},
           {"staged_bytes", d.staged_bytes},
@@ -304,7 +307,8 @@ void print_header(std::ostream& out, const TrainResult& r) {
     fmt::print(out, "  data {} ({} samples, {} steps/epoch{}) | augment {} | {} data thread(s), prefetch {}{}{}\n",
                d.spec, with_thousands(d.samples), d.steps_per_epoch,
                o.data.order == data::DataOrder::kStreaming
-                   ? fmt::format(", streaming, shuffle buffer {}", o.data.shuffle_buffer)
+                   ? fmt::format(", streaming: rank 0 reads {} of {} shards, shuffle buffer {}", d.shards_opened,
+                                 d.shards, o.data.shuffle_buffer)
                    : "",
                d.augment, o.data.threads,
                o.data.prefetch, o.data.cache ? ", cache" : "",

@@ -86,6 +86,9 @@ struct DataSummary {
   int64_t samples = 0;          ///< training samples in the dataset (0: synthetic)
   int64_t steps_per_epoch = 0;  ///< global batches per epoch (0: synthetic)
   int64_t bytes = 0;            ///< bytes of the data files
+  int64_t shards = 0;           ///< data files (shards) of the training split
+  int64_t shards_opened = 0;    ///< rank 0's: all, or its own with --data-order streaming
+  int64_t indexed_shards = 0;   ///< of those, opened from an index sidecar (the rest were scanned)
   std::string augment = "none";
   double stage_seconds = 0;     ///< --stage-dir copy, not counted in any step
   int64_t staged_bytes = 0;

@@ -56,6 +56,27 @@ void ConsoleObserver::on_eval(const EvalRecord& eval, const TrainResult& result)
 
 void ConsoleObserver::on_finish(const TrainResult& result) { print_summary(out_, result); }
 
+namespace {
+
+/// Every worker's part of the shards (--data-order streaming: each opened
+/// only its own), told over the communicator; none without one.
+ExchangeParts exchange_over(comm::Communicator* comm) {
+  if (comm == nullptr) return {};
+  return [comm](const data::DatasetInfo& mine) {
+    const std::vector<std::string> all = comm::allgather_strings(
+        *comm, fmt::format("{} {} {} {}", mine.size, mine.bytes, mine.num_classes, mine.image_size));
+    std::vector<data::DatasetInfo> parts(all.size());
+    for (size_t r = 0; r < all.size(); ++r) {
+      std::istringstream in(all[r]);
+      in >> parts[r].size >> parts[r].bytes >> parts[r].num_classes >> parts[r].image_size;
+      DLSCALE_CHECK(!in.fail(), "worker {} sent a malformed description of its shards: '{}'", r, all[r]);
+    }
+    return parts;
+  };
+}
+
+}  // namespace
+
 Trainer::Trainer(const TrainOptions& options, const WorkerContext& worker, std::vector<std::string> argv)
     : Trainer(resolve_train_options(options, std::max(1, worker.world_size), worker.local_world_size),
               worker, std::move(argv)) {}
@@ -67,7 +88,7 @@ Trainer::Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker
   result_.config = config;
   result_.argv = std::move(argv);
   // The data is opened first: it shapes the model (channels, size, classes).
-  const data::OpenedData opened = open_training_data(result_.config);
+  const data::OpenedData opened = open_training_data(result_.config, worker.rank, exchange_over(worker.comm));
   spec_ = models::find_model(result_.config.options.model.name);
   task_ = spec_.task;
   setup_compute();
@@ -194,9 +215,13 @@ void Trainer::record_data_info(const data::OpenedData& opened) {
   const data::DatasetInfo& info = opened.dataset->info();
   d.format = info.format;
   d.location = info.location;
-  d.samples = info.size;
+  const bool parts = opened.pick.of > 1;  // this worker opened only its own shards
+  d.samples = parts ? opened.parts.samples : info.size;
   d.steps_per_epoch = data_->steps_per_epoch();
-  d.bytes = info.bytes;
+  d.bytes = parts ? opened.parts.bytes : info.bytes;
+  d.shards = info.shards;
+  d.shards_opened = static_cast<int64_t>(info.shard_starts.size());
+  d.indexed_shards = info.indexed_shards;
   d.stage_seconds = opened.stage_seconds;
   d.staged_bytes = opened.staged_bytes;
 }

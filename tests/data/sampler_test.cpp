@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "data/dataset.h"
 
 namespace dlscale::data {
 namespace {
@@ -80,69 +81,85 @@ TEST(GlobalSampler, UnshuffledIsIndexOrderAndSmallDatasetsAreRefused) {
   }
 }
 
-}  // namespace
-}  // namespace dlscale::data
 
-namespace dlscale::data {
-namespace {
 
+/// Rank `rank` of `world` over 5 shards of 10 samples: the dataset it
+/// opened holds only its own (shards rank, rank + world, …), as
+/// open_dataset's ShardPick gives them.
 StreamingOptions streaming(int64_t rank, int64_t world, int64_t buffer = 4) {
   StreamingOptions o;
-  o.shard_starts = {0, 10, 20, 30, 40};  // 5 shards of 10 samples (the last 10..49)
-  o.dataset_size = 50;
+  for (int64_t k = rank; k < 5; k += world) {
+    o.shard_starts.push_back(o.dataset_size);
+    o.dataset_size += 10;
+  }
   o.local_batch = 4;
   o.rank = rank;
-  o.world_size = world;
+  o.smallest_samples = 50 / world / 10 * 10;  // the agreed smallest part: 5 shards over `world` ranks
+  o.smallest_rank = world - 1;
   o.shuffle_buffer = buffer;
   return o;
 }
 
-// Each rank reads only its own shards, each sample at most once per epoch.
-TEST(StreamingSampler, EachRankReadsOnlyItsShardsOncePerEpoch) {
+// Each rank reads each of its samples at most once per epoch, and all ranks
+// run the smallest part's steps.
+TEST(StreamingSampler, EachRankReadsItsSamplesOncePerEpochForTheSmallestPartsSteps) {
   for (const int64_t world : {1, 2, 3}) {
-    std::set<int64_t> all;
     for (int64_t rank = 0; rank < world; ++rank) {
-      StreamingSampler s(streaming(rank, world));
+      const StreamingOptions o = streaming(rank, world);
+      StreamingSampler s(o);
       // Ranks of 2 workers hold 30 and 20 samples: 5 steps of 4 for both.
       const int64_t smallest = world == 1 ? 50 : world == 2 ? 20 : 10;
       EXPECT_EQ(s.steps_per_epoch(), smallest / 4) << world;
       std::set<int64_t> seen;
       for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
         for (int64_t i : s.rank_indices(step)) {
-          EXPECT_EQ((i / 10) % world, rank) << "sample " << i << " is not in rank " << rank << "'s shards";
+          EXPECT_TRUE(i >= 0 && i < o.dataset_size) << "sample " << i << " is not in rank " << rank << "'s part";
           EXPECT_TRUE(seen.insert(i).second) << "sample " << i << " read twice in one epoch";
-          all.insert(i);
         }
       }
-    }
-    if (world == 1) {
-      EXPECT_EQ(all.size(), 48u);  // 12 steps of 4 out of 50
+      EXPECT_EQ(seen.size(), static_cast<size_t>(s.steps_per_epoch() * 4));
     }
   }
+  StreamingOptions alone = streaming(0, 1);
+  alone.smallest_samples = 0;  // not agreed: this rank's own 50
+  EXPECT_EQ(StreamingSampler(alone).steps_per_epoch(), 12);
 }
 
 TEST(StreamingSampler, SeededShuffledPerEpochAndBufferOneIsShardOrder) {
   StreamingSampler a(streaming(0, 1)), b(streaming(0, 1));
   EXPECT_EQ(a.rank_indices(0), b.rank_indices(0));
   EXPECT_NE(a.rank_indices(0), a.rank_indices(12));  // epoch 1 starts at step 12
+  StreamingSampler other_rank(streaming(1, 2)), rank0(streaming(0, 2));
+  EXPECT_NE(other_rank.rank_indices(0), rank0.rank_indices(0));  // each rank's order is its own
   StreamingSampler ordered(streaming(0, 1, 1));
   const std::vector<int64_t> first = ordered.rank_indices(0);
   EXPECT_EQ(first[1], first[0] + 1);  // within a shard, front to back
   EXPECT_EQ(first[0] % 10, 0);
 }
 
-TEST(StreamingSampler, TooFewShardsOrSamplesAreRefused) {
+TEST(StreamingSampler, APartSmallerThanOneBatchIsRefusedNamingItsRank) {
+  StreamingOptions o = streaming(0, 2);
+  o.local_batch = 21;  // rank 1 holds 20
   try {
-    StreamingSampler s(streaming(0, 6));
+    StreamingSampler s(o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "--data-order streaming: worker 1's shards hold 20 samples, fewer than one batch of 21");
+  }
+  o.local_batch = 20;
+  EXPECT_EQ(StreamingSampler(o).steps_per_epoch(), 1);
+}
+
+TEST(StreamingSampler, FewerShardsThanWorkersAreRefused) {
+  try {
+    check_shards_for_parts(5, 6);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
                  "--data-order streaming gives each worker its own shards: 5 shard(s) cannot feed 6 "
                  "workers (pack more shards, or use --data-order global)");
   }
-  StreamingOptions o = streaming(0, 5);
-  o.local_batch = 11;
-  EXPECT_THROW(StreamingSampler{o}, Error);
+  EXPECT_NO_THROW(check_shards_for_parts(5, 5));
 }
 
 }  // namespace

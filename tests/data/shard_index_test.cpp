@@ -118,6 +118,40 @@ TEST_P(ShardIndexes, OpeningReadsNoRecordBodyThroughThem) {
   }
 }
 
+// --data-order streaming: a worker opens only its own shards (k mod N), so
+// the others' can be anything, even garbage without an index.
+TEST_P(ShardIndexes, AWorkersPartOpensOnlyItsOwnShards) {
+  TempDir dir;
+  const std::string format = GetParam();
+  const std::string location = pack(dir, format);
+  const auto whole = open(location, format);
+  const auto shards = shards_of(location, format);
+  for (const size_t k : {1u, 3u}) {  // worker 1's
+    write_file_atomic(shards[k], "not a shard");
+    std::filesystem::remove(index_path(shards[k]));
+  }
+  const auto part = format == "wds" ? open_wds(location, Split::kTrain, 3, {0, 2})
+                                    : open_tfrecord(location, Split::kTrain, 3, {0, 2});
+  const DatasetInfo& info = part->info();
+  EXPECT_EQ(info.files, (std::vector<std::string>{shards[0], shards[2]}));
+  EXPECT_EQ(info.shards, 4);
+  EXPECT_EQ(info.indexed_shards, 2);
+  EXPECT_EQ(info.shard_starts, (std::vector<int64_t>{0, 10}));
+  ASSERT_EQ(info.size, 20);
+  for (int64_t i = 0; i < 20; ++i) {  // shards 0 and 2 of the whole: samples 0..9 and 20..29
+    const int64_t w = i < 10 ? i : i + 10;
+    EXPECT_EQ(part->where(i), whole->where(w)) << i;
+    EXPECT_EQ(part->label(i), whole->label(w)) << i;
+  }
+  const std::string err = error_message([&] { open_dataset({format, location}, Split::kTrain, 3, {1, 2}); });
+  EXPECT_TRUE(contains(err, shards[1])) << err;  // worker 1's own shards are read, and are garbage
+  EXPECT_EQ(error_message([&] { open_dataset({format, location}, Split::kTrain, 3, {0, 5}); }),
+            "--data-order streaming gives each worker its own shards: 4 shard(s) cannot feed 5 workers "
+            "(pack more shards, or use --data-order global)");
+  EXPECT_TRUE(contains(error_message([&] { open_dataset({"folder", dir.file("folder")}, Split::kTrain, 3, {0, 2}); }),
+                       "1 shard(s) cannot feed 2 workers"));
+}
+
 TEST_P(ShardIndexes, AStaleOrCorruptIndexIsNeverTrusted) {
   TempDir dir;
   const std::string format = GetParam();

@@ -131,19 +131,25 @@ TEST(DataTools, PackInspectVerifyAndBenchThroughTheBinary) {
 
 TEST(DataTraining, StreamingOrderReadsEachWorkersOwnShards) {
   const std::string out = testing::temp_path("shards");
-  ASSERT_EQ(run_dlscale("data pack idx:" + idx_dir() + " " + out + " --format tfrecord --shards 4").code, 0);
-  // 4 shards of 9 training samples: each of 2 workers streams 18, 3 steps of 6.
+  ASSERT_EQ(run_dlscale("data pack idx:" + idx_dir() + " " + out + " --format tfrecord --shards 3").code, 0);
+  // 3 shards of 12 training samples: worker 0 opens shards 0 and 2 (24
+  // samples), worker 1 shard 1 (12); both run worker 1's 2 steps of 6.
   const TrainRun r = train("train --model lenet --threads 1 --steps 4 --warmup 1 --display-every 0 "
                            "--workers 2 --global-batch 12 --data-order streaming --shuffle-buffer 4 "
                            "--data tfrecord:" + out);
   EXPECT_EQ(r.record["inputs"]["data_order"], "streaming");
-  EXPECT_EQ(r.record["results"]["data"]["steps_per_epoch"], 3);
+  const auto& data = r.record["results"]["data"];
+  EXPECT_EQ(data["steps_per_epoch"], 2);
+  EXPECT_EQ(data["samples"], 36);  // over both workers' parts
+  EXPECT_EQ(data["shards"], 3);
+  EXPECT_EQ(data["shards_opened"], 2);
+  EXPECT_EQ(data["indexed_shards"], 2);
   EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
-  // 8 workers cannot each have their own of 4 shards.
+  // 8 workers cannot each have their own of 3 shards.
   const auto o = run_dlscale("train --model lenet --threads 1 --steps 2 --warmup 1 --workers 8 --batch 1 "
                              "--data-order streaming --data tfrecord:" + out);
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.err.find("4 shard(s) cannot feed 8 workers"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("3 shard(s) cannot feed 8 workers"), std::string::npos) << o.err;
   std::filesystem::remove_all(out);
 }
 
