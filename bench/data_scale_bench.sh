@@ -15,6 +15,12 @@
 #    threads: reduced-size decoding against --full-decode, alternately, and
 #    PyTorch's DataLoader (torchvision ImageFolder, the same transforms, 2
 #    workers) on the JPEG folder.
+# 3. Listing an image folder of FILES (default 1000000) files (1,000 32x32
+#    JPEGs hard-linked under 1,000 names each, 1,000 classes): wall time and
+#    peak RSS of `data bench --steps 1` (open, one batch) against the same
+#    on a folder of the 1,000 JPEGs alone, and of `data inspect`.
+#
+#   PARTS="3" bash bench/data_scale_bench.sh          # only part 3 (default "1 2 3")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGES=${IMAGES:-50000}
@@ -22,6 +28,46 @@ ROOT=${ROOT:-/tmp/dlscale-scale}
 ROUNDS=${ROUNDS:-3}
 PY=/usr/bin/python3
 D=build/dlscale
+PARTS=${PARTS:-1 2 3}
+FILES=${FILES:-1000000}
+part() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+# timed OUT CMD...: appends "seconds maxrss_mb" of one run to OUT (with
+# COLD=1, as root, after dropping the page cache: the data comes from disk).
+timed() {
+  local out=$1; shift
+  if [ "${COLD:-0}" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
+  if ! /usr/bin/time -f "%e %M" -o "$ROOT/time.txt" "$@" >"$ROOT/cmd.log" 2>&1; then
+    echo "failed: $* (last line: $(tail -1 "$ROOT/cmd.log"))" >&2
+    exit 1
+  fi
+  awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$ROOT/time.txt" >> "$out"
+}
+mkdir -p "$ROOT"
+
+if part 3; then
+  many="$ROOT/files-$FILES"
+  few="$ROOT/files-1000"
+  for dir in "$many" "$few"; do
+    if [ ! -d "$dir" ]; then
+      "$PY" bench/make_image_folder.py "$dir.tmp" --images 1000 --classes 1000 --size 32 --files "${dir##*-}"
+      mv "$dir.tmp" "$dir"
+    fi
+  done
+  echo "== 3. listing $FILES files (medians of $ROUNDS): wall s, peak RSS MB"
+  rm -f "$ROOT"/folder "$ROOT"/few "$ROOT"/inspect
+  for _ in $(seq "$ROUNDS"); do
+    timed "$ROOT/folder" $D data bench --data "folder:$many" --steps 1 --warmup 0 --batch 32 --image-size 32
+    timed "$ROOT/few" $D data bench --data "folder:$few" --steps 1 --warmup 0 --batch 32 --image-size 32
+    timed "$ROOT/inspect" $D data inspect "folder:$many"
+  done
+  for job in folder few inspect; do
+    printf '%-10s %6s s %5s MB\n' "$job" "$(cut -d' ' -f1 "$ROOT/$job" | median)" \
+      "$(cut -d' ' -f2 "$ROOT/$job" | median)"
+  done
+fi
+part 1 || part 2 || exit 0
+
 set_dir="$ROOT/set-$IMAGES"
 mkdir -p "$set_dir"
 if [ ! -d "$set_dir/folder" ]; then
@@ -37,24 +83,12 @@ for f in tfrecord wds; do
 done
 echo "set: $IMAGES JPEGs, $(du -sh "$set_dir/folder" | cut -f1); shards: $(ls "$set_dir/tfrecord" | grep -vc dlsidx) TFRecord"
 
-median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-# timed OUT CMD...: appends "seconds maxrss_mb" of one run to OUT (with
-# COLD=1, as root, after dropping the page cache: the data comes from disk).
-timed() {
-  local out=$1; shift
-  if [ "${COLD:-0}" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
-  if ! /usr/bin/time -f "%e %M" -o "$ROOT/time.txt" "$@" >"$ROOT/cmd.log" 2>&1; then
-    echo "failed: $* (last line: $(tail -1 "$ROOT/cmd.log"))" >&2
-    exit 1
-  fi
-  awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$ROOT/time.txt" >> "$out"
-}
 # The sidecars moved into a hidden folder (which readers skip) and back.
 hide() { mkdir -p "$1/.off" && mv "$1"/*.dlsidx "$1/.off/"; }
 show() { mv "$1"/.off/*.dlsidx "$1/" && rmdir "$1/.off"; }
 
-echo "== 1. open (medians of $ROUNDS): wall s, peak RSS MB"
-for f in tfrecord wds; do
+part 1 && echo "== 1. open (medians of $ROUNDS): wall s, peak RSS MB"
+part 1 && for f in tfrecord wds; do
   for job in bench train2; do
     rm -f "$ROOT"/indexed "$ROOT"/scanned
     for _ in $(seq "$ROUNDS"); do
@@ -76,6 +110,7 @@ for f in tfrecord wds; do
   done
 done
 
+part 2 || exit 0
 echo "== 2. pipeline images/s, rrc-flip, 2 threads (medians of $ROUNDS)"
 rate() {
   "$PY" -c "import json,sys; j=json.load(open(sys.argv[1])); print(round(j.get('results', j)['samples_per_sec'], 1))" "$1"

@@ -10,6 +10,9 @@ learnable yet every image decodes to different pixels.
     /usr/bin/python3 bench/make_image_folder.py OUT_DIR --images 2000 --size 128
     # ImageNet-shaped: 500x375 (ImageNet's typical size), quality 90
     /usr/bin/python3 bench/make_image_folder.py OUT_DIR --images 50000 --width 500 --height 375
+    # a million files that cost almost no disk: 1,000 JPEGs, each hard-linked
+    # under 1,000 names (for listing at scale, bench/data_scale_bench.sh)
+    /usr/bin/python3 bench/make_image_folder.py OUT_DIR --images 1000 --classes 1000 --size 32 --files 1000000
 """
 import argparse
 import math
@@ -49,6 +52,9 @@ def main():
     ap.add_argument("--height", type=int, default=0, help="height in pixels (default --size)")
     ap.add_argument("--quality", type=int, default=90, help="JPEG quality")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--files", type=int, default=0,
+                    help="files in all: --images JPEGs are written, the rest are hard links to them "
+                         "in the same class (default: --images)")
     args = ap.parse_args()
     if args.images < args.classes or args.classes < 1 or args.size < 1:
         sys.exit("need --images >= --classes >= 1 and --size >= 1")
@@ -64,8 +70,15 @@ def main():
         pixels = class_pattern(k, args.classes, height, width, rng)
         path = os.path.join(args.out_dir, "class_%02d" % k, "img_%05d.jpg" % i)
         Image.fromarray(pixels.astype(np.uint8), "RGB").save(path, "JPEG", quality=args.quality)
-    print("wrote %d %dx%d JPEGs in %d classes to %s" %
-          (args.images, width, height, args.classes, args.out_dir))
+    per_class = args.images // args.classes
+    for j in range(args.images, args.files):  # more names for the same images
+        k = j % args.classes
+        source = k + args.classes * ((j // args.classes) % per_class)
+        os.link(os.path.join(args.out_dir, "class_%02d" % k, "img_%05d.jpg" % source),
+                os.path.join(args.out_dir, "class_%02d" % k, "img_%05d.jpg" % j))
+    print("wrote %d %dx%d JPEGs in %d classes to %s%s" %
+          (args.images, width, height, args.classes, args.out_dir,
+           " (%d files, with hard links)" % args.files if args.files > args.images else ""))
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ class FileBytes {
   ~FileBytes() { ::close(fd_); }
 
   uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
   /// The `n` bytes at `offset` (the caller keeps offset + n <= size()),
   /// stored in `scratch`; throws dlscale::Error naming the file on a read
   /// error or when the file shrank.

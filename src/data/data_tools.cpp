@@ -239,14 +239,15 @@ void inspect_dataset(const std::string& location, std::ostream& out) {
                        "image {}x{}x{}\n",
                        to_string(split), info.size, per_class.size(), info.num_classes - 1,
                        smallest, largest, first.channels, first.height, first.width);
-    int64_t min_file = -1, max_file = 0;
-    for (const auto& f : info.files) {
+    int64_t min_file = -1, max_file = 0, bytes = 0;  // an image folder's were not counted at open
+    for (const std::string f : info.files) {
       const auto size = static_cast<int64_t>(fs::file_size(f));
       min_file = min_file < 0 ? size : std::min(min_file, size);
       max_file = std::max(max_file, size);
+      bytes += size;
     }
     out << fmt::format("  {}: {} file(s), {:.2f} MB ({:.2f} to {:.2f} MB per file)\n",
-                       to_string(split), info.files.size(), info.bytes / 1e6, min_file / 1e6,
+                       to_string(split), info.files.size(), bytes / 1e6, min_file / 1e6,
                        max_file / 1e6);
     if (spec.kind == "tfrecord" || spec.kind == "wds") {  // counted when the shards were opened
       const auto shards = static_cast<int64_t>(info.files.size());
@@ -327,10 +328,10 @@ int64_t verify_dataset(const std::string& location, std::ostream& progress) {
   int64_t checked = 0;
   for (const auto& [split, d] : open_splits(spec)) {
     if (spec.kind == "tfrecord") {
-      for (const auto& f : d->info().files) index_tfrecord(f, /*verify_data=*/true);
+      for (const std::string f : d->info().files) index_tfrecord(f, /*verify_data=*/true);
     }
     if (spec.kind == "tfrecord" || spec.kind == "wds") {
-      for (const auto& f : d->info().files) verify_index(f, spec.kind, progress);
+      for (const std::string f : d->info().files) verify_index(f, spec.kind, progress);
     }
     Progress bar(progress, "verify " + to_string(split), d->info().size);
     for (int64_t i = 0; i < d->info().size; ++i, ++checked) {

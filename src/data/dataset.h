@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "data/data_options.h"
+#include "data/file_list.h"
 #include "data/image_codec.h"
 
 namespace dlscale::data {
@@ -46,7 +47,7 @@ struct DatasetInfo {
   bool encoded = false;         ///< samples are JPEG/PNG to decode (false: raw pixels)
   std::vector<float> mean;      ///< per-channel normalisation, in [0, 1] pixel units
   std::vector<float> std;
-  std::vector<std::string> files;  ///< the data files (shards) opened, for staging and reports
+  FileList files;               ///< the data files opened (shards, or a folder's images), for staging and reports
   int64_t shards = 1;           ///< the split's shards, those a ShardPick left out included
   std::vector<int64_t> shard_starts;  ///< first sample of each shard ({0}: one shard)
   int64_t bytes = 0;            ///< total bytes of those files

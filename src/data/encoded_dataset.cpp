@@ -6,9 +6,13 @@
 #include <filesystem>
 #include <iostream>
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include "core/error.h"
 #include "core/files.h"
 #include "data/byte_source.h"
+#include "data/file_list.h"
 #include "data/shard_index.h"
 #include "data/tfrecord.h"
 
@@ -18,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Where one sample's encoded bytes are.
+/// Where one sample of a shard lies.
 struct Record {
   int32_t file = 0;
   uint64_t offset = 0;
@@ -28,41 +32,12 @@ struct Record {
   std::string name;    ///< what the sample is called in messages
 };
 
-enum class Layout { kFolder, kTar, kTfRecord };
-
-class EncodedDataset : public Dataset {
+/// Encoded images, decoded on demand: what the layouts share. A subclass
+/// fills info_ and says where each sample's bytes are; finish_open() then
+/// probes the first image.
+class EncodedImages : public Dataset {
  public:
-  EncodedDataset(DatasetInfo info, std::vector<Record> records, Layout layout, int64_t channels)
-      : info_(std::move(info)), records_(std::move(records)), layout_(layout) {
-    if (layout_ != Layout::kFolder) {
-      for (const auto& f : info_.files) files_.push_back(std::make_unique<FileBytes>(f));
-    }
-    DLSCALE_CHECK(!records_.empty(), "{}: holds no samples", info_.location);
-    info_.size = static_cast<int64_t>(records_.size());
-    info_.encoded = true;
-    // Shards are files of records; a folder's images are one shard.
-    info_.shard_starts = {0};
-    if (layout_ != Layout::kFolder) {
-      for (size_t i = 1; i < records_.size(); ++i) {
-        if (records_[i].file != records_[i - 1].file) info_.shard_starts.push_back(static_cast<int64_t>(i));
-      }
-    }
-    int64_t max_label = 0;
-    for (const auto& r : records_) max_label = std::max(max_label, r.label);
-    if (info_.num_classes == 0) info_.num_classes = max_label + 1;
-    const std::string first = bytes(0);
-    ImageInfo probe;
-    try {
-      probe = probe_image(reinterpret_cast<const uint8_t*>(first.data()), first.size());
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", where(0), e.what()));
-    }
-    info_.image_size = probe.height == probe.width ? probe.height : 0;
-    info_.channels = channels > 0 ? channels : probe.channels;
-    imagenet_normalisation(info_.channels, info_.mean, info_.std);
-  }
   const DatasetInfo& info() const override { return info_; }
-  int64_t label(int64_t i) const override { return records_[static_cast<size_t>(i)].label; }
   Image image(int64_t i) const override {
     std::pair<int64_t, int64_t> stored;
     return image_scaled(i, nullptr, stored);
@@ -83,27 +58,86 @@ class EncodedDataset : public Dataset {
       throw Error(fmt::format("{}: {}", where(i), e.what()));
     }
   }
+
+ protected:
+  explicit EncodedImages(DatasetInfo info) : info_(std::move(info)) {}
+  /// The encoded image of sample i.
+  virtual std::string bytes(int64_t i) const = 0;
+  /// With info_.size and the labels known: the class count (when not set)
+  /// from `max_label`, and the first image's shape.
+  void finish_open(int64_t channels, int64_t max_label) {
+    DLSCALE_CHECK(info_.size > 0, "{}: holds no samples", info_.location);
+    info_.encoded = true;
+    if (info_.num_classes == 0) info_.num_classes = max_label + 1;
+    const std::string first = bytes(0);
+    ImageInfo probe;
+    try {
+      probe = probe_image(reinterpret_cast<const uint8_t*>(first.data()), first.size());
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where(0), e.what()));
+    }
+    info_.image_size = probe.height == probe.width ? probe.height : 0;
+    info_.channels = channels > 0 ? channels : probe.channels;
+    imagenet_normalisation(info_.channels, info_.mean, info_.std);
+  }
+
+  DatasetInfo info_;
+};
+
+/// An image folder: each file one sample, its directory its class (the
+/// FileList's directory index), read whole. Nothing per file but its name.
+class FolderImages : public EncodedImages {
+ public:
+  FolderImages(DatasetInfo info, int64_t channels) : EncodedImages(std::move(info)) {
+    info_.size = static_cast<int64_t>(info_.files.size());
+    info_.shard_starts = {0};  // one shard
+    finish_open(channels, info_.num_classes - 1);
+  }
+  int64_t label(int64_t i) const override { return info_.files.directory_of(static_cast<size_t>(i)); }
+  std::string where(int64_t i) const override { return info_.files[static_cast<size_t>(i)]; }
+
+ private:
+  std::string bytes(int64_t i) const override {
+    const FileBytes f(info_.files[static_cast<size_t>(i)]);
+    return read_at(f, 0, f.size());
+  }
+};
+
+enum class Layout { kTar, kTfRecord };
+
+/// WebDataset or TFRecord shards: each sample a record at an offset.
+class ShardImages : public EncodedImages {
+ public:
+  ShardImages(DatasetInfo info, std::vector<Record> records, Layout layout, int64_t channels)
+      : EncodedImages(std::move(info)), records_(std::move(records)), layout_(layout) {
+    for (const auto& f : info_.files) files_.push_back(std::make_unique<FileBytes>(f));
+    info_.size = static_cast<int64_t>(records_.size());
+    info_.shard_starts = {0};
+    for (size_t i = 1; i < records_.size(); ++i) {
+      if (records_[i].file != records_[i - 1].file) info_.shard_starts.push_back(static_cast<int64_t>(i));
+    }
+    int64_t max_label = 0;
+    for (const auto& r : records_) max_label = std::max(max_label, r.label);
+    finish_open(channels, max_label);
+  }
+  int64_t label(int64_t i) const override { return records_[static_cast<size_t>(i)].label; }
   std::string where(int64_t i) const override {
     const Record& r = records_[static_cast<size_t>(i)];
-    const std::string& file = info_.files[static_cast<size_t>(r.file)];
+    const std::string file = info_.files[static_cast<size_t>(r.file)];
     return r.name.empty() ? file : fmt::format("{} {}", file, r.name);
   }
 
  private:
-  /// The encoded image of sample i (for TFRecord: CRC-checked, then unpacked).
-  std::string bytes(int64_t i) const {
+  /// For TFRecord: CRC-checked, then unpacked.
+  std::string bytes(int64_t i) const override {
     const Record& r = records_[static_cast<size_t>(i)];
-    if (layout_ == Layout::kFolder) {
-      return read_at(FileBytes(info_.files[static_cast<size_t>(r.file)]), r.offset, r.length);
-    }
     const FileBytes& f = *files_[static_cast<size_t>(r.file)];
     if (layout_ == Layout::kTar) return read_at(f, r.offset, r.length);
     const std::string framed = read_at(f, r.offset, r.length + kTfrecordFooterBytes);
     const std::string_view payload(framed.data(), r.length);
     uint32_t crc = 0;
     std::memcpy(&crc, framed.data() + r.length, kTfrecordFooterBytes);  // little-endian hosts only (x86, arm64)
-    const std::string& path = info_.files[static_cast<size_t>(r.file)];
-    check_record_crc(payload, crc, path, r.number);
+    check_record_crc(payload, crc, f.path(), r.number);
     try {
       return decode_example(payload).image;
     } catch (const Error& e) {
@@ -111,14 +145,16 @@ class EncodedDataset : public Dataset {
     }
   }
 
-  DatasetInfo info_;
   std::vector<Record> records_;
   Layout layout_;
   std::vector<std::unique_ptr<FileBytes>> files_;
 };
 
-bool is_image_name(const fs::path& p) {
-  std::string ext = p.extension().string();
+/// NAME.jpg, .jpeg or .png, in any case.
+bool is_image_name(std::string_view name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot == 0) return false;  // ".png" alone is a hidden file, not an image
+  std::string ext(name.substr(dot));
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
@@ -135,7 +171,43 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, bool directories) {
   return out;
 }
 
-int64_t total_bytes(const std::vector<std::string>& files) {
+/// Appends the images of the class folder `dir` (.jpg, .jpeg, .png, any
+/// case; hidden files skipped; symbolic links followed) to `files` under
+/// `directory`, sorted by name. The names are gathered in one buffer and
+/// sorted by offset, so listing a folder of a million files holds about
+/// their names' bytes and 8 bytes a file, not a path object each.
+void list_images(const std::string& dir, uint32_t directory, FileList& files) {
+  DIR* d = ::opendir(dir.c_str());
+  DLSCALE_CHECK(d != nullptr, "{}: cannot list: {}", dir, std::strerror(errno));
+  std::string names;
+  std::vector<std::pair<uint32_t, uint32_t>> spans;  // offset, length in `names`
+  for (;;) {
+    errno = 0;  // readdir's end and its failure differ only by errno
+    const dirent* e = ::readdir(d);
+    if (e == nullptr) break;
+    const std::string_view name = e->d_name;
+    if (name.front() == '.' || !is_image_name(name)) continue;
+    bool regular = e->d_type == DT_REG;
+    if (e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) {  // the file system does not say, or a link
+      struct stat st {};
+      regular = ::fstatat(::dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode);
+    }
+    if (!regular) continue;
+    DLSCALE_CHECK(names.size() + name.size() <= UINT32_MAX, "{}: more than 4 GiB of file names", dir);
+    spans.emplace_back(static_cast<uint32_t>(names.size()), static_cast<uint32_t>(name.size()));
+    names += name;
+  }
+  const int err = errno;
+  ::closedir(d);
+  DLSCALE_CHECK(err == 0, "{}: cannot list: {}", dir, std::strerror(err));
+  const auto view = [&names](const std::pair<uint32_t, uint32_t>& s) {
+    return std::string_view(names).substr(s.first, s.second);
+  };
+  std::sort(spans.begin(), spans.end(), [&](const auto& a, const auto& b) { return view(a) < view(b); });
+  for (const auto& span : spans) files.push_back(directory, view(span));
+}
+
+int64_t total_bytes(const FileList& files) {
   int64_t n = 0;
   std::error_code ec;
   for (const auto& f : files) n += static_cast<int64_t>(fs::file_size(f, ec));
@@ -188,25 +260,18 @@ std::unique_ptr<Dataset> open_folder(const std::string& dir, Split split, int64_
   DatasetInfo info;
   info.format = "folder";
   info.location = dir;
-  std::vector<Record> records;
   const std::vector<fs::path> classes = sorted_entries(root, true);
   DLSCALE_CHECK(!classes.empty(), "{}: no class folders (expected DIR/<class>/<image>)", root.string());
-  for (size_t c = 0; c < classes.size(); ++c) {
-    size_t before = records.size();
-    for (const auto& f : sorted_entries(classes[c], false)) {
-      if (!is_image_name(f)) continue;
-      info.files.push_back(f.string());
-      records.push_back({static_cast<int32_t>(info.files.size() - 1), 0,
-                         static_cast<uint64_t>(fs::file_size(f, ec)), static_cast<int64_t>(c), 0,
-                         ""});
-    }
-    DLSCALE_CHECK(records.size() > before, "{}: empty class folder (no .jpg, .jpeg or .png files)",
-                  classes[c].string());
+  for (const auto& cls : classes) {
+    const uint32_t label = info.files.add_directory(cls.string());  // the class: its directory's index
+    const size_t before = info.files.size();
+    list_images(cls.string(), label, info.files);
+    DLSCALE_CHECK(info.files.size() > before, "{}: empty class folder (no .jpg, .jpeg or .png files)",
+                  cls.string());
   }
   info.num_classes = static_cast<int64_t>(classes.size());
-  info.bytes = total_bytes(info.files);
-  return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kFolder,
-                                          channels);
+  info.bytes = 0;  // not counted: it would take a stat of every file (data inspect counts them)
+  return std::make_unique<FolderImages>(std::move(info), channels);
 }
 
 namespace {
@@ -263,7 +328,7 @@ std::unique_ptr<Dataset> open_wds(const std::string& path, Split split, int64_t 
   DatasetInfo info = shard_info("wds", path, split, ".tar", pick);
   std::vector<Record> records = shard_records(info, "wds");
   info.bytes = total_bytes(info.files);
-  return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kTar, channels);
+  return std::make_unique<ShardImages>(std::move(info), std::move(records), Layout::kTar, channels);
 }
 
 std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int64_t channels,
@@ -271,7 +336,7 @@ std::unique_ptr<Dataset> open_tfrecord(const std::string& path, Split split, int
   DatasetInfo info = shard_info("tfrecord", path, split, "", pick);
   std::vector<Record> records = shard_records(info, "tfrecord");
   info.bytes = total_bytes(info.files);
-  return std::make_unique<EncodedDataset>(std::move(info), std::move(records), Layout::kTfRecord,
+  return std::make_unique<ShardImages>(std::move(info), std::move(records), Layout::kTfRecord,
                                           channels);
 }
 

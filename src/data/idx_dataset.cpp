@@ -182,7 +182,7 @@ IdxDataset::IdxDataset(const std::string& dir, Split split) {
   info_.num_classes = *std::max_element(labels_.begin(), labels_.end()) + 1;
   info_.files = {images, labels};
   info_.shard_starts = {0};
-  for (const auto& f : info_.files) info_.bytes += static_cast<int64_t>(fs::file_size(f, ec));
+  for (const std::string f : info_.files) info_.bytes += static_cast<int64_t>(fs::file_size(f, ec));
   info_.mean.assign(1, 0.f);
   info_.std.assign(1, 1.f);
   if (split == Split::kTrain) {

@@ -101,7 +101,7 @@ int64_t copy_one(const fs::path& from, const fs::path& to) {
 
 }  // namespace
 
-StageResult stage_files(const std::vector<std::string>& files, const std::string& root,
+StageResult stage_files(const FileList& files, const std::string& root,
                         const std::string& stage_dir) {
   const double start = now_seconds();
   std::error_code ec;
@@ -119,7 +119,7 @@ StageResult stage_files(const std::vector<std::string>& files, const std::string
                         .lexically_normal()
                         .string();
   StageLock lock(stage_dir);
-  for (const std::string& f : files) {
+  for (const std::string f : files) {
     const fs::path rel = fs::relative(f, base, ec);
     DLSCALE_CHECK(!ec && !rel.empty() && *rel.begin() != "..", "--stage-dir: {} is not under {}", f,
                   base.string());

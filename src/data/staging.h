@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "data/file_list.h"
+
 namespace dlscale::data {
 
 struct StageResult {
@@ -18,7 +20,7 @@ struct StageResult {
 /// already there with the same size and modification time is kept. Workers
 /// of one node staging the same data take turns under a lock file, so each
 /// file is copied once. Throws dlscale::Error naming the file that failed.
-StageResult stage_files(const std::vector<std::string>& files, const std::string& root,
+StageResult stage_files(const FileList& files, const std::string& root,
                         const std::string& stage_dir);
 
 }  // namespace dlscale::data

@@ -75,6 +75,32 @@ TEST(ImageFolder, ReadsExactPixelsWithClassesSortedByName) {
   EXPECT_EQ(open_folder(dir.file("folder"), Split::kTrain, 1)->image(0).channels, 1);
 }
 
+// Only images count: any case of .jpg/.jpeg/.png, through symbolic links;
+// hidden files, directories and other files are skipped. Names sort
+// bytewise within each class.
+TEST(ImageFolder, ListsImagesOnlySortedByName) {
+  TempDir dir;
+  const std::string root = write_folder(dir);
+  const std::string png = read_bytes(root + "/ant/0.png");
+  write_bytes(root + "/ant/B.PNG", png);
+  write_bytes(root + "/ant/.hidden.png", png);
+  write_bytes(root + "/ant/a.png.txt", png);
+  std::filesystem::create_directories(root + "/ant/dir.jpg");
+  std::filesystem::create_symlink(root + "/ant/0.png", root + "/ant/link.png");
+  std::filesystem::create_symlink(root + "/nowhere.png", root + "/ant/dangling.png");
+  const auto d = open_folder(root, Split::kTrain, 3);
+  ASSERT_EQ(d->info().size, 8);
+  const std::vector<std::string> ant = {"0.png", "1.png", "B.PNG", "link.png"};
+  for (size_t i = 0; i < ant.size(); ++i) {
+    EXPECT_EQ(d->where(static_cast<int64_t>(i)), root + "/ant/" + ant[i]);
+    EXPECT_EQ(d->label(static_cast<int64_t>(i)), 0);
+  }
+  EXPECT_EQ(d->where(4), root + "/bee/0.png");
+  EXPECT_EQ(d->label(4), 1);
+  EXPECT_EQ(d->image(3).pixels, d->image(0).pixels);  // the link reads its target
+  EXPECT_EQ(d->info().files.size(), 8u);
+}
+
 TEST(ImageFolder, BadInputIsNamed) {
   TempDir dir;
   const std::string root = write_folder(dir);

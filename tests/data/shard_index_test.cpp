@@ -133,7 +133,7 @@ TEST_P(ShardIndexes, AWorkersPartOpensOnlyItsOwnShards) {
   const auto part = format == "wds" ? open_wds(location, Split::kTrain, 3, {0, 2})
                                     : open_tfrecord(location, Split::kTrain, 3, {0, 2});
   const DatasetInfo& info = part->info();
-  EXPECT_EQ(info.files, (std::vector<std::string>{shards[0], shards[2]}));
+  EXPECT_EQ(info.files.paths(), (std::vector<std::string>{shards[0], shards[2]}));
   EXPECT_EQ(info.shards, 4);
   EXPECT_EQ(info.indexed_shards, 2);
   EXPECT_EQ(info.shard_starts, (std::vector<int64_t>{0, 10}));
