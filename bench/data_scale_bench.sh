@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data at ImageNet scale (docs/data.md, "Index sidecars" and "Reduced-size
+# Data at ImageNet scale (docs/data.md, "Index sidecars" and "Reduced
 # decoding"), on a seeded ImageNet-shaped set made once: IMAGES (default
 # 50000) 500x375 JPEGs at quality 90 (bench/make_image_folder.py), packed
 # into 64 TFRecord and 64 WebDataset shards with their index sidecars.
@@ -12,7 +12,7 @@
 #    2 steps of resnet18 at 32x32, on each format, with the indexes and with
 #    them moved away (a scan), alternately, medians of ROUNDS.
 # 2. Pipeline images/s at SIZE (default 224; also 112) with rrc-flip, 2
-#    threads: reduced-size decoding against --full-decode, alternately, and
+#    threads: reduced decoding (the crop only, at a reduced scale) against --full-decode, alternately, and
 #    PyTorch's DataLoader (torchvision ImageFolder, the same transforms, 2
 #    workers) on the JPEG folder.
 # 3. Listing an image folder of FILES (default 1000000) files (1,000 32x32

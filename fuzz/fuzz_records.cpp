@@ -5,6 +5,7 @@
 // exception) is a finding. What parses is checked further: spans lie inside
 // the input, verified records pass their CRC check again, and decoded
 // examples and images survive a re-encode unchanged.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -46,6 +47,37 @@ void fuzz_example(std::string_view bytes) {
   check(again.has_image && again.has_label && again.image == f.image && again.label == f.label);
 }
 
+/// A part of the image at a scale, as the pipeline's crops ask for it (from
+/// the input's second-to-last byte): the very pixels of those rows and
+/// columns of a whole decode at the same scale.
+void fuzz_image_part(const uint8_t* data, size_t size, const ImageInfo& info, int channels) {
+  const uint8_t k = size > 1 ? data[size - 2] : 0;
+  DecodeRequest r;
+  r.denominator = 1 << (k & 3);
+  r.width = static_cast<double>(std::max<int64_t>(1, info.width * ((k >> 2) % 4 + 1) / 4));
+  r.height = static_cast<double>(std::max<int64_t>(1, info.height * ((k >> 4) % 4 + 1) / 4));
+  r.x0 = (static_cast<double>(info.width) - r.width) * ((k >> 6) & 1);
+  r.y0 = (static_cast<double>(info.height) - r.height) * (k >> 7);
+  DecodedPart whole;
+  try {
+    whole = decode_image_part(data, size, channels, [&](int64_t, int64_t) { return DecodeRequest{r.denominator}; });
+  } catch (const dlscale::Error&) {
+    return;  // not decodable at this scale: nothing to compare
+  }
+  const DecodedPart part = must([&] { return decode_image_part(data, size, channels, [&](int64_t, int64_t) { return r; }); });
+  const Placement& p = part.placement;
+  check(p.full_width == whole.image.width && p.full_height == whole.image.height);
+  check(p.left >= 0 && p.top >= 0 && p.left + part.image.width <= whole.image.width &&
+        p.top + part.image.height <= whole.image.height && part.image.channels == whole.image.channels);
+  const auto row = static_cast<size_t>(part.image.width * part.image.channels);
+  for (int64_t y = 0; y < part.image.height; ++y) {
+    const auto at = static_cast<size_t>(((p.top + y) * whole.image.width + p.left) * whole.image.channels);
+    check(std::equal(part.image.pixels.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(y) * row),
+                     part.image.pixels.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(y + 1) * row),
+                     whole.image.pixels.begin() + static_cast<std::ptrdiff_t>(at)));
+  }
+}
+
 void fuzz_image(const uint8_t* data, size_t size) {
   const ImageInfo info = probe_image(data, size);
   if (info.width * info.height > kMaxFuzzPixels) return;
@@ -59,6 +91,7 @@ void fuzz_image(const uint8_t* data, size_t size) {
     return decode_image(png.data(), png.size());
   });
   check(back.pixels == im.pixels);
+  fuzz_image_part(data, size, info, channels);
 }
 
 void fuzz_tfrecord(std::string_view bytes) {

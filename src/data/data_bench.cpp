@@ -71,12 +71,15 @@ nlohmann::json run_data_bench(const DataBenchOptions& o, std::ostream& out) {
   const Summary per_batch = summarize(rates);
   const PipelineStats stats = source->stats();
   out << fmt::format("samples/s: {:.1f} ({} batches x {} in {:.3f} s), per-batch jitter {:.1f}, "
-                     "pipeline busy {:.2f} ms/batch{}{}\n",
+                     "pipeline busy {:.2f} ms/batch{}{}{}\n",
                      rate, o.steps, o.batch, wall, per_batch.jitter,
                      stats.batches > 0 ? 1e3 * stats.busy_seconds / stats.batches : 0.0,
                      stats.skipped > 0 ? fmt::format(", {} corrupt skipped", stats.skipped) : "",
                      stats.reduced_decodes > 0
                          ? fmt::format(", {} JPEGs decoded at a reduced scale", stats.reduced_decodes)
+                         : "",
+                     stats.region_decodes > 0
+                         ? fmt::format(", {} decoded only in their crop", stats.region_decodes)
                          : "");
   nlohmann::json record = {
       {"schema", "dlscale.data_bench/1"},
@@ -91,7 +94,7 @@ nlohmann::json run_data_bench(const DataBenchOptions& o, std::ostream& out) {
         {"format", info.format}, {"pipeline_ms_per_batch",
                                   stats.batches > 0 ? 1e3 * stats.busy_seconds / stats.batches : 0.0},
         {"skipped_corrupt", stats.skipped}, {"reduced_decodes", stats.reduced_decodes},
-        {"stage_s", opened.stage_seconds}}}};
+        {"region_decodes", stats.region_decodes}, {"stage_s", opened.stage_seconds}}}};
   if (!o.json_path.empty()) write_file_atomic(o.json_path, record.dump(2) + "\n");
   return record;
 }

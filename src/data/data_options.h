@@ -26,7 +26,7 @@ struct DataOptions {
   int prefetch = 2;                ///< batches prepared ahead of the step; 0 = none
   bool cache = false;              ///< keep decoded samples in memory
   int64_t cache_mb = 0;            ///< --cache's budget in MiB; 0 = no limit
-  bool reduced_decode = true;      ///< JPEGs decoded at the smallest 1/2^k scale still covering the crop
+  bool reduced_decode = true;      ///< of a JPEG only its crop, at the smallest 1/2^k scale still covering it
   AugmentChoice augment = AugmentChoice::kAuto;
   bool shuffle = true;             ///< a new seeded order every epoch
   DataOrder order = DataOrder::kGlobal;
@@ -61,8 +61,9 @@ struct DataOptions {
              "cache_mb"},
       s.cache_mb);
     v(Option{"!--full-decode",
-             "Decode every JPEG at its stored size (by default a JPEG is decoded straight to the smallest 1/2, "
-             "1/4 or 1/8 scale that still covers its crop at the output size; not with --cache)",
+             "Decode every JPEG whole, at its stored size (by default a JPEG is decoded only where its crop "
+             "lies, straight to the smallest 1/2, 1/4 or 1/8 scale that still covers the crop at the output "
+             "size; not with --cache)",
              "reduced_decode"}
           .agreed(),
       s.reduced_decode);

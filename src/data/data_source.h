@@ -53,6 +53,7 @@ struct PipelineStats {
   int64_t cache_bytes = 0;   ///< decoded pixels --cache holds
   int64_t cache_full = 0;    ///< samples decoded but not kept: --cache-mb was reached
   int64_t reduced_decodes = 0;  ///< JPEGs decoded at 1/2, 1/4 or 1/8 of their size
+  int64_t region_decodes = 0;   ///< JPEGs decoded only in the part their crop covers
 };
 
 class DataSource {

@@ -63,14 +63,13 @@ class Dataset {
   /// The decoded sample `index`, HWC uint8 with info().channels channels.
   /// Throws dlscale::Error naming the file (and record) when it is corrupt.
   virtual Image image(int64_t index) const = 0;
-  /// The sample decoded at 1/denominator(stored height, stored width) of
-  /// its stored size where its format allows it (JPEG; decode_image_scaled),
-  /// else whole; `stored` gets {height, width} as stored. By default: image().
-  virtual Image image_scaled(int64_t index, const ScaleChooser& /*denominator*/,
-                             std::pair<int64_t, int64_t>& stored) const {
-    Image img = image(index);
-    stored = {img.height, img.width};
-    return img;
+  /// The part of sample `index` that `plan` asks for, given its stored
+  /// size, where its format allows it (JPEG; decode_image_part), else the
+  /// whole sample. By default: image(), whole.
+  virtual DecodedPart image_part(int64_t index, const DecodePlan& /*plan*/) const {
+    DecodedPart part;
+    part.image = image(index);
+    return part;
   }
   /// Where sample `index` lives, for error messages ("FILE record K").
   virtual std::string where(int64_t index) const = 0;

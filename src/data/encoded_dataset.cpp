@@ -38,22 +38,12 @@ struct Record {
 class EncodedImages : public Dataset {
  public:
   const DatasetInfo& info() const override { return info_; }
-  Image image(int64_t i) const override {
-    std::pair<int64_t, int64_t> stored;
-    return image_scaled(i, nullptr, stored);
-  }
-  Image image_scaled(int64_t i, const ScaleChooser& denominator, std::pair<int64_t, int64_t>& stored) const override {
+  Image image(int64_t i) const override { return image_part(i, nullptr).image; }
+  DecodedPart image_part(int64_t i, const DecodePlan& plan) const override {
     const std::string b = bytes(i);
-    const auto* data = reinterpret_cast<const uint8_t*>(b.data());
-    stored = {0, 0};
     try {
-      Image img = decode_image_scaled(data, b.size(), static_cast<int>(info_.channels),
-                                      [&](int64_t h, int64_t w) {
-                                        stored = {h, w};
-                                        return denominator ? denominator(h, w) : 1;
-                                      });
-      if (stored.first == 0) stored = {img.height, img.width};  // a PNG: decoded whole
-      return img;
+      return decode_image_part(reinterpret_cast<const uint8_t*>(b.data()), b.size(),
+                               static_cast<int>(info_.channels), plan);
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", where(i), e.what()));
     }

@@ -8,6 +8,7 @@
 #include <png.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csetjmp>
 #include <cstring>
 #include <string>
@@ -138,10 +139,22 @@ void cmyk_to_rgb(const uint8_t* in, int64_t width, bool inverted, int64_t channe
   }
 }
 
-/// Decodes every row into `out` (whose size fields are set); false on a
-/// libjpeg error. The pixel buffer grows as rows arrive, so a truncated file
-/// that claims a large size fails before all of it is allocated.
-bool jpeg_read_rows(JpegDecoder& d, Image& out) {
+/// The decoded rows and columns wanted: rows [top, bottom), columns
+/// [left, right) of the output; all of it when right == 0.
+struct JpegWindow {
+  JDIMENSION top = 0, bottom = 0, left = 0, right = 0;
+};
+
+/// Starts decompressing, narrows the output to `window`'s columns (widened
+/// to block boundaries by libjpeg-turbo; `left` and `right` are set to what
+/// it gives), skips the rows above it and decodes its rows into `out`
+/// (channels set); false on a libjpeg error. A narrowed row's outermost
+/// column on a side inside the image is dropped: libjpeg-turbo upsamples
+/// its chroma without the neighbour beyond it, so it is not the whole
+/// decode's pixel (the window's margin leaves it unused). The pixel buffer
+/// grows as rows arrive, so a truncated file that claims a large size fails
+/// before all of it is allocated.
+bool jpeg_read_rows(JpegDecoder& d, JpegWindow& window, Image& out) {
   if (setjmp(d.err.jump)) return false;
   jpeg_start_decompress(&d.cinfo);
   const int want = d.cmyk ? 4 : static_cast<int>(out.channels);
@@ -150,25 +163,46 @@ bool jpeg_read_rows(JpegDecoder& d, Image& out) {
                   d.cinfo.output_components, want);
     return false;
   }
+  const JDIMENSION full_width = d.cinfo.output_width;
+  if (window.right == 0) {
+    window = {0, d.cinfo.output_height, 0, full_width};
+  } else if (window.left > 0 || window.right < full_width) {
+    JDIMENSION width = window.right - window.left;
+    jpeg_crop_scanline(&d.cinfo, &window.left, &width);
+    window.right = window.left + width;
+  }
+  if (window.top > 0 && jpeg_skip_scanlines(&d.cinfo, window.top) != window.top) {
+    std::snprintf(d.err.message, sizeof(d.err.message), "no data for row %u", d.cinfo.output_scanline);
+    return false;
+  }
+  const JDIMENSION trim_left = window.left > 0 ? 1 : 0, trim_right = window.right < full_width ? 1 : 0;
+  window.left += trim_left;
+  window.right -= trim_right;
+  out.width = window.right - window.left;
+  out.height = window.bottom - window.top;
   const auto stride = static_cast<size_t>(out.width * out.channels);
   out.pixels.reserve(std::min<size_t>(stride * static_cast<size_t>(out.height), 16u << 20));
-  if (d.cmyk) d.row.resize(static_cast<size_t>(out.width) * 4);
-  while (d.cinfo.output_scanline < d.cinfo.output_height) {
-    const size_t at = static_cast<size_t>(d.cinfo.output_scanline) * stride;
+  const bool direct = !d.cmyk && trim_left + trim_right == 0;  // rows straight into `out`
+  if (!direct) d.row.resize(static_cast<size_t>(d.cinfo.output_width) * static_cast<size_t>(want));
+  while (d.cinfo.output_scanline < window.bottom) {
+    const size_t at = static_cast<size_t>(d.cinfo.output_scanline - window.top) * stride;
     out.pixels.resize(at + stride);
-    JSAMPROW row = d.cmyk ? d.row.data() : out.pixels.data() + at;
+    JSAMPROW row = direct ? out.pixels.data() + at : d.row.data();
     if (jpeg_read_scanlines(&d.cinfo, &row, 1) != 1) {
       std::snprintf(d.err.message, sizeof(d.err.message), "no data for row %u",
                     d.cinfo.output_scanline);
       return false;
     }
+    const uint8_t* kept = d.row.data() + static_cast<size_t>(trim_left) * static_cast<size_t>(want);
     if (d.cmyk) {
-      cmyk_to_rgb(d.row.data(), out.width, d.cinfo.saw_Adobe_marker, out.channels,
-                  out.pixels.data() + at);
+      cmyk_to_rgb(kept, out.width, d.cinfo.saw_Adobe_marker, out.channels, out.pixels.data() + at);
+    } else if (!direct) {
+      std::memcpy(out.pixels.data() + at, kept, stride);
     }
   }
-  // Not jpeg_finish_decompress: every row is in, and a file that lacks only
-  // its end marker is still an image. The destructor releases the decoder.
+  // Not jpeg_finish_decompress: every row wanted is in (the rest need not
+  // be), and a file that lacks only its end marker is still an image. The
+  // destructor releases the decoder.
   return true;
 }
 
@@ -197,23 +231,49 @@ bool jpeg_set_output(JpegDecoder& d, J_COLOR_SPACE space, int denominator) {
   return true;
 }
 
-Image decode_jpeg(const uint8_t* data, size_t size, int channels, const ScaleChooser& choose) {
+/// The decoded rows and columns that cover `r` (in stored pixels) on an
+/// output of out_h x out_w from a stored h x w, with a margin of 2: one for
+/// the bilinear resize's neighbours, one for the column jpeg_read_rows
+/// drops; the whole output when r asks for all.
+JpegWindow jpeg_window(const DecodeRequest& r, int64_t h, int64_t w, JDIMENSION out_h, JDIMENSION out_w) {
+  if (r.width <= 0) return {};
+  DLSCALE_CHECK(r.x0 >= 0 && r.y0 >= 0 && r.height > 0 && r.x0 + r.width <= static_cast<double>(w) &&
+                    r.y0 + r.height <= static_cast<double>(h),
+                "a decoding region ({}, {}) {}x{} is outside the {}x{} image", r.x0, r.y0, r.width, r.height, w, h);
+  const double fy = static_cast<double>(out_h) / static_cast<double>(h);
+  const double fx = static_cast<double>(out_w) / static_cast<double>(w);
+  const auto low = [](double v) { return static_cast<JDIMENSION>(std::max(0.0, std::floor(v) - 2)); };
+  const auto high = [](double v, JDIMENSION end) {
+    return static_cast<JDIMENSION>(std::min(static_cast<double>(end), std::ceil(v) + 2));
+  };
+  return {low(r.y0 * fy), high((r.y0 + r.height) * fy, out_h), low(r.x0 * fx), high((r.x0 + r.width) * fx, out_w)};
+}
+
+DecodedPart decode_jpeg(const uint8_t* data, size_t size, int channels, const DecodePlan& plan) {
   JpegDecoder d;
   const ImageInfo info = probe_jpeg(d, data, size);
   check_decoded_size(info.width, info.height);
-  const int denominator = choose ? choose(info.height, info.width) : 1;
+  const DecodeRequest request = plan ? plan(info.height, info.width) : DecodeRequest{};
+  const int denominator = request.denominator;
   DLSCALE_CHECK(denominator == 1 || denominator == 2 || denominator == 4 || denominator == 8,
                 "a decoding scale is 1/1, 1/2, 1/4 or 1/8 (got 1/{})", denominator);
-  Image out;
+  DecodedPart part;
+  Image& out = part.image;
   out.channels = channels == 0 ? info.channels : channels;
   d.cmyk = jpeg_is_cmyk(d.cinfo);
   if (!jpeg_set_output(d, d.cmyk ? JCS_CMYK : out.channels == 1 ? JCS_GRAYSCALE : JCS_RGB, denominator)) {
     throw_corrupt_jpeg(d);
   }
-  out.width = d.cinfo.output_width;
-  out.height = d.cinfo.output_height;
-  if (!jpeg_read_rows(d, out)) throw_corrupt_jpeg(d);
-  return out;
+  Placement& p = part.placement;
+  p.stored_height = info.height;
+  p.stored_width = info.width;
+  p.full_height = d.cinfo.output_height;
+  p.full_width = d.cinfo.output_width;
+  JpegWindow window = jpeg_window(request, info.height, info.width, d.cinfo.output_height, d.cinfo.output_width);
+  if (!jpeg_read_rows(d, window, out)) throw_corrupt_jpeg(d);
+  p.top = window.top;
+  p.left = window.left;
+  return part;
 }
 
 /// A destination manager appending to a vector (jpeg_mem_dest's buffer
@@ -369,16 +429,20 @@ ImageInfo probe_image(const uint8_t* data, size_t size) {
 }
 
 Image decode_image(const uint8_t* data, size_t size, int channels) {
-  return decode_image_scaled(data, size, channels, nullptr);
+  return decode_image_part(data, size, channels, nullptr).image;
 }
 
-Image decode_image_scaled(const uint8_t* data, size_t size, int channels, const ScaleChooser& choose) {
+DecodedPart decode_image_part(const uint8_t* data, size_t size, int channels, const DecodePlan& plan) {
   check_channels(channels);
   switch (sniff_image_format(data, size)) {
     case ImageFormat::kJpeg:
-      return decode_jpeg(data, size, channels, choose);
-    case ImageFormat::kPng:
-      return decode_png(data, size, channels);
+      return decode_jpeg(data, size, channels, plan);
+    case ImageFormat::kPng: {
+      DecodedPart part;
+      part.image = decode_png(data, size, channels);
+      part.placement = {part.image.height, part.image.width, part.image.height, part.image.width, 0, 0};
+      return part;
+    }
     case ImageFormat::kUnknown:
       break;
   }

@@ -49,16 +49,43 @@ ImageInfo probe_image(const uint8_t* data, size_t size);
 /// bad size or channel count. Thread-safe (no shared state).
 Image decode_image(const uint8_t* data, size_t size, int channels = 0);
 
-/// Given a JPEG's stored height and width (from its header), the scale
-/// 1/denominator (1, 2, 4 or 8) to decode it at.
-using ScaleChooser = std::function<int(int64_t height, int64_t width)>;
+/// What to decode of an image, chosen once its stored size is known: the
+/// scale 1/denominator (1, 2, 4 or 8) and the rectangle of the stored image
+/// that will be used, in stored pixels (width 0: all of it).
+struct DecodeRequest {
+  int denominator = 1;
+  double x0 = 0, y0 = 0, width = 0, height = 0;
+};
+/// Given a JPEG's stored height and width (from its header), what to decode.
+using DecodePlan = std::function<DecodeRequest(int64_t height, int64_t width)>;
 
-/// decode_image at 1/choose(stored height, stored width) of the stored size,
-/// the header read once: a JPEG is decoded straight to that scale by
-/// libjpeg-turbo's DCT scaling (each side ceil(side / denominator), as PIL's
-/// draft mode does); a PNG at its stored size (`choose` is not called). A
-/// denominator other than 1, 2, 4, 8 throws dlscale::Error.
-Image decode_image_scaled(const uint8_t* data, size_t size, int channels, const ScaleChooser& choose);
+/// Where a decoded image lies in the image as stored: it holds rows
+/// [top, top + its height) and columns [left, left + its width) of the
+/// stored image decoded at full_height x full_width. All zero: it is the
+/// stored image, whole and at full scale.
+struct Placement {
+  int64_t stored_height = 0, stored_width = 0;
+  int64_t full_height = 0, full_width = 0;
+  int64_t top = 0, left = 0;
+};
+
+struct DecodedPart {
+  Image image;
+  Placement placement;
+};
+
+/// decode_image, of only what `plan` asks for, the header read once. A JPEG
+/// is decoded straight to the scale by libjpeg-turbo's DCT scaling (each
+/// side ceil(side / denominator), as PIL's draft mode does), and only the
+/// rows and columns that cover the rectangle with a margin of 2 decoded
+/// pixels (columns widened to the JPEG's block boundaries): rows above it are
+/// skipped (entropy-decoded only), rows below it are never decoded, columns
+/// outside it are not inverse-transformed. Its pixels are those of the same
+/// rows and columns of a decode of the whole image at that scale. A PNG is
+/// decoded whole at its stored size (`plan` is not called). A denominator
+/// other than 1, 2, 4, 8 or a rectangle outside the image throws
+/// dlscale::Error.
+DecodedPart decode_image_part(const uint8_t* data, size_t size, int channels, const DecodePlan& plan);
 
 /// Encodes a 1- or 3-channel image as baseline JPEG; `quality` 1..100.
 /// Throws dlscale::Error for an empty or inconsistent image or bad quality.

@@ -69,23 +69,24 @@ PipelineStats Pipeline::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   PipelineStats s = stats_;
   s.reduced_decodes = reduced_decodes_;
+  s.region_decodes = region_decodes_;
   return s;
 }
 
-std::shared_ptr<const Image> Pipeline::load(int64_t index, uint64_t seed, std::pair<int64_t, int64_t>& stored) {
-  stored = {0, 0};  // as decoded
+std::shared_ptr<const Image> Pipeline::load(int64_t index, uint64_t seed, Placement& placement) {
+  placement = {};  // as decoded
   if (options_.reduced_decode && !options_.cache) {
-    bool reduced = false;
-    auto image = std::make_shared<const Image>(dataset_->image_scaled(
-        index,
-        [&](int64_t h, int64_t w) {
-          const int d = decode_denominator(h, w, options_.transform, seed);
-          reduced = d > 1;
-          return d;
-        },
-        stored));
+    bool reduced = false, region = false;
+    DecodedPart part = dataset_->image_part(index, [&](int64_t h, int64_t w) {
+      const DecodeRequest r = decode_request(h, w, options_.transform, seed, /*region=*/true);
+      reduced = r.denominator > 1;
+      region = r.width > 0 && (r.width < static_cast<double>(w) || r.height < static_cast<double>(h));
+      return r;
+    });
     if (reduced) ++reduced_decodes_;
-    return image;
+    if (region) ++region_decodes_;
+    placement = part.placement;
+    return std::make_shared<const Image>(std::move(part.image));
   }
   if (options_.cache) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -132,10 +133,9 @@ Batch Pipeline::build(int64_t step) {
     for (int attempt = 0;; ++attempt) {
       try {
         const uint64_t seed = mix_seed(epoch_seed, static_cast<uint64_t>(index));
-        std::pair<int64_t, int64_t> stored;
-        const std::shared_ptr<const Image> image = load(index, seed, stored);
-        transform_image(*image, t, seed, base + j * t.channels * t.size * t.size, layout, stored.first,
-                        stored.second);
+        Placement placement;
+        const std::shared_ptr<const Image> image = load(index, seed, placement);
+        transform_image(*image, t, seed, base + j * t.channels * t.size * t.size, layout, placement);
         labels[static_cast<size_t>(j)] = dataset_->label(index);
         return;
       } catch (const Error&) {

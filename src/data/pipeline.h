@@ -40,7 +40,7 @@ struct PipelineOptions {
   int prefetch = 2;            ///< batches built ahead; 0 = built when asked, on the caller's clock
   bool cache = false;          ///< keep decoded samples in memory after first use
   int64_t cache_bytes = 0;     ///< the cache's budget of decoded pixels; 0 = no limit
-  bool reduced_decode = false; ///< decode JPEGs at the smallest 1/2^k scale still covering the crop
+  bool reduced_decode = false; ///< decode of a JPEG only its crop, at the smallest 1/2^k scale still covering it
   bool skip_corrupt = false;   ///< replace a corrupt sample by the next readable one and count it
   TransformOptions transform;  ///< size, channels, augmentation, normalisation
   bool channels_last = false;  ///< write NHWC memory order
@@ -70,13 +70,13 @@ class Pipeline : public DataSource {
     std::exception_ptr error;
   };
   Batch build(int64_t step);
-  /// Sample `index` decoded for the transform with `seed`: a JPEG at a
-  /// reduced scale when `reduced_decode` (and no cache), `stored` then
-  /// getting its stored size ({0, 0}: as decoded); from the cache when --cache holds it (shared,
+  /// Sample `index` decoded for the transform with `seed`: of a JPEG only
+  /// the crop, at a reduced scale, when `reduced_decode` (and no cache),
+  /// `placement` then saying where it lies ({}: whole, as stored); from the cache when --cache holds it (shared,
   /// not copied), else from the dataset; kept in the cache while its budget
   /// lasts (the samples kept first stay: under a random order no eviction
   /// policy hits more often).
-  std::shared_ptr<const Image> load(int64_t index, uint64_t seed, std::pair<int64_t, int64_t>& stored);
+  std::shared_ptr<const Image> load(int64_t index, uint64_t seed, Placement& placement);
   void produce();
 
   std::shared_ptr<const Dataset> dataset_;
@@ -95,6 +95,7 @@ class Pipeline : public DataSource {
   std::unordered_map<int64_t, std::shared_ptr<const Image>> cache_;
   std::thread producer_;
   std::atomic<int64_t> reduced_decodes_{0};
+  std::atomic<int64_t> region_decodes_{0};
 };
 
 }  // namespace dlscale::data

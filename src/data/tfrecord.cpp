@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -320,11 +321,39 @@ void apply_entry(std::string_view entry, ExampleFields& out) {
 
 }  // namespace
 
-uint32_t crc32c(const uint8_t* data, size_t size, uint32_t crc) {
+uint32_t crc32c_portable(const uint8_t* data, size_t size, uint32_t crc) {
   crc = ~crc;
   for (size_t i = 0; i < size; ++i) crc = kCrc32cTable[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
   return ~crc;
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+namespace {
+
+/// SSE4.2's crc32 instruction computes CRC32C (the same polynomial), 8 bytes
+/// at a time: about 20x the table's speed, which made the check of every
+/// TFRecord's data the pipeline's largest cost after JPEG decoding.
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(const uint8_t* data, size_t size, uint32_t crc) {
+  uint64_t c = ~crc;
+  for (; size >= 8; size -= 8, data += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, data, 8);
+    c = __builtin_ia32_crc32di(c, word);
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  for (; size > 0; --size, ++data) c32 = __builtin_ia32_crc32qi(c32, *data);
+  return ~c32;
+}
+
+}  // namespace
+
+uint32_t crc32c(const uint8_t* data, size_t size, uint32_t crc) {
+  static const bool sse42 = __builtin_cpu_supports("sse4.2");
+  return sse42 ? crc32c_sse42(data, size, crc) : crc32c_portable(data, size, crc);
+}
+#else
+uint32_t crc32c(const uint8_t* data, size_t size, uint32_t crc) { return crc32c_portable(data, size, crc); }
+#endif
 
 uint32_t mask_crc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 

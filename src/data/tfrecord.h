@@ -16,7 +16,10 @@ namespace dlscale::data {
 
 /// CRC-32C (Castagnoli), software table-driven. `crc` continues an earlier
 /// checksum (0 to start). crc32c("123456789") == 0xE3069283.
+/// SSE4.2's instruction where the CPU has it, else crc32c_portable.
 uint32_t crc32c(const uint8_t* data, size_t size, uint32_t crc = 0);
+/// The same, one table look-up a byte (the reference the tests compare with).
+uint32_t crc32c_portable(const uint8_t* data, size_t size, uint32_t crc = 0);
 
 /// TFRecord's masked CRC: ((crc >> 15) | (crc << 17)) + 0xa282ead8.
 uint32_t mask_crc(uint32_t crc);

@@ -152,39 +152,47 @@ Image resize_region(const Image& img, double x0, double y0, double w, double h, 
   return out;
 }
 
-int decode_denominator(int64_t height, int64_t width, const TransformOptions& o, uint64_t seed) {
+DecodeRequest decode_request(int64_t height, int64_t width, const TransformOptions& o, uint64_t seed,
+                             bool region) {
   Rng rng(seed);
   const Augment a = o.train ? o.augment : Augment::kNone;
-  const double side = a == Augment::kResizedCropFlip
-                          ? [&] {
-                              const Region r = random_resized_region(height, width, rng);
-                              return std::min(r.w, r.h);
-                            }()
-                          : static_cast<double>(std::min(height, width));
-  int denominator = 1;
-  while (denominator < 8 && side / (2 * denominator) >= static_cast<double>(o.size)) denominator *= 2;
-  return denominator;
+  DecodeRequest request;
+  double side = static_cast<double>(std::min(height, width));
+  if (a == Augment::kResizedCropFlip) {
+    const Region r = random_resized_region(height, width, rng);
+    side = std::min(r.w, r.h);
+    if (region) request = {1, r.x0, r.y0, r.w, r.h};
+  }
+  while (request.denominator < 8 && side / (2 * request.denominator) >= static_cast<double>(o.size)) {
+    request.denominator *= 2;
+  }
+  return request;
 }
 
 void transform_image(const Image& image, const TransformOptions& o, uint64_t seed, float* out,
-                     const OutputLayout& layout, int64_t source_height, int64_t source_width) {
+                     const OutputLayout& layout, const Placement& placement) {
   DLSCALE_ASSERT(o.size >= 1 && (o.channels == 1 || o.channels == 3));
   DLSCALE_ASSERT(o.mean.size() == static_cast<size_t>(o.channels) && o.std.size() == o.mean.size());
   DLSCALE_CHECK(image.height >= 1 && image.width >= 1, "an image has no pixels");
   Rng rng(seed);
   const Augment a = o.train ? o.augment : Augment::kNone;
+  const bool placed = placement.stored_height > 0;
   if (a == Augment::kResizedCropFlip) {
     // The region is drawn on the stored size, then mapped to the decoded
-    // pixels: a reduced decode makes the same choices as a full one.
-    const int64_t sh = source_height > 0 ? source_height : image.height;
-    const int64_t sw = source_width > 0 ? source_width : image.width;
+    // pixels (a scale, and the offset of a part): a reduced decode makes the
+    // same choices as a full one.
+    const int64_t sh = placed ? placement.stored_height : image.height;
+    const int64_t sw = placed ? placement.stored_width : image.width;
     const Region r = random_resized_region(sh, sw, rng);
-    const double fy = static_cast<double>(image.height) / static_cast<double>(sh);
-    const double fx = static_cast<double>(image.width) / static_cast<double>(sw);
-    const Image crop = resize_region(image, r.x0 * fx, r.y0 * fy, r.w * fx, r.h * fy, o.size, o.size);
+    const double fy = placed ? static_cast<double>(placement.full_height) / static_cast<double>(sh) : 1.0;
+    const double fx = placed ? static_cast<double>(placement.full_width) / static_cast<double>(sw) : 1.0;
+    const double top = static_cast<double>(placement.top), left = static_cast<double>(placement.left);
+    const Image crop = resize_region(image, r.x0 * fx - left, r.y0 * fy - top, r.w * fx, r.h * fy, o.size, o.size);
     write_out(crop, o, rng.uniform() < 0.5, 0, 0, out, layout);
     return;
   }
+  DLSCALE_ASSERT(!placed || (placement.top == 0 && placement.left == 0 && placement.full_height == image.height &&
+                             placement.full_width == image.width));  // whole, at some scale
   Image resized;
   const bool fits = image.height == o.size && image.width == o.size;
   if (!fits) resized = resize_center(image, o.size);

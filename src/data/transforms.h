@@ -46,19 +46,21 @@ struct OutputLayout {
 /// sample's augmentation does not depend on which worker or thread makes it.
 /// Eval (and kNone): an image of the target size is unchanged; otherwise its
 /// shorter side is resized to `size` (bilinear) and the centre cropped.
-/// An image decoded at a reduced scale (decode_denominator) passes the size
-/// it is stored at as `source_height` x `source_width` (0 = as decoded): the
-/// random choices are made on that size, as for the full image, and mapped
-/// to the decoded pixels.
+/// An image decoded in part or at a reduced scale (decode_request,
+/// decode_image_part) passes its `placement`: the random choices are made on
+/// the stored size, as for the full image, and mapped to the decoded
+/// pixels. Only the random-resized crop takes a part of an image; the other
+/// transforms need it whole (at any scale).
 void transform_image(const Image& image, const TransformOptions& options, uint64_t seed,
-                     float* out, const OutputLayout& layout, int64_t source_height = 0,
-                     int64_t source_width = 0);
+                     float* out, const OutputLayout& layout, const Placement& placement = {});
 
-/// How far a JPEG of `height` x `width` may be shrunk while decoding for
-/// transform_image(options, seed): the largest of 1, 2, 4 and 8 that leaves
-/// the region the transform resamples (the random-resized crop, or the
-/// centre square) at least options.size pixels on its shorter side.
-int decode_denominator(int64_t height, int64_t width, const TransformOptions& options, uint64_t seed);
+/// What transform_image(options, seed) needs decoded of a JPEG stored at
+/// `height` x `width`: the largest scale 1/1, 1/2, 1/4 or 1/8 that leaves the
+/// region it resamples (the random-resized crop, or the centre square) at
+/// least options.size pixels on its shorter side, and with `region` (and a
+/// random-resized crop) only that crop.
+DecodeRequest decode_request(int64_t height, int64_t width, const TransformOptions& options, uint64_t seed,
+                             bool region);
 
 /// Bilinear resize of the region (x0, y0, w, h) of `image` to out_h × out_w.
 Image resize_region(const Image& image, double x0, double y0, double w, double h, int64_t out_h,

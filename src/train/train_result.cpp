@@ -116,6 +116,7 @@ nlohmann::json data_json(const DataSummary& d, int64_t measured_steps) {
           {"cache_bytes", p.cache_bytes},
           {"cache_full", p.cache_full},
           {"reduced_decodes", p.reduced_decodes},
+          {"region_decodes", p.region_decodes},
           {"measured_steps", measured_steps}};
 }
 

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/files.h"
+#include "data/data_test_util.h"
+#include "data/encoded_dataset.h"
 #include "data/sampler.h"
 
 namespace dlscale::data {
@@ -109,6 +112,39 @@ TEST(Pipeline, RankSlicesAreTheGlobalBatchAndLabelsFollowTheSampler) {
       EXPECT_TRUE(torch::equal(torch::cat(lab), whole[s].targets.at(kLabel))) << world;
     }
   }
+}
+
+// Decoding only each JPEG's crop changes nothing in the batches: at 32 no
+// crop of these 80x60 images is twice the output, so the scale is 1 and
+// only the part differs from --full-decode.
+TEST(Pipeline, DecodingOnlyTheCropGivesTheBatchesOfAFullDecode) {
+  testing::TempDir dir;
+  for (int i = 0; i < 24; ++i) {
+    Image img;
+    img.width = 80;
+    img.height = 60;
+    img.channels = 3;
+    for (int64_t p = 0; p < 80 * 60 * 3; ++p) img.pixels.push_back(static_cast<uint8_t>((p * 7 + i * 31) % 251));
+    const std::vector<uint8_t> jpeg = encode_jpeg(img, 90);
+    std::filesystem::create_directories(dir.file(i % 2 ? "f/b" : "f/a"));
+    write_file_atomic(dir.file(std::string(i % 2 ? "f/b/" : "f/a/") + std::to_string(i) + ".jpg"),
+                      std::string(jpeg.begin(), jpeg.end()));
+  }
+  std::shared_ptr<Dataset> d = open_folder(dir.file("f"), Split::kTrain, 3);
+  PipelineOptions o = options(2, 1);
+  o.transform.size = 32;
+  o.transform.channels = 3;
+  o.transform.augment = Augment::kResizedCropFlip;
+  o.transform.mean = {0.f, 0.f, 0.f};
+  o.transform.std = {1.f, 1.f, 1.f};
+  const auto whole = first_batches(d, o, 4);
+  o.reduced_decode = true;
+  Pipeline p(d, o);
+  for (int64_t s = 0; s < 4; ++s) {
+    EXPECT_TRUE(torch::equal(p.batch(s).inputs.at(kImage), whole[static_cast<size_t>(s)].inputs.at(kImage))) << s;
+  }
+  EXPECT_GT(p.stats().region_decodes, 24);  // of 48
+  EXPECT_EQ(p.stats().reduced_decodes, 0);
 }
 
 TEST(Pipeline, ChannelsLastHoldsTheSameValues) {

@@ -1,6 +1,7 @@
-// Reduced-size JPEG decoding (docs/data.md, "Reduced-size decoding"): the
-// scales libjpeg-turbo gives, the choice of scale per crop, and the
-// documented tolerance against a full decode plus resize.
+// Reduced JPEG decoding (docs/data.md, "Reduced decoding"): the scales
+// libjpeg-turbo gives, the choice of scale per crop, the documented
+// tolerance against a full decode plus resize, and the crop's part decoded
+// alone giving the pixels of a whole decode.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -47,7 +48,9 @@ TEST(ScaledDecode, JpegScalesAreCeilOfTheSidesAndPngIsWhole) {
   const std::vector<uint8_t> jpeg = photo(100, 75);
   const std::vector<std::tuple<int, int64_t, int64_t>> scales = {{1, 100, 75}, {2, 50, 38}, {4, 25, 19}, {8, 13, 10}};
   for (const auto& [d, w, h] : scales) {
-    const Image img = decode_image_scaled(jpeg.data(), jpeg.size(), 3, [d = d](int64_t, int64_t) { return d; });
+    const Image img = decode_image_part(jpeg.data(), jpeg.size(), 3, [d = d](int64_t, int64_t) {
+                        return DecodeRequest{d};
+                      }).image;
     EXPECT_EQ(img.width, w) << d;
     EXPECT_EQ(img.height, h) << d;
     EXPECT_EQ(img.pixels.size(), static_cast<size_t>(w * h * 3)) << d;
@@ -58,21 +61,29 @@ TEST(ScaledDecode, JpegScalesAreCeilOfTheSidesAndPngIsWhole) {
   small.pixels.assign(16 * 16 * 3, 7);
   const std::vector<uint8_t> png = encode_png(small);
   bool asked = false;
-  EXPECT_EQ(decode_image_scaled(png.data(), png.size(), 3, [&](int64_t, int64_t) { asked = true; return 4; }).width,
+  EXPECT_EQ(decode_image_part(png.data(), png.size(), 3, [&](int64_t, int64_t) {
+              asked = true;
+              return DecodeRequest{4};
+            }).image.width,
             16);
   EXPECT_FALSE(asked);
   int64_t seen_h = 0, seen_w = 0;
-  decode_image_scaled(jpeg.data(), jpeg.size(), 3, [&](int64_t h, int64_t w) {
+  decode_image_part(jpeg.data(), jpeg.size(), 3, [&](int64_t h, int64_t w) {
     seen_h = h;
     seen_w = w;
-    return 1;
+    return DecodeRequest{};
   });
   EXPECT_EQ(seen_h, 75);
   EXPECT_EQ(seen_w, 100);
   EXPECT_TRUE(contains(error_message([&] {
-                         decode_image_scaled(jpeg.data(), jpeg.size(), 3, [](int64_t, int64_t) { return 3; });
+                         decode_image_part(jpeg.data(), jpeg.size(), 3, [](int64_t, int64_t) { return DecodeRequest{3}; });
                        }),
                        "1/1, 1/2, 1/4 or 1/8 (got 1/3)"));
+  EXPECT_TRUE(contains(error_message([&] {
+                         decode_image_part(jpeg.data(), jpeg.size(), 3,
+                                           [](int64_t, int64_t) { return DecodeRequest{1, 90, 0, 20, 10}; });
+                       }),
+                       "a decoding region (90, 0) 20x10 is outside the 100x75 image"));
 }
 
 TransformOptions options(int64_t size, bool train) {
@@ -84,6 +95,10 @@ TransformOptions options(int64_t size, bool train) {
   o.mean = {0.f, 0.f, 0.f};
   o.std = {1.f, 1.f, 1.f};
   return o;
+}
+
+int decode_denominator(int64_t height, int64_t width, const TransformOptions& o, uint64_t seed) {
+  return decode_request(height, width, o, seed, /*region=*/false).denominator;
 }
 
 TEST(ScaledDecode, TheScaleLeavesTheCropAtLeastTheOutputSize) {
@@ -128,11 +143,12 @@ TEST(ScaledDecode, WithinTheToleranceOfAFullDecodeAndResize) {
     for (uint64_t seed = 0; seed < (train ? 40u : 1u); ++seed) {
       const int d = decode_denominator(768, 1024, o, seed);
       if (d == 1) continue;
-      const Image reduced = decode_image_scaled(jpeg.data(), jpeg.size(), 3, [d = d](int64_t, int64_t) { return d; });
+      const DecodedPart reduced =
+          decode_image_part(jpeg.data(), jpeg.size(), 3, [d = d](int64_t, int64_t) { return DecodeRequest{d}; });
       std::vector<float> a(3 * 112 * 112), b(a.size());
       const OutputLayout layout = OutputLayout::chw(3, 112);
       transform_image(full, o, seed, a.data(), layout);
-      transform_image(reduced, o, seed, b.data(), layout, 768, 1024);
+      transform_image(reduced.image, o, seed, b.data(), layout, reduced.placement);
       const auto [mean, most] = difference(a, b);
       EXPECT_LE(mean, 2.0) << "train " << train << " seed " << seed << " 1/" << d;
       EXPECT_LE(most, 16.0) << "train " << train << " seed " << seed << " 1/" << d;
@@ -140,6 +156,56 @@ TEST(ScaledDecode, WithinTheToleranceOfAFullDecodeAndResize) {
     }
   }
   EXPECT_GT(compared, 10);
+}
+
+// Decoding only the crop's part (with its margin) gives the very pixels of
+// those rows and columns of a whole decode at the same scale, so the
+// transform's output is identical: colour (4:2:0 chroma, the encoder's
+// default) and gray, RGB and one-channel output, every scale.
+TEST(RegionDecode, GivesThePixelsOfAWholeDecodeAtTheSameScale) {
+  const std::vector<uint8_t> colour = photo(500, 375);
+  Image gray_image = decode_image(colour.data(), colour.size(), 1);
+  const std::vector<uint8_t> gray = encode_jpeg(gray_image, 90);
+  int parts = 0, scaled = 0;
+  for (const auto* jpeg : {&colour, &gray}) {
+    for (const int channels : {3, 1}) {
+      for (const int64_t size : {224, 112, 32}) {
+        TransformOptions o = options(size, true);
+        o.channels = channels;
+        o.mean.resize(static_cast<size_t>(channels), 0.f);
+        o.std.resize(static_cast<size_t>(channels), 1.f);
+        for (uint64_t seed = 0; seed < 25; ++seed) {
+          DecodeRequest asked;
+          const DecodedPart part = decode_image_part(jpeg->data(), jpeg->size(), channels, [&](int64_t h, int64_t w) {
+            return asked = decode_request(h, w, o, seed, /*region=*/true);
+          });
+          const DecodedPart whole = decode_image_part(jpeg->data(), jpeg->size(), channels, [&](int64_t, int64_t) {
+            return DecodeRequest{asked.denominator};
+          });
+          const Placement& p = part.placement;
+          ASSERT_EQ(p.full_width, whole.image.width);
+          ASSERT_EQ(p.full_height, whole.image.height);
+          ASSERT_LE(p.left + part.image.width, whole.image.width);
+          ASSERT_LE(p.top + part.image.height, whole.image.height);
+          const auto row = static_cast<size_t>(part.image.width * channels);
+          for (int64_t y = 0; y < part.image.height; ++y) {
+            const auto* got = &part.image.pixels[static_cast<size_t>(y) * row];
+            const auto* want = &whole.image.pixels[static_cast<size_t>(((p.top + y) * whole.image.width + p.left) * channels)];
+            ASSERT_TRUE(std::equal(got, got + row, want)) << "seed " << seed << " row " << y;
+          }
+          std::vector<float> a(static_cast<size_t>(channels * size * size)), b(a.size());
+          const OutputLayout layout = OutputLayout::chw(channels, size);
+          transform_image(whole.image, o, seed, a.data(), layout, whole.placement);
+          transform_image(part.image, o, seed, b.data(), layout, p);
+          ASSERT_EQ(a, b) << "seed " << seed << " size " << size;
+          parts += part.image.width * part.image.height < whole.image.width * whole.image.height;
+          scaled += asked.denominator > 1;
+        }
+      }
+    }
+  }
+  EXPECT_GT(parts, 250);  // of 300: most crops leave out part of the image
+  EXPECT_GT(scaled, 50);
 }
 
 }  // namespace
