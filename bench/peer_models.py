@@ -56,6 +56,47 @@ class Transformer(torch.nn.Module):
         return torch.nn.functional.linear(h, self.embedding.weight)
 
 
+class Gnmt(torch.nn.Module):
+    """MLPerf's GNMT (rnn_translator): a 4-layer LSTM encoder (the first
+    bidirectional, residuals from the third), a 4-layer decoder whose first
+    layer feeds normalized Bahdanau attention, the context concatenated to
+    every later layer's input, one shared embedding, a linear classifier."""
+
+    def __init__(self, vocab=32320, hidden=1024, dropout=0.2):
+        super().__init__()
+        h = hidden
+        self.embedding = torch.nn.Embedding(vocab, h)
+        lstm = lambda i, bi=False: torch.nn.LSTM(i, h, batch_first=True, bidirectional=bi)
+        self.encoder = torch.nn.ModuleList([lstm(h, True), lstm(2 * h), lstm(h), lstm(h)])
+        self.attention_rnn = lstm(h)
+        self.query = torch.nn.Linear(h, h, bias=False)
+        self.key = torch.nn.Linear(h, h, bias=False)
+        self.v = torch.nn.Parameter(torch.empty(h).uniform_(-0.1, 0.1))
+        self.gain = torch.nn.Parameter(torch.full((1,), h ** -0.5))
+        self.bias = torch.nn.Parameter(torch.zeros(h))
+        self.decoder = torch.nn.ModuleList([lstm(2 * h) for _ in range(3)])
+        self.classifier = torch.nn.Linear(h, vocab)
+        self.dropout = torch.nn.Dropout(dropout)
+
+    def attend(self, query, keys):
+        s = torch.tanh(self.query(query).unsqueeze(2) + self.key(keys).unsqueeze(1) + self.bias)
+        scores = s.matmul(self.v / self.v.norm() * self.gain)
+        return torch.bmm(scores.softmax(-1), keys)
+
+    def forward(self, src, tgt_in):
+        d = self.dropout
+        x, _ = self.encoder[0](d(self.embedding(src)))
+        x, _ = self.encoder[1](d(x))
+        for layer in self.encoder[2:]:
+            x = x + layer(d(x))[0]
+        y, _ = self.attention_rnn(d(self.embedding(tgt_in)))
+        a = self.attend(y, x)
+        x, _ = self.decoder[0](d(torch.cat([y, a], -1)))
+        for layer in self.decoder[1:]:
+            x = x + layer(d(torch.cat([x, a], -1)))[0]
+        return self.classifier(x)
+
+
 class NeuMF(torch.nn.Module):
     """MLPerf's NCF: GMF 64 and MLP 256-256-128-64 over user and item embeddings."""
 
@@ -76,15 +117,17 @@ class NeuMF(torch.nn.Module):
         return self.final(torch.cat([gmf, x], -1)).squeeze(-1)
 
 
-def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab=None):
+def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab=None, hidden=None):
     """torchvision model `name` (untrained), the LeNet above, or the
-    Transformer or NeuMF above."""
+    Transformer, GNMT or NeuMF above."""
     if name == "transformer":
         return Transformer(vocab or 32768)
     if name == "transformer-big":
         return Transformer(vocab or 32768, 1024, 16, 4096, 6, 0.3)
     if name == "ncf":
         return NeuMF()
+    if name == "gnmt":
+        return Gnmt(vocab or 32320, hidden or 1024)
     if name == "lenet":
         return LeNet(image_size, num_classes or 10)
     classes = num_classes or 1000

@@ -44,9 +44,10 @@ def synthetic_batch(args, device):
     """The model's inputs (a tuple) and its loss function of the output, for
     one synthetic batch made once, as dlscale's synthetic data."""
     b = args.batch
-    if args.model.startswith("transformer"):
-        vocab = args.vocab or 32768
-        seq = args.seq_len or 128
+    if args.model.startswith("transformer") or args.model == "gnmt":
+        gnmt = args.model == "gnmt"
+        vocab = args.vocab or (32320 if gnmt else 32768)
+        seq = args.seq_len or (50 if gnmt else 128)
         src = torch.randint(2, vocab, (b, seq), device=device)
         tgt = torch.randint(2, vocab, (b, seq), device=device)
         tgt_in = torch.cat([torch.ones(b, 1, dtype=torch.long, device=device), tgt[:, :-1]], 1)
@@ -110,9 +111,10 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--image-size", type=int, default=0)
     ap.add_argument("--classes", type=int, default=0)
-    ap.add_argument("--vocab", type=int, default=0, help="transformer: 0 = 32768")
-    ap.add_argument("--seq-len", type=int, default=0, help="transformer: 0 = 128")
-    ap.add_argument("--dropout", type=float, default=-1, help="transformer: < 0 = the model's own")
+    ap.add_argument("--vocab", type=int, default=0, help="transformer, gnmt: 0 = 32768, 32320")
+    ap.add_argument("--seq-len", type=int, default=0, help="transformer, gnmt: 0 = 128, 50")
+    ap.add_argument("--hidden", type=int, default=0, help="gnmt: 0 = 1024")
+    ap.add_argument("--dropout", type=float, default=-1, help="transformer, gnmt: < 0 = the model's own")
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--momentum", type=float, default=0.9)
@@ -129,7 +131,7 @@ def main():
     torch.manual_seed(args.seed)
     size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
     classes = args.classes or (10 if args.model == "lenet" else 1000)
-    model = build_model(args.model, size, num_classes=classes, vocab=args.vocab).to(args.device)
+    model = build_model(args.model, size, num_classes=classes, vocab=args.vocab, hidden=args.hidden).to(args.device)
     if args.dropout >= 0:
         for m in model.modules():
             if isinstance(m, torch.nn.Dropout):

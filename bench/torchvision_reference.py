@@ -62,7 +62,7 @@ def main():
                 continue
             rows.append({"name": name, "aux_logits": aux, "image_size": size, "parameters": params,
                          "macs_per_sample": macs})
-    for name in ("transformer", "transformer-big", "ncf"):
+    for name in ("transformer", "transformer-big", "gnmt", "ncf"):
         model = build_model(name)
         rows.append({"name": name, "parameters": sum(p.numel() for p in model.parameters())})
     for r in rows:

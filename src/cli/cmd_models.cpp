@@ -41,6 +41,7 @@ nlohmann::json facts_json(const models::ModelSpec& spec, const models::ModelFact
     j["vocab"] = f.vocab;
     j["seq_len"] = f.seq_len;
   }
+  if (spec.takes_flag("--hidden")) j["hidden"] = f.hidden;
   return j;
 }
 
@@ -76,7 +77,7 @@ void run_models(const ModelsOptions& o) {
     std::cout << records.dump(2) << '\n';
   } else {
     table.print(std::cout);
-    std::cout << "GFLOPs/sample: forward pass, 2 x multiply-accumulates of conv, FC and attention layers "
+    std::cout << "GFLOPs/sample: forward pass, 2 x multiply-accumulates of conv, FC, LSTM and attention layers "
                  "(embedding look-ups count none).\n";
   }
 }

@@ -23,6 +23,7 @@ std::vector<ModelSpec>& registry() {
     all.push_back(googlenet_spec());
     all.push_back(inception3_spec());
     for (auto& s : transformer_specs()) all.push_back(std::move(s));
+    all.push_back(gnmt_spec());
     all.push_back(ncf_spec());
     return all;
   }();
@@ -78,12 +79,17 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   check_takes(spec, "--aux-logits", o.aux_logits);
   check_takes(spec, "--vocab", o.vocab != 0);
   check_takes(spec, "--seq-len", o.seq_len != 0);
+  check_takes(spec, "--hidden", o.hidden != 0);
   DLSCALE_CHECK(o.dropout < 1, "--dropout must be < 1 (got {}; negative = the model's own)", o.dropout);
   if (spec.takes_flag("--vocab")) {
     if (o.vocab == 0) o.vocab = spec.default_vocab;
     if (o.seq_len == 0) o.seq_len = spec.default_seq_len;
     DLSCALE_CHECK(o.vocab >= 4, "--vocab must be >= 4 (got {})", o.vocab);
     DLSCALE_CHECK(o.seq_len >= 1, "--seq-len must be >= 1 (got {})", o.seq_len);
+  }
+  if (spec.takes_flag("--hidden")) {
+    if (o.hidden == 0) o.hidden = spec.default_hidden;
+    DLSCALE_CHECK(o.hidden >= 1, "--hidden must be >= 1 (got {})", o.hidden);
   }
   if (!spec.takes_flag("--image-size")) return o;
   if (o.num_classes == 0) o.num_classes = spec.default_classes;
@@ -135,6 +141,7 @@ ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& mo
   f.num_classes = o.num_classes;
   f.vocab = o.vocab;
   f.seq_len = o.seq_len;
+  f.hidden = o.hidden;
   f.family = spec.family;
   f.parameters = count_parameters(model);
   f.task = spec.task->name();

@@ -46,6 +46,7 @@ struct ModelSpec {
   bool takes_flag(const std::string& flag) const;
   int64_t default_vocab = 0;        ///< sequence models
   int64_t default_seq_len = 0;
+  int64_t default_hidden = 0;       ///< recurrent models (--hidden)
   int64_t channels = 3;             ///< input channels (image tasks)
   int64_t default_image_size = 224;
   int64_t min_image_size = 1;       ///< smallest height = width the architecture accepts
@@ -96,6 +97,7 @@ struct ModelFacts {
   int64_t macs_per_sample = 0;
   int64_t vocab = 0;               ///< sequence models
   int64_t seq_len = 0;
+  int64_t hidden = 0;              ///< recurrent models (--hidden)
   std::string family;
   std::string task;                ///< its task's name
   ThroughputUnit unit;             ///< what its throughput counts

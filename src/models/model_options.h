@@ -21,6 +21,7 @@ struct ModelOptions {
   double dropout = -1;      ///< dropout probability for every dropout layer; < 0 = the model's own
   int64_t vocab = 0;        ///< token vocabulary (sequence models); 0 = the model's default
   int64_t seq_len = 0;      ///< tokens per source and per target sequence; 0 = the model's default
+  int64_t hidden = 0;       ///< hidden size of a recurrent model's layers (gnmt); 0 = the model's default
 
   /// The options' table (core/option_table.h).
   template <typename Self, typename Visitor>
@@ -49,6 +50,10 @@ struct ModelOptions {
              "seq_len"}
           .agreed(),
       s.seq_len);
+    v(Option{"--hidden", "Hidden size of gnmt's LSTMs, attention and embedding; 0 = the model's default (1024)",
+             "hidden"}
+          .agreed(),
+      s.hidden);
   }
 };
 

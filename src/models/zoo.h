@@ -14,6 +14,7 @@ std::vector<ModelSpec> resnet_specs();
 ModelSpec googlenet_spec();
 ModelSpec inception3_spec();
 std::vector<ModelSpec> transformer_specs();
+ModelSpec gnmt_spec();
 ModelSpec ncf_spec();
 
 }  // namespace dlscale::models

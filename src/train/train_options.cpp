@@ -26,6 +26,7 @@ constexpr int64_t kMaxImageSize = 4096;
 constexpr int64_t kMaxClasses = 1000000;
 constexpr int64_t kMaxVocab = 10000000;
 constexpr int64_t kMaxSeqLen = 65536;
+constexpr int64_t kMaxHidden = 65536;
 constexpr int64_t kMaxSyntheticBatches = 4096;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxShards = 1024;
@@ -91,6 +92,8 @@ void check_model(const models::ModelOptions& o) {
                 kMaxVocab, o.vocab);
   DLSCALE_CHECK(o.seq_len >= 0 && o.seq_len <= kMaxSeqLen,
                 "--seq-len must be in [0, {}] (got {}; 0 = the model's default)", kMaxSeqLen, o.seq_len);
+  DLSCALE_CHECK(o.hidden >= 0 && o.hidden <= kMaxHidden,
+                "--hidden must be in [0, {}] (got {}; 0 = the model's default)", kMaxHidden, o.hidden);
   models::resolve_options(models::find_model(o.name), o);
 }
 

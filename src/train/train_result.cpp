@@ -271,6 +271,7 @@ nlohmann::json to_json(const TrainResult& r) {
             {"num_classes", r.model.num_classes},
             {"vocab", r.model.vocab},
             {"seq_len", r.model.seq_len},
+            {"hidden", r.model.hidden},
             {"family", r.model.family},
             {"task", r.model.task},
             {"unit", r.model.unit.name},

@@ -103,6 +103,7 @@ TEST_P(FamilyStrategies, MatchOneWorkerOnTheGlobalBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyStrategies,
                          ::testing::Values(Family{"transformer", "transformer --vocab 64 --seq-len 6", "0.002", "tokens", 6, 0.1},
+                                           Family{"gnmt", "gnmt --vocab 64 --seq-len 6 --hidden 32", "0.05", "tokens", 6},
                                            Family{"ncf", "ncf", "0.05", "samples", 1}),
                          [](const ::testing::TestParamInfo<Family>& p) { return std::string(p.param.name); });
 

@@ -24,6 +24,31 @@ TEST(Families, ParameterCountsArePyTorchs) {
   EXPECT_EQ(params_of("transformer", 1000), 44652544);
   EXPECT_EQ(params_of("transformer-big", 1000), 177385472);
   EXPECT_EQ(params_of("ncf"), 31832577);
+  EXPECT_EQ(params_of("gnmt"), 160671297);  // vocabulary 32,320, hidden 1,024
+  EXPECT_EQ(params_of("gnmt", 1000), 96496617);
+}
+
+// Per sample at source = target length L, hidden h, vocabulary V: the LSTMs'
+// 4h(in + h) a token and direction (encoder 16h² + 12h² + 2·8h², decoder
+// 8h² + 3·12h²), the attention's two projections (2h²) and its score and
+// context products (2·L·L·h), and the classifier (h·V).
+TEST(Families, GnmtMacsFollowTheLayers) {
+  const int64_t h = 32, len = 5, vocab = 64;
+  ModelOptions o;
+  o.vocab = vocab;
+  o.seq_len = len;
+  o.hidden = h;
+  const ModelFacts f = describe_model(find_model("gnmt"), o);
+  EXPECT_EQ(f.macs_per_sample, len * 90 * h * h + 2 * len * len * h + len * h * vocab);
+  EXPECT_EQ(f.unit.name, "tokens");
+  EXPECT_EQ(f.unit.items_per_sample, len);
+  EXPECT_EQ(f.family, "rnn");
+  EXPECT_EQ(input_text(f.inputs), "src 5, tgt_in 5");
+  const auto model = make_model(find_model("gnmt"), resolve_options(find_model("gnmt"), o));
+  model->eval();
+  const Output out = model->forward({{kSourceTokens, torch::randint(kFirstWord, vocab, {3, len})},
+                                     {kTargetIn, torch::randint(kBeginToken, vocab, {3, len})}});
+  EXPECT_EQ(out.main.sizes(), (std::vector<int64_t>{3, len, vocab}));
 }
 
 // Per sample at source = target length L: every Fc's weight × rows, the two
@@ -149,6 +174,13 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   tiny.vocab = 3;
   EXPECT_EQ(message("transformer", tiny), "--vocab must be >= 4 (got 3)");
   EXPECT_EQ(message("transformer", vocab), "accepted");
+  ModelOptions hidden;
+  hidden.hidden = 64;
+  EXPECT_EQ(message("transformer", hidden), "--hidden does not apply to model 'transformer' (family "
+                                            "transformer); it takes --vocab, --seq-len and --dropout");
+  EXPECT_EQ(message("gnmt", hidden), "accepted");
+  EXPECT_EQ(message("gnmt", image), "--image-size does not apply to model 'gnmt' (family rnn); it takes --vocab, "
+                                    "--seq-len, --hidden and --dropout");
 }
 
 }  // namespace
