@@ -35,7 +35,7 @@ build fuzz_sweep_file "${sweep[@]}" "$root/src/sweep/sweep_file.cpp" "$root/src/
 build fuzz_store "$root/src/comm/tcp_store.cpp" "$root/src/core/log.cpp" "$root/src/core/clock.cpp"
 build fuzz_records "$root/src/data/tfrecord.cpp" "$root/src/data/tar_shards.cpp" \
   "$root/src/data/image_codec.cpp" "$root/src/core/files.cpp" -ljpeg -lpng
-build fuzz_idx "$root/src/data/idx_dataset.cpp" "$root/src/core/files.cpp" -lz
+build fuzz_idx "$root/src/data/idx_dataset.cpp" "$root/src/data/file_list.cpp" "$root/src/core/files.cpp" -lz
 build fuzz_shard_index "$root/src/data/shard_index.cpp" "$root/src/data/tfrecord.cpp" \
   "$root/src/data/tar_shards.cpp" "$root/src/core/files.cpp"
 build fuzz_checkpoint "$root/src/train/checkpoint_meta.cpp" "$root/src/train/convergence.cpp" \
