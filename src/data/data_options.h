@@ -33,6 +33,7 @@ struct DataOptions {
   int64_t shuffle_buffer = 1024;   ///< streaming: samples held for shuffling
   bool skip_corrupt = false;       ///< replace corrupt samples instead of failing
   std::string stage_dir;           ///< copy the data files here before training; "" = read in place
+  int64_t synthetic_test = 1024;   ///< synthetic data: held-out samples each evaluation reads
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
@@ -100,6 +101,12 @@ struct DataOptions {
              "stage_dir"}
           .no_default(),
       s.stage_dir);
+    v(Option{"--synthetic-test",
+             "Synthetic data: held-out samples each evaluation reads (--eval-every, --target-accuracy), drawn "
+             "from the same generator at indices no training sample has",
+             "synthetic_test"}
+          .agreed(),
+      s.synthetic_test);
   }
 };
 

@@ -50,7 +50,8 @@ struct SourceOptions {
   int64_t num_classes = 1000;
   uint64_t seed = 42;
   int64_t synthetic_batches = 1;  ///< synthetic only
-  SampleFn synthetic;             ///< synthetic only: sample i of the stream (the model's task makes it)
+  SampleFn synthetic;             ///< synthetic only: sample i of the stream (the model's task makes it;
+                                  ///< for evaluation, its held-out sample i: Task::synthetic_test)
   /// Training (augmentation, the sampler's order) or evaluation (evaluation
   /// transform; every sample once per pass, split over ranks, shorter last batch).
   bool train = true;
@@ -58,7 +59,9 @@ struct SourceOptions {
   torch::Device device = torch::kCPU;
 };
 
-/// The worker's source: SyntheticData (from `source.synthetic`) for synthetic, else a Pipeline.
+/// The worker's source: for synthetic data SyntheticData (training) or
+/// SyntheticTestData (evaluation: --synthetic-test samples) from
+/// `source.synthetic`, else a Pipeline.
 std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataOptions& options,
                                              const SourceOptions& source);
 

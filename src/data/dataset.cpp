@@ -12,6 +12,7 @@ namespace {
 constexpr int kMaxDataThreads = 256;
 constexpr int kMaxPrefetch = 64;
 constexpr int64_t kMaxShuffleBuffer = int64_t{1} << 24;
+constexpr int64_t kMaxSyntheticTest = int64_t{1} << 24;
 constexpr int64_t kMaxCacheMb = int64_t{1} << 30;  // 1 PiB: past it a typo
 
 const char* const kForms =
@@ -58,6 +59,8 @@ void check_data_options(const DataOptions& o) {
                 "--prefetch must be in [0, {}] (got {})", kMaxPrefetch, o.prefetch);
   DLSCALE_CHECK(o.shuffle_buffer >= 1 && o.shuffle_buffer <= kMaxShuffleBuffer,
                 "--shuffle-buffer must be in [1, {}] (got {})", kMaxShuffleBuffer, o.shuffle_buffer);
+  DLSCALE_CHECK(o.synthetic_test >= 1 && o.synthetic_test <= kMaxSyntheticTest,
+                "--synthetic-test must be in [1, {}] (got {})", kMaxSyntheticTest, o.synthetic_test);
   DLSCALE_CHECK(o.cache_mb >= 0 && o.cache_mb <= kMaxCacheMb, "--cache-mb must be in [0, {}] (got {})",
                 kMaxCacheMb, o.cache_mb);
   DLSCALE_CHECK(o.cache_mb == 0 || o.cache, "--cache-mb is --cache's budget: add --cache");

@@ -30,6 +30,22 @@ std::vector<std::string> names_of(const TensorMap& m) {
   return names;
 }
 
+/// The samples `indices` of `sample`, stacked into a batch.
+Batch make_batch(const std::vector<uint64_t>& indices, const SampleFn& sample, const SyntheticOptions& o,
+                 Provides& provides) {
+  std::vector<TensorMap> inputs, targets;
+  for (const uint64_t index : indices) {
+    Sample s = sample(index);
+    inputs.push_back(std::move(s.inputs));
+    targets.push_back(std::move(s.targets));
+  }
+  if (provides.inputs.empty()) provides = {names_of(inputs.front()), names_of(targets.front())};
+  Batch b;
+  for (const std::string& name : provides.inputs) b.inputs[name] = stack_named(inputs, name, o);
+  for (const std::string& name : provides.targets) b.targets[name] = stack_named(targets, name, o);
+  return b;
+}
+
 }  // namespace
 
 SyntheticData::SyntheticData(const SyntheticOptions& o, const SampleFn& sample) {
@@ -43,23 +59,33 @@ SyntheticData::SyntheticData(const SyntheticOptions& o, const SampleFn& sample) 
   DLSCALE_ASSERT(sample != nullptr);
   local_batch_ = o.global_batch / o.world_size;
   for (int64_t i = 0; i < o.pool_batches; ++i) {
-    std::vector<TensorMap> inputs, targets;
+    std::vector<uint64_t> indices;
     for (int64_t j = 0; j < local_batch_; ++j) {
-      const auto index = static_cast<uint64_t>(i * o.global_batch + o.rank * local_batch_ + j);
-      Sample s = sample(index);
-      inputs.push_back(std::move(s.inputs));
-      targets.push_back(std::move(s.targets));
+      indices.push_back(static_cast<uint64_t>(i * o.global_batch + o.rank * local_batch_ + j));
     }
-    if (i == 0) provides_ = {names_of(inputs.front()), names_of(targets.front())};
-    Batch b;
-    for (const std::string& name : provides_.inputs) b.inputs[name] = stack_named(inputs, name, o);
-    for (const std::string& name : provides_.targets) b.targets[name] = stack_named(targets, name, o);
-    pool_.push_back(std::move(b));
+    pool_.push_back(make_batch(indices, sample, o, provides_));
   }
 }
 
 Batch SyntheticData::batch(int64_t step) {
   return pool_[static_cast<size_t>(step) % pool_.size()];
+}
+
+}  // namespace dlscale::data
+
+namespace dlscale::data {
+
+SyntheticTestData::SyntheticTestData(int64_t test_samples, int64_t local_batch, const SyntheticOptions& o,
+                                     const SampleFn& sample)
+    : options_(o), sample_(sample), local_batch_(local_batch), slice_(test_samples, local_batch, o.rank, o.world_size) {
+  DLSCALE_ASSERT(sample_ != nullptr && test_samples >= 1 && local_batch >= 1);
+  make_batch({0}, sample_, options_, provides_);  // what its batches hold
+}
+
+Batch SyntheticTestData::batch(int64_t step) {
+  std::vector<uint64_t> indices;
+  for (const int64_t i : slice_.rank_indices(step)) indices.push_back(static_cast<uint64_t>(i));
+  return make_batch(indices, sample_, options_, provides_);
 }
 
 }  // namespace dlscale::data

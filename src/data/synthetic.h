@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "data/data_source.h"
+#include "data/sampler.h"
 
 namespace dlscale::data {
 
@@ -24,6 +25,9 @@ struct SyntheticOptions {
 /// its index alone, and each worker makes only its contiguous slice [rank·b,
 /// (rank+1)·b), so N workers together see exactly the samples that one worker
 /// sees with the whole global batch, at 1/N of the cost each.
+///
+/// The pool is the synthetic training set: an epoch is one pass over it
+/// (steps_per_epoch() = pool_batches).
 class SyntheticData : public DataSource {
  public:
   SyntheticData(const SyntheticOptions& options, const SampleFn& sample);
@@ -31,11 +35,35 @@ class SyntheticData : public DataSource {
   int64_t local_batch() const override { return local_batch_; }
   std::string name() const override { return "synthetic"; }
   Provides provides() const override { return provides_; }
+  int64_t steps_per_epoch() const override { return static_cast<int64_t>(pool_.size()); }
 
  private:
   int64_t local_batch_ = 0;
   Provides provides_;
   std::vector<Batch> pool_;
+};
+
+/// The held-out synthetic samples an evaluation reads: `test_samples` of
+/// them, sample j being `sample(j)` (the task's test generator, whose
+/// indices no training sample has), split over ranks as EvalSlice splits a
+/// test set (contiguous parts, batches of `local_batch`, the last shorter),
+/// made when asked for.
+class SyntheticTestData : public DataSource {
+ public:
+  SyntheticTestData(int64_t test_samples, int64_t local_batch, const SyntheticOptions& options,
+                    const SampleFn& sample);
+  Batch batch(int64_t step) override;
+  int64_t local_batch() const override { return local_batch_; }
+  std::string name() const override { return "synthetic test"; }
+  Provides provides() const override { return provides_; }
+  int64_t steps_per_epoch() const override { return slice_.steps_per_epoch(); }
+
+ private:
+  SyntheticOptions options_;
+  SampleFn sample_;
+  int64_t local_batch_ = 0;
+  EvalSlice slice_;
+  Provides provides_;
 };
 
 }  // namespace dlscale::data

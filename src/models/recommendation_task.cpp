@@ -12,6 +12,8 @@
 // as sampled negatives are in real data).
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "data/sampler.h"
 #include "models/model.h"
@@ -21,9 +23,17 @@ namespace dlscale::models {
 
 namespace {
 
+/// An item of taste group `group`, drawn from `h`.
+int64_t liked_item(int64_t group, uint64_t h, int64_t items) {
+  const int64_t in_group = (items - group + kTasteGroups - 1) / kTasteGroups;
+  return group + kTasteGroups * static_cast<int64_t>(h % static_cast<uint64_t>(in_group));
+}
+
 class Recommendation : public Task {
  public:
-  Recommendation(int64_t users, int64_t items) : users_(users), items_(items) {}
+  Recommendation(int64_t users, int64_t items)
+      : users_(users), items_(items), active_users_(std::min(users, kSyntheticUsers)),
+        active_items_(std::min(items, kSyntheticItems)) {}
 
   std::string name() const override { return "recommendation"; }
 
@@ -53,19 +63,39 @@ class Recommendation : public Task {
 
   ThroughputUnit unit(const ModelSpec&, const ModelOptions&) const override { return {"samples", 1}; }
 
+  /// Held-out sample j, as MLPerf evaluates: user u (drawn from seed and
+  /// kSyntheticTestIndex + j) and a candidate list of 1 + 999 items, an item
+  /// of u's group (liked) first, then 999 drawn from the other groups.
+  data::SampleFn synthetic_test(const ModelSpec&, const ModelOptions&, uint64_t seed) const override {
+    return [seed, users = active_users_, items = active_items_](uint64_t j) {
+      const uint64_t h = data::mix_seed(seed, kSyntheticTestIndex + j);
+      const int64_t user = static_cast<int64_t>(h % static_cast<uint64_t>(users));
+      const int64_t group = user % kTasteGroups;
+      torch::Tensor candidates = torch::empty({kEvalCandidates}, torch::kInt64);
+      auto* c = candidates.data_ptr<int64_t>();
+      c[0] = liked_item(group, data::mix_seed(h, 1), items);
+      for (int64_t k = 1; k < kEvalCandidates; ++k) {  // a group other than u's, then an item of it
+        const uint64_t hk = data::mix_seed(h, static_cast<uint64_t>(k) + 1);
+        const int64_t other = (group + 1 + static_cast<int64_t>(hk % (kTasteGroups - 1))) % kTasteGroups;
+        c[k] = liked_item(other, data::mix_seed(hk, 2), items);
+      }
+      data::Sample s;
+      s.inputs[kUser] = torch::tensor(user, torch::kInt64);
+      s.inputs[kItem] = candidates;
+      s.targets[kClicked] = torch::zeros({kEvalCandidates}, torch::kFloat32).index_fill_(0, torch::tensor({0}), 1.0);
+      return s;
+    };
+  }
+
   data::SampleFn synthetic(const ModelSpec&, const ModelOptions&, uint64_t seed) const override {
-    return [seed, users = users_, items = items_](uint64_t index) {
+    return [seed, users = active_users_, items = active_items_](uint64_t index) {
       const uint64_t h = data::mix_seed(seed, index);
       const int64_t user = static_cast<int64_t>(h % static_cast<uint64_t>(users));
       const uint64_t h2 = data::mix_seed(h, 1);
       const int64_t group = user % kTasteGroups;
-      int64_t item = 0;
-      if (index % (kNegativesPerPositive + 1) == 0) {  // a positive: an item of the user's group
-        const int64_t in_group = (items - group + kTasteGroups - 1) / kTasteGroups;
-        item = group + kTasteGroups * static_cast<int64_t>(h2 % static_cast<uint64_t>(in_group));
-      } else {
-        item = static_cast<int64_t>(h2 % static_cast<uint64_t>(items));
-      }
+      const int64_t item = index % (kNegativesPerPositive + 1) == 0  // a positive: an item of the user's group
+                               ? liked_item(group, h2, items)
+                               : static_cast<int64_t>(h2 % static_cast<uint64_t>(items));
       data::Sample s;
       s.inputs[kUser] = torch::tensor(user, torch::kInt64);
       s.inputs[kItem] = torch::tensor(item, torch::kInt64);
@@ -77,6 +107,8 @@ class Recommendation : public Task {
  private:
   int64_t users_;
   int64_t items_;
+  int64_t active_users_;  ///< the synthetic stream's: kSyntheticUsers of them
+  int64_t active_items_;
 };
 
 }  // namespace

@@ -47,6 +47,10 @@ data::SampleFn Task::synthetic(const ModelSpec& spec, const ModelOptions& option
   };
 }
 
+data::SampleFn Task::synthetic_test(const ModelSpec& spec, const ModelOptions& options, uint64_t seed) const {
+  return [train = synthetic(spec, options, seed)](uint64_t j) { return train(kSyntheticTestIndex + j); };
+}
+
 TensorMap probe_inputs(const std::vector<TensorSpec>& specs) {
   TensorMap m;
   for (const auto& t : specs) {

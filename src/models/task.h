@@ -73,7 +73,16 @@ class Task {
   /// float tensor from a unit Gaussian and every integer one uniformly from
   /// [low, high); a task overrides it to make its data learnable.
   virtual data::SampleFn synthetic(const ModelSpec& spec, const ModelOptions& options, uint64_t seed) const;
+  /// Held-out synthetic sample j (docs/models.md): by default synthetic()'s
+  /// sample kSyntheticTestIndex + j, which no training sample is; a task
+  /// whose evaluation reads other inputs (recommendation's candidate lists)
+  /// overrides it.
+  virtual data::SampleFn synthetic_test(const ModelSpec& spec, const ModelOptions& options, uint64_t seed) const;
 };
+
+/// Where held-out synthetic samples start: 2^62, beyond any training sample
+/// (step × global batch).
+inline constexpr uint64_t kSyntheticTestIndex = uint64_t{1} << 62;
 
 /// A sample of zeros (integer inputs at their `low`) with a batch dimension
 /// of 1: the probe a model's FLOPs are counted with.

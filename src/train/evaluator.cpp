@@ -7,9 +7,9 @@ namespace dlscale::train {
 Evaluator::Evaluator(const data::OpenedData& test, const data::DataOptions& options,
                      data::SourceOptions source, std::shared_ptr<const models::Task> task)
     : task_(std::move(task)) {
-  DLSCALE_ASSERT(test.dataset != nullptr && task_ != nullptr);
+  DLSCALE_ASSERT(task_ != nullptr);
   source.train = false;
-  samples_ = test.dataset->info().size;
+  samples_ = test.dataset ? test.dataset->info().size : options.synthetic_test;
   source_ = data::make_data_source(test, options, source);
   batches_ = source_->steps_per_epoch();
 }

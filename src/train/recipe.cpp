@@ -84,7 +84,7 @@ int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch) {
 
 double target_fraction(double target) { return target > 1 ? target / 100.0 : target; }
 
-void check_recipe(const RecipeOptions& r, bool has_dataset) {
+void check_recipe(const RecipeOptions& r) {
   DLSCALE_CHECK(r.epochs >= 0 && r.epochs <= kMaxEpochs, "--epochs must be in [0, {:g}] (got {})",
                 kMaxEpochs, r.epochs);
   DLSCALE_CHECK(r.eval_every >= 0 && r.eval_every <= kMaxEpochs,
@@ -121,19 +121,6 @@ void check_recipe(const RecipeOptions& r, bool has_dataset) {
   const bool checkpoints = r.checkpoint_every > 0 || r.checkpoint_every_epochs > 0;
   DLSCALE_CHECK(!checkpoints || !r.checkpoint_path.empty(),
                 "--checkpoint-every needs --checkpoint FILE (where to write them)");
-  if (has_dataset) return;
-  // Synthetic data has no epochs and no held-out split.
-  for (const auto& [flag, set] :
-       {std::pair{"--epochs", r.epochs > 0}, std::pair{"--eval-every", r.eval_every > 0},
-        std::pair{"--eval-every-steps", r.eval_every_steps > 0},
-        std::pair{"--target-accuracy", r.target_accuracy > 0},
-        std::pair{"--warmup-epochs", r.warmup_epochs > 0},
-        std::pair{"--lr-schedule", r.lr_schedule != LrScheduleKind::kConstant},
-        std::pair{"--checkpoint-every-epochs", r.checkpoint_every_epochs > 0}}) {
-    DLSCALE_CHECK(!set, "{} needs a dataset with epochs and a test split (--data fashion-mnist, "
-                        "idx:DIR, ...); synthetic data has neither",
-                  flag);
-  }
 }
 
 LrSchedule::LrSchedule(const RecipeOptions& r, double base_lr, int64_t global_batch,

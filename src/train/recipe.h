@@ -173,9 +173,9 @@ struct RecipeOptions {
   }
 };
 
-/// Throws dlscale::Error naming the first bad value. `has_dataset` is false
-/// for synthetic data, which has no epochs.
-void check_recipe(const RecipeOptions& recipe, bool has_dataset);
+/// Throws dlscale::Error naming the first bad value. (Synthetic data has
+/// epochs, its pool, and a held-out split too: data/synthetic.h.)
+void check_recipe(const RecipeOptions& recipe);
 
 /// `epochs` in steps of an epoch of `steps_per_epoch`, rounded to the nearest.
 int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch);

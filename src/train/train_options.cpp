@@ -189,7 +189,7 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   check_model(o.model);
   check_compute(o.compute, r.local_world_size);
   data::check_data_options(o.data);
-  check_recipe(o.recipe, o.data.spec != "synthetic");
+  check_recipe(o.recipe);
   check_strategy(r);
   const models::ModelSpec& spec = models::find_model(o.model.name);
   r.channels = spec.channels;

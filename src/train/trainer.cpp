@@ -211,7 +211,10 @@ void Trainer::record_data_info(const data::OpenedData& opened) {
   DataSummary& d = result_.data;
   d.spec = opened.spec.text();
   d.augment = data::resolve_augment(result_.config.options.data, opened);
-  if (!opened.dataset) return;
+  if (!opened.dataset) {  // synthetic: an epoch is a pass over its pool
+    d.steps_per_epoch = data_->steps_per_epoch();
+    return;
+  }
   const data::DatasetInfo& info = opened.dataset->info();
   d.format = info.format;
   d.location = info.location;

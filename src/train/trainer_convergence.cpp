@@ -100,6 +100,7 @@ void Trainer::setup_convergence(const data::SourceOptions& source) {
   }();
   data::SourceOptions eval_source = source;
   eval_source.global_batch = r.eval_batch * c.world_size;
+  eval_source.synthetic = task_->synthetic_test(spec_, c.options.model, source.seed);  // synthetic's held-out samples
   evaluator_ = std::make_unique<Evaluator>(test, c.options.data, eval_source, task_);
 }
 

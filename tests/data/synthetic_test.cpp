@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "data/sampler.h"
 #include "models/model.h"
+#include "models/recommendation.h"
 
 namespace dlscale::data {
 namespace {
@@ -82,6 +83,55 @@ TEST(Synthetic, ImagesAreTheClassPatternInNoise) {
     const torch::Tensor noise = torch::randn({1, 12, 12}, gen, torch::kFloat32);
     const torch::Tensor pattern = torch::upsample_nearest2d(patterns.narrow(0, want_label, 1), {12, 12})[0];
     EXPECT_TRUE(torch::equal(image(b)[k], noise + pattern)) << k;
+  }
+}
+
+// The pool is the training set: an epoch is one pass over it.
+TEST(Synthetic, AnEpochIsThePool) { EXPECT_EQ(SyntheticData(small_options(), images()).steps_per_epoch(), 2); }
+
+// The held-out samples: sample j is the task's test sample j (the training
+// generator at kSyntheticTestIndex + j); the ranks' contiguous parts, in
+// batches with a shorter last one, hold each of them once.
+TEST(Synthetic, TestSamplesAreHeldOutAndSplitOverRanks) {
+  const models::ModelSpec& spec = models::find_model("lenet");
+  models::ModelOptions m;
+  m.image_size = 12;
+  m.num_classes = 5;
+  const SampleFn test = spec.task->synthetic_test(spec, m, 42);
+  const SampleFn train = images(42);
+  EXPECT_TRUE(torch::equal(test(3).inputs.at(kImage), train(models::kSyntheticTestIndex + 3).inputs.at(kImage)));
+  SyntheticTestData whole(11, 4, small_options(), test);
+  EXPECT_EQ(whole.steps_per_epoch(), 3);  // 4 + 4 + 3
+  std::vector<torch::Tensor> all;
+  for (int64_t b = 0; b < 3; ++b) all.push_back(image(whole.batch(b)));
+  EXPECT_EQ(all.back().size(0), 3);
+  for (int64_t j = 0; j < 11; ++j) EXPECT_TRUE(torch::equal(torch::cat(all)[j], test(static_cast<uint64_t>(j)).inputs.at(kImage)));
+  std::vector<torch::Tensor> parts;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    auto o = small_options();
+    o.rank = rank;
+    o.world_size = 2;
+    SyntheticTestData part(11, 2, o, test);
+    for (int64_t b = 0; b < part.steps_per_epoch(); ++b) parts.push_back(image(part.batch(b)));
+  }
+  EXPECT_TRUE(torch::equal(torch::cat(parts), torch::cat(all)));
+}
+
+// ncf's held-out samples are MLPerf's candidate lists: a liked item first,
+// then 999 of other groups, for a user of the training stream's.
+TEST(Synthetic, RecommendationTestSamplesAreCandidateLists) {
+  const models::ModelSpec& spec = models::find_model("ncf");
+  const SampleFn test = spec.task->synthetic_test(spec, {}, 9);
+  for (uint64_t j = 0; j < 20; ++j) {
+    const Sample s = test(j);
+    const int64_t user = s.inputs.at(models::kUser).item<int64_t>();
+    const torch::Tensor items = s.inputs.at(models::kItem);
+    ASSERT_EQ(items.size(0), models::kEvalCandidates);
+    EXPECT_LT(user, models::kSyntheticUsers);
+    EXPECT_LT(items.max().item<int64_t>(), models::kSyntheticItems);
+    const torch::Tensor liked = items.remainder(models::kTasteGroups).eq(user % models::kTasteGroups);
+    EXPECT_TRUE(liked[0].item<bool>()) << j;
+    EXPECT_EQ(liked.sum().item<int64_t>(), 1) << j;
   }
 }
 

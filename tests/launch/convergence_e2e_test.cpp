@@ -52,6 +52,33 @@ TEST(TimeToAccuracy, FashionMnistReachesEightyPercentWithOneAndTwoWorkers) {
   }
 }
 
+// Synthetic data has epochs (its pool of --synthetic-batches) and a held-out
+// split (--synthetic-test samples at indices no training sample has): gnmt
+// learns the translation task to a target, with 1 and 2 workers alike.
+TEST(TimeToAccuracy, SyntheticDataHasEpochsAndAHeldOutSplit) {
+  std::vector<nlohmann::json> runs;
+  for (const std::string workers : {"1", "2"}) {
+    const TrainRun r = train(
+        "train --model gnmt --hidden 64 --vocab 16 --seq-len 4 --global-batch 32 --synthetic-batches 8 "
+        "--epochs 30 --eval-every 1 --target-accuracy 0.8 --synthetic-test 64 --threads 1 --optimizer adam "
+        "--lr 0.01 --dropout 0 --display-every 0 --workers " + workers);
+    const nlohmann::json& c = r.record["results"]["convergence"];
+    ASSERT_TRUE(c.is_object()) << r.record.dump();
+    EXPECT_EQ(c["status"], "success") << workers << ": " << c.dump();
+    EXPECT_GE(c["evals"].back()["token_acc"].get<double>(), 0.8) << workers;
+    EXPECT_EQ(c["evals"].back()["samples"], 64) << workers;
+    EXPECT_EQ(r.record["results"]["data"]["steps_per_epoch"], 8);
+    runs.push_back(c);
+  }
+  // Two workers train as one on the global batch, and split the test samples.
+  EXPECT_EQ(runs[0]["epochs_to_target"], runs[1]["epochs_to_target"]);
+  ASSERT_EQ(runs[0]["evals"].size(), runs[1]["evals"].size());
+  for (size_t e = 0; e < runs[0]["evals"].size(); ++e) {
+    EXPECT_NEAR(runs[0]["evals"][e]["token_acc"].get<double>(), runs[1]["evals"][e]["token_acc"].get<double>(), 0.02)
+        << e;
+  }
+}
+
 TEST(TimeToAccuracy, AnUnreachedTargetEndsAbortedAndAReachedOneStopsEarly) {
   const TrainRun missed =
       train(tiny_run() + " --epochs 2 --target-accuracy 1.0 --eval-every-steps 2");

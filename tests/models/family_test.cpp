@@ -121,8 +121,8 @@ TEST(Families, RecommendationSamplesFollowThePlantedTaste) {
       EXPECT_EQ(clicked, 1.0F) << i;
     }
     positives += clicked == 1.0F;
-    EXPECT_LT(user, 138493);
-    EXPECT_LT(item, 26744);
+    EXPECT_LT(user, kSyntheticUsers);  // the synthetic stream's users and items (the tables are full size)
+    EXPECT_LT(item, kSyntheticItems);
   }
   // 1 in 5 planted, plus 1 in 16 of the sampled negatives.
   EXPECT_NEAR(positives, 100 + 400 / 16, 20);

@@ -129,25 +129,17 @@ TEST(Checkpoint, StepInTheFileNameKeepsOneFilePerCheckpoint) {
 TEST(Recipe, BadCombinationsAreRefusedInOneLine) {
   RecipeOptions r;
   r.lr_milestones = {3};
-  EXPECT_THROW(check_recipe(r, true), Error);  // milestones without step
+  EXPECT_THROW(check_recipe(r), Error);  // milestones without step
   r = scaled_recipe("onecycle");
-  EXPECT_THROW(check_recipe(r, true), Error);  // warm-up with onecycle
+  EXPECT_THROW(check_recipe(r), Error);  // warm-up with onecycle
   r = RecipeOptions{};
   r.lr_schedule = LrScheduleKind::kStep;
-  EXPECT_THROW(check_recipe(r, true), Error);  // step without milestones
+  EXPECT_THROW(check_recipe(r), Error);  // step without milestones
   r.lr_milestones = {6, 3};
-  EXPECT_THROW(check_recipe(r, true), Error);  // not increasing
-  r = RecipeOptions{};
-  r.epochs = 2;
-  try {
-    check_recipe(r, false);
-    FAIL() << "synthetic data has no epochs";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--epochs needs a dataset"), std::string::npos) << e.what();
-  }
+  EXPECT_THROW(check_recipe(r), Error);  // not increasing
   r = RecipeOptions{};
   r.checkpoint_every = 5;
-  EXPECT_THROW(check_recipe(r, true), Error);  // no --checkpoint FILE
+  EXPECT_THROW(check_recipe(r), Error);  // no --checkpoint FILE
   EXPECT_DOUBLE_EQ(target_fraction(90), 0.9);
   EXPECT_DOUBLE_EQ(target_fraction(0.9), 0.9);
 }
