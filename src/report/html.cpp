@@ -312,8 +312,8 @@ std::string tta_charts(const std::vector<TtaRow>& rows) {
     Series e{tta_name(rows[i]), {}, static_cast<int>(i), false};
     Series t = e;
     for (const EvalPoint& p : convergence_evals(*run.repeat)) {
-      e.points.emplace_back(p.epoch, 100 * p.top1);
-      t.points.emplace_back(p.run_seconds, 100 * p.top1);
+      e.points.emplace_back(p.epoch, 100 * p.accuracy);
+      t.points.emplace_back(p.run_seconds, 100 * p.accuracy);
     }
     if (e.points.empty()) continue;
     const auto target = run.repeat->metrics.find(std::string(record::metric::kConvergencePrefix) + "target");
@@ -342,9 +342,9 @@ std::string tta_charts(const std::vector<TtaRow>& rows) {
   }
   std::ostringstream o;
   o << "<div class=\"charts\">\n";
-  o << line_chart("Top-1 accuracy vs epoch" + dashed, "top-1 (%)", {}, by_epoch, 100, {"epoch", tick_label, true},
+  o << line_chart("Accuracy vs epoch" + dashed, "accuracy (%)", {}, by_epoch, 100, {"epoch", tick_label, true},
                   y_floor);
-  o << line_chart("Top-1 accuracy vs run time" + dashed, "top-1 (%)", {}, by_time, 100,
+  o << line_chart("Accuracy vs run time" + dashed, "accuracy (%)", {}, by_time, 100,
                   {"run time (s)", tick_label, true}, y_floor);
   o << "</div>\n";
   return o.str();

@@ -18,7 +18,7 @@ struct HtmlOptions {
 /// Throughput vs workers with the ideal-scaling line and efficiency vs
 /// workers for each scaling mode present, the stacked step-time breakdown,
 /// the comparison (when a parameter to compare by exists), the I/O overhead
-/// (when runs differ in data, one synthetic), time to accuracy with top-1 vs
+/// (when runs differ in data, one synthetic), time to accuracy with accuracy (top-1, token accuracy, HR@10) vs
 /// epoch and vs run time (when runs evaluated), every table, and each run's
 /// full parameters. Throws dlscale::Error when `runs` is empty.
 std::string render_html(const std::vector<sweep::RunRecord>& runs, const HtmlOptions& options);

@@ -25,6 +25,10 @@ const std::set<std::string> kNotLabels = {
     "command",    "launcher-args", "throughput-pattern", "model",   "seed",    "mllog",
     "checkpoint", "trace",         "save-weights",       "json"};
 
+/// The accuracy a run's target is on: its model's first metric, of those
+/// the zoo's tasks have (top-1, token accuracy, HR@10).
+constexpr const char* kAccuracyMetrics[] = {"top1", "token_acc", "hr10"};
+
 /// A convergence metric of the repeat ("run_s" is stored as "conv_run_s").
 std::optional<double> conv_metric(const sweep::RepeatRecord& r, const std::string& key) {
   const auto it = r.metrics.find(record::metric::kConvergencePrefix + key);
@@ -45,18 +49,20 @@ std::optional<TtaRun> tta_run(const RunRecord& run, const sweep::RepeatRecord& r
     t.time_to_accuracy_s = conv_metric(rep, "time_to_accuracy_s");
     t.epochs_to_target = conv_metric(rep, "epochs_to_target");
   }
-  t.final_top1 = conv_metric(rep, "final_top1");
+  for (const char* name : kAccuracyMetrics) {
+    if (!t.final_accuracy) t.final_accuracy = conv_metric(rep, std::string("final_") + name);
+  }
   return t;
 }
 
 /// Counts, the olympic mean and the spread of one row's runs.
 void summarize_row(TtaRow& row) {
-  std::vector<double> times, epochs, top1;
+  std::vector<double> times, epochs, accuracy;
   for (const TtaRun& t : row.runs) {
     row.aborted += t.status == "aborted" ? 1 : 0;
     if (t.time_to_accuracy_s) times.push_back(*t.time_to_accuracy_s);
     if (t.epochs_to_target) epochs.push_back(*t.epochs_to_target);
-    if (t.final_top1) top1.push_back(*t.final_top1);
+    if (t.final_accuracy) accuracy.push_back(*t.final_accuracy);
   }
   row.successes = static_cast<int>(times.size());
   if (!times.empty()) {
@@ -65,7 +71,7 @@ void summarize_row(TtaRow& row) {
     row.time_max_s = *std::max_element(times.begin(), times.end());
   }
   if (!epochs.empty()) row.epochs_to_target = mean(epochs);
-  if (!top1.empty()) row.final_top1 = mean(top1);
+  if (!accuracy.empty()) row.final_accuracy = mean(accuracy);
 }
 
 /// Speedup in time to train against the fewest workers that reached the
@@ -116,7 +122,7 @@ Table tta_table(const std::vector<TtaRow>& rows, const std::string& title) {
   t.title = title;
   for (const auto& [name, unused] : rows.front().labels) add_column(t, name, false);
   for (const char* h : {"workers", "global batch", "runs", "aborted", "time to accuracy (s)",
-                        "spread (s)", "epochs to target", "final top-1 (%)", "speedup"}) {
+                        "spread (s)", "epochs to target", "final accuracy (%)", "speedup"}) {
     add_column(t, h, true);
   }
   for (const TtaRow& r : rows) {
@@ -131,7 +137,7 @@ Table tta_table(const std::vector<TtaRow>& rows, const std::string& title) {
                         ? Cell{fmt::format("{:.2f}–{:.2f}", r.time_min_s, r.time_max_s), {}}
                         : Cell{"-", {}});
     cells.push_back(optional_cell(r.epochs_to_target, "{:.2f}"));
-    cells.push_back(optional_cell(r.final_top1, "{:.2f}", 100));
+    cells.push_back(optional_cell(r.final_accuracy, "{:.2f}", 100));
     cells.push_back(optional_cell(r.speedup, "{:.2f}"));
     t.rows.push_back(std::move(cells));
   }
@@ -145,7 +151,7 @@ Table tta_data(const std::vector<TtaRow>& rows, const std::string& title) {
   for (const auto& [name, unused] : rows.front().labels) add_column(d, name, false);
   for (const char* h : {"workers", "global_batch", "runs", "successes", "aborted",
                         "time_to_accuracy_s", "time_to_accuracy_min_s", "time_to_accuracy_max_s",
-                        "epochs_to_target", "final_top1", "speedup", "base_workers"}) {
+                        "epochs_to_target", "final_accuracy", "speedup", "base_workers"}) {
     add_column(d, h, true);
   }
   for (const TtaRow& r : rows) {
@@ -161,7 +167,7 @@ Table tta_data(const std::vector<TtaRow>& rows, const std::string& title) {
     cells.push_back(reached ? number(r.time_min_s, "{:.6g}") : Cell{"", {}});
     cells.push_back(reached ? number(r.time_max_s, "{:.6g}") : Cell{"", {}});
     cells.push_back(optional_cell(r.epochs_to_target, "{:.6g}", 1, ""));
-    cells.push_back(optional_cell(r.final_top1, "{:.6g}", 1, ""));
+    cells.push_back(optional_cell(r.final_accuracy, "{:.6g}", 1, ""));
     cells.push_back(optional_cell(r.speedup, "{:.6g}", 1, ""));
     cells.push_back(r.base_workers > 0 ? number(r.base_workers, "{:.0f}") : Cell{"", {}});
     d.rows.push_back(std::move(cells));
@@ -242,7 +248,8 @@ Report tta_report(const std::vector<RunRecord>& runs) {
       "runs = completed runs that evaluated, over seeds and repeats; aborted = runs that ended "
       "without reaching the target");
   rep.notes.push_back(
-      "epochs to target: mean of the successful runs; final top-1: mean of all runs");
+      "epochs to target: mean of the successful runs; final accuracy: the model's first metric (top-1, token "
+      "accuracy, HR@10), mean of all runs");
   rep.notes.push_back(
       "speedup = time to accuracy of the fewest workers that reached the target / time to "
       "accuracy");
@@ -256,7 +263,7 @@ const TtaRun& representative_run(const TtaRow& row) {
   // The median by time to accuracy, or by final accuracy when none succeeded.
   const bool any_success = row.successes > 0;
   const auto key = [&](const TtaRun& t) {
-    return any_success ? t.time_to_accuracy_s : t.final_top1;
+    return any_success ? t.time_to_accuracy_s : t.final_accuracy;
   };
   std::vector<const TtaRun*> ranked;
   for (const TtaRun& t : row.runs) {
@@ -282,9 +289,10 @@ std::vector<EvalPoint> convergence_evals(const sweep::RepeatRecord& repeat) {
     const auto num = [&](const char* k) {
       return e.is_object() && e.contains(k) && e[k].is_number();
     };
-    if (!num("epoch") || !num("run_seconds") || !num("top1")) continue;
-    out.push_back(
-        {e["epoch"].get<double>(), e["run_seconds"].get<double>(), e["top1"].get<double>()});
+    const char* const* metric = std::find_if(std::begin(kAccuracyMetrics), std::end(kAccuracyMetrics),
+                                             [&](const char* name) { return num(name); });
+    if (!num("epoch") || !num("run_seconds") || metric == std::end(kAccuracyMetrics)) continue;
+    out.push_back({e["epoch"].get<double>(), e["run_seconds"].get<double>(), e[*metric].get<double>()});
   }
   return out;
 }

@@ -22,7 +22,7 @@ struct TtaRun {
   std::string status;                        ///< success | aborted | "" (no target)
   std::optional<double> time_to_accuracy_s;  ///< success only
   std::optional<double> epochs_to_target;    ///< success only
-  std::optional<double> final_top1;          ///< fraction; none without an evaluation
+  std::optional<double> final_accuracy;      ///< fraction, of accuracy_metric(); none without an evaluation
 };
 
 /// One row of the report: the runs of one configuration on one worker
@@ -36,7 +36,7 @@ struct TtaRow {
   std::optional<double> time_to_accuracy_s;  ///< olympic mean over the successful runs
   double time_min_s = 0, time_max_s = 0;     ///< over the successful runs
   std::optional<double> epochs_to_target;    ///< mean over the successful runs
-  std::optional<double> final_top1;          ///< mean over the runs that evaluated
+  std::optional<double> final_accuracy;      ///< mean over the runs that evaluated
   std::optional<double> speedup;             ///< base time / this time
   int base_workers = 0;                      ///< the row the speedup is against
 };
@@ -53,14 +53,14 @@ Report tta_report(const std::vector<sweep::RunRecord>& runs);
 
 /// The run a chart draws for a row: the successful run with the median
 /// time to accuracy (the lower of the middle two); when none succeeded, the
-/// run with the median final top-1; else the first run.
+/// run with the median final accuracy; else the first run.
 const TtaRun& representative_run(const TtaRow& row);
 
 /// One evaluation from a record's results.convergence.evals.
 struct EvalPoint {
   double epoch = 0;
   double run_seconds = 0;  ///< run time at its end
-  double top1 = 0;         ///< fraction
+  double accuracy = 0;     ///< fraction, of accuracy_metric()
 };
 
 /// The evaluations in a repeat's JSON record; empty when it has none.

@@ -469,8 +469,8 @@ TEST(ReportGolden, TimeToAccuracyHtml) {
   const std::string html = render_html(tta_runs(), o);
   expect_golden("tta.html", html);
   EXPECT_NE(html.find("<h2 id=\"tta\">Time to accuracy"), std::string::npos);
-  EXPECT_NE(html.find("Top-1 accuracy vs epoch (dashed: target 90%)"), std::string::npos);
-  EXPECT_NE(html.find("Top-1 accuracy vs run time"), std::string::npos);
+  EXPECT_NE(html.find("Accuracy vs epoch (dashed: target 90%)"), std::string::npos);
+  EXPECT_NE(html.find("Accuracy vs run time"), std::string::npos);
   EXPECT_NE(html.find("tinycnn 2 workers lr-scaling=linear"), std::string::npos);
   // Runs that did not evaluate: no section.
   EXPECT_EQ(render_html(golden_runs(), o).find("id=\"tta\""), std::string::npos);
