@@ -9,8 +9,10 @@
 #
 # 1. Open: the wall time and peak RSS of `data bench --steps 1 --warmup 0`
 #    (start, open, one batch of 32 at 224) and of `train --workers 2` for
-#    2 steps of resnet18 at 32x32, on each format, with the indexes and with
-#    them moved away (a scan), alternately, medians of ROUNDS.
+#    2 steps of resnet18 at 32x32 (global order, and --data-order streaming,
+#    where each worker opens only its own half of the shards), on each
+#    format, with the indexes and with them moved away (a scan), alternately,
+#    medians of ROUNDS.
 # 2. Pipeline images/s at SIZE (default 224; also 112) with rrc-flip, 2
 #    threads: reduced decoding (the crop only, at a reduced scale) against --full-decode, alternately, and
 #    PyTorch's DataLoader (torchvision ImageFolder, the same transforms, 2
@@ -89,7 +91,7 @@ show() { mv "$1"/.off/*.dlsidx "$1/" && rmdir "$1/.off"; }
 
 part 1 && echo "== 1. open (medians of $ROUNDS): wall s, peak RSS MB"
 part 1 && for f in tfrecord wds; do
-  for job in bench train2; do
+  for job in bench train2 stream2; do
     rm -f "$ROOT"/indexed "$ROOT"/scanned
     for _ in $(seq "$ROUNDS"); do
       for mode in indexed scanned; do
@@ -97,14 +99,16 @@ part 1 && for f in tfrecord wds; do
         if [ $job = bench ]; then
           timed "$ROOT/$mode" $D data bench --data "$f:$set_dir/$f" --steps 1 --warmup 0 --batch 32 --image-size 224
         else
+          order=$([ $job = stream2 ] && echo streaming || echo global)
           timed "$ROOT/$mode" $D train --model resnet18 --image-size 32 --batch 8 --steps 2 --warmup 1 \
-            --workers 2 --threads 1 --data "$f:$set_dir/$f" --display-every 0
+            --workers 2 --threads 1 --data "$f:$set_dir/$f" --data-order $order --display-every 0
         fi
         [ $mode = scanned ] && show "$set_dir/$f"
       done
     done
     printf '%-9s %-22s indexed %6s s %5s MB   scanned %6s s %5s MB\n' "$f" \
-      "$([ $job = bench ] && echo 'data bench, 1 process' || echo 'train, 2 workers')" \
+      "$(case $job in bench) echo 'data bench, 1 process' ;; train2) echo 'train, 2 workers' ;;
+         *) echo 'train, 2, streaming' ;; esac)" \
       "$(cut -d' ' -f1 "$ROOT/indexed" | median)" "$(cut -d' ' -f2 "$ROOT/indexed" | median)" \
       "$(cut -d' ' -f1 "$ROOT/scanned" | median)" "$(cut -d' ' -f2 "$ROOT/scanned" | median)"
   done

@@ -392,7 +392,7 @@ TEST(Checkpoints, AForeignOrDamagedCheckpointIsRefused) {
                   " --checkpoint-every 2")
                 .find("cannot be checkpointed"),
             std::string::npos);
-  EXPECT_NE(fails("train --model tinycnn --epochs 1").find("--epochs needs a dataset"),
+  EXPECT_NE(fails("train --model tinycnn --epochs 1 --synthetic-test 0").find("--synthetic-test must be in [1, "),
             std::string::npos);
   EXPECT_NE(fails(tiny_run() + " --epochs 1 --steps 5").find("excludes"), std::string::npos);
 }
