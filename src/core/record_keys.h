@@ -18,6 +18,7 @@ inline constexpr const char* kResults = "results";
 
 // results of a train record.
 inline constexpr const char* kSamplesPerSec = "samples_per_sec";
+inline constexpr const char* kItemsPerSec = "items_per_sec";  ///< in the model's unit (tokens, images...)
 inline constexpr const char* kSamplesPerSecMean = "samples_per_sec_mean";
 inline constexpr const char* kSamplesPerSecUncertainty = "samples_per_sec_uncertainty";
 inline constexpr const char* kSamplesPerSecJitter = "samples_per_sec_jitter";
@@ -60,6 +61,7 @@ inline constexpr const char* kFitBandwidthGbps = "bandwidth_gbps";
 namespace metric {
 
 inline constexpr const char* kSamplesPerSec = "samples_per_sec";
+inline constexpr const char* kItemsPerSec = "items_per_sec";  ///< samples/s x the model's items per sample
 inline constexpr const char* kStepTimeMs = "step_time_ms";  ///< global batch / samples/s
 /// "breakdown_<phase>_ms": results.breakdown_ms, phase by phase.
 inline std::string breakdown_ms(const std::string& phase) { return "breakdown_" + phase + "_ms"; }

@@ -51,6 +51,11 @@ struct Point {
   std::string status;  ///< completed, or why there is no number
   int repeats = 0;     ///< completed repeats
   double samples_per_sec = 0, samples_per_sec_min = 0, samples_per_sec_max = 0;
+  /// The model's throughput unit (its record's model.unit: "tokens" for the
+  /// sequence models) and how many a sample holds; "" when the record does
+  /// not say (runs stored before items_per_sec, other tools' runs).
+  std::string unit;
+  double items_per_sample = 0;
   double step_time_ms = 0, step_time_min_ms = 0, step_time_max_ms = 0;
   double speedup = 0, efficiency_pct = 0;  ///< against the row's fewest workers
   bool has_speedup = false;

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/record_keys.h"
@@ -31,6 +32,25 @@ std::vector<std::string> varying(const std::vector<const RunRecord*>& runs, std:
   return sweep::varying_params(params, exclude);
 }
 
+namespace {
+
+/// The model's unit of a completed repeat: its items per sample (from the
+/// stored rates) and the unit's name (from its record); nothing when either
+/// is missing.
+void take_unit(const sweep::RepeatRecord& r, Point& p) {
+  const auto items = r.metrics.find(record::metric::kItemsPerSec);
+  const auto sps = r.metrics.find(record::metric::kSamplesPerSec);
+  if (items == r.metrics.end() || sps == r.metrics.end() || sps->second <= 0) return;
+  const nlohmann::json j = nlohmann::json::parse(r.record, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("model") || !j["model"].is_object()) return;
+  const nlohmann::json& unit = j["model"].value("unit", nlohmann::json());
+  if (!unit.is_string()) return;
+  p.unit = unit.get<std::string>();
+  p.items_per_sample = items->second / sps->second;
+}
+
+}  // namespace
+
 Point summarize_run(const RunRecord& run) {
   Point p;
   p.run = &run;
@@ -42,6 +62,7 @@ Point summarize_run(const RunRecord& run) {
     if (sps == r.metrics.end() || st == r.metrics.end()) continue;
     rates.push_back(sps->second);
     steps.push_back(st->second);
+    if (p.unit.empty()) take_unit(r, p);
   }
   p.repeats = static_cast<int>(rates.size());
   p.status = run.status == sweep::kStatusCompleted && rates.empty() ? "no data" : run.status;

@@ -1,6 +1,7 @@
 #include "report/report_parts.h"
 
 #include <algorithm>
+#include <optional>
 #include <functional>
 
 #include "core/error.h"
@@ -46,6 +47,66 @@ Table scaling_data(const std::vector<ScalingRow>& rows, const std::vector<std::s
   return d;
 }
 
+/// One table of the scaling report: the rows' labels, then `cell` of each
+/// worker count's point (its status when it was not measured).
+Table scaling_table(const std::string& title, const std::vector<ScalingRow>& rows,
+                    const std::vector<std::string>& labels, const std::set<int>& worker_set,
+                    const std::function<Cell(const Point&)>& cell) {
+  Table t;
+  t.title = title;
+  add_label_columns(t, labels);
+  for (int w : worker_set) {
+    t.headers.push_back(fmt::format("{} worker{}", w, w == 1 ? "" : "s"));
+    t.numeric.push_back(true);
+  }
+  for (const ScalingRow& r : rows) {
+    std::vector<Cell> cells;
+    for (const auto& [unused, value] : r.labels) cells.push_back({value, {}});
+    for (int w : worker_set) {
+      const auto it = std::find_if(r.points.begin(), r.points.end(), [&](const auto& pw) { return pw.first == w; });
+      if (it == r.points.end()) {
+        cells.push_back({"", {}});
+      } else if (!measured(it->second)) {
+        cells.push_back({it->second.status, {}});
+      } else {
+        cells.push_back(cell(it->second));
+      }
+    }
+    t.rows.push_back(std::move(cells));
+  }
+  return t;
+}
+
+/// The unit a row's runs count in ("tokens"), or "" when no run says.
+std::string row_unit(const ScalingRow& r) {
+  for (const auto& [unused, p] : r.points) {
+    if (!p.unit.empty()) return p.unit;
+  }
+  return "";
+}
+
+/// Throughput in each model's own unit (tokens/s for the sequence models),
+/// when some row counts something other than samples: a column says which.
+std::optional<Table> unit_table(const std::vector<ScalingRow>& rows, std::vector<std::string> labels,
+                                const std::set<int>& worker_set) {
+  const bool other = std::any_of(rows.begin(), rows.end(), [](const ScalingRow& r) {
+    const std::string u = row_unit(r);
+    return !u.empty() && u != "samples" && u != "images";
+  });
+  if (!other) return std::nullopt;
+  std::vector<ScalingRow> with_unit = rows;
+  for (ScalingRow& r : with_unit) {
+    const std::string u = row_unit(r);
+    r.labels.emplace_back("unit", u.empty() ? "-" : u);
+  }
+  labels.push_back("unit");
+  return scaling_table("Throughput in the model's unit (items/s)", with_unit, labels, worker_set, [](const Point& p) {
+    if (p.items_per_sample <= 0) return Cell{"-", {}};
+    const double k = p.items_per_sample;
+    return median_cell(k * p.samples_per_sec, k * p.samples_per_sec_min, k * p.samples_per_sec_max, p.repeats);
+  });
+}
+
 }  // namespace
 
 Report scaling_report(const std::vector<RunRecord>& runs, const std::string& scaling) {
@@ -81,30 +142,9 @@ Report scaling_report(const std::vector<RunRecord>& runs, const std::string& sca
        [](const Point& p) { return p.has_speedup ? number(p.efficiency_pct, "{:.1f}") : Cell{"-", {}}; }},
   };
   for (const Metric& m : metrics) {
-    Table t;
-    t.title = m.title;
-    add_label_columns(t, labels);
-    for (int w : worker_set) {
-      t.headers.push_back(fmt::format("{} worker{}", w, w == 1 ? "" : "s"));
-      t.numeric.push_back(true);
-    }
-    for (const ScalingRow& r : rows) {
-      std::vector<Cell> cells;
-      for (const auto& [unused, value] : r.labels) cells.push_back({value, {}});
-      for (int w : worker_set) {
-        const auto it = std::find_if(r.points.begin(), r.points.end(), [&](const auto& pw) { return pw.first == w; });
-        if (it == r.points.end()) {
-          cells.push_back({"", {}});
-        } else if (!measured(it->second)) {
-          cells.push_back({it->second.status, {}});
-        } else {
-          cells.push_back(m.cell(it->second));
-        }
-      }
-      t.rows.push_back(std::move(cells));
-    }
-    rep.tables.push_back(std::move(t));
+    rep.tables.push_back(scaling_table(m.title, rows, labels, worker_set, m.cell));
   }
+  if (const auto units = unit_table(rows, labels, worker_set)) rep.tables.push_back(*units);
 
   rep.data = scaling_data(rows, labels, rep.title);
   return rep;

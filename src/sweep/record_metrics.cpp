@@ -98,8 +98,8 @@ void convergence_metrics(Metrics& m, const nlohmann::json& c) {
 Metrics train_metrics(const nlohmann::json& r, double global_batch) {
   using namespace record;
   Metrics m;
-  for (const char* k : {kSamplesPerSec, kSamplesPerSecJitter, kSamplesPerSecUncertainty, kStepTimeMeanMs,
-                        kStepTimeP50Ms, kStepTimeP95Ms, kWallSeconds}) {
+  for (const char* k : {kSamplesPerSec, kItemsPerSec, kSamplesPerSecJitter, kSamplesPerSecUncertainty,
+                        kStepTimeMeanMs, kStepTimeP50Ms, kStepTimeP95Ms, kWallSeconds}) {
     if (r.contains(k)) take(m, k, r[k]);
   }
   DLSCALE_CHECK(m.count(kSamplesPerSec) && m[kSamplesPerSec] > 0, "the run's JSON record has no samples_per_sec");

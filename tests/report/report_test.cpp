@@ -521,6 +521,25 @@ TEST(Report, EfficiencyFollowsTheDefinitions) {
   EXPECT_FALSE(weak[1].points[2].second.has_speedup);
 }
 
+// Runs that count another unit (tokens) get a table of throughput in it,
+// labelled; runs that count samples only (the goldens) get none.
+TEST(Report, ThroughputInTheModelsUnitWhenItIsNotSamples) {
+  std::vector<RunRecord> runs = {run(1, "gnmt", "weak", 1, 16, {100, 110, 90}), run(2, "gnmt", "weak", 2, 16, {180})};
+  for (RunRecord& r : runs) {
+    for (sweep::RepeatRecord& rep : r.repeats) {
+      rep.metrics["items_per_sec"] = 50 * rep.metrics["samples_per_sec"];
+      rep.record = R"({"model": {"unit": "tokens", "items_per_sample": 50}, "results": {}})";
+    }
+  }
+  const std::string text = render(build_report(runs, {ReportType::kWeak, "", ""}), Format::kText);
+  const size_t table = text.find("Throughput in the model's unit (items/s)");
+  ASSERT_NE(table, std::string::npos) << text;
+  EXPECT_NE(text.find("tokens", table), std::string::npos) << text;
+  EXPECT_NE(text.find("5000.0 ±10.0%", table), std::string::npos) << text;  // 50 x the median 100, its spread
+  EXPECT_NE(text.find("9000.0", table), std::string::npos) << text;
+  EXPECT_EQ(render(build_report(dlscale_only(), {ReportType::kWeak, "", ""}), Format::kText).find("model's unit"), std::string::npos);
+}
+
 TEST(Report, ErrorsNameWhatIsMissing) {
   const auto runs = filter_runs(dlscale_only(), "${scaling} == 'weak'");
   try {
