@@ -21,7 +21,7 @@ struct ModelOptions {
   double dropout = -1;      ///< dropout probability for every dropout layer; < 0 = the model's own
   int64_t vocab = 0;        ///< token vocabulary (sequence models); 0 = the model's default
   int64_t seq_len = 0;      ///< tokens per source and per target sequence; 0 = the model's default
-  int64_t hidden = 0;       ///< hidden size of a recurrent model's layers (gnmt); 0 = the model's default
+  int64_t hidden = 0;       ///< hidden size (gnmt's LSTMs, the transformer's d_model); 0 = the model's default
 
   /// The options' table (core/option_table.h).
   template <typename Self, typename Visitor>
@@ -50,7 +50,10 @@ struct ModelOptions {
              "seq_len"}
           .agreed(),
       s.seq_len);
-    v(Option{"--hidden", "Hidden size of gnmt's LSTMs, attention and embedding; 0 = the model's default (1024)",
+    v(Option{"--hidden",
+             "Hidden size: gnmt's LSTMs, attention and embedding (1024); the transformer's d_model (512, 1024 "
+             "big), with a feed-forward of 4x and heads of 64 features (one head when not a multiple of 64); "
+             "0 = the model's default",
              "hidden"}
           .agreed(),
       s.hidden);

@@ -231,16 +231,22 @@ ModelSpec transformer_spec(const std::string& name, const std::string& descripti
   s.description = description;
   s.task = translation();
   s.family = "transformer";
-  s.takes = {"--vocab", "--seq-len"};
+  s.takes = {"--vocab", "--seq-len", "--hidden"};
   s.channels = 0;
   s.default_image_size = 0;
   s.default_classes = 0;
   s.default_vocab = 32768;
   s.default_seq_len = 128;
   s.default_label_smoothing = 0.1;
+  s.default_hidden = dims.d_model;
   s.make = [dims](const ModelOptions& o) {
     Dims d = dims;
     d.dropout = dropout_or(o, dims.dropout);
+    if (o.hidden != dims.d_model) {  // --hidden: d_model, a feed-forward of 4x, heads of 64 features
+      d.d_model = o.hidden;
+      d.ff = 4 * o.hidden;
+      d.heads = o.hidden % 64 == 0 ? o.hidden / 64 : 1;
+    }
     return std::make_shared<Transformer>(d, o.vocab);
   };
   return s;

@@ -26,6 +26,16 @@ TEST(Families, ParameterCountsArePyTorchs) {
   EXPECT_EQ(params_of("ncf"), 31832577);
   EXPECT_EQ(params_of("gnmt"), 160671297);  // vocabulary 32,320, hidden 1,024
   EXPECT_EQ(params_of("gnmt", 1000), 96496617);
+  // --hidden: the transformer's d_model, a feed-forward of 4x, heads of 64
+  // (peer_models.Transformer(32, 64, 1, 256) and (1000, 128, 2, 512)).
+  const auto transformer_of = [](int64_t vocab, int64_t hidden) {
+    ModelOptions o;
+    o.vocab = vocab;
+    o.hidden = hidden;
+    return count_parameters(*make_model(find_model("transformer"), resolve_options(find_model("transformer"), o)));
+  };
+  EXPECT_EQ(transformer_of(32, 64), 702720);
+  EXPECT_EQ(transformer_of(1000, 128), 2905600);
 }
 
 // Per sample at source = target length L, hidden h, vocabulary V: the LSTMs'
@@ -166,7 +176,7 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   ModelOptions classes;
   classes.num_classes = 10;
   EXPECT_EQ(message("transformer", classes), "--classes does not apply to model 'transformer' (family "
-                                             "transformer); it takes --vocab, --seq-len and --dropout");
+                                             "transformer); it takes --vocab, --seq-len, --hidden and --dropout");
   ModelOptions aux;
   aux.aux_logits = true;
   EXPECT_EQ(message("resnet18", aux).substr(0, 42), "--aux-logits does not apply to model 'resn");
@@ -176,8 +186,9 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   EXPECT_EQ(message("transformer", vocab), "accepted");
   ModelOptions hidden;
   hidden.hidden = 64;
-  EXPECT_EQ(message("transformer", hidden), "--hidden does not apply to model 'transformer' (family "
-                                            "transformer); it takes --vocab, --seq-len and --dropout");
+  EXPECT_EQ(message("transformer", hidden), "accepted");
+  EXPECT_EQ(message("resnet50", hidden), "--hidden does not apply to model 'resnet50' (family cnn); it takes "
+                                         "--image-size, --classes and --dropout");
   EXPECT_EQ(message("gnmt", hidden), "accepted");
   EXPECT_EQ(message("gnmt", image), "--image-size does not apply to model 'gnmt' (family rnn); it takes --vocab, "
                                     "--seq-len, --hidden and --dropout");
