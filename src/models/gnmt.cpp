@@ -131,16 +131,10 @@ class Gnmt : public Model {
 }  // namespace
 
 ModelSpec gnmt_spec() {
-  ModelSpec s;
-  s.name = "gnmt";
-  s.description = "GNMT (MLPerf): 4+4 LSTM layers, hidden 1024, bidirectional first encoder layer, "
-                  "normalized Bahdanau attention, residuals from layer 3";
-  s.task = translation();
-  s.family = "rnn";
-  s.takes = {"--vocab", "--seq-len", "--hidden"};
-  s.channels = 0;
-  s.default_image_size = 0;
-  s.default_classes = 0;
+  ModelSpec s = non_image_spec("gnmt",
+                               "GNMT (MLPerf): 4+4 LSTM layers, hidden 1024, bidirectional first encoder layer, "
+                               "normalized Bahdanau attention, residuals from layer 3",
+                               translation(), "rnn", {"--vocab", "--seq-len", "--hidden"});
   s.default_vocab = 32320;
   s.default_seq_len = 50;  // MLPerf's longest training sentence
   s.default_hidden = 1024;

@@ -34,6 +34,20 @@ std::vector<ModelSpec>& registry() {
 
 const std::vector<ModelSpec>& model_specs() { return registry(); }
 
+ModelSpec non_image_spec(std::string name, std::string description, std::shared_ptr<const Task> task,
+                         std::string family, std::vector<std::string> takes) {
+  ModelSpec s;
+  s.name = std::move(name);
+  s.description = std::move(description);
+  s.task = std::move(task);
+  s.family = std::move(family);
+  s.takes = std::move(takes);
+  s.channels = 0;
+  s.default_image_size = 0;
+  s.default_classes = 0;
+  return s;
+}
+
 void register_model(ModelSpec spec) {
   DLSCALE_CHECK(!spec.name.empty() && spec.task != nullptr && spec.make != nullptr,
                 "model '{}' needs a name, a task and a factory to be registered", spec.name);

@@ -57,6 +57,11 @@ struct ModelSpec {
   std::function<std::shared_ptr<Model>(const ModelOptions&)> make;  ///< resolved options
 };
 
+/// A spec of a model that reads no image (no channels, image size or
+/// classes): the families beyond image classification start from it.
+ModelSpec non_image_spec(std::string name, std::string description, std::shared_ptr<const Task> task,
+                         std::string family, std::vector<std::string> takes);
+
 /// All registered models, in listing order.
 const std::vector<ModelSpec>& model_specs();
 

@@ -61,15 +61,8 @@ class NeuMF : public Model {
 }  // namespace
 
 ModelSpec ncf_spec() {
-  ModelSpec s;
-  s.name = "ncf";
-  s.description = "NeuMF (MLPerf NCF): MovieLens-20M users and items, GMF 64, MLP 256-256-128-64";
-  s.task = recommendation(kUsers, kItems);
-  s.family = "recommendation";
-  s.takes = {};
-  s.channels = 0;
-  s.default_image_size = 0;
-  s.default_classes = 0;
+  ModelSpec s = non_image_spec("ncf", "NeuMF (MLPerf NCF): MovieLens-20M users and items, GMF 64, MLP 256-256-128-64",
+                               recommendation(kUsers, kItems), "recommendation", {});
   s.make = [](const ModelOptions&) { return std::make_shared<NeuMF>(kUsers, kItems); };
   return s;
 }

@@ -226,15 +226,7 @@ class Transformer : public Model {
 };
 
 ModelSpec transformer_spec(const std::string& name, const std::string& description, const Dims& dims) {
-  ModelSpec s;
-  s.name = name;
-  s.description = description;
-  s.task = translation();
-  s.family = "transformer";
-  s.takes = {"--vocab", "--seq-len", "--hidden"};
-  s.channels = 0;
-  s.default_image_size = 0;
-  s.default_classes = 0;
+  ModelSpec s = non_image_spec(name, description, translation(), "transformer", {"--vocab", "--seq-len", "--hidden"});
   s.default_vocab = 32768;
   s.default_seq_len = 128;
   s.default_label_smoothing = 0.1;
