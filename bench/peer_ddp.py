@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch DDP (gloo, CPU) peer of `dlscale train --workers N`: N local worker
-processes, each training the same model on its own synthetic batch (random
-tensors made once) with DistributedDataParallel's bucketed allreduce (25 MB
+processes, each training the same model (the zoo's image models, transformer,
+gnmt, ncf) on its own synthetic batch (random tensors made once) with DistributedDataParallel's bucketed allreduce (25 MB
 buckets, 1 MB first bucket), the same optimizer, steps and threads per worker.
 With --zero the optimizer is PyTorch's ZeroRedundancyOptimizer over DDP (each
 rank keeps the optimizer state of its partition of the parameters, then
@@ -28,7 +28,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from peer_models import build_model  # noqa: E402
-from peer_train import CHANNELS, DEFAULT_SIZE, make_optimizer, timed_steps  # noqa: E402
+from peer_train import DEFAULT_SIZE, make_optimizer, synthetic_batch, timed_steps  # noqa: E402
 
 
 def state_bytes(optimizer):
@@ -44,9 +44,8 @@ def worker(rank, args, store, queue):
                             world_size=args.workers)
     torch.manual_seed(args.seed)
     size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
-    channels = CHANNELS.get(args.model, 3)
     classes = args.classes or (10 if args.model == "lenet" else 1000)
-    model = build_model(args.model, size, num_classes=classes)
+    model = build_model(args.model, size, num_classes=classes, vocab=args.vocab, hidden=args.hidden)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     model.train()
@@ -59,14 +58,10 @@ def worker(rank, args, store, queue):
         opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=cls, lr=args.lr, **extra)
     else:
         opt = make_optimizer(args.optimizer, ddp.parameters(), args.lr, args.momentum)
-    gen = torch.Generator().manual_seed(args.seed + rank)
-    inputs = torch.randn(args.batch, channels, size, size, generator=gen)
-    if args.channels_last:
-        inputs = inputs.contiguous(memory_format=torch.channels_last)
-    labels = torch.randint(classes, (args.batch,), generator=gen)
-    ce = torch.nn.CrossEntropyLoss()
+    torch.manual_seed(args.seed + rank)  # each rank its own batch, made once
+    inputs, loss_fn, items = synthetic_batch(args, "cpu")
     dist.barrier()
-    times, wall = timed_steps(ddp, opt, (inputs,), lambda out: ce(out, labels), args.steps, args.warmup)
+    times, wall = timed_steps(ddp, opt, inputs, loss_fn, args.steps, args.warmup)
     # The most optimizer state any rank keeps (ZeroRedundancyOptimizer places
     # whole tensors, so the ranks' shares differ).
     most = torch.tensor([state_bytes(opt.optim if args.zero else opt)], dtype=torch.int64)
@@ -78,6 +73,7 @@ def worker(rank, args, store, queue):
                    "model": args.model, "batch_per_worker": args.batch,
                    "measured_steps": len(measured),
                    "samples_per_sec": len(measured) * args.batch * args.workers / wall,
+                   "items_per_sec": len(measured) * args.batch * args.workers * items / wall,
                    "step_time_p50_ms": statistics.median(measured) * 1e3,
                    "zero": args.zero,
                    "optimizer_state_bytes_max": int(most.item())})
@@ -94,6 +90,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
     ap.add_argument("--image-size", type=int, default=0)
     ap.add_argument("--classes", type=int, default=0)
+    ap.add_argument("--vocab", type=int, default=0, help="transformer, gnmt: 0 = 32768, 32320")
+    ap.add_argument("--seq-len", type=int, default=0, help="transformer, gnmt: 0 = 128, 50")
+    ap.add_argument("--hidden", type=int, default=0, help="gnmt: 0 = 1024")
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--momentum", type=float, default=0.9)
