@@ -55,8 +55,6 @@ std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataO
                                              const SourceOptions& s) {
   if (!data.dataset) {
     DLSCALE_CHECK(s.synthetic != nullptr, "synthetic data needs a sample generator (the model's task)");
-    DLSCALE_CHECK(s.global_batch % s.world_size == 0, "global batch {} is not divisible by {} workers",
-                  s.global_batch, s.world_size);
     SyntheticOptions so;
     so.global_batch = s.global_batch;
     so.rank = s.rank;
@@ -64,7 +62,7 @@ std::unique_ptr<DataSource> make_data_source(const OpenedData& data, const DataO
     so.pool_batches = s.synthetic_batches;
     so.device = s.device;
     so.channels_last = s.channels_last;
-    if (!s.train) return std::make_unique<SyntheticTestData>(o.synthetic_test, s.global_batch / s.world_size, so, s.synthetic);
+    if (!s.train) return std::make_unique<SyntheticTestData>(o.synthetic_test, so, s.synthetic);
     return std::make_unique<SyntheticData>(so, s.synthetic);
   }
   check_labels(*data.dataset, s.num_classes);

@@ -46,18 +46,24 @@ Batch make_batch(const std::vector<uint64_t>& indices, const SampleFn& sample, c
   return b;
 }
 
-}  // namespace
-
-SyntheticData::SyntheticData(const SyntheticOptions& o, const SampleFn& sample) {
+/// This rank's samples per batch; throws dlscale::Error when the options
+/// cannot split a global batch over the workers.
+int64_t local_batch_of(const SyntheticOptions& o) {
   DLSCALE_CHECK(o.global_batch >= 1, "batch must be >= 1 (got {})", o.global_batch);
   DLSCALE_CHECK(o.world_size >= 1 && o.rank >= 0 && o.rank < o.world_size,
                 "rank {} is outside world size {}", o.rank, o.world_size);
   DLSCALE_CHECK(o.global_batch % o.world_size == 0,
                 "global batch {} is not divisible by {} workers", o.global_batch, o.world_size);
+  return o.global_batch / o.world_size;
+}
+
+}  // namespace
+
+SyntheticData::SyntheticData(const SyntheticOptions& o, const SampleFn& sample) {
+  local_batch_ = local_batch_of(o);
   DLSCALE_CHECK(o.pool_batches >= 1, "synthetic pool must hold >= 1 batch (got {})",
                 o.pool_batches);
   DLSCALE_ASSERT(sample != nullptr);
-  local_batch_ = o.global_batch / o.world_size;
   for (int64_t i = 0; i < o.pool_batches; ++i) {
     std::vector<uint64_t> indices;
     for (int64_t j = 0; j < local_batch_; ++j) {
@@ -71,14 +77,12 @@ Batch SyntheticData::batch(int64_t step) {
   return pool_[static_cast<size_t>(step) % pool_.size()];
 }
 
-}  // namespace dlscale::data
-
-namespace dlscale::data {
-
-SyntheticTestData::SyntheticTestData(int64_t test_samples, int64_t local_batch, const SyntheticOptions& o,
-                                     const SampleFn& sample)
-    : options_(o), sample_(sample), local_batch_(local_batch), slice_(test_samples, local_batch, o.rank, o.world_size) {
-  DLSCALE_ASSERT(sample_ != nullptr && test_samples >= 1 && local_batch >= 1);
+SyntheticTestData::SyntheticTestData(int64_t test_samples, const SyntheticOptions& o, const SampleFn& sample)
+    : options_(o),
+      sample_(sample),
+      local_batch_(local_batch_of(o)),
+      slice_(test_samples, local_batch_, o.rank, o.world_size) {
+  DLSCALE_ASSERT(sample_ != nullptr && test_samples >= 1);
   make_batch({0}, sample_, options_, provides_);  // what its batches hold
 }
 

@@ -46,12 +46,12 @@ class SyntheticData : public DataSource {
 /// The held-out synthetic samples an evaluation reads: `test_samples` of
 /// them, sample j being `sample(j)` (the task's test generator, whose
 /// indices no training sample has), split over ranks as EvalSlice splits a
-/// test set (contiguous parts, batches of `local_batch`, the last shorter),
+/// test set (contiguous parts, batches of the local batch, the last shorter),
 /// made when asked for.
 class SyntheticTestData : public DataSource {
  public:
-  SyntheticTestData(int64_t test_samples, int64_t local_batch, const SyntheticOptions& options,
-                    const SampleFn& sample);
+  /// Batches of options.global_batch / world_size samples (options.pool_batches unused).
+  SyntheticTestData(int64_t test_samples, const SyntheticOptions& options, const SampleFn& sample);
   Batch batch(int64_t step) override;
   int64_t local_batch() const override { return local_batch_; }
   std::string name() const override { return "synthetic test"; }

@@ -100,7 +100,9 @@ TEST(Synthetic, TestSamplesAreHeldOutAndSplitOverRanks) {
   const SampleFn test = spec.task->synthetic_test(spec, m, 42);
   const SampleFn train = images(42);
   EXPECT_TRUE(torch::equal(test(3).inputs.at(kImage), train(models::kSyntheticTestIndex + 3).inputs.at(kImage)));
-  SyntheticTestData whole(11, 4, small_options(), test);
+  auto four = small_options();
+  four.global_batch = 4;
+  SyntheticTestData whole(11, four, test);
   EXPECT_EQ(whole.steps_per_epoch(), 3);  // 4 + 4 + 3
   std::vector<torch::Tensor> all;
   for (int64_t b = 0; b < 3; ++b) all.push_back(image(whole.batch(b)));
@@ -108,10 +110,10 @@ TEST(Synthetic, TestSamplesAreHeldOutAndSplitOverRanks) {
   for (int64_t j = 0; j < 11; ++j) EXPECT_TRUE(torch::equal(torch::cat(all)[j], test(static_cast<uint64_t>(j)).inputs.at(kImage)));
   std::vector<torch::Tensor> parts;
   for (int64_t rank = 0; rank < 2; ++rank) {
-    auto o = small_options();
+    auto o = four;
     o.rank = rank;
     o.world_size = 2;
-    SyntheticTestData part(11, 2, o, test);
+    SyntheticTestData part(11, o, test);
     for (int64_t b = 0; b < part.steps_per_epoch(); ++b) parts.push_back(image(part.batch(b)));
   }
   EXPECT_TRUE(torch::equal(torch::cat(parts), torch::cat(all)));
