@@ -4,6 +4,7 @@
 // see exactly the work the trainer queued.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <vector>
@@ -46,6 +47,13 @@ std::unique_ptr<PhaseClock> make_cuda_phase_clock(int device, size_t marks) {
 
 std::string cuda_device_name(int device) {
   return at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(device))->name;
+}
+
+int64_t cuda_peak_allocated_bytes(int device) {
+  // allocated_bytes is indexed by the allocator's StatType; 0 is AGGREGATE
+  // (both pools), what torch.cuda.max_memory_allocated reads.
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  return stats.allocated_bytes[0].peak;
 }
 
 }  // namespace dlscale

@@ -33,6 +33,7 @@ std::unique_ptr<PhaseClock> make_host_phase_clock(size_t marks) {
 #if !DLSCALE_WITH_CUDA
 std::unique_ptr<PhaseClock> make_cuda_phase_clock(int /*device*/, size_t /*marks*/) { return nullptr; }
 std::string cuda_device_name(int /*device*/) { return ""; }
+int64_t cuda_peak_allocated_bytes(int /*device*/) { return -1; }
 #endif
 
 }  // namespace dlscale

@@ -4,6 +4,7 @@
 // first have to wait for the device (serialising the step), so the CUDA clock
 // records an event on the compute stream instead and reads the events once,
 // after the step (docs/gpu.md, "Phase timing").
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,5 +32,10 @@ std::unique_ptr<PhaseClock> make_cuda_phase_clock(int device, size_t marks);
 
 /// The GPU's name ("NVIDIA H100 80GB HBM3"); "" without CUDA.
 std::string cuda_device_name(int device);
+
+/// The most bytes LibTorch's CUDA caching allocator has held in tensors on
+/// GPU `device` so far in this process (PyTorch's
+/// torch.cuda.max_memory_allocated); -1 in a build without CUDA.
+int64_t cuda_peak_allocated_bytes(int device);
 
 }  // namespace dlscale

@@ -234,6 +234,9 @@ std::string scaling_charts(const std::vector<ScalingRow>& rows) {
 /// Memory per worker against workers, one line per configuration (model,
 /// strategy, what else varies): accounted total and peak resident set.
 std::string memory_charts(const std::vector<MemoryRow>& rows) {
+  // On a GPU the peak that matters is the device's, not the host process's.
+  const bool gpu = any_device_peak(rows);
+  const MemoryRow::Figure peak_figure = gpu ? MemoryRow::kDevicePeak : MemoryRow::kPeakRss;
   std::set<double> xs_set;
   std::map<std::string, std::pair<Series, Series>> by_name;  // accounted, peak
   std::vector<std::string> order;
@@ -251,7 +254,7 @@ std::string memory_charts(const std::vector<MemoryRow>& rows) {
       order.push_back(name);
     }
     xs_set.insert(r.workers);
-    const double total_mib = r.mib[MemoryRow::kTotal], peak_mib = r.mib[MemoryRow::kPeakRss];
+    const double total_mib = r.mib[MemoryRow::kTotal], peak_mib = r.mib[peak_figure];
     if (total_mib >= 0) it->second.first.points.emplace_back(r.workers, total_mib);
     if (peak_mib >= 0) it->second.second.points.emplace_back(r.workers, peak_mib);
   }
@@ -264,7 +267,8 @@ std::string memory_charts(const std::vector<MemoryRow>& rows) {
   }
   const std::vector<double> xs(xs_set.begin(), xs_set.end());
   return chart_row({line_chart("Parameters + gradients + optimizer state per worker", "MiB", xs, accounted, 0),
-                    line_chart("Peak resident set per worker", "MiB", xs, peak, 0)});
+                    line_chart(gpu ? "Peak GPU memory allocated per worker" : "Peak resident set per worker",
+                               "MiB", xs, peak, 0)});
 }
 
 /// busbw against message size, one chart per operation.

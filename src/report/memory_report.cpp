@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <iterator>
+
 #include "core/error.h"
 #include "core/record_keys.h"
 #include "report/report_parts.h"
@@ -17,7 +20,8 @@ const MemoryMetric kMemory[] = {{"params MiB", "mem_params_bytes"},
                                 {"grads MiB", "mem_grads_bytes"},
                                 {"optimizer MiB", "mem_optimizer_bytes"},
                                 {"total MiB", "mem_total_bytes"},
-                                {"peak RSS MiB", "mem_peak_rss_bytes"}};
+                                {"peak RSS MiB", "mem_peak_rss_bytes"},
+                                {"GPU peak MiB", "mem_device_peak_bytes"}};
 
 }  // namespace
 
@@ -45,6 +49,11 @@ std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs) {
   return rows;
 }
 
+bool any_device_peak(const std::vector<MemoryRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(),
+                     [](const MemoryRow& r) { return r.mib[MemoryRow::kDevicePeak] >= 0; });
+}
+
 /// What each worker keeps (docs/metrics.md, "Memory"): one row per run, the
 /// most any rank keeps, as accounted, and the peak resident set.
 Report memory_report(const std::vector<RunRecord>& runs) {
@@ -59,6 +68,14 @@ Report memory_report(const std::vector<RunRecord>& runs) {
   rep.notes.push_back(
       "params, grads and optimizer are accounted from the tensors a rank keeps; peak RSS is "
       "the process's VmHWM (activations and LibTorch included)");
+  // The GPU column only where some run was on a GPU (CPU reports keep theirs).
+  const bool gpu = any_device_peak(rows);
+  const size_t figures = gpu ? std::size(kMemory) : MemoryRow::kDevicePeak;
+  if (gpu) {
+    rep.notes.push_back(
+        "GPU peak is the CUDA caching allocator's peak of bytes in tensors on the rank's GPU "
+        "(torch.cuda.max_memory_allocated)");
+  }
   rep.notes.push_back("values are medians of the completed repeats");
   Table t;
   t.title = rep.title;
@@ -69,10 +86,10 @@ Report memory_report(const std::vector<RunRecord>& runs) {
   Table& d = rep.data;
   d.title = rep.title;
   add_label_columns(d, labels);
-  for (const MemoryMetric& m : kMemory) {
-    t.headers.push_back(m.header);
+  for (size_t f = 0; f < figures; ++f) {
+    t.headers.push_back(kMemory[f].header);
     t.numeric.push_back(true);
-    d.headers.push_back(m.metric);
+    d.headers.push_back(kMemory[f].metric);
     d.numeric.push_back(true);
   }
   for (const MemoryRow& row : rows) {
@@ -80,7 +97,8 @@ Report memory_report(const std::vector<RunRecord>& runs) {
     for (const auto& [unused, value] : row.labels) cells.push_back({value, {}});
     cells.push_back({std::to_string(row.workers), {}});
     data_cells = cells;
-    for (double mib : row.mib) {
+    for (size_t f = 0; f < figures; ++f) {
+      const double mib = row.mib[f];
       cells.push_back(mib < 0 ? Cell{"", {}} : number(mib, "{:.1f}"));
       data_cells.push_back(mib < 0 ? Cell{"", {}} : number(mib * kMiB, "{:.0f}"));
     }

@@ -56,10 +56,12 @@ struct MemoryRow {
   std::vector<std::pair<std::string, std::string>> labels;  ///< model, strategy, varying params
   int workers = 1;
   std::vector<double> mib;  ///< by Figure; < 0 = unknown
-  enum Figure { kParams, kGrads, kOptimizer, kTotal, kPeakRss };
+  enum Figure { kParams, kGrads, kOptimizer, kTotal, kPeakRss, kDevicePeak };
 };
 /// The runs with memory figures, in order.
 std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs);
+/// Whether some row was measured on a GPU (has the CUDA allocator's peak).
+bool any_device_peak(const std::vector<MemoryRow>& rows);
 
 // One function per report type.
 Report scaling_report(const std::vector<RunRecord>& runs, const std::string& scaling);

@@ -1,5 +1,6 @@
 #include "train/multi_tensor_sgd.h"
 
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -14,7 +15,9 @@ namespace {
 template <typename Map>
 typename Map::key_type state_key(const Map& /*state*/, const torch::Tensor& p) {
   if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
+    std::ostringstream key;  // as c10::guts::to_string printed it (gone from LibTorch 2.x)
+    key << p.unsafeGetTensorImpl();
+    return key.str();
   } else {
     return static_cast<typename Map::key_type>(p.unsafeGetTensorImpl());
   }

@@ -196,6 +196,7 @@ MostKept most_kept(const std::vector<RankMemory>& ranks) {
     most.figures.grads = std::max(most.figures.grads, m.grads);
     most.figures.optimizer = std::max(most.figures.optimizer, m.optimizer);
     most.figures.peak_rss = std::max(most.figures.peak_rss, m.peak_rss);
+    most.figures.device_peak = std::max(most.figures.device_peak, m.device_peak);
     most.total = std::max(most.total, m.total());
   }
   return most;
@@ -204,12 +205,14 @@ MostKept most_kept(const std::vector<RankMemory>& ranks) {
 /// Each figure's max over ranks (what a worker must have), and each rank's.
 nlohmann::json memory_json(const std::vector<RankMemory>& ranks) {
   if (ranks.empty()) return nullptr;
-  auto row = [](const RankMemory& m, int64_t total) {
+  auto known = [](int64_t bytes) { return bytes >= 0 ? nlohmann::json(bytes) : nlohmann::json(); };
+  auto row = [&known](const RankMemory& m, int64_t total) {
     return nlohmann::json{{"params_bytes", m.params},
                           {"grads_bytes", m.grads},
                           {"optimizer_bytes", m.optimizer},
                           {"total_bytes", total},
-                          {"peak_rss_bytes", m.peak_rss >= 0 ? nlohmann::json(m.peak_rss) : nlohmann::json()}};
+                          {"peak_rss_bytes", known(m.peak_rss)},
+                          {"device_peak_bytes", known(m.device_peak)}};
   };
   const MostKept most = most_kept(ranks);
   nlohmann::json j = row(most.figures, most.total);
@@ -376,10 +379,11 @@ void print_memory_summary(std::ostream& out, const std::vector<RankMemory>& rank
   const RankMemory& m = most.figures;
   fmt::print(out,
              "memory per worker{}: parameters {:.1f} MiB, gradients {:.1f} MiB, optimizer state "
-             "{:.1f} MiB (total {:.1f} MiB){}\n",
+             "{:.1f} MiB (total {:.1f} MiB){}{}\n",
              ranks.size() > 1 ? " (the most any rank keeps)" : "", m.params / kMiB, m.grads / kMiB,
              m.optimizer / kMiB, most.total / kMiB,
-             m.peak_rss >= 0 ? fmt::format("; peak resident {:.1f} MiB", m.peak_rss / kMiB) : "");
+             m.peak_rss >= 0 ? fmt::format("; peak resident {:.1f} MiB", m.peak_rss / kMiB) : "",
+             m.device_peak >= 0 ? fmt::format("; GPU peak allocated {:.1f} MiB", m.device_peak / kMiB) : "");
 }
 
 }  // namespace

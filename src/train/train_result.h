@@ -102,6 +102,7 @@ struct RankMemory {
   int64_t grads = 0;
   int64_t optimizer = 0;  ///< optimizer state (momentum buffers, Adam's moments)
   int64_t peak_rss = -1;  ///< the process's peak resident set (VmHWM); -1 = unknown
+  int64_t device_peak = -1;  ///< on a GPU, the CUDA caching allocator's peak; -1 = not on a GPU
   int64_t total() const { return params + grads + optimizer; }
 };
 

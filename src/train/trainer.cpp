@@ -403,6 +403,7 @@ RankMemory Trainer::account_memory() const {
   const torch::optim::Optimizer* own = sync_->own_optimizer();
   m.optimizer = optimizer_state_bytes(own != nullptr ? *own : *optimizer_);
   m.peak_rss = peak_resident_bytes();
+  if (device_.is_cuda()) m.device_peak = cuda_peak_allocated_bytes(device_.index());
   return m;
 }
 
@@ -413,11 +414,13 @@ void Trainer::gather_memory() {
     return;
   }
   const torch::Tensor all = worker_.comm->allgather(
-      torch::tensor({mine.params, mine.grads, mine.optimizer, mine.peak_rss}, torch::kInt64));
+      torch::tensor({mine.params, mine.grads, mine.optimizer, mine.peak_rss, mine.device_peak},
+                    torch::kInt64));
   result_.memory.clear();
   for (int r = 0; r < worker_.world_size; ++r) {
     result_.memory.push_back({all[r][0].item<int64_t>(), all[r][1].item<int64_t>(),
-                              all[r][2].item<int64_t>(), all[r][3].item<int64_t>()});
+                              all[r][2].item<int64_t>(), all[r][3].item<int64_t>(),
+                              all[r][4].item<int64_t>()});
   }
 }
 

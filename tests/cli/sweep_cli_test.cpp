@@ -93,6 +93,20 @@ TEST(SweepCli, DryRunOfTheQuickstart) {
   EXPECT_NE(o.out.find("resnet18  strong   2        16     32"), std::string::npos) << o.out;
 }
 
+// Every study in examples/ (those needing a GPU or a cluster included) plans:
+// its options are ones `dlscale train` takes, so a renamed flag breaks here.
+TEST(SweepCli, EveryExampleStudyPlans) {
+  int studies = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(DLSCALE_SOURCE_DIR) + "/examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++studies;
+    const Outcome o = run_dlscale("sweep --dry-run " + entry.path().string());
+    EXPECT_EQ(o.code, 0) << entry.path() << ": " << o.err;
+    EXPECT_NE(o.out.find("run(s) planned"), std::string::npos) << entry.path() << ": " << o.out;
+  }
+  EXPECT_GE(studies, 14);
+}
+
 TEST(SweepCli, BadFilesFailWithOneLine) {
   Dir d;
   const std::string bad = d.file("bad.yaml", "parameters: {batch: 8, model: lenet, optimiser: sgd}\n");

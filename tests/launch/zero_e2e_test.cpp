@@ -70,6 +70,7 @@ void expect_sharded_memory(const nlohmann::json& r, int stage, int n, int k) {
     EXPECT_LE(m["optimizer_bytes"].get<int64_t>(), k * padded / n);
     EXPECT_GT(m["optimizer_bytes"].get<int64_t>(), k * (padded / n - 4 * n * buckets));
     EXPECT_GT(m["peak_rss_bytes"].get<int64_t>(), 0);
+    EXPECT_TRUE(m["device_peak_bytes"].is_null()) << "a CPU run has no GPU peak";
   }
   int64_t optimizer = 0;
   for (const auto& m : per_rank) optimizer += m["optimizer_bytes"].get<int64_t>();

@@ -354,6 +354,23 @@ TEST(ReportGolden, MemoryInEveryFormatAndHtml) {
   }
 }
 
+// Runs on a GPU carry the CUDA allocator's peak: the report gains its column
+// (CPU reports, above, do not have it) and the chart plots it.
+TEST(Report, MemoryOnAGpuShowsTheAllocatorsPeak) {
+  std::vector<RunRecord> runs = memory_runs();
+  for (RunRecord& r : runs) {
+    for (auto& rep : r.repeats) rep.metrics["mem_device_peak_bytes"] = 3.0 * rep.metrics["mem_total_bytes"];
+  }
+  const Report r = build_report(runs, {ReportType::kMemory, "", ""});
+  const Table& t = r.tables.at(0);
+  ASSERT_EQ(t.headers.back(), "GPU peak MiB");
+  // zero stage 2 on 4 workers: 3 x 7Ψ bytes.
+  EXPECT_NEAR(*t.rows.at(8).back().value, 3 * 7 * 4.0 * 11'200'000 / 4 / (1024.0 * 1024), 1e-9);
+  const std::string html = render_html(runs, {});
+  EXPECT_NE(html.find("Peak GPU memory allocated per worker"), std::string::npos);
+  EXPECT_EQ(html.find("Peak resident set per worker"), std::string::npos);
+}
+
 /// A repeat of a run to 90% top-1 that evaluated after every epoch: it
 /// reached the target at its last epoch after `seconds`, or (aborted) ran
 /// `epochs` epochs in `seconds` without reaching it.
