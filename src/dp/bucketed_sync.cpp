@@ -60,23 +60,30 @@ void BucketedSync::start() {
 }
 
 void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb) {
-  // Gradients become ready in about reverse registration order.
-  std::vector<size_t> order;
-  std::vector<int64_t> bytes;
-  for (size_t k = params_.size(); k-- > 0;) {
-    order.push_back(k);
-    bytes.push_back(params_[k].numel() * static_cast<int64_t>(params_[k].element_size()));
+  std::vector<std::vector<size_t>> groups = layout_.groups;
+  if (groups.empty()) {
+    // Gradients become ready in about reverse registration order.
+    std::vector<size_t> order;
+    std::vector<int64_t> bytes;
+    for (size_t k = params_.size(); k-- > 0;) {
+      order.push_back(k);
+      bytes.push_back(params_[k].numel() * static_cast<int64_t>(params_[k].element_size()));
+    }
+    groups = plan_buckets(bytes, first_bucket_mb, overlap_ ? bucket_mb : 0.0);
+    for (auto& group : groups) {
+      for (size_t& i : group) i = order[i];
+    }
   }
-  const std::vector<std::vector<size_t>> groups =
-      plan_buckets(bytes, first_bucket_mb, overlap_ ? bucket_mb : 0.0);
+  size_t assigned = 0;
+  for (const auto& group : groups) assigned += group.size();
+  DLSCALE_ASSERT(assigned == params_.size());  // every parameter in one bucket
   bucket_of_.resize(params_.size());
   offset_of_.resize(params_.size());
   views_.resize(params_.size());
   for (size_t b = 0; b < groups.size(); ++b) {
     Bucket bucket;
     int64_t offset = 0;
-    for (size_t i : groups[b]) {
-      const size_t k = order[i];
+    for (size_t k : groups[b]) {
       bucket.params.push_back(k);
       bucket_of_[k] = b;
       offset_of_[k] = offset;
@@ -164,11 +171,15 @@ void BucketedSync::on_grad(size_t k, const torch::Tensor& grad) {
     ensure_buffer(buckets_[bucket_of_[k]]);
     at::mul_out(views_[k], grad, inv_world_);  // copy and average in one pass
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  DLSCALE_ASSERT(!seen_[k]);  // a parameter used twice per step is not supported
-  seen_[k] = true;
   const size_t b = bucket_of_[k];
-  if (--buckets_[b].pending == 0) mark_ready(b);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    DLSCALE_ASSERT(!seen_[k]);  // a parameter used twice per step is not supported
+    seen_[k] = true;
+    if (--buckets_[b].pending != 0) return;
+    mark_ready(b);
+  }
+  bucket_complete(buckets_[b]);
 }
 
 void BucketedSync::mark_ready(size_t b) {

@@ -69,6 +69,9 @@ class BucketedSync : public GradientSync {
   struct Layout {
     int64_t pad_to = 1;         ///< each bucket's elements are a multiple of this (zeros after the gradients)
     bool keep_buffers = true;   ///< false: a bucket's buffer exists from its first gradient until release_buffer()
+    /// The buckets' parameters (indices into params), in launch order;
+    /// empty: planned by size from --bucket-mb and --first-bucket-mb.
+    std::vector<std::vector<size_t>> groups;
   };
   struct Bucket {
     torch::Tensor buffer;        // flat, float32; undefined between steps without keep_buffers
@@ -91,6 +94,9 @@ class BucketedSync : public GradientSync {
   /// After every bucket is reduced: by default each .grad becomes a view of
   /// its bucket slot.
   virtual void finish_backward();
+  /// On the thread running backward, as soon as every parameter of
+  /// `bucket` has its gradient (its collective is then queued).
+  virtual void bucket_complete(Bucket& /*bucket*/) {}
   /// Frees a bucket's buffer (keep_buffers = false), once it is reduced.
   void release_buffer(Bucket& bucket);
   /// Stops the communication thread; a subclass calls it first in its

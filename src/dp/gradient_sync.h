@@ -18,6 +18,7 @@
 
 #include "comm/communicator.h"
 #include "dp/sync_options.h"
+#include "models/units.h"
 
 namespace dlscale::dp {
 
@@ -138,6 +139,12 @@ struct SyncContext {
   int64_t steps = 0;                   ///< the run's steps, warm-up included
   int64_t warmup = 0;
   std::chrono::milliseconds timeout{60000};  ///< links without a communicator
+  /// The model's units (models/units.h) in forward order, each as indices
+  /// into the parameters; a parameter in no unit (or shared by two) is in
+  /// none. Empty when the model declares none.
+  std::vector<std::vector<size_t>> units;
+  /// Tells the model whom to report its units' forward to (null: nobody).
+  std::function<void(models::UnitObserver*)> observe_units;
 };
 
 }  // namespace dlscale::dp

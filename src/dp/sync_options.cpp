@@ -28,6 +28,8 @@ constexpr EnumNames<PsMode, 2> kModes{"--ps-mode",
 constexpr EnumNames<SyncBuffers, 3> kSyncBuffers{
     "--sync-buffers",
     {{{SyncBuffers::kNone, "none"}, {SyncBuffers::kInit, "init"}, {SyncBuffers::kStep, "step"}}}};
+constexpr EnumNames<ZeroUnit, 2> kZeroUnits{
+    "--zero-unit", {{{ZeroUnit::kModel, "model"}, {ZeroUnit::kBlock, "block"}}}};
 
 void check_ps_options(const SyncOptions& o) {
   const PsOptions& ps = o.ps;
@@ -60,6 +62,8 @@ const EnumNames<SyncBuffers, 3>& enum_names(SyncBuffers) { return kSyncBuffers; 
 const EnumNames<PsPlacement, 2>& enum_names(PsPlacement) { return kPlacements; }
 const EnumNames<PsAssign, 2>& enum_names(PsAssign) { return kAssigns; }
 const EnumNames<PsMode, 2>& enum_names(PsMode) { return kModes; }
+const EnumNames<ZeroUnit, 2>& enum_names(ZeroUnit) { return kZeroUnits; }
+std::string to_string(ZeroUnit unit) { return kZeroUnits.name(unit); }
 std::string to_string(StrategyKind strategy) { return kStrategies.name(strategy); }
 std::string to_string(Compression compression) { return kCompressions.name(compression); }
 std::string to_string(SyncBuffers policy) { return kSyncBuffers.name(policy); }
@@ -84,6 +88,14 @@ void check_sync_options(const SyncOptions& o) {
                 to_string(o.strategy));
   DLSCALE_CHECK(o.zero_stage >= 1 && o.zero_stage <= 3, "--zero-stage must be 1, 2 or 3 (got {})",
                 o.zero_stage);
+  if (o.zero_unit == ZeroUnit::kBlock) {
+    DLSCALE_CHECK(o.strategy == StrategyKind::kZero && o.zero_stage == 3,
+                  "--zero-unit block applies to --strategy zero --zero-stage 3 only (stages 1 and 2 "
+                  "keep every parameter)");
+    DLSCALE_CHECK(o.bucket_mb > 0,
+                  "--zero-unit block reduce-scatters each unit's gradients as its backward ends, "
+                  "which needs --bucket-mb > 0 (got 0)");
+  }
   check_ps_options(o);
 }
 

@@ -25,6 +25,14 @@ enum class SyncBuffers { kNone, kInit, kStep };
 const EnumNames<SyncBuffers, 3>& enum_names(SyncBuffers);
 std::string to_string(SyncBuffers policy);
 
+/// --strategy zero --zero-stage 3: what is gathered at a time. The whole
+/// model (FSDP's root-only wrapping), or each unit the model declares
+/// (models/units.h: a residual block, a Transformer layer), just before its
+/// forward and again before its backward, the next one prefetched.
+enum class ZeroUnit { kModel, kBlock };
+const EnumNames<ZeroUnit, 2>& enum_names(ZeroUnit);
+std::string to_string(ZeroUnit unit);
+
 /// Parameter server (docs/strategies.md): where the shards run, how
 /// variables are spread over them, and when a shard applies gradients.
 enum class PsPlacement { kColocated, kDedicated };
@@ -93,6 +101,7 @@ struct SyncOptions {
   double first_bucket_mb = 1.0;  ///< capacity of the first bucket (the last layers' gradients)
   SyncBuffers sync_buffers = SyncBuffers::kInit;
   int zero_stage = 1;  ///< --strategy zero: 1 = optimizer state sharded, 2 = and gradients, 3 = and parameters
+  ZeroUnit zero_unit = ZeroUnit::kModel;  ///< stage 3: gathered whole, or unit by unit
   PsOptions ps;  ///< --strategy ps only (its own table)
 
   /// The strategy's own flags; PsOptions has its table (a help group of its own).
@@ -139,6 +148,14 @@ struct SyncOptions {
              "zero_stage"}
           .agreed(),
       s.zero_stage);
+    v(Option{"--zero-unit",
+             "--zero-stage 3: model (the whole model is gathered before forward and kept until backward "
+             "ends) | block (each of the model's units, a residual block or a Transformer layer, is "
+             "gathered just before its forward and again before its backward, the next one prefetched, "
+             "and freed after each; the rest of the model is gathered for the whole step)",
+             "zero_unit"}
+          .agreed(),
+      s.zero_unit);
     v(Option{"--sync-buffers",
              "When rank 0's batch-norm statistics are copied to all workers: none | init (with the weights at "
              "start) | step (before every step)",

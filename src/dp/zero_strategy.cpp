@@ -26,7 +26,7 @@ class ZeroStrategy : public Strategy {
                                           const SyncContext& c) override {
     // One worker holds every shard: nothing to exchange.
     if (c.comm == nullptr || c.comm->size() == 1) return make_independent_sync();
-    return make_zero_sync(std::move(params), *c.comm, options_, c.make_optimizer);
+    return make_zero_sync(std::move(params), *c.comm, options_, c);
   }
 
  private:

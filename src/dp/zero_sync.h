@@ -18,11 +18,16 @@
 //    chunk lands in the worker's own slice of them); stage 2 keeps only the
 //    reduced chunks: a bucket's buffer lives from its first gradient until
 //    its reduce-scatter is done;
-//  - stage 3 also keeps only its chunks of the parameters: the whole model
-//    is one unit (FSDP's root-only wrapping), its flat buffers freed after
-//    backward (their storage, so autograd's references stay valid) and
-//    all-gathered from the chunks when next needed (need_parameters: a
-//    step's forward, an evaluation, the end of the run).
+//  - stage 3 also keeps only its chunks of the parameters: by default the
+//    whole model is one unit (FSDP's root-only wrapping), its flat buffers
+//    freed after backward (their storage, so autograd's references stay
+//    valid) and all-gathered from the chunks when next needed
+//    (need_parameters: a step's forward, an evaluation, the end of the run);
+//  - --zero-unit block: one bucket per unit of the model (models/units.h),
+//    gathered on a thread and communicator of its own just before the
+//    unit's forward and again before its backward (a hook on its output),
+//    the next unit prefetched, and freed after each; the rest of the model
+//    is one more bucket, gathered for the whole step.
 // The parameters' own .grad tensors are released after backward.
 #include <memory>
 #include <vector>
@@ -34,11 +39,12 @@
 namespace dlscale::dp {
 
 /// The worker's side of --strategy zero over `comm` (at least 2 ranks; it
-/// must outlive the sync): uses options.zero_stage, bucket_mb,
-/// first_bucket_mb and compress; `make_optimizer` builds the optimizer over
-/// the worker's shards. Collective over `comm` only in apply_update().
+/// must outlive the sync): uses options.zero_stage, zero_unit, bucket_mb,
+/// first_bucket_mb and compress; context.make_optimizer builds the
+/// optimizer over the worker's shards; --zero-unit block takes the model's
+/// units from the context and listens to them.
 std::unique_ptr<GradientSync> make_zero_sync(std::vector<torch::Tensor> params,
                                              comm::Communicator& comm, const SyncOptions& options,
-                                             const OptimizerFactory& make_optimizer);
+                                             const SyncContext& context);
 
 }  // namespace dlscale::dp

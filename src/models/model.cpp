@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/error.h"
 #include "models/layers.h"
@@ -168,6 +169,28 @@ ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& mo
 ModelFacts describe_model(const ModelSpec& spec, const ModelOptions& options) {
   const ModelOptions o = resolve_options(spec, options);
   return measure_model(spec, o, *spec.make(o));
+}
+
+std::vector<std::vector<size_t>> unit_parameters(const Model& model) {
+  std::map<const void*, size_t> index;
+  const std::vector<torch::Tensor> params = model.parameters();
+  for (size_t k = 0; k < params.size(); ++k) index[params[k].unsafeGetTensorImpl()] = k;
+  std::vector<std::vector<size_t>> units;
+  std::vector<int> owners(params.size(), 0);
+  for (const auto& unit : model.units()) {
+    std::vector<size_t> mine;
+    for (const auto& p : unit->parameters()) {
+      const auto it = index.find(p.unsafeGetTensorImpl());
+      if (it == index.end()) continue;  // not trainable
+      mine.push_back(it->second);
+      ++owners[it->second];
+    }
+    units.push_back(std::move(mine));
+  }
+  for (auto& unit : units) {
+    unit.erase(std::remove_if(unit.begin(), unit.end(), [&](size_t k) { return owners[k] > 1; }), unit.end());
+  }
+  return units;
 }
 
 }  // namespace dlscale::models

@@ -12,6 +12,7 @@
 
 #include "models/model_options.h"
 #include "models/task.h"
+#include "models/units.h"
 
 namespace dlscale::models {
 
@@ -20,7 +21,34 @@ namespace dlscale::models {
 class Model : public torch::nn::Module {
  public:
   virtual Output forward(const TensorMap& inputs) = 0;
+  /// The submodules a sharded strategy may gather one at a time, in forward
+  /// order (models/units.h); empty when the model declares none.
+  const std::vector<std::shared_ptr<torch::nn::Module>>& units() const { return units_; }
+  /// Tells `observer` (null: nobody) about each unit's forward.
+  void set_unit_observer(UnitObserver* observer) { observer_ = observer; }
+
+ protected:
+  /// Declares `module` (registered already) the next unit in forward order.
+  void declare_unit(std::shared_ptr<torch::nn::Module> module) { units_.push_back(std::move(module)); }
+  /// Unit `unit`'s forward, `run()`, between the observer's calls.
+  template <typename Run>
+  torch::Tensor run_unit(size_t unit, Run&& run) {
+    if (observer_ == nullptr) return run();
+    observer_->before_unit(unit);
+    torch::Tensor out = run();
+    observer_->after_unit(unit, out);
+    return out;
+  }
+
+ private:
+  std::vector<std::shared_ptr<torch::nn::Module>> units_;
+  UnitObserver* observer_ = nullptr;
 };
+
+/// Each of `model`'s units as indices into model.parameters(), in forward
+/// order. A parameter that two units share belongs to neither (the strategy
+/// keeps it with the rest of the model), so a unit may have none.
+std::vector<std::vector<size_t>> unit_parameters(const Model& model);
 
 /// A model of images: reads the "image" input, [batch, channels, height, width].
 class ImageModel : public Model {

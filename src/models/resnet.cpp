@@ -84,7 +84,9 @@ class ResNet : public ImageModel {
       torch::nn::Sequential layer;
       for (int64_t b = 0; b < blocks[stage]; ++b) {
         const int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
-        layer->push_back(Block(in_, planes[stage], stride));
+        Block block(in_, planes[stage], stride);
+        layer->push_back(block);
+        declare_unit(block.ptr());
         in_ = planes[stage] * Block::ContainedType::kExpansion;
       }
       layers_.push_back(register_module(fmt::format("layer{}", stage + 1), layer));
@@ -100,7 +102,10 @@ class ResNet : public ImageModel {
   Output forward_image(const torch::Tensor& x) override {
     torch::Tensor h = bn1_(conv1_(x)).relu_();
     h = torch::max_pool2d(h, 3, 2, 1);
-    for (auto& layer : layers_) h = layer->forward(h);
+    size_t unit = 0;  // each residual block is a unit
+    for (auto& layer : layers_) {
+      for (auto& block : *layer) h = run_unit(unit++, [&] { return block.forward(h); });
+    }
     h = torch::adaptive_avg_pool2d(h, {1, 1}).flatten(1);
     return {fc_(h), {}};
   }

@@ -178,10 +178,12 @@ class Transformer : public Model {
     embedding_ = register_module("embedding", torch::nn::Embedding(vocab, d.d_model));
     for (int64_t i = 0; i < d.layers; ++i) {
       encoder_.push_back(register_module("encoder" + std::to_string(i), EncoderLayer(d)));
+      declare_unit(encoder_.back().ptr());
     }
     encoder_norm_ = register_module("encoder_norm", layer_norm(d.d_model));
     for (int64_t i = 0; i < d.layers; ++i) {
       decoder_.push_back(register_module("decoder" + std::to_string(i), DecoderLayer(d)));
+      declare_unit(decoder_.back().ptr());
     }
     decoder_norm_ = register_module("decoder_norm", layer_norm(d.d_model));
     projection_ = register_module("projection", TiedProjection());
@@ -195,13 +197,15 @@ class Transformer : public Model {
   Output forward(const TensorMap& inputs) override {
     const torch::Tensor& tgt = inputs.at(kTargetIn);
     torch::Tensor memory = embed(inputs.at(kSourceTokens));
-    for (auto& layer : encoder_) memory = layer(memory);
+    // Each layer is a unit; the shared embedding and the norms are not.
+    size_t unit = 0;
+    for (auto& layer : encoder_) memory = run_unit(unit++, [&] { return layer(memory); });
     memory = encoder_norm_(memory);
     const int64_t t = tgt.size(1);
     const torch::Tensor causal =
         torch::full({t, t}, -std::numeric_limits<float>::infinity(), memory.options()).triu(1);
     torch::Tensor h = embed(tgt);
-    for (auto& layer : decoder_) h = layer(h, memory, causal);
+    for (auto& layer : decoder_) h = run_unit(unit++, [&] { return layer(h, memory, causal); });
     return {projection_(decoder_norm_(h), embedding_->weight), {}};
   }
 

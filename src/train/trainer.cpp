@@ -189,6 +189,8 @@ void Trainer::setup_sync() {
   sync_context.steps = c.options.run.steps;
   sync_context.warmup = c.options.run.warmup;
   sync_context.timeout = c.timeout;
+  sync_context.units = models::unit_parameters(*model_);
+  sync_context.observe_units = [this](models::UnitObserver* o) { model_->set_unit_observer(o); };
   sync_ = strategy->make_sync(model_->parameters(), sync_context);
   record_sync_info();
 }

@@ -5,6 +5,7 @@
 // and follow the allreduce run's losses (rtol 1e-5); the replicas stay identical;
 // the memory each rank accounts is exactly the sharding formula's; the bytes
 // each rank sends match the formula, by the kernel's TCP counters too.
+#include <tuple>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -227,6 +228,83 @@ TEST(ZeroStrategy, Stage3EvaluatesAndSavesTheCurrentParameters) {
   }
 }
 
+/// The record's evaluations; none when the run did not evaluate.
+nlohmann::json evaluations(const nlohmann::json& record) {
+  const nlohmann::json& c = record["results"]["convergence"];
+  return c.is_null() ? nlohmann::json::array() : c["evals"];
+}
+
+/// --zero-unit block sends each unit's parameters twice a step (before its
+/// forward and before its backward) and the rest of the model's once: with
+/// the rest the last bucket, (p-1)/p x (S + 2 S_units + S_rest) for equal
+/// gradient and parameter buckets = (p-1)/p x (3 S - S_rest). The gathers
+/// run on a communicator of their own; the TCP counters see both.
+void expect_unit_bytes(const nlohmann::json& r, int n) {
+  const nlohmann::json& c = r["results"]["comm"];
+  const double padded = static_cast<double>(sum_of(c["bucket_bytes"]));
+  const double rest = c["bucket_bytes"].back().get<double>();
+  for (int rank = 0; rank < n; ++rank) {
+    const double formula = c["bytes_sent_per_step_formula"][rank].get<double>();
+    EXPECT_DOUBLE_EQ(formula, (n - 1.0) / n * (3 * padded - rest)) << "rank " << rank;
+    if (c["bytes_sent_per_step_tcp"][rank].is_number()) {
+      const double tcp = c["bytes_sent_per_step_tcp"][rank].get<double>();
+      EXPECT_GT(tcp, formula * 0.97) << "rank " << rank;
+      EXPECT_LT(tcp, formula * 1.03 + 65536) << "rank " << rank;
+    }
+  }
+}
+
+// Stage 3 unit by unit: each residual block (Transformer layer) gathered
+// just before its forward and its backward, the next one prefetched on a
+// thread of its own, freed after each. The arithmetic is allreduce's. On 2
+// workers a sum of two is the same in either order, so the weights are
+// allreduce's to rtol 1e-5. On more, the unit buckets put the chunk
+// boundaries elsewhere, and each element is summed in another rank order:
+// rounding (allreduce with --bucket-mb 1 instead of 25 differs from itself
+// as much), hence 1e-4. Losses, evaluations, the replicas, stage 3's memory
+// and the unit formula's bytes are checked too.
+TEST(ZeroStrategy, Stage3UnitByUnitMatchesAllreduce) {
+  const std::string resnet =
+      "train --model resnet18 --image-size 16 --classes 10 --threads 1 --steps 3 --warmup 1 "
+      "--display-every 0 --synthetic-batches 2 --global-batch 24 --optimizer momentum --lr 0.01";
+  const std::string evaluating = resnet + " --synthetic-test 24 --eval-every-steps 1";
+  const std::string transformer =
+      "train --model transformer --vocab 256 --seq-len 8 --hidden 64 --dropout 0 --threads 1 "
+      "--steps 3 --warmup 1 --display-every 0 --synthetic-batches 2 --global-batch 8 "
+      "--optimizer momentum --lr 0.01";
+  const std::vector<std::tuple<std::string, int, int64_t>> cases = {
+      {evaluating, 2, 8}, {resnet, 3, 8}, {transformer, 4, 12}};
+  for (const auto& [args, n, units] : cases) {
+    const std::string workers = " --workers " + std::to_string(n);
+    SCOPED_TRACE(args + workers);
+    const TrainRun allreduce = train(args + workers);
+    const TrainRun r = train(args + workers + " --strategy zero --zero-stage 3 --zero-unit block");
+    ASSERT_FALSE(r.weights.empty());
+    const double rtol = n == 2 ? 1e-5 : 1e-4;
+    EXPECT_LE(closeness(r.weights, allreduce.weights, rtol, rtol / 100), 1.0);
+    const std::vector<double> mine = losses(r.record), theirs = losses(allreduce.record);
+    ASSERT_EQ(mine.size(), theirs.size());
+    for (size_t s = 0; s < mine.size(); ++s) EXPECT_NEAR(mine[s], theirs[s], 1e-5 * std::abs(theirs[s]));
+    const nlohmann::json evals = evaluations(r.record), their_evals = evaluations(allreduce.record);
+    EXPECT_EQ(evals.size(), their_evals.size());
+    for (size_t e = 0; e < evals.size() && e < their_evals.size(); ++e)
+      EXPECT_EQ(evals[e]["top1"], their_evals[e]["top1"]) << "evaluation " << e;
+    EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
+    const nlohmann::json& z = r.record["results"]["zero"];
+    EXPECT_EQ(z["unit"], "block");
+    EXPECT_EQ(z["units"], units);
+    EXPECT_GE(z["allgather_wait_seconds_per_step"].get<double>(), 0.0);
+    expect_sharded_memory(r.record, 3, n, 1);
+    // An evaluation gathers the whole model between steps: bytes beyond a step's.
+    if (args != evaluating) expect_unit_bytes(r.record, n);
+  }
+  // The evaluating case does evaluate, after every step.
+  EXPECT_EQ(evaluations(train(evaluating + " --workers 2 --strategy zero --zero-stage 3 --zero-unit block")
+                            .record)
+                .size(),
+            3u);
+}
+
 TEST(ZeroStrategy, WhatItCannotDoIsRefusedInOneLine) {
   auto o = run_dlscale("train --model lenet --zero-stage 2");
   EXPECT_EQ(o.code, 2);
@@ -238,6 +316,19 @@ TEST(ZeroStrategy, WhatItCannotDoIsRefusedInOneLine) {
   EXPECT_EQ(o.err, "dlscale: error: --zero-stage must be 1, 2 or 3 (got 4)\n");
   o = run_dlscale("train --model lenet --strategy zero --zero-stage 0");
   EXPECT_EQ(o.err, "dlscale: error: --zero-stage must be 1, 2 or 3 (got 0)\n");
+  o = run_dlscale("train --model lenet --strategy zero --zero-stage 2 --zero-unit block");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err,
+            "dlscale: error: --zero-unit block applies to --strategy zero --zero-stage 3 only "
+            "(stages 1 and 2 keep every parameter)\n");
+  o = run_dlscale("train --model resnet18 --strategy zero --zero-stage 3 --zero-unit block --bucket-mb 0");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("needs --bucket-mb > 0"), std::string::npos) << o.err;
+  // lenet declares no units: refused when the workers build the strategy.
+  o = run_dlscale(
+      "train --model lenet --workers 2 --steps 2 --warmup 1 --strategy zero --zero-stage 3 --zero-unit block");
+  EXPECT_NE(o.code, 0);
+  EXPECT_NE(o.err.find("--zero-unit block needs a model that declares units"), std::string::npos) << o.err;
   o = run_dlscale("train --model lenet --workers 2 --strategy zero --checkpoint /tmp/never.pt");
   EXPECT_NE(o.err.find("optimizer state sharded over the workers"), std::string::npos) << o.err;
 }

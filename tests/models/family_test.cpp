@@ -38,6 +38,35 @@ TEST(Families, ParameterCountsArePyTorchs) {
   EXPECT_EQ(transformer_of(1000, 128), 2905600);
 }
 
+// The units a sharded strategy gathers one at a time (models/units.h): the
+// ResNets' residual blocks and the Transformer's 6 + 6 layers, in forward
+// order; every other parameter (the stem and classifier, the tied embedding)
+// in none; a model that declares none has none.
+TEST(Units, ResidualBlocksAndTransformerLayers) {
+  for (const auto& [name, units] : std::vector<std::pair<std::string, size_t>>{
+           {"resnet18", 8}, {"resnet50", 16}, {"transformer", 12}, {"lenet", 0}, {"tinycnn", 0}}) {
+    SCOPED_TRACE(name);
+    ModelOptions o;
+    if (name == "transformer") o.vocab = 1000;
+    const auto model = make_model(find_model(name), resolve_options(find_model(name), o));
+    const std::vector<std::vector<size_t>> found = unit_parameters(*model);
+    ASSERT_EQ(found.size(), units);
+    const std::vector<torch::Tensor> params = model->parameters();
+    std::vector<int> owners(params.size(), 0);
+    for (size_t u = 0; u < found.size(); ++u) {
+      ASSERT_FALSE(found[u].empty());
+      if (u > 0) {
+        EXPECT_GT(found[u].front(), found[u - 1].back()) << "forward order";
+      }
+      for (size_t k : found[u]) ++owners[k];
+    }
+    for (int n : owners) EXPECT_LE(n, 1);
+    if (name == "transformer") {
+      EXPECT_EQ(owners[0], 0) << "the tied embedding (the first parameter) belongs to no unit";
+    }
+  }
+}
+
 // Per sample at source = target length L, hidden h, vocabulary V: the LSTMs'
 // 4h(in + h) a token and direction (encoder 16h² + 12h² + 2·8h², decoder
 // 8h² + 3·12h²), the attention's two projections (2h²) and its score and
