@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
+#include "dp/grad_clip.h"
 #include "dp/sync_options.h"
 #include "models/units.h"
 
@@ -119,6 +120,15 @@ class GradientSync {
   /// mean over workers for synchronous strategies). Rethrows a communication
   /// failure (dlscale::PeerFailure); after one, no further collective is issued.
   virtual SyncStepStats end_backward() = 0;
+  /// --clip-grad-norm, after end_backward(): scales the gradients this
+  /// worker applies so that the global norm is at most `max_norm`; returns
+  /// the norm before. By default every .grad of `params` (the workers'
+  /// average, or the worker's own with independent workers).
+  virtual double clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params) grads.push_back(p.grad());
+    return clip_grad_norm(grads, max_norm);
+  }
   /// Applies the update; by default the local optimizer step.
   virtual void apply_update(torch::optim::Optimizer& optimizer) { optimizer.step(); }
   /// Collective over the workers, once after the last step: the strategy's

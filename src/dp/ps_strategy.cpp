@@ -35,6 +35,9 @@ class PsStrategy : public Strategy {
     DLSCALE_CHECK(!n.steps_from_data,
                   "--epochs makes the run's length follow from the data, which the shards of "
                   "--strategy ps do not read: give --steps");
+    DLSCALE_CHECK(!n.clips_gradients,
+                  "--clip-grad-norm clips the workers' averaged gradient, which only the parameter "
+                  "server's shards see: use another strategy");
     DLSCALE_CHECK(!n.loss_scaling,
                   "--amp fp16 scales the loss and unscales combined gradients, which the parameter "
                   "server's shards never see: use --amp bf16 with --strategy ps");

@@ -32,6 +32,7 @@ struct RunNeeds {
   bool steps_from_data = false;     ///< --epochs: the run's length follows from the data
   bool loss_scaling = false;        ///< --amp fp16
   bool buffers_every_step = false;  ///< --sync-buffers step
+  bool clips_gradients = false;     ///< --clip-grad-norm: the averaged gradient's norm
   int workers = 1;
 };
 

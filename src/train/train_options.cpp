@@ -75,6 +75,8 @@ void check_optimizer(const OptimizerOptions& o) {
                 o.momentum);
   DLSCALE_CHECK(o.weight_decay >= 0 && o.weight_decay <= kMaxRate,
                 "--weight-decay must be in [0, {:g}] (got {})", kMaxRate, o.weight_decay);
+  DLSCALE_CHECK(o.clip_grad_norm >= 0 && o.clip_grad_norm <= 1e9,
+                "--clip-grad-norm must be in [0, 1e9] (got {}; 0 = no clipping)", o.clip_grad_norm);
   DLSCALE_CHECK(o.kind != OptimizerKind::kNesterov || o.momentum > 0,
                 "--optimizer nesterov needs --momentum > 0 (got {})", o.momentum);
 }
@@ -134,6 +136,7 @@ void check_strategy(const ResolvedTrainOptions& r) {
   needs.steps_from_data = recipe.epochs > 0;
   needs.loss_scaling = o.compute.amp == AmpMode::kFp16;
   needs.buffers_every_step = o.sync.sync_buffers == dp::SyncBuffers::kStep;
+  needs.clips_gradients = o.optimizer.clip_grad_norm > 0;
   needs.workers = r.world_size;
   const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(o.sync);
   strategy->check(needs);

@@ -77,6 +77,7 @@ struct OptimizerOptions {
   double lr = 0.01;           ///< learning rate
   double momentum = 0.9;      ///< used by momentum, nesterov and lars
   double weight_decay = 0.0;  ///< L2 penalty
+  double clip_grad_norm = 0;  ///< the gradients' global L2 norm is at most this; 0 = no clipping
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
@@ -86,6 +87,12 @@ struct OptimizerOptions {
     v(Option{"--lr", "Learning rate", "lr"}.agreed(), s.lr);
     v(Option{"--momentum", "Momentum for --optimizer momentum|nesterov", "momentum"}.agreed(), s.momentum);
     v(Option{"--weight-decay", "L2 weight decay", "weight_decay"}.agreed(), s.weight_decay);
+    v(Option{"--clip-grad-norm",
+             "Scale the gradients so that their global L2 norm (over every parameter, after the "
+             "workers' average) is at most this, as torch.nn.utils.clip_grad_norm_; 0 = no clipping",
+             "clip_grad_norm"}
+          .agreed(),
+      s.clip_grad_norm);
   }
 };
 

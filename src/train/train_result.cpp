@@ -248,6 +248,13 @@ nlohmann::json results_json(const TrainResult& r) {
           {"est_train_gflops_per_sec", 3.0 * r.model.flops_per_sample() * s.samples_per_sec / 1e9},
           // The task's unit (images, tokens, ...) per second.
           {"items_per_sec", s.samples_per_sec * static_cast<double>(r.model.unit.items_per_sample)}};
+  const double clip = r.config.options.optimizer.clip_grad_norm;
+  results["grad_clip"] = clip > 0 ? nlohmann::json{{"max_norm", clip},
+                                                   {"steps", r.runtime.clip_steps},
+                                                   {"clipped_steps", r.runtime.clipped_steps},
+                                                   {"norm_last", r.runtime.grad_norm_last},
+                                                   {"norm_max", r.runtime.grad_norm_max}}
+                                  : nlohmann::json();
   // Each strategy's own section: the run's strategy's, null for the others.
   for (const std::string& key : dp::strategy_section_keys()) results[key] = nullptr;
   if (!r.strategy.key.empty()) results[r.strategy.key] = r.strategy.section;
@@ -419,6 +426,11 @@ void print_summary(std::ostream& out, const TrainResult& r) {
                p.skipped > 0 ? fmt::format(", {} corrupt sample(s) skipped", p.skipped) : "");
   }
   print_memory_summary(out, r.memory);
+  if (r.config.options.optimizer.clip_grad_norm > 0) {
+    fmt::print(out, "gradient clipping at norm {:g}: {} of {} steps clipped; norm last {:.4g}, max {:.4g}\n",
+               r.config.options.optimizer.clip_grad_norm, r.runtime.clipped_steps, r.runtime.clip_steps,
+               r.runtime.grad_norm_last, r.runtime.grad_norm_max);
+  }
   fmt::print(out, "loss: {:.4f} -> {:.4f}\n", s.first_loss, s.last_loss);
   print_convergence_summary(out, r.convergence);
   out.flush();

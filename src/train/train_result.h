@@ -76,6 +76,12 @@ struct RuntimeInfo {
   std::string data_source;
   int64_t amp_skipped_steps = 0;  ///< --amp fp16: steps skipped for inf/NaN gradients
   double loss_scale = 1.0;        ///< --amp fp16: the loss scale at the end
+  // --clip-grad-norm: the global gradient norm before clipping, over the
+  // steps that updated (rank 0's view; every rank computes the same).
+  int64_t clip_steps = 0;     ///< steps whose norm was computed
+  int64_t clipped_steps = 0;  ///< of those, steps whose norm was above the bound
+  double grad_norm_last = 0;
+  double grad_norm_max = 0;
 };
 
 /// What the run trained on and what its input pipeline did (docs/data.md).

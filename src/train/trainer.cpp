@@ -302,7 +302,10 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   const bool exchanges = result_.exchanged;
   clock.mark(4);  // one worker alone: no comm, the phase is empty
   observer.on_phase(step, "optimizer");
-  if (scaler_->unscale(model_->parameters())) sync_->apply_update(*optimizer_);
+  if (scaler_->unscale(model_->parameters())) {
+    clip_gradients();
+    sync_->apply_update(*optimizer_);
+  }
   clock.mark(5);
   const std::vector<double> offset = clock.offsets();
   const double t0 = host_start;
@@ -391,6 +394,17 @@ void Trainer::gather_comm_facts(double tcp_bytes, int64_t tcp_steps) {
     c.tcp_bytes_sent.push_back(all[r][1].item<double>());
     c.replicas_identical = c.replicas_identical && sums[r][0].item<int64_t>() == sums[0][0].item<int64_t>();
   }
+}
+
+void Trainer::clip_gradients() {
+  const double bound = result_.config.options.optimizer.clip_grad_norm;
+  if (bound <= 0) return;
+  const double norm = sync_->clip_gradients(model_->parameters(), bound);
+  RuntimeInfo& rt = result_.runtime;
+  ++rt.clip_steps;
+  if (norm + 1e-6 > bound) ++rt.clipped_steps;  // scaled (coefficient below 1)
+  rt.grad_norm_last = norm;
+  rt.grad_norm_max = std::max(rt.grad_norm_max, norm);
 }
 
 RankMemory Trainer::account_memory() const {

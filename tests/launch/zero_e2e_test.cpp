@@ -305,6 +305,46 @@ TEST(ZeroStrategy, Stage3UnitByUnitMatchesAllreduce) {
             3u);
 }
 
+// --clip-grad-norm needs the whole gradient's norm: replicated strategies
+// take it from their averaged .grad, zero from each worker's pieces summed
+// over the workers. At a bound every step exceeds, every run is clipped the
+// same: one worker, allreduce and zero (all stages, and unit by unit) end
+// with the same weights and report the same norms.
+TEST(ZeroStrategy, ClippingTheGlobalNormMatchesOneWorkerAndAllreduce) {
+  const std::string args = with_optimizer("momentum") + " --clip-grad-norm 0.05";
+  const TrainRun one = train(args);
+  ASSERT_FALSE(one.weights.empty());
+  const nlohmann::json& clip = one.record["results"]["grad_clip"];
+  EXPECT_EQ(clip["steps"], 4);
+  EXPECT_EQ(clip["clipped_steps"], 4);  // lenet's gradient norms are far above 0.05
+  EXPECT_GT(clip["norm_last"].get<double>(), 0.05);
+  const TrainRun unclipped = train(with_optimizer("momentum"));
+  EXPECT_GT(closeness(unclipped.weights, one.weights, 1e-5, 1e-7), 1.0) << "clipping changed nothing";
+  EXPECT_TRUE(unclipped.record["results"]["grad_clip"].is_null());
+  for (const std::string strategy :
+       {"allreduce", "tree", "zero --zero-stage 1", "zero --zero-stage 2", "zero --zero-stage 3"}) {
+    SCOPED_TRACE(strategy);
+    const TrainRun r = train(args + " --workers 3 --strategy " + strategy);
+    ASSERT_FALSE(r.weights.empty());
+    EXPECT_LE(closeness(r.weights, one.weights, 1e-5, 1e-7), 1.0);
+    const nlohmann::json& c = r.record["results"]["grad_clip"];
+    EXPECT_EQ(c["clipped_steps"], 4);
+    // The last step's gradient comes from weights that agree to 1e-5; its
+    // norm moved by up to 4.6e-5 of itself (3 workers against 1).
+    EXPECT_NEAR(c["norm_last"].get<double>(), clip["norm_last"].get<double>(),
+                1e-4 * clip["norm_last"].get<double>());
+  }
+  const std::string resnet =
+      "train --model resnet18 --image-size 16 --classes 10 --threads 1 --steps 3 --warmup 1 "
+      "--display-every 0 --synthetic-batches 2 --global-batch 24 --optimizer momentum --lr 0.01 "
+      "--clip-grad-norm 0.5 --workers 2";
+  const TrainRun allreduce = train(resnet);
+  const TrainRun units = train(resnet + " --strategy zero --zero-stage 3 --zero-unit block");
+  EXPECT_LE(closeness(units.weights, allreduce.weights, 1e-5, 1e-7), 1.0);
+  EXPECT_EQ(units.record["results"]["grad_clip"]["clipped_steps"],
+            allreduce.record["results"]["grad_clip"]["clipped_steps"]);
+}
+
 TEST(ZeroStrategy, WhatItCannotDoIsRefusedInOneLine) {
   auto o = run_dlscale("train --model lenet --zero-stage 2");
   EXPECT_EQ(o.code, 2);
@@ -329,6 +369,12 @@ TEST(ZeroStrategy, WhatItCannotDoIsRefusedInOneLine) {
       "train --model lenet --workers 2 --steps 2 --warmup 1 --strategy zero --zero-stage 3 --zero-unit block");
   EXPECT_NE(o.code, 0);
   EXPECT_NE(o.err.find("--zero-unit block needs a model that declares units"), std::string::npos) << o.err;
+  o = run_dlscale("train --model lenet --workers 2 --strategy ps --clip-grad-norm 1");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--clip-grad-norm clips the workers' averaged gradient"), std::string::npos) << o.err;
+  o = run_dlscale("train --model lenet --clip-grad-norm -1");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, "dlscale: error: --clip-grad-norm must be in [0, 1e9] (got -1; 0 = no clipping)\n");
   o = run_dlscale("train --model lenet --workers 2 --strategy zero --checkpoint /tmp/never.pt");
   EXPECT_NE(o.err.find("optimizer state sharded over the workers"), std::string::npos) << o.err;
 }
