@@ -3,7 +3,9 @@
 # architectures from bench/peer_models.py, batch per worker, optimizer and
 # threads): 2 local workers, 1 thread each, weak scaling, alternating, 3
 # rounds; prints each side's items/s (tokens, samples) and the ratio of the
-# medians. Run from the repository root after a build:
+# medians; ncf also with sparse embedding gradients on both sides
+# (--sparse-embeddings; DDP allreduces sparse tensors over gloo). Run from
+# the repository root after a build:
 #   bash bench/families_ddp_bench.sh
 set -e
 cd "$(dirname "$0")/.."
@@ -14,10 +16,12 @@ for r in 1 2 3; do
   /usr/bin/python3 bench/peer_ddp.py $T --workers 2 --threads 1 > /tmp/ddp_t_p$r.json
   build/dlscale train $N --workers 2 --threads 1 --display-every 0 --json /tmp/ddp_n_d$r.json >/dev/null 2>&1
   /usr/bin/python3 bench/peer_ddp.py $N --workers 2 --threads 1 > /tmp/ddp_n_p$r.json
+  build/dlscale train $N --sparse-embeddings --workers 2 --threads 1 --display-every 0 --json /tmp/ddp_s_d$r.json >/dev/null 2>&1
+  /usr/bin/python3 bench/peer_ddp.py $N --sparse-embeddings --workers 2 --threads 1 > /tmp/ddp_s_p$r.json
 done
 python3 - <<'P'
 import json, statistics
-for m, k in [("t", "tokens"), ("n", "samples")]:
+for m, k in [("t", "tokens"), ("n", "samples"), ("s", "samples, sparse embeddings")]:
     d = [json.load(open(f"/tmp/ddp_{m}_d{r}.json"))["results"]["items_per_sec"] for r in (1, 2, 3)]
     p = [json.loads(open(f"/tmp/ddp_{m}_p{r}.json").read())["items_per_sec"] for r in (1, 2, 3)]
     print(m, k, "dlscale", [round(x) for x in d], "ddp", [round(x) for x in p],

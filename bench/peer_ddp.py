@@ -45,7 +45,8 @@ def worker(rank, args, store, queue):
     torch.manual_seed(args.seed)
     size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
     classes = args.classes or (10 if args.model == "lenet" else 1000)
-    model = build_model(args.model, size, num_classes=classes, vocab=args.vocab, hidden=args.hidden)
+    model = build_model(args.model, size, num_classes=classes, vocab=args.vocab, hidden=args.hidden,
+                        sparse=args.sparse_embeddings)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     model.train()
@@ -99,6 +100,8 @@ def main():
     ap.add_argument("--bucket-mb", type=float, default=25.0)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--sparse-embeddings", action="store_true",
+                    help="ncf: sparse embedding gradients (DDP allreduces them as sparse tensors over gloo)")
     ap.add_argument("--zero", action="store_true",
                     help="ZeroRedundancyOptimizer (optimizer state sharded over the ranks)")
     args = ap.parse_args()

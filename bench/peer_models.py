@@ -100,12 +100,12 @@ class Gnmt(torch.nn.Module):
 class NeuMF(torch.nn.Module):
     """MLPerf's NCF: GMF 64 and MLP 256-256-128-64 over user and item embeddings."""
 
-    def __init__(self, users=138493, items=26744, gmf=64, mlp=(256, 256, 128, 64)):
+    def __init__(self, users=138493, items=26744, gmf=64, mlp=(256, 256, 128, 64), sparse=False):
         super().__init__()
-        self.gmf_user = torch.nn.Embedding(users, gmf)
-        self.gmf_item = torch.nn.Embedding(items, gmf)
-        self.mlp_user = torch.nn.Embedding(users, mlp[0] // 2)
-        self.mlp_item = torch.nn.Embedding(items, mlp[0] // 2)
+        self.gmf_user = torch.nn.Embedding(users, gmf, sparse=sparse)
+        self.gmf_item = torch.nn.Embedding(items, gmf, sparse=sparse)
+        self.mlp_user = torch.nn.Embedding(users, mlp[0] // 2, sparse=sparse)
+        self.mlp_item = torch.nn.Embedding(items, mlp[0] // 2, sparse=sparse)
         self.mlp = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(mlp[:-1], mlp[1:]))
         self.final = torch.nn.Linear(gmf + mlp[-1], 1)
 
@@ -117,7 +117,8 @@ class NeuMF(torch.nn.Module):
         return self.final(torch.cat([gmf, x], -1)).squeeze(-1)
 
 
-def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab=None, hidden=None):
+def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab=None, hidden=None,
+                sparse=False):
     """torchvision model `name` (untrained), the LeNet above, or the
     Transformer, GNMT or NeuMF above."""
     if name == "transformer":
@@ -125,7 +126,7 @@ def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab
     if name == "transformer-big":
         return Transformer(vocab or 32768, 1024, 16, 4096, 6, 0.3)
     if name == "ncf":
-        return NeuMF()
+        return NeuMF(sparse=sparse)
     if name == "gnmt":
         return Gnmt(vocab or 32320, hidden or 1024)
     if name == "lenet":

@@ -155,6 +155,8 @@ struct SyncContext {
   std::vector<std::vector<size_t>> units;
   /// Tells the model whom to report its units' forward to (null: nobody).
   std::function<void(models::UnitObserver*)> observe_units;
+  /// Indices of the parameters whose gradients are sparse (--sparse-embeddings).
+  std::vector<size_t> sparse;
 };
 
 }  // namespace dlscale::dp

@@ -35,6 +35,10 @@ class PsStrategy : public Strategy {
     DLSCALE_CHECK(!n.steps_from_data,
                   "--epochs makes the run's length follow from the data, which the shards of "
                   "--strategy ps do not read: give --steps");
+    DLSCALE_CHECK(!n.sparse_gradients,
+                  "--sparse-embeddings sends an embedding's rows, which the parameter server's "
+                  "shards (dense slices of the variables) do not take: use --strategy allreduce, "
+                  "tree or hierarchical");
     DLSCALE_CHECK(!n.clips_gradients,
                   "--clip-grad-norm clips the workers' averaged gradient, which only the parameter "
                   "server's shards see: use another strategy");

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "dp/bucketed_sync.h"
 #include "dp/independent_sync.h"
+#include "dp/sparse_sync.h"
 
 namespace dlscale::dp {
 
@@ -27,10 +28,15 @@ class BucketedStrategy : public Strategy {
   explicit BucketedStrategy(const SyncOptions& options) : options_(options) {}
   std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> params,
                                           const SyncContext& c) override {
-    if (c.comm == nullptr || c.comm->size() == 1) return make_independent_sync();
+    SplitParams split = split_sparse(params, c.sparse);
+    if (c.comm == nullptr || c.comm->size() == 1) {
+      return with_sparse_gradients(make_independent_sync(), std::move(split.sparse), nullptr);
+    }
     auto collective = make_bucket_collective(to_string(options_.strategy), *c.comm,
                                              options_.ranks_per_node, c.node_name);
-    return std::make_unique<BucketedSync>(std::move(params), *c.comm, std::move(collective), options_);
+    return with_sparse_gradients(
+        std::make_unique<BucketedSync>(std::move(split.dense), *c.comm, std::move(collective), options_),
+        std::move(split.sparse), c.comm);
   }
 
  private:
@@ -41,9 +47,10 @@ class BucketedStrategy : public Strategy {
 class IndependentStrategy : public Strategy {
  public:
   std::string checkpoint_refusal() const override { return "replicas that differ"; }
-  std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> /*params*/,
-                                          const SyncContext& /*context*/) override {
-    return make_independent_sync();
+  std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> params,
+                                          const SyncContext& c) override {
+    // Each worker's own sparse rows, made dense locally: nothing travels.
+    return with_sparse_gradients(make_independent_sync(), split_sparse(params, c.sparse).sparse, nullptr);
   }
 };
 
@@ -63,6 +70,6 @@ std::unique_ptr<Strategy> make_strategy(const SyncOptions& options) {
   }
 }
 
-std::vector<std::string> strategy_section_keys() { return {"ps", "zero"}; }
+std::vector<std::string> strategy_section_keys() { return {"ps", "zero", "sparse"}; }
 
 }  // namespace dlscale::dp

@@ -33,6 +33,7 @@ struct RunNeeds {
   bool loss_scaling = false;        ///< --amp fp16
   bool buffers_every_step = false;  ///< --sync-buffers step
   bool clips_gradients = false;     ///< --clip-grad-norm: the averaged gradient's norm
+  bool sparse_gradients = false;    ///< --sparse-embeddings: embedding tables' gradients are sparse
   int workers = 1;
 };
 

@@ -13,6 +13,9 @@ class ZeroStrategy : public Strategy {
   explicit ZeroStrategy(const SyncOptions& options) : options_(options) {}
 
   void check(const RunNeeds& n) const override {
+    DLSCALE_CHECK(!n.sparse_gradients,
+                  "--sparse-embeddings sends an embedding's rows, which --strategy zero cannot "
+                  "reduce-scatter into its flat shards: use --strategy allreduce, tree or hierarchical");
     DLSCALE_CHECK(!n.loss_scaling,
                   "--amp fp16 unscales and checks whole gradients, of which --strategy zero keeps "
                   "a shard: use --amp bf16 with --strategy zero");

@@ -95,6 +95,7 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   check_takes(spec, "--vocab", o.vocab != 0);
   check_takes(spec, "--seq-len", o.seq_len != 0);
   check_takes(spec, "--hidden", o.hidden != 0);
+  check_takes(spec, "--sparse-embeddings", o.sparse_embeddings);
   DLSCALE_CHECK(o.dropout < 1, "--dropout must be < 1 (got {}; negative = the model's own)", o.dropout);
   if (spec.takes_flag("--vocab")) {
     if (o.vocab == 0) o.vocab = spec.default_vocab;
@@ -191,6 +192,20 @@ std::vector<std::vector<size_t>> unit_parameters(const Model& model) {
     unit.erase(std::remove_if(unit.begin(), unit.end(), [&](size_t k) { return owners[k] > 1; }), unit.end());
   }
   return units;
+}
+
+std::vector<size_t> sparse_gradient_parameters(const Model& model) {
+  std::map<const void*, size_t> index;
+  const std::vector<torch::Tensor> params = model.parameters();
+  for (size_t k = 0; k < params.size(); ++k) index[params[k].unsafeGetTensorImpl()] = k;
+  std::vector<size_t> out;
+  for (const auto& m : model.modules(/*include_self=*/false)) {
+    const auto* e = m->as<torch::nn::EmbeddingImpl>();
+    if (e == nullptr || !e->options.sparse()) continue;
+    if (const auto it = index.find(e->weight.unsafeGetTensorImpl()); it != index.end()) out.push_back(it->second);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace dlscale::models

@@ -50,6 +50,10 @@ class Model : public torch::nn::Module {
 /// keeps it with the rest of the model), so a unit may have none.
 std::vector<std::vector<size_t>> unit_parameters(const Model& model);
 
+/// Indices into model.parameters() of the embedding tables built with sparse
+/// gradients (--sparse-embeddings), in order.
+std::vector<size_t> sparse_gradient_parameters(const Model& model);
+
 /// A model of images: reads the "image" input, [batch, channels, height, width].
 class ImageModel : public Model {
  public:

@@ -22,6 +22,7 @@ struct ModelOptions {
   int64_t vocab = 0;        ///< token vocabulary (sequence models); 0 = the model's default
   int64_t seq_len = 0;      ///< tokens per source and per target sequence; 0 = the model's default
   int64_t hidden = 0;       ///< hidden size (gnmt's LSTMs, the transformer's d_model); 0 = the model's default
+  bool sparse_embeddings = false;  ///< ncf: the embedding tables' gradients are sparse (dp/sparse_sync.h)
 
   /// The options' table (core/option_table.h).
   template <typename Self, typename Visitor>
@@ -57,6 +58,13 @@ struct ModelOptions {
              "hidden"}
           .agreed(),
       s.hidden);
+    v(Option{"--sparse-embeddings",
+             "ncf: the embedding tables' gradients hold only the rows a batch looked up, and travel as "
+             "(indices, values) gathered from every worker instead of a dense allreduce of the tables "
+             "(allreduce, tree, hierarchical, independent)",
+             "sparse_embeddings"}
+          .agreed(),
+      s.sparse_embeddings);
   }
 };
 

@@ -19,9 +19,9 @@ constexpr int64_t kMlpLayers[] = {256, 256, 128, 64};  // the first is the two e
 
 class NeuMF : public Model {
  public:
-  NeuMF(int64_t users, int64_t items) {
+  NeuMF(int64_t users, int64_t items, bool sparse) {
     const auto table = [&](const std::string& name, int64_t rows, int64_t dim) {
-      return register_module(name, torch::nn::Embedding(rows, dim));
+      return register_module(name, torch::nn::Embedding(torch::nn::EmbeddingOptions(rows, dim).sparse(sparse)));
     };
     gmf_user_ = table("gmf_user", users, kGmfDim);
     gmf_item_ = table("gmf_item", items, kGmfDim);
@@ -62,8 +62,8 @@ class NeuMF : public Model {
 
 ModelSpec ncf_spec() {
   ModelSpec s = non_image_spec("ncf", "NeuMF (MLPerf NCF): MovieLens-20M users and items, GMF 64, MLP 256-256-128-64",
-                               recommendation(kUsers, kItems), "recommendation", {});
-  s.make = [](const ModelOptions&) { return std::make_shared<NeuMF>(kUsers, kItems); };
+                               recommendation(kUsers, kItems), "recommendation", {"--sparse-embeddings"});
+  s.make = [](const ModelOptions& o) { return std::make_shared<NeuMF>(kUsers, kItems, o.sparse_embeddings); };
   return s;
 }
 

@@ -137,6 +137,7 @@ void check_strategy(const ResolvedTrainOptions& r) {
   needs.loss_scaling = o.compute.amp == AmpMode::kFp16;
   needs.buffers_every_step = o.sync.sync_buffers == dp::SyncBuffers::kStep;
   needs.clips_gradients = o.optimizer.clip_grad_norm > 0;
+  needs.sparse_gradients = o.model.sparse_embeddings;
   needs.workers = r.world_size;
   const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(o.sync);
   strategy->check(needs);

@@ -190,6 +190,7 @@ void Trainer::setup_sync() {
   sync_context.warmup = c.options.run.warmup;
   sync_context.timeout = c.timeout;
   sync_context.units = models::unit_parameters(*model_);
+  sync_context.sparse = models::sparse_gradient_parameters(*model_);
   sync_context.observe_units = [this](models::UnitObserver* o) { model_->set_unit_observer(o); };
   sync_ = strategy->make_sync(model_->parameters(), sync_context);
   record_sync_info();
@@ -503,6 +504,10 @@ TrainResult Trainer::run(TrainObserver& observer) {
   if (worker_.world_size > 1) {
     const auto measured = std::count_if(result_.steps.begin(), result_.steps.end(),
                                         [](const StepRecord& r) { return r.measured; });
+    // A strategy whose bytes depend on the step (sparse rows) knows them now.
+    result_.comm.bucket_bytes = sync_->info().bucket_bytes;
+    result_.comm.bytes_per_step = 0;
+    for (int64_t b : result_.comm.bucket_bytes) result_.comm.bytes_per_step += b;
     summarize_comm(result_.steps, worker_.world_size, result_.comm);
     gather_rank_times();
     gather_comm_facts(tcp_end ? static_cast<double>(*tcp_end - *tcp_start) : -1.0,

@@ -197,7 +197,12 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   ModelOptions image;
   image.image_size = 32;
   EXPECT_EQ(message("ncf", image), "--image-size does not apply to model 'ncf' (family recommendation); it takes "
-                                   "no model flag but --dropout");
+                                   "--sparse-embeddings and --dropout");
+  ModelOptions sparse;
+  sparse.sparse_embeddings = true;
+  EXPECT_EQ(message("ncf", sparse), "accepted");
+  EXPECT_EQ(message("gnmt", sparse), "--sparse-embeddings does not apply to model 'gnmt' (family rnn); it "
+                                     "takes --vocab, --seq-len, --hidden and --dropout");
   ModelOptions vocab;
   vocab.vocab = 100;
   EXPECT_EQ(message("resnet50", vocab), "--vocab does not apply to model 'resnet50' (family cnn); it takes "
