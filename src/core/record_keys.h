@@ -26,6 +26,8 @@ inline constexpr const char* kStepTimeMeanMs = "step_time_mean_ms";
 inline constexpr const char* kStepTimeP50Ms = "step_time_p50_ms";
 inline constexpr const char* kStepTimeP95Ms = "step_time_p95_ms";
 inline constexpr const char* kWallSeconds = "wall_seconds";
+/// Training FLOPs per second by the 3 x forward estimate (docs/metrics.md).
+inline constexpr const char* kEstTrainGflopsPerSec = "est_train_gflops_per_sec";
 inline constexpr const char* kBreakdownMs = "breakdown_ms";  ///< {phase: median ms}
 inline constexpr const char* kComm = "comm";                 ///< null on one worker
 inline constexpr const char* kData = "data";

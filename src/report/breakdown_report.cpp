@@ -1,5 +1,7 @@
 #include "report/report_parts.h"
 
+#include <optional>
+
 #include "core/error.h"
 #include "core/record_keys.h"
 #include "core/stats.h"
@@ -9,6 +11,36 @@ namespace dlscale::report {
 namespace {
 
 const std::vector<std::string> kPhases = {"data", "forward", "backward", "comm", "optimizer"};
+
+/// Why a model scales as it does: the gradient bytes a worker exchanges per
+/// sample of its batch against the training FLOPs it computes per sample
+/// (3 x forward, docs/metrics.md). None when no run exchanged gradients.
+std::optional<Table> exchange_against_compute(const std::vector<const RunRecord*>& runs,
+                                              const std::vector<std::string>& labels) {
+  Table t;
+  t.title = "Exchanged against computed, per sample of a worker's batch";
+  add_label_columns(t, labels);
+  for (const char* h : {"gradient KB/sample", "GFLOP/sample", "bytes per MFLOP"}) {
+    t.headers.push_back(h);
+    t.numeric.push_back(true);
+  }
+  for (const RunRecord* r : runs) {
+    const auto bytes = median_metric(*r, "comm_bytes_per_step");
+    const auto gflops = median_metric(*r, record::kEstTrainGflopsPerSec);
+    const auto rate = median_metric(*r, record::metric::kSamplesPerSec);
+    if (!bytes || !gflops || !rate || *rate <= 0 || !r->params.count("batch")) continue;
+    const double batch = static_cast<double>(sweep::param_int(r->params, "batch"));
+    const double per_sample = *bytes / batch, flop = *gflops / *rate * 1e9;
+    std::vector<Cell> cells;
+    for (const std::string& l : labels) cells.push_back({text_of(r->params, l == "batch/worker" ? "batch" : l), {}});
+    cells.push_back(number(per_sample / 1e3, "{:.2f}"));
+    cells.push_back(number(flop / 1e9, "{:.4g}"));
+    cells.push_back(number(flop > 0 ? per_sample / (flop / 1e6) : 0.0, "{:.4g}"));
+    t.rows.push_back(std::move(cells));
+  }
+  if (t.rows.empty()) return std::nullopt;
+  return t;
+}
 
 }  // namespace
 
@@ -76,6 +108,7 @@ Report breakdown_report(const std::vector<RunRecord>& runs) {
     d.rows.push_back(std::move(data_cells));
   }
   rep.tables.push_back(std::move(t));
+  if (auto ratio = exchange_against_compute(with, labels)) rep.tables.push_back(std::move(*ratio));
   return rep;
 }
 

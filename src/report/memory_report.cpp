@@ -70,7 +70,7 @@ Report memory_report(const std::vector<RunRecord>& runs) {
       "the process's VmHWM (activations and LibTorch included)");
   // The GPU column only where some run was on a GPU (CPU reports keep theirs).
   const bool gpu = any_device_peak(rows);
-  const size_t figures = gpu ? std::size(kMemory) : MemoryRow::kDevicePeak;
+  const size_t figures = gpu ? std::size(kMemory) : static_cast<size_t>(MemoryRow::kDevicePeak);
   if (gpu) {
     rep.notes.push_back(
         "GPU peak is the CUDA caching allocator's peak of bytes in tensors on the rank's GPU "

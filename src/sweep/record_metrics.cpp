@@ -99,7 +99,7 @@ Metrics train_metrics(const nlohmann::json& r, double global_batch) {
   using namespace record;
   Metrics m;
   for (const char* k : {kSamplesPerSec, kItemsPerSec, kSamplesPerSecJitter, kSamplesPerSecUncertainty,
-                        kStepTimeMeanMs, kStepTimeP50Ms, kStepTimeP95Ms, kWallSeconds}) {
+                        kStepTimeMeanMs, kStepTimeP50Ms, kStepTimeP95Ms, kWallSeconds, kEstTrainGflopsPerSec}) {
     if (r.contains(k)) take(m, k, r[k]);
   }
   DLSCALE_CHECK(m.count(kSamplesPerSec) && m[kSamplesPerSec] > 0, "the run's JSON record has no samples_per_sec");

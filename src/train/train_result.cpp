@@ -245,7 +245,7 @@ nlohmann::json results_json(const TrainResult& r) {
           {"loss_first", s.first_loss},
           {"loss_last", s.last_loss},
           // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
-          {"est_train_gflops_per_sec", 3.0 * r.model.flops_per_sample() * s.samples_per_sec / 1e9},
+          {kEstTrainGflopsPerSec, 3.0 * r.model.flops_per_sample() * s.samples_per_sec / 1e9},
           // The task's unit (images, tokens, ...) per second.
           {"items_per_sec", s.samples_per_sec * static_cast<double>(r.model.unit.items_per_sample)}};
   const double clip = r.config.options.optimizer.clip_grad_norm;
