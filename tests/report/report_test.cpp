@@ -123,6 +123,30 @@ TEST(ReportGolden, BreakdownInEveryFormat) {
   expect_golden("breakdown.json", render(r, Format::kJson));
 }
 
+// Runs that exchanged gradients get a second breakdown table: gradient bytes
+// per sample of a worker's batch beside training FLOPs per sample. (The
+// golden runs record neither, so their breakdown has one table.)
+TEST(Report, BreakdownPutsBytesBesideFlopsPerSample) {
+  std::vector<RunRecord> runs = dlscale_only();
+  EXPECT_EQ(build_report(runs, {ReportType::kBreakdown, "", ""}).tables.size(), 1u);
+  for (RunRecord& r : runs) {
+    for (auto& rep : r.repeats) {
+      rep.metrics["comm_bytes_per_step"] = 4e6;  // 4 MB a step
+      // 2 GFLOP per sample, whatever the rate.
+      rep.metrics["est_train_gflops_per_sec"] = 2.0 * rep.metrics["samples_per_sec"];
+    }
+  }
+  const Report r = build_report(runs, {ReportType::kBreakdown, "", ""});
+  ASSERT_EQ(r.tables.size(), 2u);
+  const Table& t = r.tables[1];
+  ASSERT_FALSE(t.rows.empty());
+  const int64_t batch = sweep::param_int(runs.front().params, "batch");
+  const auto& row = t.rows.front();
+  EXPECT_NEAR(*row[row.size() - 3].value, 4e6 / static_cast<double>(batch) / 1e3, 1e-9);  // KB/sample
+  EXPECT_NEAR(*row[row.size() - 2].value, 2.0, 1e-9);                                   // GFLOP/sample
+  EXPECT_NEAR(*row.back().value, 4e6 / static_cast<double>(batch) / 2000.0, 1e-6);       // bytes/MFLOP
+}
+
 TEST(ReportGolden, CompareInEveryFormat) {
   const auto runs = filter_runs(golden_runs(), "${scaling} == 'weak' and ${model} == 'lenet'");
   EXPECT_EQ(detect_compare_by(runs), "_tool");
