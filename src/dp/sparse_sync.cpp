@@ -117,6 +117,11 @@ int64_t SparseGradSync::exchange(const torch::Tensor& p) {
   // Every worker's row count, then everyone's rows padded to the largest.
   const torch::Tensor counts = comm_->allgather(torch::tensor({rows}, torch::kInt64)).reshape({-1});
   const int64_t most = counts.max().item<int64_t>();
+  if (most == 0) {  // no worker looked a row up: nothing to gather (every worker sees that)
+    touched_.at(p.unsafeGetTensorImpl()) = indices;
+    sent_ += (workers - 1.0) * 8.0;
+    return 8;
+  }
   torch::Tensor my_indices = torch::zeros({most}, indices.options());
   torch::Tensor my_values = torch::zeros({most, dim}, values.options());
   my_indices.narrow(0, 0, rows).copy_(indices);
