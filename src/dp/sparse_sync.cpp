@@ -20,9 +20,10 @@ class SparseGradSync : public GradientSync {
     if (comm_ != nullptr && comm_->size() > 1) {
       info_.formula += " + sparse rows: (p-1) x (8 + rows x (8 + 4 x dim)) per table";
     }
-    info_.header.push_back(fmt::format(
-        "sparse embeddings: {} table(s) exchanged as (indices, values) gathered from every worker",
-        sparse_.size()));
+    const bool exchanged = comm_ != nullptr && comm_->size() > 1;
+    info_.header.push_back(fmt::format("sparse embeddings: {} table(s){}", sparse_.size(),
+                                       exchanged ? " exchanged as (indices, values) gathered from every worker"
+                                                 : ", their rows made dense locally (no exchange)"));
   }
 
   const SyncInfo& info() const override { return info_; }
