@@ -464,6 +464,12 @@ TEST(LaunchErrors, KilledWorkerMidUnitGatherFailsTheJobNamingTheRank) {
       "--model resnet18 --image-size 16 --strategy zero --zero-stage 3 --zero-unit block");
 }
 
+// Sparse embedding rows: a worker killed while the others gather its rows
+// (or wait in the dense buckets) ends the job the same way.
+TEST(LaunchErrors, KilledWorkerMidSparseGatherFailsTheJobNamingTheRank) {
+  expect_killed_worker_fails_the_job("--model ncf --sparse-embeddings");
+}
+
 // Async parameter server: a dead worker ends the job too, never a silent
 // continuation of the others.
 TEST(LaunchErrors, KilledAsyncPsWorkerFailsTheJob) {
