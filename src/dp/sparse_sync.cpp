@@ -17,10 +17,8 @@ class SparseGradSync : public GradientSync {
                  comm::Communicator* comm)
       : dense_(std::move(dense)), sparse_(std::move(sparse)), comm_(comm), info_(dense_->info()) {
     dense_formula_ = info_.formula_bytes_sent;
-    if (comm_ != nullptr && comm_->size() > 1) {
-      info_.formula += " + sparse rows: (p-1) x (8 + rows x (8 + 4 x dim)) per table";
-    }
     const bool exchanged = comm_ != nullptr && comm_->size() > 1;
+    if (exchanged) info_.formula += " + sparse rows: (p-1) x (8 + rows x (8 + 4 x dim)) per table";
     info_.header.push_back(fmt::format("sparse embeddings: {} table(s){}", sparse_.size(),
                                        exchanged ? " exchanged as (indices, values) gathered from every worker"
                                                  : ", their rows made dense locally (no exchange)"));
@@ -49,45 +47,46 @@ class SparseGradSync : public GradientSync {
   HeldBytes held_bytes() const override {
     HeldBytes held = dense_->held_bytes();
     if (held.grads < 0) return held;  // the trainer counts one .grad per parameter
-    for (const auto& [unused, g] : grads_) held.grads += g.numel() * static_cast<int64_t>(g.element_size());
+    for (const auto& [unused, t] : tables_) {
+      held.grads += t.grad.numel() * static_cast<int64_t>(t.grad.element_size());
+    }
     return held;
   }
   const torch::optim::Optimizer* own_optimizer() const override { return dense_->own_optimizer(); }
 
  private:
+  struct Table {
+    torch::Tensor grad;     // its dense gradient, kept across steps
+    torch::Tensor touched;  // the rows last written into it (undefined: none yet)
+  };
+
   /// Gathers `p`'s rows from every worker into its dense .grad; returns the
   /// bytes this worker handed to the collectives.
   int64_t exchange(const torch::Tensor& p);
-  /// `p`'s dense gradient, zero again, made its .grad, as [rows, dim].
-  torch::Tensor dense_rows(const torch::Tensor& p, int64_t dim);
+  /// `p`'s table: its dense gradient zero again and made p's .grad.
+  Table& dense_rows(const torch::Tensor& p);
 
   std::unique_ptr<GradientSync> dense_;
   std::vector<torch::Tensor> sparse_;
   comm::Communicator* comm_;
   SyncInfo info_;
   double dense_formula_ = 0;
-  std::map<const void*, torch::Tensor> grads_;    // per table: its dense gradient
-  std::map<const void*, torch::Tensor> touched_;  // per table: the rows last written
+  std::map<const void*, Table> tables_;
   double sent_ = 0;      // bytes sent by the formula over the steps so far
   int64_t handed_ = 0;   // bytes gathered over the steps so far
   int64_t rows_ = 0;     // rows this worker contributed over the steps so far
   int64_t steps_ = 0;
 };
 
-torch::Tensor SparseGradSync::dense_rows(const torch::Tensor& p, int64_t dim) {
+SparseGradSync::Table& SparseGradSync::dense_rows(const torch::Tensor& p) {
   // One dense gradient per table, kept across steps: only last step's rows
   // are zeroed (a fresh zeroed table per step costs a pass over all of it).
-  auto [it, first] = grads_.try_emplace(p.unsafeGetTensorImpl());
-  if (first) {
-    it->second = torch::zeros_like(p);
-    touched_[p.unsafeGetTensorImpl()] = torch::Tensor();
-  }
-  const torch::Tensor flat = it->second.view({-1, dim});
-  if (const torch::Tensor& last = touched_.at(p.unsafeGetTensorImpl()); last.defined()) {
-    flat.index_fill_(0, last, 0.0);
-  }
-  p.mutable_grad() = it->second;
-  return flat;
+  auto [it, first] = tables_.try_emplace(p.unsafeGetTensorImpl());
+  Table& t = it->second;
+  if (first) t.grad = torch::zeros_like(p);
+  if (t.touched.defined()) t.grad.view({p.size(0), -1}).index_fill_(0, t.touched, 0.0);
+  p.mutable_grad() = t.grad;
+  return t;
 }
 
 int64_t SparseGradSync::exchange(const torch::Tensor& p) {
@@ -109,17 +108,18 @@ int64_t SparseGradSync::exchange(const torch::Tensor& p) {
   }
   const int64_t rows = indices.numel();
   rows_ += rows;
-  const torch::Tensor flat = dense_rows(p, dim);
+  Table& table = dense_rows(p);
+  const torch::Tensor flat = table.grad.view({-1, dim});
   if (workers == 1) {
     flat.index_add_(0, indices, values);
-    touched_.at(p.unsafeGetTensorImpl()) = indices;
+    table.touched = indices;
     return 0;
   }
   // Every worker's row count, then everyone's rows padded to the largest.
   const torch::Tensor counts = comm_->allgather(torch::tensor({rows}, torch::kInt64)).reshape({-1});
   const int64_t most = counts.max().item<int64_t>();
   if (most == 0) {  // no worker looked a row up: nothing to gather (every worker sees that)
-    touched_.at(p.unsafeGetTensorImpl()) = indices;
+    table.touched = indices;
     sent_ += (workers - 1.0) * 8.0;
     return 8;
   }
@@ -138,7 +138,7 @@ int64_t SparseGradSync::exchange(const torch::Tensor& p) {
     touched.push_back(all_indices.narrow(0, r * most, n));
     flat.index_add_(0, touched.back(), all_values.narrow(0, r * most, n));
   }
-  touched_.at(p.unsafeGetTensorImpl()) = torch::cat(touched);
+  table.touched = torch::cat(touched);
   // A ring allgather sends p-1 of the p chunks: the count, the indices and
   // the values.
   const double sent = (workers - 1.0) * (8.0 + static_cast<double>(most) * (8.0 + 4.0 * dim));

@@ -350,7 +350,7 @@ void grow_storage(const torch::Tensor& t) {
 }  // namespace
 
 void ZeroSync::by_units(const SyncContext& context) {
-  DLSCALE_CHECK(stage_ == 3, "--zero-unit block applies to --zero-stage 3 only");
+  DLSCALE_ASSERT(stage_ == 3);  // check_sync_options refused any other stage
   DLSCALE_CHECK(std::any_of(context.units.begin(), context.units.end(),
                             [](const std::vector<size_t>& u) { return !u.empty(); }),
                 "--zero-unit block needs a model that declares units (the ResNets' residual blocks, "

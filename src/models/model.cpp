@@ -172,12 +172,22 @@ ModelFacts describe_model(const ModelSpec& spec, const ModelOptions& options) {
   return measure_model(spec, o, *spec.make(o));
 }
 
-std::vector<std::vector<size_t>> unit_parameters(const Model& model) {
+namespace {
+
+/// Each parameter's index in model.parameters(), by its tensor.
+std::map<const void*, size_t> parameter_index(const Model& model) {
   std::map<const void*, size_t> index;
   const std::vector<torch::Tensor> params = model.parameters();
   for (size_t k = 0; k < params.size(); ++k) index[params[k].unsafeGetTensorImpl()] = k;
+  return index;
+}
+
+}  // namespace
+
+std::vector<std::vector<size_t>> unit_parameters(const Model& model) {
+  const std::map<const void*, size_t> index = parameter_index(model);
   std::vector<std::vector<size_t>> units;
-  std::vector<int> owners(params.size(), 0);
+  std::vector<int> owners(index.size(), 0);
   for (const auto& unit : model.units()) {
     std::vector<size_t> mine;
     for (const auto& p : unit->parameters()) {
@@ -195,9 +205,7 @@ std::vector<std::vector<size_t>> unit_parameters(const Model& model) {
 }
 
 std::vector<size_t> sparse_gradient_parameters(const Model& model) {
-  std::map<const void*, size_t> index;
-  const std::vector<torch::Tensor> params = model.parameters();
-  for (size_t k = 0; k < params.size(); ++k) index[params[k].unsafeGetTensorImpl()] = k;
+  const std::map<const void*, size_t> index = parameter_index(model);
   std::vector<size_t> out;
   for (const auto& m : model.modules(/*include_self=*/false)) {
     const auto* e = m->as<torch::nn::EmbeddingImpl>();

@@ -246,7 +246,12 @@ void Trainer::record_sync_info() {
   result_.comm.bus_factor = info.bus_factor;
   result_.comm.nodes = info.nodes;
   result_.comm.replicas_should_match = info.keeps_replicas_identical;
-  result_.comm.bucket_bytes = info.bucket_bytes;
+  record_bucket_bytes();
+}
+
+void Trainer::record_bucket_bytes() {
+  result_.comm.bucket_bytes = sync_->info().bucket_bytes;
+  result_.comm.bytes_per_step = 0;
   for (int64_t b : result_.comm.bucket_bytes) result_.comm.bytes_per_step += b;
 }
 
@@ -504,10 +509,7 @@ TrainResult Trainer::run(TrainObserver& observer) {
   if (worker_.world_size > 1) {
     const auto measured = std::count_if(result_.steps.begin(), result_.steps.end(),
                                         [](const StepRecord& r) { return r.measured; });
-    // A strategy whose bytes depend on the step (sparse rows) knows them now.
-    result_.comm.bucket_bytes = sync_->info().bucket_bytes;
-    result_.comm.bytes_per_step = 0;
-    for (int64_t b : result_.comm.bucket_bytes) result_.comm.bytes_per_step += b;
+    record_bucket_bytes();  // a strategy whose bytes depend on the step (sparse rows) knows them now
     summarize_comm(result_.steps, worker_.world_size, result_.comm);
     gather_rank_times();
     gather_comm_facts(tcp_end ? static_cast<double>(*tcp_end - *tcp_start) : -1.0,

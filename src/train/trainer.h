@@ -127,6 +127,8 @@ class Trainer {
   void gather_comm_facts(double tcp_bytes, int64_t tcp_steps);
   /// This rank's parameters, gradients and optimizer state, as held now.
   RankMemory account_memory() const;
+  /// The strategy's bytes per bucket and per step, into result_.comm.
+  void record_bucket_bytes();
   /// --clip-grad-norm: clips the gradients the strategy applies, counted.
   void clip_gradients();
   /// Every rank's account and peak resident set, into result_.memory.
