@@ -74,7 +74,7 @@ for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuz
   echo "$name: ${execs:-?} executions in $(( $(date +%s) - start )) s, exit $rc, $crashes artifact(s)"
   if [ "$rc" -ne 0 ]; then
     failed=1
-    grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5
+    grep -E "ERROR|SUMMARY|Test unit written|^fuzz_|terminate|what\(\)" "$log" | head -8
   fi
 done
 exit $failed

@@ -243,10 +243,14 @@ bool TcpStoreServer::execute(uint8_t op, const std::string& key, const std::stri
       *reply = "add needs integers (and a sum that fits 64 bits)";
       return false;
     }
-    *reply = std::to_string(sum);
-    data_bytes_ += (it == data_.end() ? key.size() : 0) + reply->size() -
-                   (it == data_.end() ? 0 : it->second.size());
-    data_[key] = *reply;
+    const std::string value = std::to_string(sum);
+    const size_t old = it == data_.end() ? 0 : it->first.size() + it->second.size();
+    if (data_bytes_ - old + key.size() + value.size() > kMaxStoreBytes) {
+      *reply = "the store is full (64 MiB)";  // counters on fresh 4 KiB keys count too
+      return false;
+    }
+    data_bytes_ = data_bytes_ - old + key.size() + value.size();
+    data_[key] = *reply = value;
     cv_.notify_all();
   } else {
     *reply = fmt::format("unknown request {}", static_cast<int>(op));

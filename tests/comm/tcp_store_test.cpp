@@ -203,6 +203,18 @@ TEST(TcpStoreHardening, ValuesAndTheStoreAreBounded) {
   EXPECT_LT(stored, 64);
   TcpStore again("127.0.0.1", server.port(), milliseconds(1000));
   EXPECT_EQ(again.get("v0").size(), mib.size());  // what was stored stays
+  // Counters count too: adds on fresh 4 KiB keys cannot grow the store past
+  // its bound (once they could, and the fuzzer's client then found it full).
+  const std::string long_key(4000, 'k');
+  try {
+    for (int i = 0; i < 2000; ++i) again.add(long_key + std::to_string(i), 1);
+    FAIL() << "2000 counters on 4 KB keys were accepted in a full store";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the store is full"), std::string::npos) << e.what();
+  }
+  TcpStore last("127.0.0.1", server.port(), milliseconds(1000));
+  last.set("v0", "small");  // replacing a value with a smaller one still works
+  EXPECT_EQ(last.get("v0"), "small");
 }
 
 }  // namespace
