@@ -1,6 +1,6 @@
 """The peer's models: torchvision's architectures, plus the TensorFlow
 deep-MNIST LeNet that torchvision lacks, the Transformer (torch.nn.Transformer
-with a tied embedding) and MLPerf's NeuMF, defined exactly like dlscale's."""
+with a tied embedding), MLPerf's NeuMF and SSD300, defined exactly like dlscale's."""
 import math
 
 import torch
@@ -117,6 +117,47 @@ class NeuMF(torch.nn.Module):
         return self.final(torch.cat([gmf, x], -1)).squeeze(-1)
 
 
+class Ssd300(torch.nn.Module):
+    """MLPerf v0.5's SSD300: torchvision's ResNet-34 up to layer3 (its first
+    block at stride 1, so the features stay 38x38), five extra blocks (1x1
+    then 3x3 convolutions with ReLU) down to 19, 10, 5, 3 and 1, and a 3x3
+    box head (4 offsets) and class head per feature map, with 4, 6, 6, 6, 4
+    and 4 default boxes a position: 8,732 in all. Output [batch, 4 + classes,
+    8732], the offsets first."""
+
+    CHANNELS = (256, 512, 512, 256, 256, 256)
+    BOXES = (4, 6, 6, 6, 4, 4)
+
+    def __init__(self, num_classes=81):
+        super().__init__()
+        rn = tv.resnet34(weights=None)
+        block = rn.layer3[0]
+        block.conv1.stride = (1, 1)
+        block.downsample[0].stride = (1, 1)
+        self.backbone = torch.nn.Sequential(rn.conv1, rn.bn1, rn.relu, rn.maxpool, rn.layer1, rn.layer2,
+                                            rn.layer3)
+        c = self.CHANNELS
+        extra = []
+        for i, (mid, stride, pad) in enumerate([(256, 2, 1), (256, 2, 1), (128, 2, 1), (128, 1, 0), (128, 1, 0)]):
+            extra.append(torch.nn.Sequential(
+                torch.nn.Conv2d(c[i], mid, 1), torch.nn.ReLU(inplace=True),
+                torch.nn.Conv2d(mid, c[i + 1], 3, stride=stride, padding=pad), torch.nn.ReLU(inplace=True)))
+        self.extra = torch.nn.ModuleList(extra)
+        self.loc = torch.nn.ModuleList(torch.nn.Conv2d(ch, k * 4, 3, padding=1) for ch, k in zip(c, self.BOXES))
+        self.conf = torch.nn.ModuleList(torch.nn.Conv2d(ch, k * num_classes, 3, padding=1)
+                                        for ch, k in zip(c, self.BOXES))
+        self.num_classes = num_classes
+
+    def forward(self, x):
+        maps = [self.backbone(x)]
+        for block in self.extra:
+            maps.append(block(maps[-1]))
+        n = x.shape[0]
+        loc = torch.cat([head(m).view(n, 4, -1) for head, m in zip(self.loc, maps)], 2)
+        conf = torch.cat([head(m).view(n, self.num_classes, -1) for head, m in zip(self.conf, maps)], 2)
+        return torch.cat([loc, conf], 1)
+
+
 def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab=None, hidden=None,
                 sparse=False):
     """torchvision model `name` (untrained), the LeNet above, or the
@@ -127,6 +168,8 @@ def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab
         return Transformer(vocab or 32768, 1024, 16, 4096, 6, 0.3)
     if name == "ncf":
         return NeuMF(sparse=sparse)
+    if name == "ssd300":
+        return Ssd300(num_classes or 81)
     if name == "gnmt":
         return Gnmt(vocab or 32320, hidden or 1024)
     if name == "lenet":

@@ -62,6 +62,9 @@ def main():
                 continue
             rows.append({"name": name, "aux_logits": aux, "image_size": size, "parameters": params,
                          "macs_per_sample": macs})
+    ssd = build_model("ssd300")
+    rows.append({"name": "ssd300", "image_size": 300, "parameters": sum(p.numel() for p in ssd.parameters()),
+                 "macs_per_sample": count_macs(ssd, 3, 300)})
     for name in ("transformer", "transformer-big", "gnmt", "ncf"):
         model = build_model(name)
         rows.append({"name": name, "parameters": sum(p.numel() for p in model.parameters())})

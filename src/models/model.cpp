@@ -26,6 +26,7 @@ std::vector<ModelSpec>& registry() {
     for (auto& s : transformer_specs()) all.push_back(std::move(s));
     all.push_back(gnmt_spec());
     all.push_back(ncf_spec());
+    all.push_back(ssd300_spec());
     return all;
   }();
   return specs;
@@ -89,7 +90,10 @@ void check_takes(const ModelSpec& spec, const std::string& flag, bool set) {
 }  // namespace
 
 ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
-  check_takes(spec, "--image-size", o.image_size != 0);
+  // A model of one image size (ssd300) takes no --image-size, but its own
+  // (which resolving sets) is no error.
+  const bool one_size = !spec.takes_flag("--image-size") && spec.channels > 0;
+  check_takes(spec, "--image-size", o.image_size != 0 && !(one_size && o.image_size == spec.default_image_size));
   check_takes(spec, "--classes", o.num_classes != 0);
   check_takes(spec, "--aux-logits", o.aux_logits);
   check_takes(spec, "--vocab", o.vocab != 0);
@@ -107,10 +111,17 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
     if (o.hidden == 0) o.hidden = spec.default_hidden;
     DLSCALE_CHECK(o.hidden >= 1, "--hidden must be >= 1 (got {})", o.hidden);
   }
-  if (!spec.takes_flag("--image-size")) return o;
-  if (o.num_classes == 0) o.num_classes = spec.default_classes;
+  if (spec.takes_flag("--classes")) {
+    if (o.num_classes == 0) o.num_classes = spec.default_classes;
+    DLSCALE_CHECK(o.num_classes >= spec.min_classes, "--classes must be >= {}{} (got {})", spec.min_classes,
+                  spec.min_classes > 1 ? fmt::format(" for model '{}' (the background and a class)", spec.name) : "",
+                  o.num_classes);
+  }
+  if (!spec.takes_flag("--image-size")) {
+    if (one_size) o.image_size = spec.default_image_size;
+    return o;
+  }
   if (o.image_size == 0) o.image_size = spec.default_image_size;
-  DLSCALE_CHECK(o.num_classes >= 1, "--classes must be >= 1 (got {})", o.num_classes);
   DLSCALE_CHECK(o.image_size >= 1, "--image-size must be >= 1 (got {})", o.image_size);
   const int64_t min_size = o.aux_logits ? spec.min_image_size_aux : spec.min_image_size;
   DLSCALE_CHECK(o.image_size >= min_size,

@@ -84,6 +84,7 @@ struct ModelSpec {
   int64_t min_image_size = 1;       ///< smallest height = width the architecture accepts
   int64_t min_image_size_aux = 0;   ///< the same with auxiliary classifiers (0: has none)
   int64_t default_classes = 1000;
+  int64_t min_classes = 1;          ///< a detector needs the background and a class
   double aux_loss_weight = 0.0;     ///< weight of each auxiliary loss (torchvision recipes)
   double default_label_smoothing = 0.0;  ///< when --label-smoothing is negative
   std::function<std::shared_ptr<Model>(const ModelOptions&)> make;  ///< resolved options

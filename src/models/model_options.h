@@ -33,7 +33,8 @@ struct ModelOptions {
              "image_size"}
           .agreed(),
       s.image_size);
-    v(Option{"--classes", "Output classes of a classifier; 0 = the model's default", "num_classes"}.agreed(), s.num_classes);
+    v(Option{"--classes", "Output classes of a classifier, or of a detector with its background (ssd300: 81); 0 = the model's "
+             "default", "num_classes"}.agreed(), s.num_classes);
     v(Option{"--aux-logits", "Build and train the auxiliary classifiers (googlenet, inception3)", "aux_logits"}
           .agreed(),
       s.aux_logits);

@@ -110,4 +110,9 @@ std::shared_ptr<const Task> translation();
 /// (recommendation_task.cpp).
 std::shared_ptr<const Task> recommendation(int64_t users, int64_t items);
 
+/// Object detection (ssd300): an image in, per default box 4 offsets and a
+/// score per class out; multibox loss with hard-negative mining, matched-box
+/// accuracy and IoU, throughput in images (detection_task.cpp).
+std::shared_ptr<const Task> detection();
+
 }  // namespace dlscale::models

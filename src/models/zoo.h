@@ -16,5 +16,6 @@ ModelSpec inception3_spec();
 std::vector<ModelSpec> transformer_specs();
 ModelSpec gnmt_spec();
 ModelSpec ncf_spec();
+ModelSpec ssd300_spec();
 
 }  // namespace dlscale::models

@@ -71,7 +71,7 @@ TEST(ModelZoo, ListsEveryModel) {
   EXPECT_EQ(names, (std::vector<std::string>{"lenet", "tinycnn", "alexnet", "vgg11", "vgg16",
                                              "vgg19", "resnet18", "resnet34", "resnet50",
                                              "resnet101", "resnet152", "googlenet",
-                                             "inception3", "transformer", "transformer-big", "gnmt", "ncf"}));
+                                             "inception3", "transformer", "transformer-big", "gnmt", "ncf", "ssd300"}));
 }
 
 TEST(ModelZoo, TinyCnnParametersByHand) {
