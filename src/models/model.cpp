@@ -98,6 +98,7 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   check_takes(spec, "--aux-logits", o.aux_logits);
   check_takes(spec, "--vocab", o.vocab != 0);
   check_takes(spec, "--seq-len", o.seq_len != 0);
+  check_takes(spec, "--min-seq-len", o.min_seq_len != 0);
   check_takes(spec, "--hidden", o.hidden != 0);
   check_takes(spec, "--sparse-embeddings", o.sparse_embeddings);
   DLSCALE_CHECK(o.dropout < 1, "--dropout must be < 1 (got {}; negative = the model's own)", o.dropout);
@@ -106,6 +107,9 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
     if (o.seq_len == 0) o.seq_len = spec.default_seq_len;
     DLSCALE_CHECK(o.vocab >= 4, "--vocab must be >= 4 (got {})", o.vocab);
     DLSCALE_CHECK(o.seq_len >= 1, "--seq-len must be >= 1 (got {})", o.seq_len);
+    if (o.min_seq_len == 0) o.min_seq_len = o.seq_len;
+    DLSCALE_CHECK(o.min_seq_len >= 1 && o.min_seq_len <= o.seq_len,
+                  "--min-seq-len must be in [1, --seq-len = {}] (got {})", o.seq_len, o.min_seq_len);
   }
   if (spec.takes_flag("--hidden")) {
     if (o.hidden == 0) o.hidden = spec.default_hidden;

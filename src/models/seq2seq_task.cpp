@@ -7,8 +7,15 @@
 // the vocabulary (drawn from the seed) maps each source token, and the
 // target is the mapped source reversed, so a model must learn both a
 // per-token dictionary and to attend across the sequence.
+//
+// With --min-seq-len below --seq-len, each global batch of the training
+// stream has a length of its own, drawn from (seed, batch) uniformly in
+// [min, max], as length-bucketed batches of real text have; every sequence of
+// a batch has it (no padding), and throughput counts the tokens the batches
+// held. Held-out samples have the full length.
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "core/error.h"
 #include "data/sampler.h"
 #include "models/model.h"
 #include "models/seq2seq.h"
@@ -47,22 +54,52 @@ class Translation : public Task {
     return {right.mean(1).sum().item<double>()};
   }
 
+  /// The most tokens a sample holds (--seq-len); a batch's may be fewer.
   ThroughputUnit unit(const ModelSpec&, const ModelOptions& o) const override { return {"tokens", o.seq_len}; }
 
+  std::optional<int64_t> items_in(const TensorMap& targets) const override {
+    return targets.at(kTargetTokens).numel();
+  }
+
   data::SampleFn synthetic(const ModelSpec&, const ModelOptions& o, uint64_t seed) const override {
-    at::Generator dict_gen = at::detail::createCPUGenerator(seed);
-    const int64_t words = o.vocab - kFirstWord;
-    const torch::Tensor dictionary = torch::randperm(words, dict_gen, torch::kInt64) + kFirstWord;
-    return [dictionary, seed, o](uint64_t index) {
-      at::Generator gen = at::detail::createCPUGenerator(data::mix_seed(seed, index));
-      const torch::Tensor src = torch::randint(kFirstWord, o.vocab, {o.seq_len}, gen, torch::kInt64);
-      const torch::Tensor tgt = dictionary.index_select(0, src - kFirstWord).flip(0);
-      data::Sample s;
-      s.inputs[kSourceTokens] = src;
-      s.inputs[kTargetIn] = shift_right(tgt);
-      s.targets[kTargetTokens] = tgt;
-      return s;
+    return [dictionary = dictionary_of(o, seed), seed, o](uint64_t index) {
+      return sample_at(dictionary, seed, o.vocab, index, o.seq_len);
     };
+  }
+
+  data::SampleFn synthetic_stream(const ModelSpec& spec, const ModelOptions& o, uint64_t seed,
+                                  int64_t global_batch) const override {
+    if (o.min_seq_len <= 0 || o.min_seq_len >= o.seq_len) return synthetic(spec, o, seed);
+    DLSCALE_ASSERT(global_batch >= 1);
+    return [dictionary = dictionary_of(o, seed), seed, o, global_batch](uint64_t index) {
+      const uint64_t batch = index / static_cast<uint64_t>(global_batch);
+      const auto span = static_cast<uint64_t>(o.seq_len - o.min_seq_len + 1);
+      const int64_t length = o.min_seq_len + static_cast<int64_t>(data::mix_seed(seed ^ kLengthStream, batch) % span);
+      return sample_at(dictionary, seed, o.vocab, index, length);
+    };
+  }
+
+ private:
+  static constexpr uint64_t kLengthStream = 0x6c656e67746873ULL;  // "lengths": the batches' lengths
+
+  /// The permutation of the words, from the seed.
+  static torch::Tensor dictionary_of(const ModelOptions& o, uint64_t seed) {
+    at::Generator dict_gen = at::detail::createCPUGenerator(seed);
+    return torch::randperm(o.vocab - kFirstWord, dict_gen, torch::kInt64) + kFirstWord;
+  }
+
+  /// Sample `index` at `length` tokens: source words from (seed, index), the
+  /// target their translation reversed.
+  static data::Sample sample_at(const torch::Tensor& dictionary, uint64_t seed, int64_t vocab, uint64_t index,
+                                int64_t length) {
+    at::Generator gen = at::detail::createCPUGenerator(data::mix_seed(seed, index));
+    const torch::Tensor src = torch::randint(kFirstWord, vocab, {length}, gen, torch::kInt64);
+    const torch::Tensor tgt = dictionary.index_select(0, src - kFirstWord).flip(0);
+    data::Sample s;
+    s.inputs[kSourceTokens] = src;
+    s.inputs[kTargetIn] = shift_right(tgt);
+    s.targets[kTargetTokens] = tgt;
+    return s;
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,23 @@ class Task {
   /// float tensor from a unit Gaussian and every integer one uniformly from
   /// [low, high); a task overrides it to make its data learnable.
   virtual data::SampleFn synthetic(const ModelSpec& spec, const ModelOptions& options, uint64_t seed) const;
+  /// Synthetic training sample i of a stream whose global batches hold
+  /// `global_batch` samples (sample i is in batch i / global_batch): by
+  /// default synthetic()'s. A task whose samples take a shape per batch
+  /// (translation's lengths with --min-seq-len) overrides it; held-out
+  /// samples stay synthetic()'s.
+  virtual data::SampleFn synthetic_stream(const ModelSpec& spec, const ModelOptions& options, uint64_t seed,
+                                          int64_t global_batch) const {
+    (void)global_batch;
+    return synthetic(spec, options, seed);
+  }
+  /// The items (throughput's unit) a batch with `targets` holds, when they
+  /// vary from batch to batch (translation's target tokens); nullopt: each
+  /// sample holds unit().items_per_sample.
+  virtual std::optional<int64_t> items_in(const TensorMap& targets) const {
+    (void)targets;
+    return std::nullopt;
+  }
   /// Held-out synthetic sample j (docs/models.md): by default synthetic()'s
   /// sample kSyntheticTestIndex + j, which no training sample is; a task
   /// whose evaluation reads other inputs (recommendation's candidate lists)

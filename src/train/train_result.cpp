@@ -51,6 +51,7 @@ TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t globa
   std::vector<double> rates, totals;
   for (const auto& r : steps) {
     if (!r.measured) continue;
+    s.measured_items += r.items;
     totals.push_back(r.times.total);
     rates.push_back(r.times.total > 0 ? static_cast<double>(global_batch) / r.times.total : 0.0);
   }
@@ -67,7 +68,22 @@ TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t globa
   return s;
 }
 
+double items_per_sample(const TrainResult& r) {
+  const TrainSummary& s = r.summary;
+  const int64_t samples = s.measured_steps * r.config.global_batch;
+  if (s.measured_items <= 0 || samples <= 0) return static_cast<double>(r.model.unit.items_per_sample);
+  return static_cast<double>(s.measured_items) / static_cast<double>(samples);
+}
+
+double items_per_sec(const TrainResult& r) { return r.summary.samples_per_sec * items_per_sample(r); }
+
 namespace {
+
+/// The measured batches' mean items per sample over the most a sample holds.
+double length_share(const TrainResult& r) {
+  const auto most = static_cast<double>(r.model.unit.items_per_sample);
+  return most > 0 ? items_per_sample(r) / most : 1.0;
+}
 
 /// Each input's name, dtype and shape after the batch dimension.
 nlohmann::json model_inputs_json(const std::vector<models::TensorSpec>& inputs) {
@@ -244,10 +260,13 @@ nlohmann::json results_json(const TrainResult& r) {
           {"backward_profile", r.backward_profile},
           {"loss_first", s.first_loss},
           {"loss_last", s.last_loss},
-          // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer).
-          {kEstTrainGflopsPerSec, 3.0 * r.model.flops_per_sample() * s.samples_per_sec / 1e9},
-          // The task's unit (images, tokens, ...) per second.
-          {"items_per_sec", s.samples_per_sec * static_cast<double>(r.model.unit.items_per_sample)}};
+          // Training ≈ 3 × forward FLOPs (forward + two backward GEMMs per layer),
+          // at the batches' mean length where lengths vary (linear in length).
+          {kEstTrainGflopsPerSec,
+           3.0 * r.model.flops_per_sample() * s.samples_per_sec * length_share(r) / 1e9},
+          // The task's unit (images, tokens, ...) per second, as the batches held them.
+          {"items_per_sec", items_per_sec(r)},
+          {"items_per_sample", items_per_sample(r)}};
   const double clip = r.config.options.optimizer.clip_grad_norm;
   results["grad_clip"] = clip > 0 ? nlohmann::json{{"max_norm", clip},
                                                    {"steps", r.runtime.clip_steps},
@@ -401,9 +420,12 @@ void print_summary(std::ostream& out, const TrainResult& r) {
   fmt::print(out, "total samples/s: {:.2f}  ({} measured steps x {} samples in {:.3f} s)\n",
              s.samples_per_sec, s.measured_steps, r.config.global_batch, s.wall_seconds);
   if (r.model.unit.items_per_sample != 1) {
-    fmt::print(out, "total {}/s: {:.2f}  ({} per sample)\n", r.model.unit.name,
-               s.samples_per_sec * static_cast<double>(r.model.unit.items_per_sample),
-               r.model.unit.items_per_sample);
+    const double mean = items_per_sample(r);
+    fmt::print(out, "total {}/s: {:.2f}  ({} per sample{})\n", r.model.unit.name, items_per_sec(r),
+               mean == std::floor(mean) ? fmt::format("{}", mean) : fmt::format("{:.2f}", mean),
+               mean < static_cast<double>(r.model.unit.items_per_sample)
+                   ? fmt::format(" on average, at most {}", r.model.unit.items_per_sample)
+                   : "");
   }
   fmt::print(out, "per-step samples/s: {:.2f} +/- {:.2f} (jitter = {:.2f})\n", s.step_rate.mean,
              s.step_rate.uncertainty, s.step_rate.jitter);

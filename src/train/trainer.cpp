@@ -135,7 +135,7 @@ data::SourceOptions Trainer::setup_data(const data::OpenedData& opened) {
   so.seed = o.run.seed + 1;  // data stream independent of the initialization stream
   so.device = device_;
   so.channels_last = o.compute.memory_format == MemoryFormat::kChannelsLast;
-  so.synthetic = task_->synthetic(spec_, o.model, so.seed);
+  so.synthetic = task_->synthetic_stream(spec_, o.model, so.seed, c.global_batch);
   data_ = data::make_data_source(opened, o.data, so);
   const std::string mismatch = models::feed_mismatch(spec_, o.model, data_->provides(), o.data.spec);
   DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
@@ -321,8 +321,15 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   rec.loss = loss.item<double>();
   rec.times = {t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0};
   rec.comm_busy = comm.busy_seconds;
+  rec.items = step_items(batch);
   if (tracer_) trace_step(step, {t0, t1, t2, t3, t4, t5}, exchanges, comm);
   return rec;
+}
+
+int64_t Trainer::step_items(const data::Batch& batch) const {
+  const std::optional<int64_t> local = task_->items_in(batch.targets);
+  const int64_t n = local ? *local : data_->local_batch() * result_.model.unit.items_per_sample;
+  return n * result_.config.world_size;  // every worker's slice of a global batch holds as many
 }
 
 void Trainer::trace_step(int64_t step, const std::array<double, 6>& t, bool exchanges,

@@ -115,6 +115,8 @@ class Trainer {
   void setup_sync();
   void record_runtime();
   StepRecord run_step(int64_t step, TrainObserver& observer);
+  /// The task's items (images, tokens) in the global batch whose slice is `batch`.
+  int64_t step_items(const data::Batch& batch) const;
   /// Autocast to the --amp type for the scope of the result; none without --amp.
   std::optional<compat::AutocastScope> autocast() const;
   /// Forward pass and loss of `batch` (under autocast with --amp).

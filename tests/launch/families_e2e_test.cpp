@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "process_util.h"
@@ -106,6 +107,31 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyStrategies,
                                            Family{"gnmt", "gnmt --vocab 64 --seq-len 6 --hidden 32", "0.05", "tokens", 6},
                                            Family{"ncf", "ncf", "0.05", "samples", 1}),
                          [](const ::testing::TestParamInfo<Family>& p) { return std::string(p.param.name); });
+
+// --min-seq-len: each global batch has a length of its own. Two and three
+// workers (each with its slice of every global batch, at the batch's length)
+// match one worker, and tokens/s counts the tokens the measured batches held:
+// fewer than --seq-len per sample on average, the same mean on every worker
+// count.
+TEST(FamilyLengths, BatchesOfTheirOwnLengthMatchOneWorkerAndCountTheirTokens) {
+  const std::string base = "train --model gnmt --vocab 64 --seq-len 8 --min-seq-len 2 --hidden 32 --lr 0.05" +
+                           kCommon;
+  const TrainRun one = train(base);
+  ASSERT_FALSE(one.weights.empty());
+  const nlohmann::json& r1 = one.record["results"];
+  const double mean = r1["items_per_sample"].get<double>();
+  EXPECT_LT(mean, 8.0);
+  EXPECT_GE(mean, 2.0);
+  EXPECT_NEAR(r1["items_per_sec"].get<double>(), r1["samples_per_sec"].get<double>() * mean,
+              1e-9 * r1["items_per_sec"].get<double>());
+  EXPECT_EQ(one.record["model"]["items_per_sample"], 8);  // the most a sample holds
+  for (const std::string run : {"--workers 2", "--workers 3 --strategy tree"}) {
+    SCOPED_TRACE(run);
+    const TrainRun r = train(base + " " + run);
+    EXPECT_LE(closeness(r.weights, one.weights, 1e-5, 1e-7), 1.0);
+    EXPECT_DOUBLE_EQ(r.record["results"]["items_per_sample"].get<double>(), mean);
+  }
+}
 
 // ssd300: its ResNet-34 backbone has batch norms, whose statistics are each
 // worker's (as DDP's without SyncBatchNorm), so N workers cannot match one

@@ -5,6 +5,8 @@
 // take are refused naming it.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "core/error.h"
 #include "models/model.h"
 #include "models/recommendation.h"
@@ -147,6 +149,55 @@ TEST(Families, TranslationSamplesArePermutedAndReversed) {
   }
 }
 
+// --min-seq-len: each global batch of the training stream draws its length
+// from [min, max]; every sample of a batch has it, the translation rule holds
+// at any length, the task counts a batch's target tokens, and held-out
+// samples keep the full length.
+TEST(Families, TranslationBatchesDrawTheirOwnLengths) {
+  const ModelSpec& spec = find_model("gnmt");
+  ModelOptions o;
+  o.vocab = 50;
+  o.seq_len = 8;
+  o.min_seq_len = 2;
+  o = resolve_options(spec, o);
+  const int64_t global_batch = 4;
+  const data::SampleFn sample = spec.task->synthetic_stream(spec, o, 11, global_batch);
+  std::set<int64_t> lengths;
+  for (uint64_t batch = 0; batch < 20; ++batch) {
+    const int64_t length = sample(batch * global_batch).targets.at(kTargetTokens).size(0);
+    EXPECT_GE(length, 2);
+    EXPECT_LE(length, 8);
+    lengths.insert(length);
+    std::vector<torch::Tensor> targets;
+    for (uint64_t k = 0; k < global_batch; ++k) {
+      const data::Sample s = sample(batch * global_batch + k);
+      ASSERT_EQ(s.inputs.at(kSourceTokens).size(0), length);
+      ASSERT_EQ(s.inputs.at(kTargetIn).size(0), length);
+      EXPECT_TRUE(s.inputs.at(kTargetIn).equal(shift_right(s.targets.at(kTargetTokens))));
+      targets.push_back(s.targets.at(kTargetTokens));
+    }
+    EXPECT_EQ(spec.task->items_in({{kTargetTokens, torch::stack(targets)}}), global_batch * length);
+  }
+  EXPECT_GE(lengths.size(), 4u) << "lengths vary from batch to batch";
+  // The same word maps to the same word whatever the length.
+  const data::SampleFn fixed = spec.task->synthetic(spec, o, 11);
+  torch::Tensor dictionary = torch::full({o.vocab}, -1, torch::kInt64);
+  for (uint64_t i = 0; i < 40; ++i) {
+    for (const data::Sample& s : {sample(i), fixed(i)}) {
+      const torch::Tensor src = s.inputs.at(kSourceTokens), mapped = s.targets.at(kTargetTokens).flip(0);
+      for (int64_t k = 0; k < src.size(0); ++k) {
+        const int64_t from = src[k].item<int64_t>(), to = mapped[k].item<int64_t>();
+        if (dictionary[from].item<int64_t>() < 0) dictionary[from] = to;
+        EXPECT_EQ(dictionary[from].item<int64_t>(), to);
+      }
+    }
+    EXPECT_EQ(spec.task->synthetic_test(spec, o, 11)(i).targets.at(kTargetTokens).size(0), 8);
+  }
+  ModelOptions bad = o;
+  bad.min_seq_len = 9;
+  EXPECT_THROW(resolve_options(spec, bad), Error);
+}
+
 TEST(Families, RecommendationSamplesFollowThePlantedTaste) {
   const ModelSpec& spec = find_model("ncf");
   const data::SampleFn sample = spec.task->synthetic(spec, {}, 5);
@@ -202,7 +253,7 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   sparse.sparse_embeddings = true;
   EXPECT_EQ(message("ncf", sparse), "accepted");
   EXPECT_EQ(message("gnmt", sparse), "--sparse-embeddings does not apply to model 'gnmt' (family rnn); it "
-                                     "takes --vocab, --seq-len, --hidden and --dropout");
+                                     "takes --vocab, --seq-len, --min-seq-len, --hidden and --dropout");
   ModelOptions vocab;
   vocab.vocab = 100;
   EXPECT_EQ(message("resnet50", vocab), "--vocab does not apply to model 'resnet50' (family cnn); it takes "
@@ -210,7 +261,7 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   ModelOptions classes;
   classes.num_classes = 10;
   EXPECT_EQ(message("transformer", classes), "--classes does not apply to model 'transformer' (family "
-                                             "transformer); it takes --vocab, --seq-len, --hidden and --dropout");
+                                             "transformer); it takes --vocab, --seq-len, --min-seq-len, --hidden and --dropout");
   ModelOptions aux;
   aux.aux_logits = true;
   EXPECT_EQ(message("resnet18", aux).substr(0, 42), "--aux-logits does not apply to model 'resn");
@@ -225,7 +276,7 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
                                          "--image-size, --classes and --dropout");
   EXPECT_EQ(message("gnmt", hidden), "accepted");
   EXPECT_EQ(message("gnmt", image), "--image-size does not apply to model 'gnmt' (family rnn); it takes --vocab, "
-                                    "--seq-len, --hidden and --dropout");
+                                    "--seq-len, --min-seq-len, --hidden and --dropout");
 }
 
 }  // namespace
