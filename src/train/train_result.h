@@ -147,13 +147,13 @@ struct TrainResult {
   nlohmann::json backward_profile;           ///< with --trace: train/backward_profile.h (else null)
 };
 
-/// Computes the summary from `steps` (measured steps only) and the wall time.
 /// Items (the task's unit) per sample of the measured steps: the mean the
 /// batches held where the task counts them, else the unit's per sample.
 double items_per_sample(const TrainResult& r);
 /// Items per second: samples/s × items_per_sample(r).
 double items_per_sec(const TrainResult& r);
 
+/// Computes the summary from `steps` (measured steps only) and the wall time.
 TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t global_batch,
                              double wall_seconds);
 
