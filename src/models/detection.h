@@ -8,8 +8,9 @@
 
 namespace dlscale::models {
 
-inline constexpr const char* kBoxOffsets = "boxes";      ///< [batch, 8732, 4] encoded offsets (float)
-inline constexpr const char* kBoxLabels = "box_labels";  ///< [batch, 8732] class per default box, 0 = background
+inline constexpr const char* kBoxOffsets = "boxes";  ///< [batch, 8732, 4] encoded offsets (float)
+inline constexpr const char* kBoxLabels =
+    "box_labels";  ///< [batch, 8732] class per default box, 0 = background
 
 inline constexpr int64_t kSsdImageSize = 300;
 inline constexpr int64_t kSsdMaps = 6;
@@ -34,7 +35,8 @@ const torch::Tensor& ssd_default_boxes();
 /// the object it overlaps most when that IoU exceeds kSsdMatchIou, and every
 /// object gets the box that overlaps it most. Returns the offsets ([8732, 4],
 /// zero where unmatched) and the labels ([8732], 0 where unmatched).
-std::pair<torch::Tensor, torch::Tensor> ssd_encode(const torch::Tensor& ltrb, const torch::Tensor& classes);
+std::pair<torch::Tensor, torch::Tensor> ssd_encode(const torch::Tensor& ltrb,
+                                                   const torch::Tensor& classes);
 
 /// Boxes (cx, cy, w, h) from offsets ([..., 8732, 4]) against the default boxes.
 torch::Tensor ssd_decode(const torch::Tensor& offsets);

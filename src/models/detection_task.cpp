@@ -64,7 +64,8 @@ class Detection : public Task {
   }
 
   /// out.main: [batch, 4 + classes, 8732], the offsets first.
-  torch::Tensor loss(const Output& out, const TensorMap& targets, const LossOptions&) const override {
+  torch::Tensor loss(const Output& out, const TensorMap& targets,
+                     const LossOptions&) const override {
     namespace F = torch::nn::functional;
     const torch::Tensor loc = out.main.narrow(1, 0, 4);
     const torch::Tensor conf = out.main.narrow(1, 4, out.main.size(1) - 4);
@@ -72,23 +73,29 @@ class Detection : public Task {
     const torch::Tensor truth = targets.at(kBoxOffsets).transpose(1, 2).to(loc.scalar_type());
     const torch::Tensor positive = labels.gt(0);
     const torch::Tensor matched = positive.sum(1);  // [batch]
-    const torch::Tensor box_loss =
-        (F::smooth_l1_loss(loc, truth, F::SmoothL1LossFuncOptions().reduction(torch::kNone)).sum(1) * positive)
-            .sum(1);
-    const torch::Tensor class_loss = F::cross_entropy(conf, labels, F::CrossEntropyFuncOptions().reduction(torch::kNone));
+    const auto none = F::SmoothL1LossFuncOptions().reduction(torch::kNone);
+    const torch::Tensor box_loss = (F::smooth_l1_loss(loc, truth, none).sum(1) * positive).sum(1);
+    const torch::Tensor class_loss =
+        F::cross_entropy(conf, labels, F::CrossEntropyFuncOptions().reduction(torch::kNone));
     torch::Tensor rank;  // of each background box's loss, hardest first
     {
       torch::NoGradGuard no_grad;
-      rank = class_loss.detach().masked_fill(positive, 0).argsort(1, /*descending=*/true).argsort(1, /*descending=*/false);
+      rank = class_loss.detach()
+                 .masked_fill(positive, 0)
+                 .argsort(1, /*descending=*/true)
+                 .argsort(1, /*descending=*/false);
     }
-    const torch::Tensor negatives = (kSsdNegativesPerPositive * matched).clamp_max(labels.size(1)).unsqueeze(1);
-    const torch::Tensor chosen = positive.to(class_loss.scalar_type()) + rank.lt(negatives).to(class_loss.scalar_type());
+    const torch::Tensor negatives =
+        (kSsdNegativesPerPositive * matched).clamp_max(labels.size(1)).unsqueeze(1);
+    const torch::Tensor chosen =
+        positive.to(class_loss.scalar_type()) + rank.lt(negatives).to(class_loss.scalar_type());
     const torch::Tensor total = box_loss + (class_loss * chosen).sum(1);
     return (total * matched.gt(0) / matched.to(total.scalar_type()).clamp_min(1e-6)).mean();
   }
 
   std::vector<MetricSpec> metrics() const override {
-    return {{"box_acc", "matched-box accuracy", true, true}, {"box_iou", "matched-box IoU", true, false}};
+    return {{"box_acc", "matched-box accuracy", true, true},
+            {"box_iou", "matched-box IoU", true, false}};
   }
 
   /// Per image over its matched default boxes: the share whose best class is
@@ -99,17 +106,22 @@ class Detection : public Task {
     const torch::Tensor main = out.main.detach().cpu().to(torch::kFloat32);
     const torch::Tensor positive = labels.gt(0).to(torch::kFloat64);
     const torch::Tensor count = positive.sum(1).clamp_min(1);
-    const torch::Tensor right = main.narrow(1, 4, main.size(1) - 4).argmax(1).eq(labels).to(torch::kFloat64);
-    const torch::Tensor iou = box_iou_cxcywh(ssd_decode(main.narrow(1, 0, 4).transpose(1, 2)),
-                                             ssd_decode(targets.at(kBoxOffsets).cpu().to(torch::kFloat32)))
-                                  .to(torch::kFloat64);
+    const torch::Tensor right =
+        main.narrow(1, 4, main.size(1) - 4).argmax(1).eq(labels).to(torch::kFloat64);
+    const torch::Tensor iou =
+        box_iou_cxcywh(ssd_decode(main.narrow(1, 0, 4).transpose(1, 2)),
+                       ssd_decode(targets.at(kBoxOffsets).cpu().to(torch::kFloat32)))
+            .to(torch::kFloat64);
     return {((right * positive).sum(1) / count).sum().item<double>(),
             ((iou * positive).sum(1) / count).sum().item<double>()};
   }
 
-  ThroughputUnit unit(const ModelSpec&, const ModelOptions&) const override { return {"images", 1}; }
+  ThroughputUnit unit(const ModelSpec&, const ModelOptions&) const override {
+    return {"images", 1};
+  }
 
-  data::SampleFn synthetic(const ModelSpec& spec, const ModelOptions& o, uint64_t seed) const override {
+  data::SampleFn synthetic(const ModelSpec& spec, const ModelOptions& o,
+                           uint64_t seed) const override {
     at::Generator colour_gen = at::detail::createCPUGenerator(seed);
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
     const torch::Tensor colours = torch::randn({o.num_classes, spec.channels}, colour_gen, f32);
@@ -120,17 +132,24 @@ class Detection : public Task {
       torch::Tensor image = torch::randn({channels, side, side}, gen, f32);
       const int64_t n = 1 + static_cast<int64_t>(h % kMaxObjects);
       const torch::Tensor u = torch::rand({n, 4}, gen, f32);
-      const torch::Tensor classes = torch::randint(1, o.num_classes, {n}, gen, torch::TensorOptions(torch::kInt64));
+      const torch::Tensor classes =
+          torch::randint(1, o.num_classes, {n}, gen, torch::TensorOptions(torch::kInt64));
       const torch::Tensor wh = kMinSide + (kMaxSide - kMinSide) * u.narrow(1, 0, 2);
       const torch::Tensor lt = u.narrow(1, 2, 2) * (1 - wh);
       const torch::Tensor ltrb = torch::cat({lt, lt + wh}, 1);
       const auto* b = ltrb.data_ptr<float>();
       for (int64_t k = 0; k < n; ++k) {  // later objects paint over earlier ones
-        const auto px = [&](int64_t c) { return static_cast<int64_t>(std::lround(b[4 * k + c] * side)); };
+        const auto px = [&](int64_t c) {
+          return static_cast<int64_t>(std::lround(b[4 * k + c] * side));
+        };
         const int64_t x0 = px(0), y0 = px(1);  // < side: a box starts at most 0.9 in
-        const int64_t x1 = std::min(side, std::max(x0 + 1, px(2))), y1 = std::min(side, std::max(y0 + 1, px(3)));
-        image.narrow(1, y0, y1 - y0).narrow(2, x0, x1 - x0)
-            .copy_(colours[classes[k].item<int64_t>()].view({channels, 1, 1}).expand({channels, y1 - y0, x1 - x0}));
+        const int64_t x1 = std::min(side, std::max(x0 + 1, px(2))),
+                      y1 = std::min(side, std::max(y0 + 1, px(3)));
+        image.narrow(1, y0, y1 - y0)
+            .narrow(2, x0, x1 - x0)
+            .copy_(colours[classes[k].item<int64_t>()]
+                       .view({channels, 1, 1})
+                       .expand({channels, y1 - y0, x1 - x0}));
       }
       auto [offsets, labels] = ssd_encode(ltrb, classes);
       data::Sample s;
@@ -162,7 +181,9 @@ const torch::Tensor& ssd_default_boxes() {
       for (const auto& [w, h] : shapes) {
         for (int64_t i = 0; i < kSsdMapSide[m]; ++i) {
           for (int64_t j = 0; j < kSsdMapSide[m]; ++j) {
-            for (double x : {(j + 0.5) / fk, (i + 0.5) / fk, w, h}) v.push_back(static_cast<float>(std::clamp(x, 0.0, 1.0)));
+            for (double x : {(j + 0.5) / fk, (i + 0.5) / fk, w, h}) {
+              v.push_back(static_cast<float>(std::clamp(x, 0.0, 1.0)));
+            }
           }
         }
       }
@@ -173,7 +194,8 @@ const torch::Tensor& ssd_default_boxes() {
   return boxes;
 }
 
-std::pair<torch::Tensor, torch::Tensor> ssd_encode(const torch::Tensor& ltrb, const torch::Tensor& classes) {
+std::pair<torch::Tensor, torch::Tensor> ssd_encode(const torch::Tensor& ltrb,
+                                                   const torch::Tensor& classes) {
   const torch::Tensor& d = ssd_default_boxes();
   const torch::Tensor iou = iou_ltrb(ltrb.unsqueeze(1), to_ltrb(d).unsqueeze(0));  // [n, 8732]
   auto [best_iou, best_object] = iou.max(0);
@@ -184,14 +206,16 @@ std::pair<torch::Tensor, torch::Tensor> ssd_encode(const torch::Tensor& ltrb, co
     best_object[box] = k;
   }
   const torch::Tensor matched = best_iou.gt(kSsdMatchIou);
-  const torch::Tensor labels = classes.index_select(0, best_object).masked_fill(matched.logical_not(), 0);
+  const torch::Tensor labels =
+      classes.index_select(0, best_object).masked_fill(matched.logical_not(), 0);
   const torch::Tensor truth = ltrb.index_select(0, best_object);
   const torch::Tensor xy = (truth.narrow(1, 0, 2) + truth.narrow(1, 2, 2)) / 2;
   const torch::Tensor wh = truth.narrow(1, 2, 2) - truth.narrow(1, 0, 2);
   const torch::Tensor dxy = d.narrow(1, 0, 2);
   const torch::Tensor dwh = d.narrow(1, 2, 2);
   const torch::Tensor offsets =
-      torch::cat({(xy - dxy) / dwh / kSsdScaleXy, (wh / dwh).log() / kSsdScaleWh}, 1).masked_fill(matched.logical_not().unsqueeze(1), 0);
+      torch::cat({(xy - dxy) / dwh / kSsdScaleXy, (wh / dwh).log() / kSsdScaleWh}, 1)
+          .masked_fill(matched.logical_not().unsqueeze(1), 0);
   return {offsets, labels};
 }
 
@@ -203,7 +227,9 @@ torch::Tensor ssd_decode(const torch::Tensor& offsets) {
                     -1);
 }
 
-torch::Tensor box_iou_cxcywh(const torch::Tensor& a, const torch::Tensor& b) { return iou_ltrb(to_ltrb(a), to_ltrb(b)); }
+torch::Tensor box_iou_cxcywh(const torch::Tensor& a, const torch::Tensor& b) {
+  return iou_ltrb(to_ltrb(a), to_ltrb(b));
+}
 
 std::shared_ptr<const Task> detection() {
   static const auto task = std::make_shared<const Detection>();

@@ -131,10 +131,11 @@ class Gnmt : public Model {
 }  // namespace
 
 ModelSpec gnmt_spec() {
-  ModelSpec s = non_image_spec("gnmt",
-                               "GNMT (MLPerf): 4+4 LSTM layers, hidden 1024, bidirectional first encoder layer, "
-                               "normalized Bahdanau attention, residuals from layer 3",
-                               translation(), "rnn", {"--vocab", "--seq-len", "--min-seq-len", "--hidden"});
+  ModelSpec s = non_image_spec(
+      "gnmt",
+      "GNMT (MLPerf): 4+4 LSTM layers, hidden 1024, bidirectional first encoder layer, "
+      "normalized Bahdanau attention, residuals from layer 3",
+      translation(), "rnn", {"--vocab", "--seq-len", "--min-seq-len", "--hidden"});
   s.default_vocab = 32320;
   s.default_seq_len = 50;  // MLPerf's longest training sentence
   s.default_hidden = 1024;

@@ -93,7 +93,8 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   // A model of one image size (ssd300) takes no --image-size, but its own
   // (which resolving sets) is no error.
   const bool one_size = !spec.takes_flag("--image-size") && spec.channels > 0;
-  check_takes(spec, "--image-size", o.image_size != 0 && !(one_size && o.image_size == spec.default_image_size));
+  check_takes(spec, "--image-size",
+              o.image_size != 0 && !(one_size && o.image_size == spec.default_image_size));
   check_takes(spec, "--classes", o.num_classes != 0);
   check_takes(spec, "--aux-logits", o.aux_logits);
   check_takes(spec, "--vocab", o.vocab != 0);
@@ -109,7 +110,8 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
     DLSCALE_CHECK(o.seq_len >= 1, "--seq-len must be >= 1 (got {})", o.seq_len);
     if (o.min_seq_len == 0) o.min_seq_len = o.seq_len;
     DLSCALE_CHECK(o.min_seq_len >= 1 && o.min_seq_len <= o.seq_len,
-                  "--min-seq-len must be in [1, --seq-len = {}] (got {})", o.seq_len, o.min_seq_len);
+                  "--min-seq-len must be in [1, --seq-len = {}] (got {})", o.seq_len,
+                  o.min_seq_len);
   }
   if (spec.takes_flag("--hidden")) {
     if (o.hidden == 0) o.hidden = spec.default_hidden;
@@ -117,8 +119,11 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   }
   if (spec.takes_flag("--classes")) {
     if (o.num_classes == 0) o.num_classes = spec.default_classes;
-    DLSCALE_CHECK(o.num_classes >= spec.min_classes, "--classes must be >= {}{} (got {})", spec.min_classes,
-                  spec.min_classes > 1 ? fmt::format(" for model '{}' (the background and a class)", spec.name) : "",
+    DLSCALE_CHECK(o.num_classes >= spec.min_classes, "--classes must be >= {}{} (got {})",
+                  spec.min_classes,
+                  spec.min_classes > 1
+                      ? fmt::format(" for model '{}' (the background and a class)", spec.name)
+                      : "",
                   o.num_classes);
   }
   if (!spec.takes_flag("--image-size")) {

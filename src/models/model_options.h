@@ -21,7 +21,7 @@ struct ModelOptions {
   double dropout = -1;      ///< dropout probability for every dropout layer; < 0 = the model's own
   int64_t vocab = 0;        ///< token vocabulary (sequence models); 0 = the model's default
   int64_t seq_len = 0;      ///< tokens per source and per target sequence; 0 = the model's default
-  int64_t min_seq_len = 0;  ///< synthetic batches' shortest length (each batch draws one); 0 = seq_len
+  int64_t min_seq_len = 0;  ///< synthetic batches' shortest length (one a batch); 0 = seq_len
   int64_t hidden = 0;       ///< hidden size (gnmt's LSTMs, the transformer's d_model); 0 = the model's default
   bool sparse_embeddings = false;  ///< ncf: the embedding tables' gradients are sparse (dp/sparse_sync.h)
 
@@ -34,8 +34,12 @@ struct ModelOptions {
              "image_size"}
           .agreed(),
       s.image_size);
-    v(Option{"--classes", "Output classes of a classifier, or of a detector with its background (ssd300: 81); 0 = the model's "
-             "default", "num_classes"}.agreed(), s.num_classes);
+    v(Option{"--classes",
+             "Output classes of a classifier, or of a detector with its background (ssd300: 81); "
+             "0 = the model's default",
+             "num_classes"}
+          .agreed(),
+      s.num_classes);
     v(Option{"--aux-logits", "Build and train the auxiliary classifiers (googlenet, inception3)", "aux_logits"}
           .agreed(),
       s.aux_logits);
@@ -54,9 +58,9 @@ struct ModelOptions {
           .agreed(),
       s.seq_len);
     v(Option{"--min-seq-len",
-             "Synthetic data of a sequence model: each global batch draws its length uniformly from "
-             "[--min-seq-len, --seq-len] (no padding), and tokens/s counts the tokens the batches held; "
-             "0 = every batch at --seq-len",
+             "Synthetic data of a sequence model: each global batch draws its length uniformly "
+             "from [--min-seq-len, --seq-len] (no padding), and tokens/s counts the tokens the "
+             "batches held; 0 = every batch at --seq-len",
              "min_seq_len"}
           .agreed(),
       s.min_seq_len);

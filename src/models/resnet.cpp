@@ -1,9 +1,10 @@
 // ResNet-18/34/50/101/152 as in torchvision (v1.5: the stride of a bottleneck
 // block is on its 3×3 convolution), with its initialization.
+#include "models/resnet.h"
+
 #include <fmt/format.h>
 
 #include "models/layers.h"
-#include "models/resnet.h"
 #include "models/zoo.h"
 
 namespace dlscale::models {
@@ -133,9 +134,12 @@ ModelSpec resnet_spec(int depth, std::vector<int64_t> blocks) {
 
 }  // namespace
 
-torch::nn::Sequential resnet_basic_stage(int64_t in, int64_t planes, int64_t blocks, int64_t stride) {
+torch::nn::Sequential resnet_basic_stage(int64_t in, int64_t planes, int64_t blocks,
+                                         int64_t stride) {
   torch::nn::Sequential stage;
-  for (int64_t b = 0; b < blocks; ++b) stage->push_back(BasicBlock(b == 0 ? in : planes, planes, b == 0 ? stride : 1));
+  for (int64_t b = 0; b < blocks; ++b) {
+    stage->push_back(BasicBlock(b == 0 ? in : planes, planes, b == 0 ? stride : 1));
+  }
   return stage;
 }
 

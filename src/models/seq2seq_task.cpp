@@ -74,7 +74,8 @@ class Translation : public Task {
     return [dictionary = dictionary_of(o, seed), seed, o, global_batch](uint64_t index) {
       const uint64_t batch = index / static_cast<uint64_t>(global_batch);
       const auto span = static_cast<uint64_t>(o.seq_len - o.min_seq_len + 1);
-      const int64_t length = o.min_seq_len + static_cast<int64_t>(data::mix_seed(seed ^ kLengthStream, batch) % span);
+      const int64_t length =
+          o.min_seq_len + static_cast<int64_t>(data::mix_seed(seed ^ kLengthStream, batch) % span);
       return sample_at(dictionary, seed, o.vocab, index, length);
     };
   }
@@ -90,8 +91,8 @@ class Translation : public Task {
 
   /// Sample `index` at `length` tokens: source words from (seed, index), the
   /// target their translation reversed.
-  static data::Sample sample_at(const torch::Tensor& dictionary, uint64_t seed, int64_t vocab, uint64_t index,
-                                int64_t length) {
+  static data::Sample sample_at(const torch::Tensor& dictionary, uint64_t seed, int64_t vocab,
+                                uint64_t index, int64_t length) {
     at::Generator gen = at::detail::createCPUGenerator(data::mix_seed(seed, index));
     const torch::Tensor src = torch::randint(kFirstWord, vocab, {length}, gen, torch::kInt64);
     const torch::Tensor tgt = dictionary.index_select(0, src - kFirstWord).flip(0);

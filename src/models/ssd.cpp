@@ -30,7 +30,8 @@ class Ssd300 : public ImageModel {
   explicit Ssd300(int64_t classes) : classes_(classes) {
     conv1_ = register_module("conv1", Conv(conv_options(3, 64, 7, 2, 3, false)));
     bn1_ = register_module("bn1", torch::nn::BatchNorm2d(64));
-    const int64_t stages[3][4] = {{64, 64, 3, 1}, {64, 128, 4, 2}, {128, 256, 6, 1}};  // in, planes, blocks, stride
+    const int64_t stages[3][4] = {
+        {64, 64, 3, 1}, {64, 128, 4, 2}, {128, 256, 6, 1}};  // in, planes, blocks, stride
     for (const auto& st : stages) {
       stages_.push_back(register_module(fmt::format("layer{}", stages_.size() + 1),
                                         resnet_basic_stage(st[0], st[1], st[2], st[3])));
@@ -40,15 +41,19 @@ class Ssd300 : public ImageModel {
       const int64_t stride = kExtraHalves[e] ? 2 : 1;
       extra_.push_back(register_module(
           fmt::format("extra{}", e + 1),
-          torch::nn::Sequential(Conv(conv_options(kMapChannels[e], kExtraWidth[e], 1)), torch::nn::ReLU(true),
-                                Conv(conv_options(kExtraWidth[e], kMapChannels[e + 1], 3, stride, stride == 2 ? 1 : 0)),
+          torch::nn::Sequential(Conv(conv_options(kMapChannels[e], kExtraWidth[e], 1)),
+                                torch::nn::ReLU(true),
+                                Conv(conv_options(kExtraWidth[e], kMapChannels[e + 1], 3, stride,
+                                                  stride == 2 ? 1 : 0)),
                                 torch::nn::ReLU(true))));
     }
     for (int64_t m = 0; m < kSsdMaps; ++m) {
       const int64_t boxes = kSsdBoxesPerPosition[m];
-      loc_.push_back(register_module(fmt::format("loc{}", m + 1), Conv(conv_options(kMapChannels[m], boxes * 4, 3, 1, 1))));
+      loc_.push_back(register_module(fmt::format("loc{}", m + 1),
+                                     Conv(conv_options(kMapChannels[m], boxes * 4, 3, 1, 1))));
       conf_.push_back(
-          register_module(fmt::format("conf{}", m + 1), Conv(conv_options(kMapChannels[m], boxes * classes, 3, 1, 1))));
+          register_module(fmt::format("conf{}", m + 1),
+                          Conv(conv_options(kMapChannels[m], boxes * classes, 3, 1, 1))));
     }
     init_weights();
   }
@@ -106,7 +111,8 @@ ModelSpec ssd300_spec() {
   ModelSpec s;
   s.name = "ssd300";
   s.description =
-      "SSD300 (MLPerf v0.5): ResNet-34 backbone to layer3 at stride 1, 6 feature maps, 8,732 default boxes, "
+      "SSD300 (MLPerf v0.5): ResNet-34 backbone to layer3 at stride 1, 6 feature maps, 8,732 "
+      "default boxes, "
       "multibox loss";
   s.task = detection();
   s.family = "detection";

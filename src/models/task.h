@@ -79,8 +79,8 @@ class Task {
   /// default synthetic()'s. A task whose samples take a shape per batch
   /// (translation's lengths with --min-seq-len) overrides it; held-out
   /// samples stay synthetic()'s.
-  virtual data::SampleFn synthetic_stream(const ModelSpec& spec, const ModelOptions& options, uint64_t seed,
-                                          int64_t global_batch) const {
+  virtual data::SampleFn synthetic_stream(const ModelSpec& spec, const ModelOptions& options,
+                                          uint64_t seed, int64_t global_batch) const {
     (void)global_batch;
     return synthetic(spec, options, seed);
   }

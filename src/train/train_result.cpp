@@ -71,11 +71,14 @@ TrainSummary summarize_steps(const std::vector<StepRecord>& steps, int64_t globa
 double items_per_sample(const TrainResult& r) {
   const TrainSummary& s = r.summary;
   const int64_t samples = s.measured_steps * r.config.global_batch;
-  if (s.measured_items <= 0 || samples <= 0) return static_cast<double>(r.model.unit.items_per_sample);
+  const auto most = static_cast<double>(r.model.unit.items_per_sample);
+  if (s.measured_items <= 0 || samples <= 0) return most;
   return static_cast<double>(s.measured_items) / static_cast<double>(samples);
 }
 
-double items_per_sec(const TrainResult& r) { return r.summary.samples_per_sec * items_per_sample(r); }
+double items_per_sec(const TrainResult& r) {
+  return r.summary.samples_per_sec * items_per_sample(r);
+}
 
 namespace {
 

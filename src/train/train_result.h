@@ -41,7 +41,7 @@ struct StepRecord {
   bool measured = false;  ///< false during warm-up
   double comm_busy = 0;   ///< seconds the communication thread spent in collectives
   double lr = 0;          ///< the learning rate the step's update used
-  int64_t items = 0;      ///< the task's items (images, tokens, ...) in the global batch; 0 = not counted
+  int64_t items = 0;      ///< the task's items (images, tokens) in the global batch; 0 = uncounted
 };
 
 /// How gradients were exchanged (several workers, or a strategy with servers).
@@ -118,7 +118,7 @@ struct TrainSummary {
   int64_t measured_steps = 0;
   double wall_seconds = 0;        ///< wall time of the measured steps
   double samples_per_sec = 0;     ///< measured steps × global batch / wall time
-  int64_t measured_items = 0;     ///< items the measured steps' global batches held (0 = not counted)
+  int64_t measured_items = 0;  ///< items the measured steps' global batches held (0 = not counted)
   Summary step_rate;              ///< per-step samples/s: mean, uncertainty, jitter
   Summary step_time;              ///< per-step seconds: p50, p95
   StepTimes median_times;         ///< median per phase over measured steps (max over ranks)

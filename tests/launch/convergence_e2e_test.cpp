@@ -84,14 +84,16 @@ TEST(TimeToAccuracy, SyntheticDataHasEpochsAndAHeldOutSplit) {
 // for seeds 42, 1, 2 and 3; the test allows the 12 epochs the recipe runs.
 TEST(TimeToAccuracy, TheTransformerRecipeReachesItsTarget) {
   const TrainRun r = train(
-      "train --model transformer --hidden 64 --vocab 32 --seq-len 8 --batch 64 --synthetic-batches 32 "
-      "--dropout 0 --optimizer adam --lr 0.001 --warmup-epochs 1 --clip-grad-norm 1 --label-smoothing 0 "
-      "--threads 1 --epochs 12 --eval-every 1 --synthetic-test 256 --target-accuracy 0.9 --display-every 0");
+      "train --model transformer --hidden 64 --vocab 32 --seq-len 8 --batch 64 "
+      "--synthetic-batches 32 --dropout 0 --optimizer adam --lr 0.001 --warmup-epochs 1 "
+      "--clip-grad-norm 1 --label-smoothing 0 --threads 1 --epochs 12 --eval-every 1 "
+      "--synthetic-test 256 --target-accuracy 0.9 --display-every 0");
   const nlohmann::json& c = r.record["results"]["convergence"];
   ASSERT_TRUE(c.is_object()) << r.record.dump();
   EXPECT_EQ(c["status"], "success") << c.dump();
   EXPECT_GE(c["evals"].back()["token_acc"].get<double>(), 0.9);
-  EXPECT_LT(c["evals"].front()["token_acc"].get<double>(), 0.5) << "the first epoch does not know the task yet";
+  EXPECT_LT(c["evals"].front()["token_acc"].get<double>(), 0.5)
+      << "the first epoch does not know the task yet";
 }
 
 TEST(TimeToAccuracy, AnUnreachedTargetEndsAbortedAndAReachedOneStopsEarly) {

@@ -114,8 +114,8 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyStrategies,
 // fewer than --seq-len per sample on average, the same mean on every worker
 // count.
 TEST(FamilyLengths, BatchesOfTheirOwnLengthMatchOneWorkerAndCountTheirTokens) {
-  const std::string base = "train --model gnmt --vocab 64 --seq-len 8 --min-seq-len 2 --hidden 32 --lr 0.05" +
-                           kCommon;
+  const std::string base =
+      "train --model gnmt --vocab 64 --seq-len 8 --min-seq-len 2 --hidden 32 --lr 0.05" + kCommon;
   const TrainRun one = train(base);
   ASSERT_FALSE(one.weights.empty());
   const nlohmann::json& r1 = one.record["results"];
@@ -157,10 +157,12 @@ TEST(Ssd300Strategies, MatchFlatAllreduceOnTheSameWorkers) {
   const TrainRun initial = train(ssd + " --global-batch 2 --lr 1e-30");
   ssd += " --lr 0.01";
   for (const int n : {2, 3}) {
-    const std::string at = ssd + " --global-batch " + std::to_string(2 * n) + " --workers " + std::to_string(n);
+    const std::string at =
+        ssd + " --global-batch " + std::to_string(2 * n) + " --workers " + std::to_string(n);
     const TrainRun flat = train(at + " --strategy allreduce --bucket-mb 0");
     ASSERT_FALSE(flat.weights.empty());
-    EXPECT_GT(share_of_update(flat.weights, one.weights, initial.weights), 0.5) << "batch norm is per worker";
+    EXPECT_GT(share_of_update(flat.weights, one.weights, initial.weights), 0.5)
+        << "batch norm is per worker";
     const std::vector<std::string> runs =
         n == 2 ? std::vector<std::string>{"--strategy allreduce --bucket-mb 8", "--strategy tree",
                                           "--strategy ps --ps-shards 2",
@@ -250,10 +252,12 @@ TEST(FamilyErrors, FlagsAndDataThatDoNotFitAreOneLine) {
       << o.err;
   o = run_dlscale("train --model ssd300 --data fashion-mnist --steps 4 --threads 1");
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.err.find("model 'ssd300' (detection) needs boxes, box_labels too"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("model 'ssd300' (detection) needs boxes, box_labels too"), std::string::npos)
+      << o.err;
   o = run_dlscale("train --model ssd300 --image-size 512 --steps 4");
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.err.find("--image-size does not apply to model 'ssd300' (family detection)"), std::string::npos)
+  EXPECT_NE(o.err.find("--image-size does not apply to model 'ssd300' (family detection)"),
+            std::string::npos)
       << o.err;
 }
 

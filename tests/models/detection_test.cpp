@@ -3,12 +3,13 @@
 // and their encoding are MLPerf's, the multibox loss is what docs/models.md
 // says (and a mean of per-image losses, so N workers' averaged gradients
 // are the global batch's), and the synthetic images hold their objects.
+#include "models/detection.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/error.h"
-#include "models/detection.h"
 #include "models/model.h"
 
 namespace dlscale::models {
@@ -57,11 +58,13 @@ TEST(Ssd300, RefusesWhatItCannotBe) {
   };
   ModelOptions size;
   size.image_size = 512;
-  EXPECT_EQ(message(size), "--image-size does not apply to model 'ssd300' (family detection); it takes --classes "
-                           "and --dropout");
+  EXPECT_EQ(message(size),
+            "--image-size does not apply to model 'ssd300' (family detection); it takes --classes "
+            "and --dropout");
   ModelOptions one;
   one.num_classes = 1;
-  EXPECT_EQ(message(one), "--classes must be >= 2 for model 'ssd300' (the background and a class) (got 1)");
+  EXPECT_EQ(message(one),
+            "--classes must be >= 2 for model 'ssd300' (the background and a class) (got 1)");
 }
 
 // MLPerf's dboxes300_coco: per map (38, 19, 10, 5, 3, 1) the box shapes of
@@ -72,17 +75,19 @@ TEST(Ssd300, DefaultBoxesAreMlperfs) {
   const auto near = [](const torch::Tensor& t, std::vector<double> want) {
     for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(t[k].item<double>(), want[k], 1e-6) << k;
   };
-  near(d[0], {0.5 / 37.5, 0.5 / 37.5, 0.07, 0.07});                  // map 1, first shape, top left
-  near(d[1], {1.5 / 37.5, 0.5 / 37.5, 0.07, 0.07});                  // its right neighbour
-  near(d[1444], {0.5 / 37.5, 0.5 / 37.5, std::sqrt(0.07 * 0.15), std::sqrt(0.07 * 0.15)});  // second shape
-  near(d[8731], {0.5, 0.5, 0.87 / std::sqrt(2.0), 1.0});            // map 6, ratio 1/2, h clamped
+  near(d[0], {0.5 / 37.5, 0.5 / 37.5, 0.07, 0.07});  // map 1, first shape, top left
+  near(d[1], {1.5 / 37.5, 0.5 / 37.5, 0.07, 0.07});  // its right neighbour
+  near(d[1444],
+       {0.5 / 37.5, 0.5 / 37.5, std::sqrt(0.07 * 0.15), std::sqrt(0.07 * 0.15)});  // second shape
+  near(d[8731], {0.5, 0.5, 0.87 / std::sqrt(2.0), 1.0});  // map 6, ratio 1/2, h clamped
   EXPECT_GE(d.min().item<double>(), 0.0);
   EXPECT_LE(d.max().item<double>(), 1.0);
 }
 
 TEST(Ssd300, EncodingMatchesObjectsAndDecodesBackToThem) {
   // A large object and a tiny one (IoU with every default box < 0.5).
-  const torch::Tensor ltrb = torch::tensor({0.2F, 0.3F, 0.7F, 0.9F, 0.01F, 0.01F, 0.03F, 0.02F}).view({2, 4});
+  const torch::Tensor ltrb =
+      torch::tensor({0.2F, 0.3F, 0.7F, 0.9F, 0.01F, 0.01F, 0.03F, 0.02F}).view({2, 4});
   const torch::Tensor classes = torch::tensor({3, 1}, torch::kInt64);
   const auto [offsets, labels] = ssd_encode(ltrb, classes);
   ASSERT_EQ(offsets.sizes(), (std::vector<int64_t>{8732, 4}));
@@ -94,7 +99,8 @@ TEST(Ssd300, EncodingMatchesObjectsAndDecodesBackToThem) {
   for (int64_t k = 0; k < 2; ++k) {
     const torch::Tensor mine = decoded.index({labels.eq(classes[k])});
     const torch::Tensor box = ltrb[k];
-    const torch::Tensor want = torch::stack({(box[0] + box[2]) / 2, (box[1] + box[3]) / 2, box[2] - box[0], box[3] - box[1]});
+    const torch::Tensor want = torch::stack(
+        {(box[0] + box[2]) / 2, (box[1] + box[3]) / 2, box[2] - box[0], box[3] - box[1]});
     EXPECT_LT((mine - want).abs().max().item<double>(), 1e-5);
   }
 }
@@ -152,7 +158,8 @@ TEST(Ssd300, LossOfABatchIsTheMeanOfItsShards) {
 TEST(Ssd300, MetricsScoreMatchedBoxes) {
   const TensorMap t = targets_of(4);
   const Task& task = *find_model("ssd300").task;
-  const torch::Tensor scores = torch::one_hot(t.at(kBoxLabels), 5).to(torch::kFloat32).transpose(1, 2) * 10;
+  const torch::Tensor scores =
+      torch::one_hot(t.at(kBoxLabels), 5).to(torch::kFloat32).transpose(1, 2) * 10;
   const torch::Tensor perfect = torch::cat({t.at(kBoxOffsets).transpose(1, 2), scores}, 1);
   const std::vector<double> best = task.evaluate({perfect, {}}, t);
   ASSERT_EQ(best.size(), 2u);
@@ -181,9 +188,12 @@ TEST(Ssd300, SyntheticImagesHoldTheirObjects) {
     // A matched box's decoded centre lies in a patch of uniform colour.
     const int64_t box = labels.gt(0).nonzero()[0][0].item<int64_t>();
     const torch::Tensor c = ssd_decode(s.targets.at(kBoxOffsets))[box];
-    const int64_t x = static_cast<int64_t>(c[0].item<double>() * 300), y = static_cast<int64_t>(c[1].item<double>() * 300);
+    const int64_t x = static_cast<int64_t>(c[0].item<double>() * 300),
+                  y = static_cast<int64_t>(c[1].item<double>() * 300);
     const torch::Tensor patch = s.inputs.at(data::kImage).narrow(1, y - 1, 3).narrow(2, x - 1, 3);
-    EXPECT_LT((patch - patch.select(1, 0).select(1, 0).view({3, 1, 1})).abs().max().item<double>(), 1e-6) << i;
+    EXPECT_LT((patch - patch.select(1, 0).select(1, 0).view({3, 1, 1})).abs().max().item<double>(),
+              1e-6)
+        << i;
   }
 }
 

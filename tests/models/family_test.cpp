@@ -184,7 +184,8 @@ TEST(Families, TranslationBatchesDrawTheirOwnLengths) {
   torch::Tensor dictionary = torch::full({o.vocab}, -1, torch::kInt64);
   for (uint64_t i = 0; i < 40; ++i) {
     for (const data::Sample& s : {sample(i), fixed(i)}) {
-      const torch::Tensor src = s.inputs.at(kSourceTokens), mapped = s.targets.at(kTargetTokens).flip(0);
+      const torch::Tensor src = s.inputs.at(kSourceTokens);
+      const torch::Tensor mapped = s.targets.at(kTargetTokens).flip(0);
       for (int64_t k = 0; k < src.size(0); ++k) {
         const int64_t from = src[k].item<int64_t>(), to = mapped[k].item<int64_t>();
         if (dictionary[from].item<int64_t>() < 0) dictionary[from] = to;
@@ -252,16 +253,18 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   ModelOptions sparse;
   sparse.sparse_embeddings = true;
   EXPECT_EQ(message("ncf", sparse), "accepted");
-  EXPECT_EQ(message("gnmt", sparse), "--sparse-embeddings does not apply to model 'gnmt' (family rnn); it "
-                                     "takes --vocab, --seq-len, --min-seq-len, --hidden and --dropout");
+  EXPECT_EQ(message("gnmt", sparse),
+            "--sparse-embeddings does not apply to model 'gnmt' (family rnn); it "
+            "takes --vocab, --seq-len, --min-seq-len, --hidden and --dropout");
   ModelOptions vocab;
   vocab.vocab = 100;
   EXPECT_EQ(message("resnet50", vocab), "--vocab does not apply to model 'resnet50' (family cnn); it takes "
                                         "--image-size, --classes and --dropout");
   ModelOptions classes;
   classes.num_classes = 10;
-  EXPECT_EQ(message("transformer", classes), "--classes does not apply to model 'transformer' (family "
-                                             "transformer); it takes --vocab, --seq-len, --min-seq-len, --hidden and --dropout");
+  EXPECT_EQ(message("transformer", classes),
+            "--classes does not apply to model 'transformer' (family "
+            "transformer); it takes --vocab, --seq-len, --min-seq-len, --hidden and --dropout");
   ModelOptions aux;
   aux.aux_logits = true;
   EXPECT_EQ(message("resnet18", aux).substr(0, 42), "--aux-logits does not apply to model 'resn");
@@ -275,8 +278,9 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   EXPECT_EQ(message("resnet50", hidden), "--hidden does not apply to model 'resnet50' (family cnn); it takes "
                                          "--image-size, --classes and --dropout");
   EXPECT_EQ(message("gnmt", hidden), "accepted");
-  EXPECT_EQ(message("gnmt", image), "--image-size does not apply to model 'gnmt' (family rnn); it takes --vocab, "
-                                    "--seq-len, --min-seq-len, --hidden and --dropout");
+  EXPECT_EQ(message("gnmt", image),
+            "--image-size does not apply to model 'gnmt' (family rnn); it takes --vocab, "
+            "--seq-len, --min-seq-len, --hidden and --dropout");
 }
 
 }  // namespace

@@ -68,10 +68,10 @@ TEST(ModelZoo, AuxiliaryClassifierParameters) {
 TEST(ModelZoo, ListsEveryModel) {
   std::vector<std::string> names;
   for (const auto& s : model_specs()) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"lenet", "tinycnn", "alexnet", "vgg11", "vgg16",
-                                             "vgg19", "resnet18", "resnet34", "resnet50",
-                                             "resnet101", "resnet152", "googlenet",
-                                             "inception3", "transformer", "transformer-big", "gnmt", "ncf", "ssd300"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "lenet", "tinycnn", "alexnet", "vgg11", "vgg16", "vgg19", "resnet18",
+                       "resnet34", "resnet50", "resnet101", "resnet152", "googlenet", "inception3",
+                       "transformer", "transformer-big", "gnmt", "ncf", "ssd300"}));
 }
 
 TEST(ModelZoo, TinyCnnParametersByHand) {
