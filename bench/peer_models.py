@@ -153,8 +153,8 @@ class Ssd300(torch.nn.Module):
         for block in self.extra:
             maps.append(block(maps[-1]))
         n = x.shape[0]
-        loc = torch.cat([head(m).view(n, 4, -1) for head, m in zip(self.loc, maps)], 2)
-        conf = torch.cat([head(m).view(n, self.num_classes, -1) for head, m in zip(self.conf, maps)], 2)
+        loc = torch.cat([head(m).reshape(n, 4, -1) for head, m in zip(self.loc, maps)], 2)
+        conf = torch.cat([head(m).reshape(n, self.num_classes, -1) for head, m in zip(self.conf, maps)], 2)
         return torch.cat([loc, conf], 1)
 
 

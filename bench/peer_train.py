@@ -40,6 +40,24 @@ def make_optimizer(name, params, lr, momentum):
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
+def multibox_loss(out, offsets, labels):
+    """SSD's loss as dlscale computes it (src/models/detection_task.cpp): per
+    image, smooth L1 on the matched boxes' offsets plus cross-entropy on the
+    matched boxes and the 3 hardest background boxes per matched one, over its
+    matched boxes; averaged over the batch."""
+    f = torch.nn.functional
+    loc, conf = out[:, :4], out[:, 4:]
+    pos = labels > 0
+    matched = pos.sum(1)
+    box = (f.smooth_l1_loss(loc, offsets.transpose(1, 2), reduction="none").sum(1) * pos).sum(1)
+    ce = f.cross_entropy(conf, labels, reduction="none")
+    with torch.no_grad():
+        rank = ce.masked_fill(pos, 0).argsort(1, descending=True).argsort(1)
+    neg = rank < (3 * matched).clamp(max=labels.shape[1]).unsqueeze(1)
+    total = box + (ce * (pos.float() + neg.float())).sum(1)
+    return (total * (matched > 0) / matched.float().clamp(min=1e-6)).mean()
+
+
 def synthetic_batch(args, device):
     """The model's inputs (a tuple) and its loss function of the output, for
     one synthetic batch made once, as dlscale's synthetic data."""
@@ -53,6 +71,16 @@ def synthetic_batch(args, device):
         tgt_in = torch.cat([torch.ones(b, 1, dtype=torch.long, device=device), tgt[:, :-1]], 1)
         ce = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
         return (src, tgt_in), lambda out: ce(out.reshape(-1, vocab), tgt.reshape(-1)), seq
+    if args.model == "ssd300":
+        classes = args.classes or 81
+        images = torch.randn(b, 3, 300, 300, device=device)
+        if args.channels_last:
+            images = images.contiguous(memory_format=torch.channels_last)
+        # About as many matched boxes as dlscale's synthetic objects match (1-3 objects).
+        labels = torch.where(torch.rand(b, 8732, device=device) < 0.005,
+                             torch.randint(1, classes, (b, 8732), device=device), 0)
+        offsets = torch.randn(b, 8732, 4, device=device) * 0.5 * (labels > 0).unsqueeze(2)
+        return (images,), lambda out: multibox_loss(out, offsets, labels), 1
     if args.model == "ncf":
         user = torch.randint(138493, (b,), device=device)
         item = torch.randint(26744, (b,), device=device)
@@ -130,7 +158,7 @@ def main():
     torch.backends.cudnn.benchmark = args.device.startswith("cuda")
     torch.manual_seed(args.seed)
     size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
-    classes = args.classes or (10 if args.model == "lenet" else 1000)
+    classes = args.classes or {"lenet": 10, "ssd300": 81}.get(args.model, 1000)
     model = build_model(args.model, size, num_classes=classes, vocab=args.vocab, hidden=args.hidden).to(args.device)
     if args.dropout >= 0:
         for m in model.modules():
