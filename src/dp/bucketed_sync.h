@@ -106,6 +106,8 @@ class BucketedSync : public GradientSync {
   const std::vector<torch::Tensor>& params() const { return params_; }
   std::vector<Bucket>& buckets() { return buckets_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  /// The bucket parameter `k` is in.
+  size_t bucket_of(size_t k) const { return bucket_of_.at(k); }
   torch::ScalarType wire_dtype() const { return wire_; }
   /// Where parameter `k`'s slot starts in its bucket, in elements.
   int64_t slot_offset(size_t k) const { return offset_of_[k]; }

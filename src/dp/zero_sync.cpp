@@ -124,7 +124,7 @@ class ZeroSync : public BucketedSync, public models::UnitObserver {
   double clip_gradients(const std::vector<torch::Tensor>& /*params*/, double max_norm) override {
     std::vector<torch::Tensor> grads;
     for (const auto& piece : segments_of_tensors_) grads.push_back(piece.grad());
-    return clip_grad_norm(grads, max_norm, [this](torch::Tensor& t) { comm_.allreduce(t, comm::ReduceOp::kSum); });
+    return clip_grad_norm(grads, max_norm, segments_.sum_over_workers);
   }
   /// --zero-unit block: this step's forward gathers unit by unit.
   void begin_step() override { stepping_ = gatherer_ != nullptr; }
@@ -356,14 +356,14 @@ void ZeroSync::by_units(const SyncContext& context) {
                 "--zero-unit block needs a model that declares units (the ResNets' residual blocks, "
                 "the Transformers' layers); this model has none: use --zero-unit model");
   DLSCALE_CHECK(context.observe_units != nullptr, "--zero-unit block: the model cannot report its units");
-  // unit_layout() made one bucket per unit with parameters, last unit first.
+  // unit_layout() made one bucket of each unit with parameters.
   unit_bucket_.assign(buckets().size(), false);
-  size_t b = 0;
   bucket_of_unit_.assign(context.units.size(), -1);
-  for (size_t u = context.units.size(); u-- > 0;) {
+  for (size_t u = 0; u < context.units.size(); ++u) {
     if (context.units[u].empty()) continue;
+    const size_t b = bucket_of(context.units[u].front());
     bucket_of_unit_[u] = static_cast<int>(b);
-    unit_bucket_[b++] = true;
+    unit_bucket_[b] = true;
   }
   gatherer_ = std::make_unique<Gatherer>(comm_.split(0, comm_.rank()),
                                          [this](comm::Communicator& c, size_t bucket) {
