@@ -320,9 +320,12 @@ TcpStore::TcpStore(const std::string& host, uint16_t port, std::chrono::millisec
     last_error = std::strerror(errno);
     ::close(fd_);
     fd_ = -1;
-    DLSCALE_CHECK(std::chrono::steady_clock::now() < deadline,
-                  "cannot reach the rendezvous store at {}:{} within {} ms: {}", host, port,
-                  timeout.count(), last_error);
+    // The network's failure, not the user's input (docs/errors.md): exit 5,
+    // as when the link goes down after the rendezvous.
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw PeerFailure(fmt::format("cannot reach the rendezvous store at {}:{} within {} ms: {}",
+                                    host, port, timeout.count(), last_error));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   const int one = 1;
@@ -345,12 +348,25 @@ TcpStore::~TcpStore() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+namespace {
+
+/// A worker that never set its key: the peers' failure, not the user's
+/// input (exit 5, docs/errors.md), as the network's failures below.
+[[noreturn]] void throw_not_set(const std::string& key, std::chrono::milliseconds timeout) {
+  throw PeerFailure(fmt::format("rendezvous: key '{}' was not set within {} ms (a worker missing?)", key,
+                                timeout.count()));
+}
+
+}  // namespace
+
 std::string TcpStore::request(uint8_t op, const std::string& key, const std::string& value,
                               bool* timed_out) {
   uint8_t status = 0;
   std::string rkey, reply;
-  DLSCALE_CHECK(write_message(fd_, op, key, value) && read_message(fd_, &status, &rkey, &reply),
-                "lost the connection to the rendezvous store at {} (master gone?)", address());
+  if (!write_message(fd_, op, key, value) || !read_message(fd_, &status, &rkey, &reply)) {
+    throw PeerFailure(
+        fmt::format("lost the connection to the rendezvous store at {} (master gone?)", address()));
+  }
   DLSCALE_CHECK(status != kBadRequest, "the rendezvous store at {} refused a request: {}",
                 address(), reply);
   if (timed_out != nullptr) *timed_out = status == kTimeout;
@@ -364,8 +380,7 @@ void TcpStore::set(const std::string& key, const std::string& value) {
 std::string TcpStore::get(const std::string& key) {
   bool timed_out = false;
   std::string v = request(kGet, key, std::to_string(timeout_.count()), &timed_out);
-  DLSCALE_CHECK(!timed_out, "rendezvous: key '{}' was not set within {} ms (a worker missing?)",
-                key, timeout_.count());
+  if (timed_out) throw_not_set(key, timeout_);
   return v;
 }
 
@@ -384,8 +399,7 @@ void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseco
         deadline - std::chrono::steady_clock::now());
     bool timed_out = false;
     request(kGet, key, std::to_string(std::max<int64_t>(0, left.count())), &timed_out);
-    DLSCALE_CHECK(!timed_out, "rendezvous: key '{}' was not set within {} ms (a worker missing?)",
-                  key, timeout.count());
+    if (timed_out) throw_not_set(key, timeout);
   }
 }
 

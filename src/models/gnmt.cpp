@@ -22,10 +22,6 @@ namespace {
 
 namespace F = torch::nn::functional;
 
-torch::Tensor drop(const torch::Tensor& x, double p, bool training) {
-  return p > 0 && training ? F::dropout(x, F::DropoutFuncOptions().p(p).training(true)) : x;
-}
-
 /// torch::nn::LSTM (batch first, zero initial state) that counts its
 /// multiply-accumulates.
 class LstmImpl : public torch::nn::Module, public MacCounter {
@@ -53,9 +49,9 @@ TORCH_MODULE(Lstm);
 /// Normalized Bahdanau attention (the reference's BahdanauAttention with
 /// normalize=True): score(q, k) = v̂ · tanh(W_q q + W_k k + b), where
 /// v̂ = g · v / |v|; the context is the softmax-weighted sum of the keys.
-class AttentionImpl : public torch::nn::Module, public MacCounter {
+class BahdanauAttentionImpl : public torch::nn::Module, public MacCounter {
  public:
-  explicit AttentionImpl(int64_t units) : units_(units) {
+  explicit BahdanauAttentionImpl(int64_t units) : units_(units) {
     query_ = register_module("query", Fc(torch::nn::LinearOptions(units, units).bias(false)));
     key_ = register_module("key", Fc(torch::nn::LinearOptions(units, units).bias(false)));
     v_ = register_parameter("v", torch::empty({units}).uniform_(-0.1, 0.1));
@@ -78,7 +74,7 @@ class AttentionImpl : public torch::nn::Module, public MacCounter {
   torch::Tensor v_, gain_, bias_;
   int64_t macs_ = 0;
 };
-TORCH_MODULE(Attention);
+TORCH_MODULE(BahdanauAttention);
 
 class Gnmt : public Model {
  public:
@@ -89,7 +85,7 @@ class Gnmt : public Model {
     encoder_.push_back(register_module("encoder2", Lstm(h, h, false)));
     encoder_.push_back(register_module("encoder3", Lstm(h, h, false)));
     attention_rnn_ = register_module("decoder0", Lstm(h, h, false));
-    attention_ = register_module("attention", Attention(h));
+    attention_ = register_module("attention", BahdanauAttention(h));
     for (int i = 1; i <= 3; ++i) decoder_.push_back(register_module("decoder" + std::to_string(i), Lstm(2 * h, h, false)));
     classifier_ = register_module("classifier", Fc(h, vocab));
     torch::NoGradGuard no_grad;
@@ -123,7 +119,7 @@ class Gnmt : public Model {
   torch::nn::Embedding embedding_{nullptr};
   std::vector<Lstm> encoder_;
   Lstm attention_rnn_{nullptr};
-  Attention attention_{nullptr};
+  BahdanauAttention attention_{nullptr};
   std::vector<Lstm> decoder_;
   Fc classifier_{nullptr};
 };

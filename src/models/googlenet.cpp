@@ -7,11 +7,11 @@
 namespace dlscale::models {
 namespace {
 
-constexpr double kBnEps = 1e-3;
+constexpr double kGoogLeNetBnEps = 1e-3;
 
 ConvBnRelu basic_conv(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1,
                       int64_t padding = 0) {
-  return ConvBnRelu(conv_options(in, out, kernel, stride, padding), kBnEps);
+  return ConvBnRelu(conv_options(in, out, kernel, stride, padding), kGoogLeNetBnEps);
 }
 
 torch::Tensor max_pool_ceil(const torch::Tensor& x, int64_t kernel, int64_t stride,
@@ -42,9 +42,9 @@ class InceptionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Inception);
 
-class AuxHeadImpl : public torch::nn::Module {
+class GoogLeNetAuxImpl : public torch::nn::Module {
  public:
-  AuxHeadImpl(int64_t in, int64_t classes, double dropout) {
+  GoogLeNetAuxImpl(int64_t in, int64_t classes, double dropout) {
     conv_ = register_module("conv", basic_conv(in, 128, 1));
     fc1_ = register_module("fc1", Fc(2048, 1024));
     fc2_ = register_module("fc2", Fc(1024, classes));
@@ -61,7 +61,7 @@ class AuxHeadImpl : public torch::nn::Module {
   Fc fc1_{nullptr}, fc2_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
 };
-TORCH_MODULE(AuxHead);
+TORCH_MODULE(GoogLeNetAux);
 
 class GoogLeNet : public ImageModel {
  public:
@@ -79,8 +79,8 @@ class GoogLeNet : public ImageModel {
     i5a_ = register_module("inception5a", Inception(832, 256, 160, 320, 32, 128, 128));
     i5b_ = register_module("inception5b", Inception(832, 384, 192, 384, 48, 128, 128));
     if (o.aux_logits) {
-      aux1_ = register_module("aux1", AuxHead(512, o.num_classes, dropout_or(o, 0.7)));
-      aux2_ = register_module("aux2", AuxHead(528, o.num_classes, dropout_or(o, 0.7)));
+      aux1_ = register_module("aux1", GoogLeNetAux(512, o.num_classes, dropout_or(o, 0.7)));
+      aux2_ = register_module("aux2", GoogLeNetAux(528, o.num_classes, dropout_or(o, 0.7)));
     }
     dropout_ = register_module("dropout", torch::nn::Dropout(dropout_or(o, 0.2)));
     fc_ = register_module("fc", Fc(1024, o.num_classes));
@@ -113,7 +113,7 @@ class GoogLeNet : public ImageModel {
   ConvBnRelu conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
   Inception i3a_{nullptr}, i3b_{nullptr}, i4a_{nullptr}, i4b_{nullptr}, i4c_{nullptr},
       i4d_{nullptr}, i4e_{nullptr}, i5a_{nullptr}, i5b_{nullptr};
-  AuxHead aux1_{nullptr}, aux2_{nullptr};
+  GoogLeNetAux aux1_{nullptr}, aux2_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
   Fc fc_{nullptr};
 };

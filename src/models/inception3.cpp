@@ -7,11 +7,11 @@
 namespace dlscale::models {
 namespace {
 
-constexpr double kBnEps = 1e-3;
+constexpr double kInceptionBnEps = 1e-3;
 using Pair = torch::ExpandingArray<2>;
 
 ConvBnRelu bc(int64_t in, int64_t out, Pair kernel, Pair stride = 1, Pair padding = 0) {
-  return ConvBnRelu(conv_options(in, out, kernel, stride, padding), kBnEps);
+  return ConvBnRelu(conv_options(in, out, kernel, stride, padding), kInceptionBnEps);
 }
 
 torch::Tensor avg_pool_3s1(const torch::Tensor& x) { return torch::avg_pool2d(x, 3, 1, 1); }
@@ -139,9 +139,9 @@ class InceptionEImpl : public torch::nn::Module {
 };
 TORCH_MODULE(InceptionE);
 
-class AuxHeadImpl : public torch::nn::Module {
+class InceptionAuxImpl : public torch::nn::Module {
  public:
-  AuxHeadImpl(int64_t in, int64_t classes) {
+  InceptionAuxImpl(int64_t in, int64_t classes) {
     conv0_ = register_module("conv0", bc(in, 128, 1));
     conv1_ = register_module("conv1", bc(128, 768, 5));
     fc_ = register_module("fc", Fc(768, classes));
@@ -153,7 +153,7 @@ class AuxHeadImpl : public torch::nn::Module {
   ConvBnRelu conv0_{nullptr}, conv1_{nullptr};
   Fc fc_{nullptr};
 };
-TORCH_MODULE(AuxHead);
+TORCH_MODULE(InceptionAux);
 
 class Inception3 : public ImageModel {
  public:
@@ -166,7 +166,7 @@ class Inception3 : public ImageModel {
     mixed6_ = register_module("mixed6",
                               torch::nn::Sequential(InceptionC(768, 128), InceptionC(768, 160),
                                                     InceptionC(768, 160), InceptionC(768, 192)));
-    if (o.aux_logits) aux_ = register_module("aux", AuxHead(768, o.num_classes));
+    if (o.aux_logits) aux_ = register_module("aux", InceptionAux(768, o.num_classes));
     mixed7_ = register_module("mixed7", torch::nn::Sequential(InceptionD(768), InceptionE(1280),
                                                               InceptionE(2048)));
     dropout_ = register_module("dropout", torch::nn::Dropout(dropout_or(o, 0.5)));
@@ -198,7 +198,7 @@ class Inception3 : public ImageModel {
  private:
   Branch stem_{nullptr}, stem2_{nullptr};
   torch::nn::Sequential mixed5_{nullptr}, mixed6_{nullptr}, mixed7_{nullptr};
-  AuxHead aux_{nullptr};
+  InceptionAux aux_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
   Fc fc_{nullptr};
 };

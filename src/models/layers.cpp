@@ -56,4 +56,9 @@ void init_batchnorm_identity(torch::nn::Module& module) {
   }
 }
 
+torch::Tensor drop(const torch::Tensor& x, double p, bool training) {
+  namespace F = torch::nn::functional;
+  return p > 0 && training ? F::dropout(x, F::DropoutFuncOptions().p(p).training(true)) : x;
+}
+
 }  // namespace dlscale::models

@@ -67,4 +67,7 @@ void init_kaiming_fan_out(torch::Tensor& w);
 /// Sets every BatchNorm in `module` to weight 1, bias 0.
 void init_batchnorm_identity(torch::nn::Module& module);
 
+/// Dropout with probability `p` while `training`, else `x` itself.
+torch::Tensor drop(const torch::Tensor& x, double p, bool training);
+
 }  // namespace dlscale::models

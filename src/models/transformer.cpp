@@ -28,10 +28,6 @@ struct Dims {
   double dropout = 0.1;
 };
 
-torch::Tensor drop(const torch::Tensor& x, double p, bool training) {
-  return p > 0 && training ? F::dropout(x, F::DropoutFuncOptions().p(p).training(true)) : x;
-}
-
 /// Multi-head attention: self-attention (one fused Q/K/V projection) or
 /// attention over a memory (Q from the input, K/V from the memory); the
 /// parameters are torch.nn.MultiheadAttention's, in other tensors.

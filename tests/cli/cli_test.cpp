@@ -196,12 +196,20 @@ TEST(Cli, NoSpaceLeftIsTheStorageExitCode) {
   EXPECT_EQ(o.err, "dlscale: error: cannot write '/dev/full': no space left on the device\n");
 }
 
+// The named models only, in the order named (the whole zoo runs every
+// model once, about 30 s; make run lists it).
 TEST(Cli, ModelsTable) {
-  const Outcome o = run("models");
+  const Outcome o = run("models resnet50 lenet");
   EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("resnet50"), std::string::npos);
   EXPECT_NE(o.out.find("25,557,032"), std::string::npos);
   EXPECT_NE(o.out.find("8.178"), std::string::npos);  // resnet50 GFLOPs at 224
+  EXPECT_NE(o.out.find("3,274,634"), std::string::npos);  // lenet
+  EXPECT_LT(o.out.find("resnet50"), o.out.find("lenet"));
+  EXPECT_EQ(o.out.find("resnet18"), std::string::npos);
+  const Outcome bad = run("models resnet50 nosuchnet");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("unknown model 'nosuchnet'"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out, "");
 }
 
 TEST(Cli, TrainRunWritesRecord) {

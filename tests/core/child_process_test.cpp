@@ -94,8 +94,10 @@ TEST(ChildProcess, TerminateGivesGraceThenKillsAndReachesTheGroup) {
   sleeper.terminate(5.0);
   EXPECT_LT(now_seconds() - start, 3.0);
   EXPECT_EQ(sleeper.term_signal(), SIGTERM);
-  // One that ignores SIGTERM is killed after the grace.
-  ChildProcess stubborn(shell("trap '' TERM; sleep 30 & wait"));
+  // One that ignores SIGTERM is killed after the grace. (Its sleeps are
+  // short: an orphaned `sleep 30` would hold ctest's output pipe open, and
+  // ctest waits for it, 30 s.)
+  ChildProcess stubborn(shell("trap '' TERM; while :; do sleep 0.05; done"));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   stubborn.terminate(0.3);
   EXPECT_EQ(stubborn.term_signal(), SIGKILL);
