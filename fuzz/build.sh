@@ -31,7 +31,7 @@ build() {
 sweep=("$root/src/sweep/expression.cpp" "$root/src/sweep/params.cpp")
 build fuzz_expression "${sweep[@]}"
 build fuzz_sweep_file "${sweep[@]}" "$root/src/sweep/sweep_file.cpp" "$root/src/sweep/planner.cpp" \
-  "$root/src/core/files.cpp" "$root/src/core/text_table.cpp" -lre2
+  "$root/src/core/files.cpp" "$root/src/core/text.cpp" "$root/src/core/text_table.cpp" -lre2
 build fuzz_store "$root/src/comm/tcp_store.cpp" "$root/src/core/log.cpp" "$root/src/core/clock.cpp"
 build fuzz_records "$root/src/data/tfrecord.cpp" "$root/src/data/tar_shards.cpp" \
   "$root/src/data/image_codec.cpp" "$root/src/core/files.cpp" -ljpeg -lpng
@@ -39,4 +39,4 @@ build fuzz_idx "$root/src/data/idx_dataset.cpp" "$root/src/data/file_list.cpp" "
 build fuzz_shard_index "$root/src/data/shard_index.cpp" "$root/src/data/tfrecord.cpp" \
   "$root/src/data/tar_shards.cpp" "$root/src/core/files.cpp"
 build fuzz_checkpoint "$root/src/train/checkpoint_meta.cpp" "$root/src/train/convergence.cpp" \
-  "$root/src/train/recipe.cpp"
+  "$root/src/train/recipe.cpp" "$root/src/core/text.cpp"

@@ -26,7 +26,7 @@ seed() {
       local i=0
       while IFS= read -r line; do printf '%s' "$line" > "$dir/seed$((i++))"; done < "$root/fuzz/seeds/expression.txt" ;;
     fuzz_sweep_file)
-      cp "$root"/examples/*.yaml "$dir/" ;;
+      cp "$root"/examples/*.yaml "$root"/fuzz/seeds/fuzz_sweep_file/*.yaml "$dir/" ;;
     fuzz_store)
       # first byte odd = after a valid hello; then SET k=v, GET k (10 ms), ADD n+1.
       printf '\001\001\001\000\000\000k\001\000\000\000v' > "$dir/set"

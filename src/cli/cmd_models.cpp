@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/torch_commands.h"
+#include "core/text.h"
 #include "core/error.h"
 #include "core/text_table.h"
 #include "models/model.h"
@@ -83,7 +84,7 @@ void run_models(const ModelsOptions& o) {
     records.push_back(facts_json(spec, f));
   }
   if (o.json) {
-    std::cout << records.dump(2) << '\n';
+    std::cout << dump_json(records, 2) << '\n';
   } else {
     table.print(std::cout);
     std::cout << "GFLOPs/sample: forward pass, 2 x multiply-accumulates of conv, FC, LSTM and attention layers "

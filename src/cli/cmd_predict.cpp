@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/torch_commands.h"
+#include "core/text.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -111,7 +112,7 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
   std::cerr << fmt::format("predicted {} point(s) in {:.3f} s\n", specs.size() * o.workers.size(), took);
   // Indented for people, unless it is too long to read anyway.
   const int indent = specs.size() * o.workers.size() <= 10000 ? 2 : -1;
-  if (!f.json.empty()) write_file_atomic(f.json, predict::prediction_json(p, argv).dump(indent) + "\n");
+  if (!f.json.empty()) write_file_atomic(f.json, dump_json(predict::prediction_json(p, argv), indent) + "\n");
   if (!f.html.empty()) write_file_atomic(f.html, predict::prediction_html(p));
 }
 

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/text.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/subprocess.h"
@@ -289,7 +290,7 @@ UpOutcome cluster_up(const ClusterSpec& spec) {
                             {"link_mbit", spec.link_mbit}, {"subnet", kSubnet},
                             {"slurm", spec.slurm}, {"slurm_cpus", spec.slurm_cpus},
                             {"slurm_memory_mb", spec.slurm_memory_mb}};
-    write_file_atomic(state_path(spec.name), state.dump(2) + "\n");
+    write_file_atomic(state_path(spec.name), dump_json(state, 2) + "\n");
   } catch (...) {
     remove_all(spec.name);
     throw;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/text.h"
 #include "core/error.h"
 
 namespace dlscale::comm {
@@ -22,7 +23,7 @@ std::vector<std::string> allgather_strings(Communicator& comm, const std::string
 }
 
 void check_same_config(Communicator& comm, const nlohmann::json& fields) {
-  const std::vector<std::string> all = allgather_strings(comm, fields.dump());
+  const std::vector<std::string> all = allgather_strings(comm, dump_json(fields));
   const nlohmann::json reference = nlohmann::json::parse(all[0]);
   for (int r = 1; r < comm.size(); ++r) {
     const nlohmann::json other = nlohmann::json::parse(all[r]);
@@ -30,7 +31,7 @@ void check_same_config(Communicator& comm, const nlohmann::json& fields) {
       const nlohmann::json theirs = other.contains(it.key()) ? other[it.key()] : nlohmann::json();
       DLSCALE_CHECK(theirs == it.value(),
                     "workers disagree on the run config: rank {} has {}={}, rank 0 has {}={}", r,
-                    it.key(), theirs.dump(), it.key(), it.value().dump());
+                    it.key(), dump_json(theirs), it.key(), dump_json(it.value()));
     }
   }
 }

@@ -1,5 +1,6 @@
 #include "data/data_bench.h"
 
+#include "core/text.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -95,7 +96,7 @@ nlohmann::json run_data_bench(const DataBenchOptions& o, std::ostream& out) {
                                   stats.batches > 0 ? 1e3 * stats.busy_seconds / stats.batches : 0.0},
         {"skipped_corrupt", stats.skipped}, {"reduced_decodes", stats.reduced_decodes},
         {"region_decodes", stats.region_decodes}, {"stage_s", opened.stage_seconds}}}};
-  if (!o.json_path.empty()) write_file_atomic(o.json_path, record.dump(2) + "\n");
+  if (!o.json_path.empty()) write_file_atomic(o.json_path, dump_json(record, 2) + "\n");
   return record;
 }
 

@@ -5,6 +5,7 @@
 #include "comm/inproc/inproc_communicator.h"
 #include "comm/session.h"
 #include "compute/devices.h"
+#include "core/text.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sysinfo.h"
@@ -63,7 +64,7 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
       record["inputs"]["slurm"] = env.slurm.to_json();
       record["environment"] = dlscale::to_json(collect_system_info());
       record["environment"]["torch_version"] = compat::torch_version();
-      write_file_atomic(o.json_path, record.dump(2) + "\n");
+      write_file_atomic(o.json_path, dump_json(record, 2) + "\n");
     }
     if (result.wrong > 0) {
       throw InternalError(

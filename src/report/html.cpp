@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/text.h"
 #include "core/error.h"
 #include "core/record_keys.h"
 #include "core/stats.h"
@@ -447,7 +448,7 @@ std::string runs_section(const std::vector<sweep::RunRecord>& runs) {
     o << "<tr><td class=\"n\">" << r.id << "</td><td>" << esc(r.sweep) << "</td><td class=\"s-" << esc(r.status)
       << "\">" << esc(r.status) << (r.reason.empty() ? "" : ": " + esc(r.reason)) << "</td><td class=\"n\">" << ok
       << "/" << r.repeats.size() << "</td><td>" << esc(r.started_at) << "</td><td>" << esc(r.host)
-      << "</td><td><code>" << esc(sweep::to_json(r.params).dump()) << "</code></td></tr>\n";
+      << "</td><td><code>" << esc(dump_json(sweep::to_json(r.params))) << "</code></td></tr>\n";
   }
   o << "</table>\n";
   return o.str();

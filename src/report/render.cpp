@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/text.h"
 #include "core/text_table.h"
 #include "report/report.h"
 
@@ -125,7 +126,7 @@ std::string render_json(const Report& r) {
     rows.push_back(o);
   }
   j["rows"] = rows;
-  return j.dump(2) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 }  // namespace

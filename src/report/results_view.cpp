@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/text.h"
 #include "core/error.h"
 #include "core/record_keys.h"
 #include "core/stats.h"
@@ -48,7 +49,7 @@ std::string show_run(const sweep::RunRecord& r) {
   out << fmt::format("run {} of sweep '{}': {}{}\n", r.id, r.sweep, r.status, r.reason.empty() ? "" : " (" + r.reason + ")");
   out << fmt::format("  started {}  ended {}  host {}  pid {}{}\n", r.started_at, r.ended_at.empty() ? "-" : r.ended_at,
                      r.host, r.pid, r.slurm_job.empty() ? "" : "  Slurm job " + r.slurm_job);
-  out << "  versions " << r.versions.dump() << "\n  parameters:\n";
+  out << "  versions " << dump_json(r.versions) << "\n  parameters:\n";
   for (const auto& [name, value] : r.params) out << fmt::format("    {}: {}\n", name, value.to_string());
   for (const auto& rep : r.repeats) {
     out << fmt::format("  repeat {}: {}{}  {:.1f} s  log {}\n", rep.repeat, rep.status,
@@ -92,7 +93,7 @@ std::string export_runs(const std::vector<sweep::RunRecord>& runs, Format format
     nlohmann::ordered_json doc;
     doc["schema"] = "dlscale.results-export/1";
     doc["runs"] = all;
-    return doc.dump(2) + "\n";
+    return dump_json(doc, 2) + "\n";
   }
   std::set<std::string> params, metrics;
   for (const auto& r : runs) {

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/subprocess.h"
+#include "core/text.h"
 
 namespace dlscale::slurm {
 namespace {
@@ -56,7 +57,8 @@ JobState query_accounting(const std::string& id) {
 void write_batch_script(const std::string& path, const std::vector<std::string>& argv,
                         const std::string& comment) {
   DLSCALE_CHECK(!argv.empty(), "a batch script needs a command");
-  std::string text = "#!/bin/sh\n# " + comment + "\nexec";
+  // printable(): no byte of a sweep's name or parameters can end the comment.
+  std::string text = "#!/bin/sh\n# " + printable(comment) + "\nexec";
   for (const std::string& word : argv) text += " " + shell_quote(word);
   write_file_atomic(path, text + "\n");
   DLSCALE_CHECK(::chmod(path.c_str(), 0755) == 0, "cannot make '{}' executable", path);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/text.h"
 #include "core/error.h"
 
 namespace dlscale::sweep {
@@ -57,7 +58,7 @@ std::string run_key(const Params& p) {
   identity.erase("repeats");
   identity.erase("timeout");
   // Invalid UTF-8 (from a value an expression cut in two) must not throw here.
-  return to_json(identity).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return dump_json(to_json(identity));
 }
 
 std::vector<std::string> varying_params(const std::vector<const Params*>& runs, const std::set<std::string>& exclude) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/text.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -291,8 +292,8 @@ std::int64_t ResultsStore::upsert_run_locked(const RunStart& s, const std::strin
                "pid = excluded.pid, versions = excluded.versions, slurm_job = ''");
   up.bind(1, s.sweep).bind(2, key).bind(3, text_or(s.params, "kind")).bind(4, text_or(s.params, "model"));
   up.bind(5, text_or(s.params, "scaling")).bind(6, int_or(s.params, "workers")).bind(7, int_or(s.params, "batch"));
-  up.bind(8, int_or(s.params, "global-batch")).bind(9, to_json(s.params).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).bind(10, status).bind(11, reason);
-  up.bind(12, s.started_at).bind(13, s.host).bind(14, static_cast<std::int64_t>(s.pid)).bind(15, s.versions.dump());
+  up.bind(8, int_or(s.params, "global-batch")).bind(9, dump_json(to_json(s.params))).bind(10, status).bind(11, reason);
+  up.bind(12, s.started_at).bind(13, s.host).bind(14, static_cast<std::int64_t>(s.pid)).bind(15, dump_json(s.versions));
   up.step();
   Statement id(db_, "SELECT id FROM runs WHERE sweep = ? AND run_key = ?");
   id.bind(1, s.sweep).bind(2, key);
@@ -339,7 +340,7 @@ void ResultsStore::finish_run(std::int64_t run_id, const std::string& status, co
   up.step();
   if (!versions.is_null()) {
     Statement v(db_, "UPDATE runs SET versions = ? WHERE id = ?");
-    v.bind(1, versions.dump()).bind(2, run_id);
+    v.bind(1, dump_json(versions)).bind(2, run_id);
     v.step();
   }
   tx.commit();

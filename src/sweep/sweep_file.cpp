@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/text.h"
 
 namespace dlscale::sweep {
 namespace {
@@ -19,8 +20,12 @@ std::string where(const std::string& path, const YAML::Node& node) {
 
 /// A YAML scalar as a Value: unquoted numbers and true/false keep their type;
 /// quoted scalars are always text.
-Value scalar_value(const YAML::Node& node) {
+Value scalar_value(const YAML::Node& node, const std::string& path) {
   const std::string s = node.Scalar();
+  // The file's bytes are checked (check_text); an escape such as "\n" in a
+  // quoted scalar gets past that, and would end a line of a job script.
+  DLSCALE_CHECK(!has_control(s) && is_utf8(s), "{}: the value '{}' holds a control character, or an escape that "
+                "is not UTF-8 text", where(path, node), printable(s));
   if (node.Tag() == "!") return Value(s);
   if (s == "true" || s == "True") return Value(true);
   if (s == "false" || s == "False") return Value(false);
@@ -42,7 +47,7 @@ bool has_template(const std::string& s) {
 RawValue raw_value(const YAML::Node& node, const std::string& path, const std::string& what) {
   RawValue r;
   if (node.IsScalar()) {
-    r.literal = scalar_value(node);
+    r.literal = scalar_value(node, path);
     if (r.literal.is_string() && has_template(r.literal.string())) {
       r.is_template = true;
       r.text = r.literal.string();
@@ -53,7 +58,7 @@ RawValue raw_value(const YAML::Node& node, const std::string& path, const std::s
     Value::List items;
     for (const YAML::Node& item : node) {
       DLSCALE_CHECK(item.IsScalar(), "{}: {} must be a value or a list of values", where(path, item), what);
-      items.push_back(scalar_value(item));
+      items.push_back(scalar_value(item, path));
     }
     r.literal = Value(items);
     return r;
@@ -63,9 +68,10 @@ RawValue raw_value(const YAML::Node& node, const std::string& path, const std::s
 }
 
 void check_name(const std::string& name, const YAML::Node& node, const std::string& path) {
-  DLSCALE_CHECK(!name.empty() && name.find_first_of(" ${}()\"'") == std::string::npos,
+  DLSCALE_CHECK(!name.empty() && name.find_first_of(" ${}()\"'") == std::string::npos && !has_control(name) &&
+                    is_utf8(name),
                 "{}: '{}' is not a valid parameter name (letters, digits, '-' and '_')",
-                where(path, node), name);
+                where(path, node), printable(name));
 }
 
 RawParams param_map(const YAML::Node& node, const std::string& path, const std::string& section) {
@@ -112,9 +118,9 @@ Extension parse_extension(const YAML::Node& node, int index, const std::string& 
     }
   }
   if (const YAML::Node skip = node["skip"]) {
-    DLSCALE_CHECK(skip.IsScalar() && scalar_value(skip).is_bool(), "{}: {} 'skip' must be true or false",
+    DLSCALE_CHECK(skip.IsScalar() && scalar_value(skip, path).is_bool(), "{}: {} 'skip' must be true or false",
                   where(path, skip), what);
-    e.skip = scalar_value(skip).boolean();
+    e.skip = scalar_value(skip, path).boolean();
   }
   e.set = param_map(node["set"], path, what + " 'set'");
   DLSCALE_CHECK(e.skip || !e.set.empty(), "{}: {} needs 'set' or 'skip: true'", where(path, node), what);
@@ -134,14 +140,10 @@ void check_text(const std::string& text, const std::string& path) {
   for (size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c == '\n') ++line;
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len > 0 && i + len <= text.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
-    if (ok && len == 2) ok = c >= 0xC2;  // no overlong forms
-    DLSCALE_CHECK(ok, "{}:{}: not valid UTF-8 text (byte 0x{:02x})", path, line, c);
-    DLSCALE_CHECK(len > 1 || c >= 0x20 || c == '\t' || c == '\n' || c == '\r',
+    const size_t len = utf8_sequence_length(text, i);
+    DLSCALE_CHECK(len > 0, "{}:{}: not valid UTF-8 text (byte 0x{:02x})", path, line, c);
+    DLSCALE_CHECK(len > 1 || (c >= 0x20 && c != 0x7F) || c == '\t' || c == '\n' || c == '\r',
                   "{}:{}: control character 0x{:02x} in the file", path, line, c);
-    DLSCALE_CHECK(c != 0x7F, "{}:{}: control character 0x7f in the file", path, line);
     i += len;
   }
 }
@@ -149,11 +151,16 @@ void check_text(const std::string& text, const std::string& path) {
 }  // namespace
 
 void check_sweep_name(const std::string& name) {
-  DLSCALE_CHECK(!name.empty() && name.size() <= 128 && name.find('/') == std::string::npos &&
-                    name != "." && name != "..",
-                "sweep name '{}' must be 1 to 128 characters without '/', and not '.' or '..' (it "
-                "names the directory of the sweep's run logs)",
-                name);
+  // It names the directory of the run logs, Slurm's jobs and a comment line
+  // of their scripts: nothing in it may end a line, start an option, climb
+  // a directory or need quoting beyond a space.
+  const bool safe_chars = name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                 "0123456789 ._-+=,@()") == std::string::npos;
+  DLSCALE_CHECK(!name.empty() && name.size() <= 128 && safe_chars && name.front() != '-' && name.front() != '.' &&
+                    name.front() != ' ' && name.back() != ' ',
+                "sweep name '{}' must be 1 to 128 of letters, digits, spaces and . _ - + = , @ ( ), not starting "
+                "with '.', '-' or a space (it names the directory of the sweep's run logs and its Slurm jobs)",
+                printable(name));
 }
 
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& path) {

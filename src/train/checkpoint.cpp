@@ -3,6 +3,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/text.h"
 #include "core/error.h"
 
 namespace dlscale::train {
@@ -25,7 +26,7 @@ std::vector<torch::Tensor> bytes_tensors(const std::string& bytes) {
 }  // namespace
 
 std::string encode_checkpoint(const CheckpointState& state) {
-  return frame_checkpoint({to_json(state.meta).dump(), tensors_bytes(state.tensors),
+  return frame_checkpoint({dump_json(to_json(state.meta)), tensors_bytes(state.tensors),
                            state.optimizer, tensors_bytes(state.rng)});
 }
 

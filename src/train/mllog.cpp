@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/text.h"
 #include "core/clock.h"
 #include "core/error.h"
 
@@ -26,7 +27,7 @@ std::string Mllog::line(int64_t time_ms, const std::string& event_type, const st
   j["key"] = key;
   j["value"] = value;
   j["metadata"] = metadata;
-  return ":::MLLOG " + j.dump();
+  return ":::MLLOG " + dump_json(j);
 }
 
 void Mllog::write(const std::string& event_type, const std::string& key,

@@ -5,6 +5,7 @@
 
 #include "core/enum_names.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace dlscale::train {
 
@@ -106,6 +107,9 @@ void check_recipe(const RecipeOptions& r) {
                 "--warmup-start-factor must be in [0, 1] (got {})", r.warmup_start_factor);
   check_schedule(r);
   DLSCALE_CHECK(!r.mllog_org.empty(), "--mllog-org must not be empty (MLPerf's submission_org)");
+  // Checked before any work: they go into JSON lines and the results.
+  check_text_value(r.mllog_org, "--mllog-org");
+  check_text_value(r.mllog_platform, "--mllog-platform");
   DLSCALE_CHECK(r.lars_eta > 0 && r.lars_eta <= 1, "--lars-eta must be in (0, 1] (got {})",
                 r.lars_eta);
   DLSCALE_CHECK(r.label_smoothing < 1, "--label-smoothing must be < 1 (got {}; negative = the model's default)",

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "comm/agreement.h"
+#include "core/text.h"
 #include "core/clock.h"
 #include "compute/devices.h"
 #include "compute/phase_clock.h"
@@ -465,7 +466,7 @@ void Trainer::write_outputs() {
   std::vector<nlohmann::json> traces;
   if (tracer_) {
     if (worker_.world_size > 1) {
-      for (const auto& s : comm::allgather_strings(*worker_.comm, tracer_->events().dump())) {
+      for (const auto& s : comm::allgather_strings(*worker_.comm, dump_json(tracer_->events()))) {
         traces.push_back(nlohmann::json::parse(s));
       }
     } else {
@@ -473,14 +474,14 @@ void Trainer::write_outputs() {
     }
   }
   if (worker_.rank != 0) return;
-  if (tracer_) write_file_atomic(o.output.trace_path, make_trace(traces).dump() + "\n");
+  if (tracer_) write_file_atomic(o.output.trace_path, dump_json(make_trace(traces)) + "\n");
   if (!o.output.save_weights.empty()) {
     std::ostringstream out;
     torch::save(model_->parameters(), out);
     write_file_atomic(o.output.save_weights, out.str());
   }
   if (profiler_) result_.backward_profile = profiler_->to_json();
-  if (!o.output.json_path.empty()) write_file_atomic(o.output.json_path, to_json(result_).dump(2) + "\n");
+  if (!o.output.json_path.empty()) write_file_atomic(o.output.json_path, dump_json(to_json(result_), 2) + "\n");
 }
 
 TrainResult Trainer::run(TrainObserver& observer) {

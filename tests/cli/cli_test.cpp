@@ -49,6 +49,12 @@ TEST(Cli, BadInputIsOneLineErrorWithExitCode2) {
   expect_usage_error("train --model lenet --batch abc", "--batch");
   expect_usage_error("train --no-such-flag", "--no-such-flag");
   expect_usage_error("frobnicate", "unknown command 'frobnicate'; commands: models, train");
+  // Text that goes into the record and the MLPerf log is checked before any
+  // work: a byte that is not UTF-8 once lost the whole run's record (issue 42).
+  expect_usage_error("train --model lenet --mllog-org \"$(printf '\\377')\"",
+                     "--mllog-org must be UTF-8 text without control characters (got '\\xff')");
+  expect_usage_error("train --model lenet --mllog-platform \"$(printf 'a\\nb')\"",
+                     "--mllog-platform must be UTF-8 text without control characters (got 'a\\nb')");
 }
 
 // Numbers out of range are one-line errors naming the flag, exit 2: never a

@@ -54,5 +54,20 @@ TEST(SlurmBatch, SbatchLineAndAScriptTheShellRunsWordForWord) {
   std::filesystem::remove(script);
 }
 
+// The comment line carries the sweep's name and the run's tag: no byte of
+// them may end the line and run as a command (issue 42).
+TEST(SlurmBatch, NothingInTheCommentEndsItsLine) {
+  const std::string script = testing::temp_path("inject.sbatch");
+  const std::string marker = testing::temp_path("PWNED");
+  std::filesystem::remove(marker);
+  write_batch_script(script, {"true"}, "sweep 'x\ntouch " + marker + "\r\n#SBATCH --uid=0\x1b[2J', tag\\");
+  const std::string text = read_file(script);
+  EXPECT_EQ(text, "#!/bin/sh\n# sweep 'x\\ntouch " + marker + "\\r\\n#SBATCH --uid=0\\x1b[2J', tag\\\\\nexec 'true'\n");
+  std::string out;
+  ASSERT_EQ(run_captured({script}, &out), 0) << out;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  std::filesystem::remove(script);
+}
+
 }  // namespace
 }  // namespace dlscale::slurm

@@ -171,20 +171,48 @@ TEST(Planner, ErrorsNameTheParameter) {
             "extension 1: 'when' names 'modle', which is not a parameter of the sweep");
 }
 
-// The sweep's name is a directory under --output-dir: a name that is a path
-// (or '.', '..') would put run logs and records outside it.
-TEST(Planner, SweepNamesThatArePathsAreRefused) {
-  for (const std::string name : {"../../etc", "a/b", "..", "."}) {
+// The sweep's name is a directory under --output-dir, a Slurm job's name and
+// a comment line of its script: a name that is a path (or '.', '..') would
+// put run logs outside it, and a newline ran commands in the job (issue 42).
+TEST(Planner, SweepNamesOutsideTheSafeSetAreRefused) {
+  const std::string rule =
+      "' must be 1 to 128 of letters, digits, spaces and . _ - + = , @ ( ), not starting with '.', '-' or a "
+      "space (it names the directory of the sweep's run logs and its Slurm jobs)";
+  for (const std::string name : {"../../etc", "a/b", "..", ".", ".hidden", "-x", " lead", "trail ", "a;b", "a$b",
+                                 "a`b`", "a\"b", "a\\b", "a*", "x#y", "a|b", "a<b"}) {
     EXPECT_EQ(plan_error("name: '" + name + "'\nparameters: {batch: 8}"),
-              "test.yaml:1: sweep name '" + name +
-                  "' must be 1 to 128 characters without '/', and not '.' or '..' (it names the "
-                  "directory of the sweep's run logs)")
+              "test.yaml:1: sweep name '" + (name == "a\\b" ? std::string("a\\\\b") : name) + rule)
         << name;
   }
+  // YAML's escapes get past the file's byte check; the name's check stops them.
+  EXPECT_EQ(plan_error("name: \"inj1\\ntouch PWNED\\n#\"\nparameters: {batch: 8}"),
+            "test.yaml:1: sweep name 'inj1\\ntouch PWNED\\n#" + rule);
+  EXPECT_EQ(plan_error("name: \"a\\tb\"\nparameters: {batch: 8}"), "test.yaml:1: sweep name 'a\\tb" + rule);
+  EXPECT_EQ(plan_error("name: \"caf\\u00e9\"\nparameters: {batch: 8}"),
+            "test.yaml:1: sweep name 'caf\u00e9" + rule);
   EXPECT_NE(plan_error("name: '" + std::string(129, 'x') + "'\nparameters: {batch: 8}").find("1 to 128"),
             std::string::npos);
   EXPECT_EQ(plan("name: 'my study-2 (v1)'\nparameters: {batch: 8}").size(), 1u);
+  EXPECT_EQ(plan("name: 'a_b.c+d=e,f@g'\nparameters: {batch: 8}").size(), 1u);
   EXPECT_THROW(check_sweep_name("../x"), Error);
+  EXPECT_THROW(check_sweep_name("x\n#SBATCH --uid=0"), Error);
+}
+
+// A value (or a parameter's name) decoded from a YAML escape reaches the
+// job script's comment (the run's tag: strategy, compress, '_' parameters),
+// the dlscale command line and the logs: control characters are refused.
+TEST(Planner, ControlCharactersInDecodedValuesAreRefused) {
+  const std::string tail = "' holds a control character, or an escape that is not UTF-8 text";
+  EXPECT_EQ(plan_error("parameters: {batch: 8, strategy: \"allreduce\\n#SBATCH --x\"}"),
+            "test.yaml:1: the value 'allreduce\\n#SBATCH --x" + tail);
+  EXPECT_EQ(plan_error("parameters: {batch: 8, _tag: \"a\\rb\"}"), "test.yaml:1: the value 'a\\rb" + tail);
+  EXPECT_EQ(plan_error("parameters: {batch: 8}\nvariables: {compress: [none, \"fp16\\x1b[2J\"]}"),
+            "test.yaml:2: the value 'fp16\\x1b[2J" + tail);
+  EXPECT_EQ(plan_error("parameters: {batch: 8}\nextensions: [{when: {batch: 8}, set: {_n: \"\\0\"}}]"),
+            "test.yaml:2: the value '\\x00" + tail);
+  EXPECT_EQ(plan_error("parameters: {batch: 8, \"a\\nb\": 1}"),
+            "test.yaml:1: 'a\\nb' is not a valid parameter name (letters, digits, '-' and '_')");
+  EXPECT_EQ(plan("parameters: {batch: 8, _note: \"caf\\u00e9 \\u2014 ok\"}").size(), 1u);
 }
 
 TEST(Planner, MalformedFilesGiveOneLineErrors) {
