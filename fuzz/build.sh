@@ -28,10 +28,10 @@ build() {
   clang++ "${flags[@]}" "$root/fuzz/$name.cpp" "${srcs[@]}" -o "$out/$name" "${libs[@]}" \
     -lfmt -lyaml-cpp -lpthread
 }
-sweep=("$root/src/sweep/expression.cpp" "$root/src/sweep/params.cpp")
+sweep=("$root/src/sweep/expression.cpp" "$root/src/sweep/params.cpp" "$root/src/core/text.cpp")
 build fuzz_expression "${sweep[@]}"
 build fuzz_sweep_file "${sweep[@]}" "$root/src/sweep/sweep_file.cpp" "$root/src/sweep/planner.cpp" \
-  "$root/src/core/files.cpp" "$root/src/core/text.cpp" "$root/src/core/text_table.cpp" -lre2
+  "$root/src/core/files.cpp" "$root/src/core/text_table.cpp" -lre2
 build fuzz_store "$root/src/comm/tcp_store.cpp" "$root/src/core/log.cpp" "$root/src/core/clock.cpp"
 build fuzz_records "$root/src/data/tfrecord.cpp" "$root/src/data/tar_shards.cpp" \
   "$root/src/data/image_codec.cpp" "$root/src/core/files.cpp" -ljpeg -lpng

@@ -52,7 +52,46 @@ JobState query_accounting(const std::string& id) {
   return s;
 }
 
+/// The last non-empty line of a command's output.
+std::string last_line(const std::string& out) {
+  const std::string t = trim(out);
+  const std::size_t nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
 }  // namespace
+
+bool says_controller_unreachable(const std::string& output) {
+  for (const char* what : {"Unable to contact slurm controller", "Socket timed out on send/recv",
+                           "Zero Bytes were transmitted or received"}) {
+    if (output.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+void throw_controller_unreachable(const std::string& command, const std::string& output) {
+  // The line that says so ("... is DOWN", "Unable to contact ..."), not a banner after it.
+  std::string why = last_line(output);
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (says_controller_unreachable(line) || line.find(" is DOWN") != std::string::npos) {
+      why = trim(line);
+      break;
+    }
+  }
+  throw PeerFailure(fmt::format("cannot reach slurmctld ({}: {}); nothing was submitted or stored, and the jobs "
+                                "already submitted go on: run the sweep again once Slurm answers",
+                                command, printable(why)));
+}
+
+void check_controller() {
+  std::string out;
+  const int rc = run_captured({"scontrol", "ping"}, &out);
+  if (rc == kExitExecFailed) return;  // no Slurm client: sbatch's own check names it
+  if (rc != 0 || out.find("DOWN") != std::string::npos || says_controller_unreachable(out)) {
+    throw_controller_unreachable("scontrol ping", out);
+  }
+}
 
 void write_batch_script(const std::string& path, const std::vector<std::string>& argv,
                         const std::string& comment) {
@@ -87,13 +126,13 @@ std::string submit_job(const BatchJob& job) {
   const int rc = run_captured(spawn, &out);
   out = trim(out);
   if (rc == kExitExecFailed) throw Error("launcher slurm needs 'sbatch' (Debian package slurm-client) on PATH");
-  const std::string last = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
+  if (says_controller_unreachable(out)) throw_controller_unreachable("sbatch", out);
+  const std::string last = last_line(out);
   // --parsable prints "ID" or "ID;cluster".
   const std::string id = last.substr(0, last.find(';'));
   const bool numeric = !id.empty() && id.find_first_not_of("0123456789_") == std::string::npos;
   // No slurm.conf, or no controller to reach: Slurm is not usable from here.
-  const bool no_slurm = out.find("configuration source") != std::string::npos ||
-                        out.find("Unable to contact slurm controller") != std::string::npos;
+  const bool no_slurm = out.find("configuration source") != std::string::npos;
   DLSCALE_CHECK(rc == 0 && numeric, "sbatch refused the job: {}{}", out.empty() ? "(no output)" : last,
                 no_slurm ? " (run the sweep where Slurm's commands work: a login node, or a host of the emulated "
                            "cluster with 'dlscale cluster exec --name N 0 -- dlscale sweep ...'; docs/slurm.md)"
@@ -150,6 +189,9 @@ JobState query_job(const std::string& id) {
   if (run_captured({"scontrol", "show", "job", "-o", id}, &out) == 0) {
     JobState s = parse_scontrol_job(out);
     if (s.known) return s;
+  } else if (says_controller_unreachable(out)) {
+    // Not "unknown": the job may be running. Nothing may be decided on it.
+    throw_controller_unreachable("scontrol", out);
   }
   return query_accounting(id);
 }

@@ -33,7 +33,8 @@ void write_batch_script(const std::string& path, const std::vector<std::string>&
 std::vector<std::string> sbatch_command(const BatchJob& job);
 
 /// Submits the job; returns its ID. Throws dlscale::Error with sbatch's own
-/// message when Slurm refuses it.
+/// message when Slurm refuses it, dlscale::PeerFailure when slurmctld cannot
+/// be reached.
 std::string submit_job(const BatchJob& job);
 
 /// What Slurm says of a job.
@@ -53,8 +54,18 @@ JobState parse_scontrol_job(const std::string& line);
 /// "1-02:03:04", "02:03:04", "03:04" as seconds; 0 when malformed.
 double parse_slurm_duration(const std::string& text);
 
-/// Asks scontrol, then sacct. `known` is false when neither knows the job.
+/// Asks scontrol, then sacct. `known` is false when neither knows the job;
+/// throws dlscale::PeerFailure when slurmctld cannot be reached.
 JobState query_job(const std::string& id);
+
+/// Whether a Slurm command's output says slurmctld could not be reached.
+bool says_controller_unreachable(const std::string& output);
+/// Throws dlscale::PeerFailure (exit 5): "cannot reach slurmctld (COMMAND:
+/// its last line); ..." saying that nothing was changed.
+[[noreturn]] void throw_controller_unreachable(const std::string& command, const std::string& output);
+/// `scontrol ping`: throws as above unless slurmctld answers. Does nothing
+/// where scontrol is missing (sbatch's own check names the package).
+void check_controller();
 
 /// scancel; returns whether Slurm accepted it (false when the job is gone).
 bool cancel_job(const std::string& id);

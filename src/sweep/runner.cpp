@@ -63,6 +63,7 @@ struct SlurmJob {
 };
 
 constexpr double kCancelWaitS = 30;  // for cancelled jobs to leave Slurm's queue
+constexpr double kControllerGraceS = 60;  // a slurmctld that stops answering mid-sweep (a restart)
 
 bool on_slurm(const PlannedRun& run) { return param_text(run.params, "launcher") == "slurm"; }
 
@@ -79,6 +80,9 @@ class Sweep {
     std::filesystem::create_directories(dir_, ec);
     DLSCALE_CHECK(!ec, "cannot create the run output directory '{}': {}", dir_.string(), ec.message());
     const int to_run = read_store();
+    // A resume while slurmctld is down must neither fail nor resubmit the
+    // runs whose jobs are in flight: stop before anything is changed.
+    if (slurm_runs_to_run_ > 0) slurm::check_controller();
     progress_ = std::make_unique<Progress>(o_, repeats_to_run_);
     progress_->line(fmt::format("sweep '{}': {} run(s) planned, {} to run, results in {}", o_.sweep_name,
                                 plan_.size(), to_run, store_.path()));
@@ -122,6 +126,7 @@ class Sweep {
                                       &unused)) {
         repeats_to_run_ += static_cast<int>(param_int(run.params, "repeats"));
         ++to_run;
+        if (on_slurm(run)) ++slurm_runs_to_run_;
       }
     }
     return to_run;
@@ -329,6 +334,8 @@ class Sweep {
       b.time_limit_s = param_or(run.params, "timeout", Value(600)).number();
       b.env = {{kEnvJobSecret, random_job_secret()}};  // every job its own
       job.id = slurm::submit_job(b);
+    } catch (const PeerFailure&) {
+      throw;  // slurmctld unreachable: the run is not the cause; a resume submits it
     } catch (const Error& e) {
       RepeatRecord rec;
       rec.repeat = rep;
@@ -379,8 +386,7 @@ class Sweep {
   /// Polls the jobs until at most `most` are in flight (or the sweep is interrupted).
   void wait_for_jobs(std::size_t most) {
     while (jobs_.size() > most) {
-      poll_jobs();
-      if (jobs_.size() <= most) return;
+      if (poll_jobs_through_outages() && jobs_.size() <= most) return;
       for (int tick = 0; tick < 10; ++tick) {
         if (o_.keep_going && !o_.keep_going()) {
           outcome_.interrupted = true;
@@ -393,12 +399,35 @@ class Sweep {
   }
   void drain_jobs() { wait_for_jobs(0); }
 
+  /// poll_jobs(), riding out a slurmctld that stops answering for up to
+  /// kControllerGraceS (a restart); longer, the sweep stops (exit 5) with
+  /// its jobs in flight, which a later invocation follows. Returns false
+  /// when this poll could not reach slurmctld (after a pause).
+  bool poll_jobs_through_outages() {
+    try {
+      poll_jobs();
+      unreachable_since_ = -1;
+      return true;
+    } catch (const PeerFailure&) {
+      if (unreachable_since_ < 0) unreachable_since_ = now_seconds();
+      const double down = now_seconds() - unreachable_since_;
+      if (down > kControllerGraceS) throw;
+      progress_->live(fmt::format("slurmctld has not answered for {:.0f} s; retrying for up to {:g} s", down,
+                                  kControllerGraceS), 0);
+      return false;
+    }
+  }
+
   /// Stores every job Slurm has ended; submits the next repeat of its run.
   void poll_jobs() {
+    // Every state first: a slurmctld out of reach throws before anything changed.
+    std::vector<slurm::JobState> states;
+    for (const SlurmJob& job : jobs_) states.push_back(slurm::query_job(job.id));
     std::vector<SlurmJob> still;
     std::vector<SlurmJob> ended;
-    for (SlurmJob& job : jobs_) {
-      const slurm::JobState st = slurm::query_job(job.id);
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      SlurmJob& job = jobs_[i];
+      const slurm::JobState& st = states[i];
       if (st.active()) {
         still.push_back(std::move(job));
         continue;
@@ -465,15 +494,19 @@ class Sweep {
     // Nothing of the sweep stays in Slurm's queue: wait while Slurm stops
     // what ran (its KillWait), but not for ever.
     const double deadline = now_seconds() + kCancelWaitS;
-    while (!jobs_.empty() && now_seconds() < deadline) {
-      jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
-                                 [](const SlurmJob& j) { return !slurm::query_job(j.id).active(); }),
-                  jobs_.end());
-      if (!jobs_.empty()) ::usleep(200000);
-    }
-    for (const SlurmJob& job : jobs_) {
-      progress_->line(fmt::format("sweep '{}': Slurm job {} was cancelled but is still {} after {:g} s",
-                                  o_.sweep_name, job.id, slurm::query_job(job.id).state, kCancelWaitS));
+    try {
+      while (!jobs_.empty() && now_seconds() < deadline) {
+        jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
+                                   [](const SlurmJob& j) { return !slurm::query_job(j.id).active(); }),
+                    jobs_.end());
+        if (!jobs_.empty()) ::usleep(200000);
+      }
+      for (const SlurmJob& job : jobs_) {
+        progress_->line(fmt::format("sweep '{}': Slurm job {} was cancelled but is still {} after {:g} s",
+                                    o_.sweep_name, job.id, slurm::query_job(job.id).state, kCancelWaitS));
+      }
+    } catch (const PeerFailure& e) {
+      progress_->line(fmt::format("sweep '{}': {} job(s) cancelled, but {}", o_.sweep_name, jobs_.size(), e.what()));
     }
     jobs_.clear();
   }
@@ -498,6 +531,8 @@ class Sweep {
   SweepOutcome outcome_;
   OomRule oom_;
   int repeats_to_run_ = 0;
+  int slurm_runs_to_run_ = 0;
+  double unreachable_since_ = -1;  ///< when slurmctld stopped answering the polls; -1: it answers
   std::unique_ptr<Progress> progress_;
   std::set<std::string> made_;  ///< clusters this sweep used, removed at its end
   std::vector<SlurmJob> jobs_;   ///< launcher slurm: the jobs in flight

@@ -347,5 +347,56 @@ TEST_F(SlurmDrill, SweepInterruptedCancelsItsJobsAndKilledOneIsFollowedOnResume)
   EXPECT_EQ(queue(name_), "");
 }
 
+/// Every run of the drill's sweep as "status job", and every file of its
+/// output directory with its contents.
+std::string sweep_snapshot(const SlurmSweep& s) {
+  std::string out;
+  sweep::ResultsStore store(s.dir + "/r.db");
+  for (const sweep::RunRecord& r : store.runs("slurmdrill", false)) out += r.status + " " + r.slurm_job + "\n";
+  for (const auto& e : std::filesystem::recursive_directory_iterator(s.dir + "/runs")) {
+    if (e.is_regular_file()) out += e.path().string() + ":" + read_file(e.path().string()) + "\n";
+  }
+  return out;
+}
+
+// A sweep resumed while slurmctld does not answer (stopped here, so that
+// Slurm keeps its jobs) stops in one line, exit 5, and changes nothing: it
+// once stored the runs in flight as failed and wrote over their jobs' logs
+// (issue 42). Once slurmctld answers, a resume follows the jobs.
+TEST_F(SlurmDrill, SweepResumedWhileSlurmctldIsDownChangesNothingAndALaterOneFollowsItsJobs) {
+  up(2);
+  SlurmSweep s(name_);
+  s.write(30);
+  {
+    Job sweep(s.flags);
+    for (int i = 0; i < 1500 && sweep.out().find("[2/4] lenet weak w2 b16 repeat 1/1: submitted") == std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(-sweep.pid, SIGKILL);
+    ASSERT_EQ(sweep.wait_within(5), 128 + SIGKILL);
+  }
+  pid_t ctld = 0;
+  for (const auto& [pid, comm] : daemons_on(name_, 0)) {
+    if (comm == "slurmctld") ctld = pid;
+  }
+  ASSERT_GT(ctld, 0);
+  const std::string before = sweep_snapshot(s);
+  ASSERT_EQ(::kill(ctld, SIGSTOP), 0);
+  const auto refused = run_dlscale(s.flags);
+  ::kill(ctld, SIGCONT);
+  EXPECT_EQ(refused.code, 5) << refused.out << refused.err;
+  EXPECT_EQ(refused.err.rfind("dlscale: error: cannot reach slurmctld (scontrol ping: ", 0), 0u) << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  EXPECT_EQ(refused.out.find("submitted"), std::string::npos) << refused.out;
+  EXPECT_EQ(sweep_snapshot(s), before);
+  const auto o = run_dlscale(s.flags);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("[1/4] lenet weak w2 b16 repeat 1/1: following Slurm job"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("[2/4] lenet weak w2 b16 repeat 1/1: following Slurm job"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("4 completed, 0 failed"), std::string::npos) << o.out;
+  EXPECT_EQ(queue(name_), "");
+}
+
 }  // namespace
 }  // namespace dlscale
