@@ -27,6 +27,15 @@ class MissingSplit : public Error {
   using Error::Error;
 };
 
+/// A shard's record differs from what its index sidecar says (its label or
+/// length): the shard was rewritten after indexing, keeping its size and
+/// mtime. Never skipped as a corrupt sample (--skip-corrupt): every sample's
+/// label may be wrong.
+class StaleIndex : public Error {
+ public:
+  using Error::Error;
+};
+
 /// Which shards of a location to open: shard k of the split (its files
 /// sorted) belongs to part k mod `of`, and only part `part`'s are opened
 /// (--data-order streaming: each worker opens only its own shards).

@@ -123,16 +123,34 @@ class ShardImages : public EncodedImages {
     const Record& r = records_[static_cast<size_t>(i)];
     const FileBytes& f = *files_[static_cast<size_t>(r.file)];
     if (layout_ == Layout::kTar) return read_at(f, r.offset, r.length);
-    const std::string framed = read_at(f, r.offset, r.length + kTfrecordFooterBytes);
-    const std::string_view payload(framed.data(), r.length);
+    // The length header too: with the label, it tells a shard rewritten in
+    // place (same size and mtime, so the index looked valid) from its index.
+    const std::string framed =
+        read_at(f, r.offset - kTfrecordHeaderBytes, kTfrecordHeaderBytes + r.length + kTfrecordFooterBytes);
+    uint64_t length = 0;
+    std::memcpy(&length, framed.data(), sizeof length);  // little-endian hosts only (x86, arm64)
+    if (length != r.length) throw_stale(i, fmt::format("its length is {} bytes, the index says {}", length, r.length));
+    const std::string_view payload(framed.data() + kTfrecordHeaderBytes, r.length);
     uint32_t crc = 0;
-    std::memcpy(&crc, framed.data() + r.length, kTfrecordFooterBytes);  // little-endian hosts only (x86, arm64)
+    std::memcpy(&crc, framed.data() + kTfrecordHeaderBytes + r.length, kTfrecordFooterBytes);
     check_record_crc(payload, crc, f.path(), r.number);
+    ExampleFields fields;
     try {
-      return decode_example(payload).image;
+      fields = decode_example(payload);
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", where(i), e.what()));
     }
+    if (!fields.has_label || fields.label != r.label) {
+      throw_stale(i, fields.has_label ? fmt::format("its label is {}, the index says {}", fields.label, r.label)
+                                      : std::string("it has no label, the index says ") + std::to_string(r.label));
+    }
+    return std::move(fields.image);
+  }
+
+  [[noreturn]] void throw_stale(int64_t i, const std::string& what) const {
+    throw StaleIndex(fmt::format("{}: {}: the shard changed after its index was written; rewrite the index with "
+                                 "'dlscale data index --force {}'",
+                                 where(i), what, info_.location));
   }
 
   std::vector<Record> records_;

@@ -138,6 +138,8 @@ Batch Pipeline::build(int64_t step) {
         transform_image(*image, t, seed, base + j * t.channels * t.size * t.size, layout, placement);
         labels[static_cast<size_t>(j)] = dataset_->label(index);
         return;
+      } catch (const StaleIndex&) {
+        throw;  // not one bad sample: the index no longer describes the shard
       } catch (const Error&) {
         // The replacement is the next index, so every rank and worker count
         // substitutes the same sample and runs stay comparable.

@@ -232,6 +232,39 @@ TEST_P(ShardIndexes, DataIndexWritesWhatIsMissingAndVerifyChecksThem) {
   EXPECT_EQ(pack(dir, format), location);
 }
 
+// A TFRecord shard rewritten in place with other labels, keeping its size
+// and mtime, passes the index's stamp; each record read is compared with
+// the index (label and length) and a mismatch names the shard and the fix.
+// Before (issue 42), training used the index's old labels without a word.
+TEST(ShardIndex, ATfrecordLabelThatDiffersFromItsIndexStopsTheRead) {
+  TempDir dir;
+  const std::string location = pack(dir, "tfrecord");
+  const std::string shard = shards_of(location, "tfrecord")[2];
+  ShardIndex lying = scan_shard(shard, "tfrecord");
+  const int64_t label = lying.entries[3].label;
+  lying.entries[3].label = 1 - label;
+  write_index(shard, lying);
+  std::string why;
+  ASSERT_TRUE(load_index(shard, "tfrecord", why)) << why;  // the stamp cannot tell
+  const auto d = open(location, "tfrecord");
+  const int64_t i = d->info().shard_starts[2] + 3;
+  EXPECT_EQ(d->label(i), 1 - label);
+  EXPECT_NO_THROW(d->image(i - 1));
+  try {
+    d->image(i);
+    FAIL() << "read a record whose label differs from its index";
+  } catch (const StaleIndex& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("{} record 3: its label is {}, the index says {}: the shard changed after its index was "
+                          "written; rewrite the index with 'dlscale data index --force {}'",
+                          shard, label, 1 - label, location));
+  }
+  // Rewritten, the index and the shard agree again.
+  std::ostringstream progress;
+  EXPECT_EQ(index_location(location, true, progress).written, 4);
+  EXPECT_NO_THROW(open(location, "tfrecord")->image(i));
+}
+
 // A pack killed mid-write leaves its temporary (SHARD.tmp-XXXXXX): readers,
 // `data index` and the next pack into the directory pass it by.
 TEST_P(ShardIndexes, ATemporaryLeftByAKilledPackIsNotData) {
