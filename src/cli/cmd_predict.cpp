@@ -82,13 +82,20 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
     predict::print_validation(*system, rows, std::cout);
     return;
   }
+  // The strategies first: a bad -s is named before anything else is asked for.
+  for (const std::string& s : f.strategies) {
+    DLSCALE_CHECK(!s.empty(), "--strategy: an empty name (in a comma-separated list?); give e.g. -s allreduce,tree");
+  }
+  std::vector<predict::StrategySpec> specs;
+  for (const std::string& s : f.strategies) specs.push_back(predict::parse_strategy(s));
   const predict::Workload w = make_workload(f, system.get());
   const predict::Network n = predict::resolve_network(f.network, system.get());
-  std::vector<std::string> names = f.strategies;
-  if (names.empty() && system != nullptr && !system->strategy.empty()) names = {system->strategy};
-  if (names.empty()) names = predict::default_strategies();
-  std::vector<predict::StrategySpec> specs;
-  for (const std::string& s : names) specs.push_back(predict::parse_strategy(s));
+  if (specs.empty()) {
+    std::vector<std::string> names;
+    if (system != nullptr && !system->strategy.empty()) names = {system->strategy};
+    if (names.empty()) names = predict::default_strategies(n.workers_per_node);
+    for (const std::string& s : names) specs.push_back(predict::parse_strategy(s));
+  }
   predict::PredictOptions o = f.options;
   o.workers = predict::parse_workers(f.workers);
   DLSCALE_CHECK(f.copy_gbyte_s >= 0, "--copy-gbyte-s must be >= 0");

@@ -1,6 +1,7 @@
 #include "predict/strategy_model.h"
 
 #include <cmath>
+#include <set>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -91,13 +92,22 @@ StrategySpec parse_strategy(const std::string& text) {
     throw Error(fmt::format("unknown strategy '{}'; allowed: {}", text, kAllowed));
   }
   DLSCALE_CHECK(head.size() == 1 || name == "ps" || name == "zero", "strategy '{}': only ps and zero take ':'", text);
-  for (size_t i = 1; i < parts.size(); ++i) apply_modifier(s, parts[i], text);
+  std::set<std::string> given;  // each modifier once; one compression
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string key = parts[i].substr(0, parts[i].find(':'));
+    DLSCALE_CHECK(given.insert(key == "bf16" ? "fp16" : key).second,
+                  key == "fp16" || key == "bf16" ? "strategy '{}': one compression at most (+fp16 or +bf16)"
+                                                 : "strategy '{}': '+{}' is given twice",
+                  text, key);
+    apply_modifier(s, parts[i], text);
+  }
   DLSCALE_CHECK(!(s.ps_dedicated && s.node_aggregate), "strategy '{}': +node-aggregate places shards on the workers' "
                 "nodes; it cannot be +dedicated", text);
   return s;
 }
 
-std::vector<std::string> default_strategies() {
+std::vector<std::string> default_strategies(int workers_per_node) {
+  if (workers_per_node < 2) return {"allreduce", "allreduce+flat", "tree", "ps:1", "allreduce+fp16"};
   return {"allreduce", "allreduce+flat", "tree", "hierarchical", "ps:1", "allreduce+fp16"};
 }
 

@@ -36,7 +36,8 @@ struct StrategySpec {
 /// is allowed.
 StrategySpec parse_strategy(const std::string& text);
 
-/// The strategies predicted when none is given.
-std::vector<std::string> default_strategies();
+/// The strategies predicted when none is given: hierarchical only where a
+/// node holds 2 or more workers (with one it is not defined).
+std::vector<std::string> default_strategies(int workers_per_node);
 
 }  // namespace dlscale::predict

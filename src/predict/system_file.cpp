@@ -15,7 +15,28 @@
 namespace dlscale::predict {
 namespace {
 
+struct Range {
+  double lo;
+  double hi;
+};
+
 constexpr double kGbit = 1e9 / 8;  // bytes/s in one Gbit/s
+
+// What a system file (and the same flags of `predict`) may say: wide enough
+// for any machine, narrow enough that no value overflows the model or its
+// integers (docs/predict.md, "System files").
+constexpr Range kGbitS{1e-6, 1e6};           // up to 1 Pbit/s
+constexpr Range kGbyteS{1e-6, 1.25e5};       // the same in GB/s
+constexpr Range kLatencyUs{0, 1e6};          // up to 1 s a message
+constexpr Range kWorkersPerNode{1, 1024};    // as train's --workers
+constexpr Range kCopyGbyteS{0, 1e5};
+constexpr Range kCores{0, 1 << 20};
+constexpr Range kThreads{1, 4096};
+constexpr Range kBucketMb{0, 1 << 20};
+constexpr Range kBatch{1, 1 << 20};          // as train's --batch
+constexpr Range kRate{1e-9, 1e12};           // samples/s
+constexpr Range kWorkers{1, 1e8};            // as predict's --workers
+constexpr Range kEfficiencyPct{1e-9, 1000};
 
 std::string at(const std::string& what, const YAML::Node& node) {
   return fmt::format("{} line {}", what, node.Mark().line + 1);
@@ -33,14 +54,15 @@ void check_keys(const YAML::Node& map, const std::set<std::string>& allowed, con
   }
 }
 
-double number(const YAML::Node& node, const std::string& what, const std::string& key, double lo) {
+double number(const YAML::Node& node, const std::string& what, const std::string& key, Range r) {
   double v = 0;
   try {
     v = node.as<double>();
   } catch (const YAML::Exception&) {
     throw Error(fmt::format("{}: '{}' must be a number", at(what, node), key));
   }
-  DLSCALE_CHECK(std::isfinite(v) && v >= lo, "{}: '{}' must be >= {} (got {})", at(what, node), key, lo, v);
+  DLSCALE_CHECK(std::isfinite(v) && v >= r.lo && v <= r.hi, "{}: '{}' must be in [{:g}, {:g}] (got {})",
+                at(what, node), key, r.lo, r.hi, node.Scalar());
   return v;
 }
 
@@ -55,17 +77,17 @@ Link parse_link(const YAML::Node& node, const std::string& what, const std::stri
   DLSCALE_CHECK(node["gbit_s"].IsDefined() != node["gbyte_s"].IsDefined(),
                 "{}: '{}' needs one bandwidth: gbit_s or gbyte_s", at(what, node), key);
   Link l;
-  l.bytes_per_s = node["gbit_s"] ? number(node["gbit_s"], what, key + ".gbit_s", 1e-6) * kGbit
-                                 : number(node["gbyte_s"], what, key + ".gbyte_s", 1e-6) * 1e9;
-  l.alpha_s = node["latency_us"] ? number(node["latency_us"], what, key + ".latency_us", 0) * 1e-6 : 0;
+  l.bytes_per_s = node["gbit_s"] ? number(node["gbit_s"], what, key + ".gbit_s", kGbitS) * kGbit
+                                 : number(node["gbyte_s"], what, key + ".gbyte_s", kGbyteS) * 1e9;
+  l.alpha_s = node["latency_us"] ? number(node["latency_us"], what, key + ".latency_us", kLatencyUs) * 1e-6 : 0;
   return l;
 }
 
 template <typename T>
-std::vector<T> list(const YAML::Node& node, const std::string& what, const std::string& key, double lo) {
+std::vector<T> list(const YAML::Node& node, const std::string& what, const std::string& key, Range r) {
   DLSCALE_CHECK(node.IsSequence() && node.size() > 0, "{}: '{}' must be a non-empty list", at(what, node), key);
   std::vector<T> out;
-  for (const YAML::Node& item : node) out.push_back(static_cast<T>(number(item, what, key, lo)));
+  for (const YAML::Node& item : node) out.push_back(static_cast<T>(number(item, what, key, r)));
   return out;
 }
 
@@ -75,15 +97,15 @@ PublishedScaling parse_published(const YAML::Node& node, const std::string& what
   PublishedScaling p;
   DLSCALE_CHECK(node["model"] && node["workers"], "{}: a published entry needs 'model' and 'workers'", at(what, node));
   p.model = text(node["model"], what, "model");
-  p.workers = list<long long>(node["workers"], what, "workers", 1);
+  p.workers = list<long long>(node["workers"], what, "workers", kWorkers);
   DLSCALE_CHECK(node["samples_per_s"].IsDefined() != node["efficiency_pct"].IsDefined(),
                 "{}: a published entry needs one of samples_per_s or efficiency_pct", at(what, node));
-  if (node["samples_per_s"]) p.samples_per_s = list<double>(node["samples_per_s"], what, "samples_per_s", 1e-9);
-  if (node["efficiency_pct"]) p.efficiency_pct = list<double>(node["efficiency_pct"], what, "efficiency_pct", 1e-9);
+  if (node["samples_per_s"]) p.samples_per_s = list<double>(node["samples_per_s"], what, "samples_per_s", kRate);
+  if (node["efficiency_pct"]) p.efficiency_pct = list<double>(node["efficiency_pct"], what, "efficiency_pct", kEfficiencyPct);
   const size_t values = p.samples_per_s.size() + p.efficiency_pct.size();
   DLSCALE_CHECK(values == p.workers.size(), "{}: {} workers but {} values", at(what, node), p.workers.size(), values);
   if (node["baseline_workers"]) p.baseline_workers = static_cast<long long>(number(node["baseline_workers"], what,
-                                                                                   "baseline_workers", 1));
+                                                                                   "baseline_workers", kWorkers));
   if (node["source"]) p.source = text(node["source"], what, "source");
   return p;
 }
@@ -123,26 +145,26 @@ SystemSpec parse_system(const std::string& yaml_text, const std::string& what) {
   if (root["description"]) s.description = text(root["description"], what, "description");
   if (root["source"]) s.source = text(root["source"], what, "source");
   s.network.workers_per_node =
-      root["workers_per_node"] ? static_cast<int>(number(root["workers_per_node"], what, "workers_per_node", 1)) : 1;
+      root["workers_per_node"] ? static_cast<int>(number(root["workers_per_node"], what, "workers_per_node", kWorkersPerNode)) : 1;
   s.network.inter = parse_link(root["inter"], what, "inter");
   s.network.intra = root["intra"] ? parse_link(root["intra"], what, "intra") : s.network.inter;
-  if (root["cast_gbyte_s"]) s.network.cast_bytes_per_s = number(root["cast_gbyte_s"], what, "cast_gbyte_s", 0) * 1e9;
-  if (root["cores_per_node"]) s.cores_per_node = static_cast<int>(number(root["cores_per_node"], what, "cores_per_node", 0));
-  if (root["copy_gbyte_s"]) s.copy_bytes_per_s = number(root["copy_gbyte_s"], what, "copy_gbyte_s", 0) * 1e9;
-  if (root["shared_cores"]) s.shared_cores = static_cast<int>(number(root["shared_cores"], what, "shared_cores", 0));
+  if (root["cast_gbyte_s"]) s.network.cast_bytes_per_s = number(root["cast_gbyte_s"], what, "cast_gbyte_s", kCopyGbyteS) * 1e9;
+  if (root["cores_per_node"]) s.cores_per_node = static_cast<int>(number(root["cores_per_node"], what, "cores_per_node", kCores));
+  if (root["copy_gbyte_s"]) s.copy_bytes_per_s = number(root["copy_gbyte_s"], what, "copy_gbyte_s", kCopyGbyteS) * 1e9;
+  if (root["shared_cores"]) s.shared_cores = static_cast<int>(number(root["shared_cores"], what, "shared_cores", kCores));
   if (root["threads_per_worker"]) {
-    s.threads_per_worker = static_cast<int>(number(root["threads_per_worker"], what, "threads_per_worker", 1));
+    s.threads_per_worker = static_cast<int>(number(root["threads_per_worker"], what, "threads_per_worker", kThreads));
   }
-  if (root["bucket_mb"]) s.bucket_mb = number(root["bucket_mb"], what, "bucket_mb", 0);
-  if (root["first_bucket_mb"]) s.first_bucket_mb = number(root["first_bucket_mb"], what, "first_bucket_mb", 0);
+  if (root["bucket_mb"]) s.bucket_mb = number(root["bucket_mb"], what, "bucket_mb", kBucketMb);
+  if (root["first_bucket_mb"]) s.first_bucket_mb = number(root["first_bucket_mb"], what, "first_bucket_mb", kBucketMb);
   if (root["strategy"]) s.strategy = text(root["strategy"], what, "strategy");
-  if (root["batch"]) s.batch = static_cast<long long>(number(root["batch"], what, "batch", 1));
+  if (root["batch"]) s.batch = static_cast<long long>(number(root["batch"], what, "batch", kBatch));
   if (root["rates"]) {
     DLSCALE_CHECK(root["rates"].IsMap(), "{}: 'rates' must map model names to samples/s", at(what, root["rates"]));
     DLSCALE_CHECK(s.batch > 0, "{}: 'rates' need the 'batch' they were measured at", what);
     for (const auto& kv : root["rates"]) {
       const std::string model = kv.first.as<std::string>();
-      s.rates.emplace_back(model, number(kv.second, what, "rates." + model, 1e-9));
+      s.rates.emplace_back(model, number(kv.second, what, "rates." + model, kRate));
     }
   }
   if (root["published"]) {
@@ -190,6 +212,23 @@ Link link_from_commbench(const nlohmann::json& record, const std::string& what, 
   return l;
 }
 
+namespace {
+
+/// The network flags, within a system file's ranges (0 or < 0: not given).
+void check_flags(const NetworkFlags& f) {
+  const auto check = [](double v, bool given, Range r, const char* flag) {
+    DLSCALE_CHECK(!given || (v >= r.lo && v <= r.hi), "{} must be in [{:g}, {:g}] (got {:g})", flag, r.lo, r.hi, v);
+  };
+  check(f.link_gbps, f.link_gbps > 0, kGbitS, "--link-gbps");
+  check(f.intra_gbps, f.intra_gbps > 0, kGbitS, "--intra-gbps");
+  check(f.latency_us, f.latency_us >= 0, kLatencyUs, "--latency-us");
+  check(f.intra_latency_us, f.intra_latency_us >= 0, kLatencyUs, "--intra-latency-us");
+  check(f.workers_per_node, f.workers_per_node > 0, kWorkersPerNode, "--workers-per-node");
+  check(f.cast_gbyte_s, f.cast_gbyte_s >= 0, kCopyGbyteS, "--cast-gbyte-s");
+}
+
+}  // namespace
+
 Network resolve_network(const NetworkFlags& f, const SystemSpec* system) {
   Network n;
   bool have_inter = system != nullptr, have_intra = system != nullptr;
@@ -200,6 +239,7 @@ Network resolve_network(const NetworkFlags& f, const SystemSpec* system) {
     (inter ? n.inter : n.intra) = l;
     (inter ? have_inter : have_intra) = true;
   }
+  check_flags(f);
   if (f.link_gbps > 0) {
     n.inter.bytes_per_s = f.link_gbps * 1e9 / 8;
     have_inter = true;

@@ -26,8 +26,16 @@ nlohmann::json read_json_file(const std::string& path) {
 
 namespace {
 
-/// `record[path...]` as a number, or an error naming the field.
-double number_at(const nlohmann::json& record, std::initializer_list<const char*> path, const std::string& what) {
+// A calibration record's values: a step of up to a day, a batch as train's
+// --batch, a gradient up to 10 TB. More is not a measurement, and would
+// overflow the model's integers or swamp every other term.
+constexpr double kMaxMs = 864e5;
+constexpr double kMaxBatch = 1 << 20;
+constexpr double kMaxTensorBytes = 1e13;
+
+/// `record[path...]` as a number no larger than `hi`, or an error naming the field.
+double number_at(const nlohmann::json& record, std::initializer_list<const char*> path, const std::string& what,
+                 double hi = HUGE_VAL) {
   const nlohmann::json* node = &record;
   std::string name;
   for (const char* key : path) {
@@ -38,6 +46,8 @@ double number_at(const nlohmann::json& record, std::initializer_list<const char*
     node = &node->at(key);
   }
   DLSCALE_CHECK(node->is_number() && std::isfinite(node->get<double>()), "{}: '{}' is not a number", what, name);
+  DLSCALE_CHECK(node->get<double>() <= hi, "{}: '{}' must be at most {:g} (got {:g})", what, name, hi,
+                node->get<double>());
   return node->get<double>();
 }
 
@@ -64,15 +74,15 @@ BackwardProfile backward_profile_from_record(const nlohmann::json& record, const
   DLSCALE_CHECK(has, "{}: no 'results.backward_profile' (record a 1-worker run with 'dlscale train --trace FILE --json "
                 "FILE')", what);
   const nlohmann::json& p = results->at("backward_profile");
-  const double backward_ms = number_at(p, {"backward_ms"}, what + " backward_profile");
+  const double backward_ms = number_at(p, {"backward_ms"}, what + " backward_profile", kMaxMs);
   DLSCALE_CHECK(backward_ms > 0, "{}: 'results.backward_profile.backward_ms' must be > 0", what);
   DLSCALE_CHECK(p.contains("tensors") && p["tensors"].is_array() && !p["tensors"].empty(),
                 "{}: 'results.backward_profile.tensors' must be a non-empty list", what);
   BackwardProfile profile;
   profile.source = "measured backward (" + what + ")";
   for (const nlohmann::json& t : p["tensors"]) {
-    const double bytes = number_at(t, {"bytes"}, what + " backward_profile tensor");
-    const double ready = number_at(t, {"ready_ms"}, what + " backward_profile tensor");
+    const double bytes = number_at(t, {"bytes"}, what + " backward_profile tensor", kMaxTensorBytes);
+    const double ready = number_at(t, {"ready_ms"}, what + " backward_profile tensor", kMaxMs);
     DLSCALE_CHECK(bytes > 0 && ready >= 0, "{}: a backward_profile tensor has bytes {} and ready_ms {} (need > 0, >= 0)",
                   what, bytes, ready);
     profile.bytes.push_back(static_cast<int64_t>(bytes));
@@ -91,12 +101,12 @@ Workload calibrate_from_record(const nlohmann::json& record, const std::string& 
   Workload w;
   w.model = record.contains("model") ? record["model"].value("name", "") : "";
   w.unit = record.contains("model") ? record["model"].value("unit", "samples") : "samples";
-  w.batch = static_cast<int64_t>(number_at(record, {"inputs", "batch"}, what));
+  w.batch = static_cast<int64_t>(number_at(record, {"inputs", "batch"}, what, kMaxBatch));
   DLSCALE_CHECK(w.batch >= 1, "{}: inputs.batch must be >= 1", what);
-  w.data_s = number_at(record, {"results", "breakdown_ms", "data"}, what) / 1e3;
-  w.forward_s = number_at(record, {"results", "breakdown_ms", "forward"}, what) / 1e3;
-  w.backward_s = number_at(record, {"results", "breakdown_ms", "backward"}, what) / 1e3;
-  w.optimizer_s = number_at(record, {"results", "breakdown_ms", "optimizer"}, what) / 1e3;
+  w.data_s = number_at(record, {"results", "breakdown_ms", "data"}, what, kMaxMs) / 1e3;
+  w.forward_s = number_at(record, {"results", "breakdown_ms", "forward"}, what, kMaxMs) / 1e3;
+  w.backward_s = number_at(record, {"results", "breakdown_ms", "backward"}, what, kMaxMs) / 1e3;
+  w.optimizer_s = number_at(record, {"results", "breakdown_ms", "optimizer"}, what, kMaxMs) / 1e3;
   DLSCALE_CHECK(w.forward_s > 0 && w.backward_s > 0 && w.optimizer_s >= 0 && w.data_s >= 0,
                 "{}: results.breakdown_ms needs forward and backward > 0 (got {} and {} ms)", what, w.forward_s * 1e3,
                 w.backward_s * 1e3);

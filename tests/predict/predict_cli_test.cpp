@@ -109,6 +109,16 @@ TEST(PredictCli, BadInputGetsOneLineNamingIt) {
   EXPECT_NE(fails("predict --calibrate " + bad + " --link-gbps 1").find("inputs.batch"), std::string::npos);
   EXPECT_NE(fails("predict --calibrate " + rec + " --link-gbps 1 -s warp").find("unknown strategy 'warp'"),
             std::string::npos);
+  // A bad -s is named first, whatever else is missing (issue 42).
+  EXPECT_NE(fails("predict -s allreduce+fp16+bf16").find("one compression at most"), std::string::npos);
+  EXPECT_NE(fails("predict --link-gbps 1 -s ,").find("--strategy"), std::string::npos);
+  EXPECT_NE(fails("predict --calibrate " + rec + " --link-gbps 1 --latency-us 1e308").find(
+                "--latency-us must be in [0, 1e+06] (got 1e+308)"),
+            std::string::npos);
+  // One worker per node: the default list has no hierarchical to fail on.
+  const auto o = dlscale::testing::run_dlscale("predict --calibrate " + rec + " --link-gbps 1 -n 1,2");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out.find("hierarchical"), std::string::npos) << o.out;
 }
 
 TEST(PredictCli, ReportTypePredictPutsEveryRunNextToItsPrediction) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "predict/predict_report.h"
 #include "predict/system_file.h"
@@ -295,9 +297,20 @@ TEST(PredictParse, StrategiesAndTheirModifiers) {
   EXPECT_TRUE(parse_strategy("ps:2+greedy+partition:0.5").ps_greedy);
   for (const std::string bad : {"ring", "ps:0", "zero:4", "allreduce+dedicated", "allreduce:2", "ps:2+dedicated+node-aggregate",
                                 "zero+fp16", "allreduce+", "ps:x", "ps+partition:0", "ps+partition:x",
-                                "allreduce+partition:4"}) {
+                                "allreduce+partition:4", "allreduce+fp16+bf16", "allreduce+fp16+fp16",
+                                "ps+node-aggregate+node-aggregate", "tree+flat+flat", "ps+partition:1+partition:2"}) {
     EXPECT_THROW(parse_strategy(bad), Error) << bad;
   }
+  try {
+    parse_strategy("allreduce+bf16+fp16");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "strategy 'allreduce+bf16+fp16': one compression at most (+fp16 or +bf16)");
+  }
+  // The default list leaves out hierarchical where a node holds one worker.
+  const std::vector<std::string> one = default_strategies(1), eight = default_strategies(8);
+  EXPECT_EQ(std::count(one.begin(), one.end(), "hierarchical"), 0);
+  EXPECT_EQ(std::count(eight.begin(), eight.end(), "hierarchical"), 1);
 }
 
 TEST(PredictParse, WorkerLists) {
@@ -334,7 +347,19 @@ TEST(PredictSystemFile, ShippedSystemsParseAndBadFilesAreRefusedNamingTheKey) {
   refused("name: x\ninter: {gbit_s: 1}\nlink: 3\n", "unknown key 'link'");
   refused("name: x\n", "needs 'name' and 'inter'");
   refused("name: x\ninter: {gbit_s: 1, gbyte_s: 1}\n", "one bandwidth");
-  refused("name: x\ninter: {gbit_s: -1}\n", "must be >=");
+  refused("name: x\ninter: {gbit_s: -1}\n", "t.yaml line 2: 'inter.gbit_s' must be in [1e-06, 1e+06] (got -1)");
+  // Upper bounds: nothing a machine could have beyond them, and no value
+  // that overflows an integer or swamps the model (issue 42).
+  refused("name: x\ninter: {gbit_s: 1, latency_us: 1e308}\n",
+          "t.yaml line 2: 'inter.latency_us' must be in [0, 1e+06] (got 1e308)");
+  refused("name: x\ninter: {gbit_s: 1e308}\n", "'inter.gbit_s' must be in [1e-06, 1e+06] (got 1e308)");
+  refused("name: x\ninter: {gbit_s: 1}\nworkers_per_node: 99999999999999999999\n",
+          "t.yaml line 3: 'workers_per_node' must be in [1, 1024] (got 99999999999999999999)");
+  refused("name: x\ninter: {gbit_s: 1}\nbatch: 1e308\n", "'batch' must be in [1, 1.04858e+06] (got 1e308)");
+  refused("name: x\ninter: {gbit_s: 1}\nbatch: 32\nrates: {m: 1e308}\n", "'rates.m' must be in");
+  refused("name: x\ninter: {gbit_s: 1}\nbucket_mb: .nan\n", "'bucket_mb' must be in");
+  refused("name: x\ninter: {gbit_s: 1}\npublished: [{model: m, workers: [1, 1e300], samples_per_s: [1, 2]}]\n",
+          "'workers' must be in [1, 1e+08]");
   refused("name: x\ninter: {gbit_s: 1}\npublished: [{model: m, workers: [1, 2], samples_per_s: [1]}]\n",
           "2 workers but 1 values");
   refused("name: x\ninter: {gbit_s: 1}\nrates: {m: 3}\n", "need the 'batch'");
@@ -374,6 +399,20 @@ TEST(PredictCalibration, ARecordGivesPhaseTimesAndReadyTimesAsShareOfBackward) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--trace"), std::string::npos) << e.what();
   }
+  for (const char* phase : {"data", "forward", "backward", "optimizer"}) {
+    nlohmann::json huge = toy_record();
+    huge["results"]["breakdown_ms"][phase] = 1e308;
+    try {
+      calibrate_from_record(huge, "r.json");
+      ADD_FAILURE() << phase;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("r.json: 'results.breakdown_ms.{}' must be at most 8.64e+07 (got 1e+308)", phase));
+    }
+  }
+  nlohmann::json huge_batch = toy_record();
+  huge_batch["inputs"]["batch"] = 1e300;
+  EXPECT_THROW(calibrate_from_record(huge_batch, "r.json"), Error);
   nlohmann::json failed = toy_record();
   failed["status"] = "failed";
   EXPECT_THROW(calibrate_from_record(failed, "r.json"), Error);
