@@ -27,9 +27,12 @@ namespace {
   args.push_back(nullptr);
   ::execv(torch.c_str(), args.data());
   const int err = errno;
-  throw Error(fmt::format("'{}' needs {}, which could not be started: {} (build it with 'cmake --build {}')",
-                          argv.size() > 1 ? argv[1] : "", torch.string(), std::strerror(err),
-                          torch.parent_path().string()));
+  // There but not executable (EACCES): the fix is its mode, not a build.
+  const bool present = err == EACCES && std::filesystem::is_regular_file(torch, ec);
+  const std::string fix = present ? fmt::format("make it executable with 'chmod +x {}'", torch.string())
+                                  : fmt::format("build it with 'cmake --build {}'", torch.parent_path().string());
+  throw Error(fmt::format("'{}' needs {}, which could not be started: {} ({})", argv.size() > 1 ? argv[1] : "",
+                          torch.string(), std::strerror(err), fix));
 }
 
 /// A command whose arguments dlscale-torch alone parses (--help included).

@@ -300,6 +300,11 @@ std::string special_file_kind(const std::string& path) {
                                 : "a socket";
 }
 
+void check_readable(const std::string& path) {
+  const std::ifstream in(path, std::ios::binary);
+  DLSCALE_CHECK(in.good(), "cannot read '{}': {}", path, std::strerror(errno));
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   DLSCALE_CHECK(in.good(), "cannot read '{}': {}", path, std::strerror(errno));

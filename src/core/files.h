@@ -111,4 +111,9 @@ std::string special_file_kind(const std::string& path);
 /// Reads a whole file; throws dlscale::Error naming the path when unreadable.
 std::string read_file(const std::string& path);
 
+/// Throws the dlscale::Error read_file would ("cannot read 'PATH': why")
+/// unless `path` can be opened for reading: an input checked before any
+/// work (before workers are spawned) fails the same way as when it is read.
+void check_readable(const std::string& path);
+
 }  // namespace dlscale

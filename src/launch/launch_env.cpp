@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "launch/launch_options.h"
 #include "slurm/hostlist.h"
 
 namespace dlscale::launch {
@@ -30,6 +31,18 @@ int read_int(const EnvLookup& env, const char* name, int fallback) {
   // Slurm writes counts like "2(x3)": the leading integer is what we need.
   DLSCALE_CHECK(end != v && n >= 0 && n <= 1 << 24, "environment variable {}='{}' is not a count",
                 name, v);
+  return static_cast<int>(n);
+}
+
+/// A TCP port: 0 when unset or empty, else the leading integer ("12000-12003",
+/// "12000,12005": a range's first), which must be in [1, 65535].
+int read_port(const EnvLookup& env, const char* name) {
+  const char* v = env(name);
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  DLSCALE_CHECK(end != v && n >= 1 && n <= 65535, "environment variable {}='{}' is not a port (1 to 65535)", name,
+                v);
   return static_cast<int>(n);
 }
 
@@ -87,11 +100,9 @@ void read_srun(const EnvLookup& env, LaunchEnv& e) {
       throw Error(fmt::format("environment variable SLURM_STEP_NODELIST: {}", err.what()));
     }
   }
-  e.master_port = read_int(env, "MASTER_PORT", 0);
+  e.master_port = read_port(env, "MASTER_PORT");
   // "12000-12003" or "12000,12005": the step's reserved ports (MpiParams=ports).
-  if (e.master_port == 0) e.master_port = read_int(env, "SLURM_STEP_RESV_PORTS", 0);
-  DLSCALE_CHECK(e.master_port <= 65535, "environment variable SLURM_STEP_RESV_PORTS='{}' is not a port",
-                read_string(env, "SLURM_STEP_RESV_PORTS"));
+  if (e.master_port == 0) e.master_port = read_port(env, "SLURM_STEP_RESV_PORTS");
   if (e.master_port == 0 && !s.job_id.empty()) e.master_port = slurm_step_port(s.job_id, s.step_id);
 }
 
@@ -122,7 +133,7 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
     e.local_rank = read_int(env, kEnvLocalRank, e.rank);
     e.local_world_size = read_int(env, kEnvLocalWorldSize, e.world_size);
     e.master_addr = read_string(env, kEnvMasterAddr);
-    e.master_port = read_int(env, kEnvMasterPort, 0);
+    e.master_port = read_port(env, kEnvMasterPort);
     e.status_fd = read_int(env, kEnvStatusFd, -1);
   } else if (env("OMPI_COMM_WORLD_SIZE") != nullptr) {
     e.kind = LaunchKind::kMpirun;
@@ -135,10 +146,14 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
   }
   if (e.kind == LaunchKind::kMpirun) {
     e.master_addr = read_string(env, "MASTER_ADDR");
-    e.master_port = read_int(env, "MASTER_PORT", 0);
+    e.master_port = read_port(env, "MASTER_PORT");
   }
   e.job_secret = read_string(env, kEnvJobSecret);
   e.cluster = read_cluster(env);
+  // As --workers: more would wait out --timeout for peers that never come.
+  DLSCALE_CHECK(e.world_size <= kMaxProcesses && e.local_world_size <= kMaxProcesses,
+                "launch environment ({}) gives {} workers ({} on this node); dlscale runs at most {}",
+                to_string(e.kind), e.world_size, e.local_world_size, kMaxProcesses);
   DLSCALE_CHECK(e.world_size >= 1 && e.rank < e.world_size,
                 "launch environment ({}) gives rank {} outside world size {}", to_string(e.kind),
                 e.rank, e.world_size);

@@ -174,6 +174,8 @@ void check_train_outputs(const TrainOptions& o) {
                       {"--mllog", r.mllog_path},
                       checkpoint},
                      {{"--resume", r.resume_path, "--checkpoint"}});
+  // Before any worker is spawned: the same line a lone worker gives.
+  if (!r.resume_path.empty()) check_readable(r.resume_path);
 }
 
 }  // namespace

@@ -53,6 +53,9 @@ TEST(Cli, BadInputIsOneLineErrorWithExitCode2) {
   // work: a byte that is not UTF-8 once lost the whole run's record (issue 42).
   expect_usage_error("train --model lenet --mllog-org \"$(printf '\\377')\"",
                      "--mllog-org must be UTF-8 text without control characters (got '\\xff')");
+  // Several workers: the same line as one, before any is spawned (issue 42).
+  expect_usage_error("train --model lenet --workers 2 --resume /nonexistent-ckpt.bin",
+                     "dlscale: error: cannot read '/nonexistent-ckpt.bin': No such file or directory\n");
   expect_usage_error("train --model lenet --mllog-platform \"$(printf 'a\\nb')\"",
                      "--mllog-platform must be UTF-8 text without control characters (got 'a\\nb')");
 }
@@ -286,6 +289,16 @@ TEST(TwoExecutables, WithoutTheTorchExecutableTrainingIsNamed) {
               std::string::npos)
         << o.err;
   }
+  // There but not executable: the hint is chmod, not a build (issue 42).
+  const std::string torch = dir + "/dlscale-torch";
+  dlscale::write_file_atomic(torch, "#!/bin/sh\n");
+  std::filesystem::permissions(torch, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const Outcome no_x = dlscale::testing::run_shell(dir + "/dlscale train --model lenet");
+  EXPECT_EQ(no_x.code, 2);
+  EXPECT_NE(no_x.err.find("could not be started: Permission denied (make it executable with 'chmod +x " + torch +
+                          "')"),
+            std::string::npos)
+      << no_x.err;
   // Bad flags of a LibTorch command are refused by the front itself.
   const Outcome bad = dlscale::testing::run_shell(dir + "/dlscale train --no-such-flag");
   EXPECT_EQ(bad.code, 2);

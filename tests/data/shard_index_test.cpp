@@ -194,6 +194,17 @@ TEST_P(ShardIndexes, AStaleOrCorruptIndexIsNeverTrusted) {
   EXPECT_FALSE(load_index(shard, format, why));
   EXPECT_TRUE(contains(why, "corrupt: ")) << why;
 
+  // Junk: refused by its first bytes, or by a size no index of the shard
+  // can have, before it is read whole (a 1 GB one cost 2.1 GB: issue 42).
+  write_file_atomic(sidecar, std::string(1000, 'x'));
+  EXPECT_FALSE(load_index(shard, format, why));
+  EXPECT_EQ(why, "corrupt: " + sidecar + ": not a dlscale shard index (version 1)");
+  const uint64_t shard_bytes = std::filesystem::file_size(shard);
+  std::filesystem::resize_file(sidecar, 4 * shard_bytes + 4097);  // sparse: no disk
+  EXPECT_FALSE(load_index(shard, format, why));
+  EXPECT_EQ(why, fmt::format("corrupt: {}: {} bytes, more than an index of its {}-byte shard can hold ({})", sidecar,
+                             4 * shard_bytes + 4097, shard_bytes, 4 * shard_bytes + 4096));
+
   // Whatever the sidecar holds, the data opens right (by a scan).
   const auto d = open(location, format);
   EXPECT_EQ(d->info().size, 40);

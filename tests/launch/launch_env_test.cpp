@@ -140,5 +140,40 @@ TEST(LaunchEnv, MalformedValuesAreNamed) {
                Error);
 }
 
+/// The one-line error of detect_launch_env on `vars`, or "".
+std::string env_error(const std::map<std::string, std::string>& vars) {
+  try {
+    detect_launch_env(env_of(vars));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A world larger than --workers allows waited out the whole --timeout for
+// peers that never came (exit 5); a port 0 was taken (issue 42).
+TEST(LaunchEnv, WorldsBeyondTheWorkerCapAndPortsOutsideTheRangeAreRefusedAtOnce) {
+  const std::map<std::string, std::string> srun = {{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "2000000"},
+                                                   {"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}};
+  EXPECT_EQ(env_error(srun), "launch environment (srun) gives 2000000 workers (1 on this node); dlscale runs at most "
+                             "1024");
+  EXPECT_NE(env_error({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "5000"}}).find("dlscale runs at most 1024"),
+            std::string::npos);
+  std::map<std::string, std::string> ok = srun;
+  ok["SLURM_STEP_NUM_TASKS"] = "1024";
+  EXPECT_EQ(env_error(ok), "");
+  for (const std::string port : {"0", "0-3", "65536", "x", "-1"}) {
+    std::map<std::string, std::string> v = ok;
+    v["SLURM_STEP_RESV_PORTS"] = port;
+    EXPECT_EQ(env_error(v), "environment variable SLURM_STEP_RESV_PORTS='" + port + "' is not a port (1 to 65535)");
+    v.erase("SLURM_STEP_RESV_PORTS");
+    v["MASTER_PORT"] = port;
+    EXPECT_EQ(env_error(v), "environment variable MASTER_PORT='" + port + "' is not a port (1 to 65535)");
+  }
+  ok["SLURM_STEP_RESV_PORTS"] = "";
+  EXPECT_EQ(detect_launch_env(env_of(ok)).master_port, slurm_step_port("7", "0"));  // empty: not given
+}
+
 }  // namespace
 }  // namespace dlscale::launch
