@@ -235,6 +235,21 @@ TEST(Cli, TrainRunWritesRecord) {
   EXPECT_GT(j["results"]["samples_per_sec"].get<double>(), 0);
 }
 
+// A path that is not UTF-8 (Linux allows any byte) goes into the record and
+// its command line: the record is written with U+FFFD for the byte, not
+// lost after the whole run to a strict JSON dump (issue 42).
+TEST(Cli, ARecordWhosePathsAreNotUtf8IsWritten) {
+  const std::string dir = dlscale::testing::temp_path("bytes\xff");
+  std::filesystem::create_directories(dir);
+  const Outcome o = run("train --model lenet --batch 8 --steps 3 --warmup 1 --threads 1 --json '" + dir +
+                        "/r.json' --mllog '" + dir + "/m.log'");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(dlscale::read_file(dir + "/r.json"));
+  EXPECT_NE(j.dump().find("bytes\xef\xbf\xbd/r.json"), std::string::npos);
+  EXPECT_GT(dlscale::read_file(dir + "/m.log").size(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 
 namespace {
