@@ -5,23 +5,16 @@
 namespace dlscale::dp {
 
 double clip_grad_norm(const std::vector<torch::Tensor>& grads, double max_norm,
-                      const std::function<void(torch::Tensor&)>& sum_over_workers) {
+                      const std::function<double(double)>& sum_over_workers) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> squares;
   for (const auto& g : grads) {
-    if (g.defined() && g.numel() > 0) squares.push_back(g.norm(2).to(torch::kFloat64).square());
+    if (g.defined() && g.numel() > 0) squares.push_back(g.to(torch::kFloat64).square().sum());
   }
-  // One read back to the host, after the workers' sum.
-  torch::Tensor total = squares.empty() ? torch::zeros({1}, torch::kFloat64)
-                                        : torch::stack(squares).sum().reshape({1}).cpu();
-  if (sum_over_workers) {
-    // Communicators reduce 16- and 32-bit floats: the squares summed in
-    // float64 here, their sum over the workers in float32.
-    torch::Tensor shared = total.to(torch::kFloat32);
-    sum_over_workers(shared);
-    total = shared.to(torch::kFloat64);
-  }
-  const double norm = std::sqrt(total.item<double>());
+  // One read back to the host, then the workers' sum.
+  double total = squares.empty() ? 0.0 : torch::stack(squares).sum().cpu().item<double>();
+  if (sum_over_workers) total = sum_over_workers(total);
+  const double norm = std::sqrt(total);
   const double coefficient = max_norm / (norm + 1e-6);
   if (coefficient < 1.0) {
     for (const auto& g : grads) {
@@ -29,6 +22,21 @@ double clip_grad_norm(const std::vector<torch::Tensor>& grads, double max_norm,
     }
   }
   return norm;
+}
+
+double sum_doubles_over_workers(double value, int rank, int world,
+                                const std::function<void(torch::Tensor&)>& allreduce_sum) {
+  // Communicators reduce 16- and 32-bit floats; x = hi + lo to 2^-48 of x.
+  const auto hi = static_cast<float>(value);
+  const auto lo = static_cast<float>(value - static_cast<double>(hi));
+  torch::Tensor slots = torch::zeros({2 * static_cast<int64_t>(world)}, torch::kFloat32);
+  slots[2 * rank] = hi;
+  slots[2 * rank + 1] = lo;
+  allreduce_sum(slots);
+  const float* v = slots.data_ptr<float>();
+  double sum = 0;
+  for (int r = 0; r < world; ++r) sum += static_cast<double>(v[2 * r]) + static_cast<double>(v[2 * r + 1]);
+  return sum;
 }
 
 }  // namespace dlscale::dp

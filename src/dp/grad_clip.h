@@ -12,10 +12,23 @@
 namespace dlscale::dp {
 
 /// Clips `grads` (undefined ones skipped) in place and returns the global
-/// norm before clipping. `sum_over_workers`, when given, sums a one-element
-/// float32 tensor over the workers: for a strategy whose `grads` are this
-/// worker's shard of the gradient (the norm's square is summed over shards).
+/// norm before clipping. The squares are summed in float64 from the
+/// elements up: a float32 norm rounds by the kernel's vector width and by
+/// how the gradient is cut (whole tensors, or zero's pieces of them), and
+/// on an AVX2-only CPU that moved the coefficient enough to part zero's
+/// weights from allreduce's by 76 times the tests' rtol (issue 41).
+/// `sum_over_workers`, when given, returns the sum over the workers of this
+/// worker's value: for a strategy whose `grads` are its shard of the
+/// gradient (sum_doubles_over_workers does it exactly).
 double clip_grad_norm(const std::vector<torch::Tensor>& grads, double max_norm,
-                      const std::function<void(torch::Tensor&)>& sum_over_workers = nullptr);
+                      const std::function<double(double)>& sum_over_workers = nullptr);
+
+/// The sum over the workers of `comm` of each one's `value`, the same to the
+/// last bit on every worker and in every rank order: each worker's float64
+/// travels as two float32 (its value and the rest) in its own slots of one
+/// allreduce, where only zeros are added to it, and the sum is taken in
+/// float64 in rank order. `allreduce_sum` sums a float32 tensor over them.
+double sum_doubles_over_workers(double value, int rank, int world,
+                                const std::function<void(torch::Tensor&)>& allreduce_sum);
 
 }  // namespace dlscale::dp

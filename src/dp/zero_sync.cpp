@@ -120,11 +120,14 @@ class ZeroSync : public BucketedSync, public models::UnitObserver {
 
   void apply_update(torch::optim::Optimizer& trainer_optimizer) override;
   /// The norm's square summed over this worker's pieces, then over the
-  /// workers (one float in one small allreduce); each scales its own pieces.
+  /// workers (two floats a worker in one small allreduce); each scales its
+  /// own pieces.
   double clip_gradients(const std::vector<torch::Tensor>& /*params*/, double max_norm) override {
     std::vector<torch::Tensor> grads;
     for (const auto& piece : segments_of_tensors_) grads.push_back(piece.grad());
-    return clip_grad_norm(grads, max_norm, segments_.sum_over_workers);
+    return clip_grad_norm(grads, max_norm, [this](double local) {
+      return sum_doubles_over_workers(local, comm_.rank(), comm_.size(), segments_.sum_over_workers);
+    });
   }
   /// --zero-unit block: this step's forward gathers unit by unit.
   void begin_step() override { stepping_ = gatherer_ != nullptr; }

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+
+#include "comm/comm_test_util.h"
 
 namespace dlscale::dp {
 namespace {
@@ -46,45 +49,62 @@ TEST(GradClip, IsLibTorchsClipGradNorm) {
   }
 }
 
-// Sharded: each worker holds a piece of every gradient; the squares summed
-// over the workers give the whole norm, and each scales its own pieces by
-// the whole's coefficient.
+// Sharded: each of 3 workers (real ranks over Gloo) holds a piece of every
+// gradient; the squares summed over the workers give the whole norm, to the
+// last bits, and each scales its own pieces by the whole's coefficient.
 TEST(GradClip, ShardsSumTheirSquaresOverTheWorkers) {
+  constexpr int kWorkers = 3;
   const std::vector<torch::Tensor> whole = clones(gradients(5, 4.0));
-  std::vector<torch::Tensor> first, second;
+  std::vector<std::vector<torch::Tensor>> pieces(kWorkers);
   for (const auto& g : whole) {
     if (!g.defined()) continue;
     const torch::Tensor flat = g.reshape({-1});
-    const int64_t half = flat.numel() / 2;
-    first.push_back(flat.narrow(0, 0, half).clone());
-    second.push_back(flat.narrow(0, half, flat.numel() - half).clone());
+    const int64_t n = flat.numel(), step = (n + kWorkers - 1) / kWorkers;
+    for (int r = 0; r < kWorkers; ++r) {
+      const int64_t lo = std::min(n, r * step), hi = std::min(n, lo + step);
+      pieces[r].push_back(flat.narrow(0, lo, hi - lo).clone());
+    }
   }
-  auto squares = [](const std::vector<torch::Tensor>& pieces) {
-    double sum = 0;
-    for (const auto& p : pieces) sum += p.to(torch::kFloat64).square().sum().item<double>();
-    return sum;
-  };
-  const double second_squares = squares(second);
-  const double first_squares = squares(first);
   const std::vector<torch::Tensor> reference = clones(whole);
   const double norm = clip_grad_norm(reference, 2.0);
-  auto add = [](double others) {
-    return [others](torch::Tensor& t) {
+  std::vector<double> norms(kWorkers);
+  comm::testing::run_ranks("gloo", kWorkers, [&](comm::Communicator& c) {
+    const auto sum = [&c](torch::Tensor& t) {
       EXPECT_EQ(t.scalar_type(), torch::kFloat32);  // what communicators reduce
-      t += others;
+      c.allreduce(t, comm::ReduceOp::kSum);
     };
-  };
-  const double a = clip_grad_norm(first, 2.0, add(second_squares));
-  const double b = clip_grad_norm(second, 2.0, add(first_squares));
-  EXPECT_NEAR(a, norm, 1e-6 * norm);
-  EXPECT_NEAR(b, norm, 1e-6 * norm);
+    norms[c.rank()] = clip_grad_norm(pieces[c.rank()], 2.0, [&](double local) {
+      return sum_doubles_over_workers(local, c.rank(), c.size(), sum);
+    });
+  });
+  for (int r = 0; r < kWorkers; ++r) {
+    EXPECT_EQ(norms[r], norms[0]) << "every worker the same norm, to the bit";
+    EXPECT_NEAR(norms[r], norm, 1e-12 * norm) << "float64 sums: only their order differs";
+  }
   size_t k = 0;
   for (const auto& g : reference) {
     if (!g.defined()) continue;
-    const torch::Tensor joined = torch::cat({first[k], second[k]}).view_as(g);
-    EXPECT_TRUE(torch::allclose(joined, g, 1e-6, 1e-9)) << k;
+    std::vector<torch::Tensor> parts;
+    for (int r = 0; r < kWorkers; ++r) parts.push_back(pieces[r][k]);
+    EXPECT_TRUE(torch::allclose(torch::cat(parts).view_as(g), g, 1e-7, 0)) << k;
     ++k;
   }
+}
+
+// A float64 crosses a float32 allreduce as its value and its rest, in slots
+// of its own: the sum is exact to 2^-48 of each value, whatever the spread.
+TEST(GradClip, DoublesCrossAFloatAllreduceWithoutLosingTheirLowBits) {
+  const std::vector<double> values = {1.0 + 1e-12, 3.0e7 + 0.123456789, 1e-9};
+  std::vector<double> sums(values.size());
+  comm::testing::run_ranks("inproc", static_cast<int>(values.size()), [&](comm::Communicator& c) {
+    sums[c.rank()] = sum_doubles_over_workers(values[c.rank()], c.rank(), c.size(), [&c](torch::Tensor& t) {
+      c.allreduce(t, comm::ReduceOp::kSum);
+    });
+  });
+  const double exact = values[0] + values[1] + values[2];
+  for (const double s : sums) EXPECT_NEAR(s, exact, 1e-13 * exact);
+  // float32 alone would have lost the 1e-12 and most of .123456789.
+  EXPECT_GT(std::abs(static_cast<double>(static_cast<float>(values[1])) - values[1]), 1e-3);
 }
 
 }  // namespace
