@@ -32,5 +32,7 @@ void check_text_value(std::string_view value, std::string_view what);
 /// j.dump(indent) with every invalid UTF-8 byte replaced by U+FFFD instead
 /// of throwing: a result is never lost to a byte in a path or a host name.
 std::string dump_json(const nlohmann::json& j, int indent = -1);
+/// The same for a document that keeps its keys in insertion order.
+std::string dump_json(const nlohmann::ordered_json& j, int indent = -1);
 
 }  // namespace dlscale

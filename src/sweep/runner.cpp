@@ -399,15 +399,16 @@ class Sweep {
   }
   void drain_jobs() { wait_for_jobs(0); }
 
-  /// poll_jobs(), riding out a slurmctld that stops answering for up to
+  /// Polls the jobs, riding out a slurmctld that stops answering for up to
   /// kControllerGraceS (a restart); longer, the sweep stops (exit 5) with
   /// its jobs in flight, which a later invocation follows. Returns false
-  /// when this poll could not reach slurmctld (after a pause).
+  /// when slurmctld could not be reached this time.
   bool poll_jobs_through_outages() {
+    std::vector<slurm::JobState> states;
     try {
-      poll_jobs();
+      // Every state first: a slurmctld out of reach throws before anything changed.
+      for (const SlurmJob& job : jobs_) states.push_back(slurm::query_job(job.id));
       unreachable_since_ = -1;
-      return true;
     } catch (const PeerFailure&) {
       if (unreachable_since_ < 0) unreachable_since_ = now_seconds();
       const double down = now_seconds() - unreachable_since_;
@@ -416,13 +417,13 @@ class Sweep {
                                   kControllerGraceS), 0);
       return false;
     }
+    settle_jobs(states);
+    return true;
   }
 
-  /// Stores every job Slurm has ended; submits the next repeat of its run.
-  void poll_jobs() {
-    // Every state first: a slurmctld out of reach throws before anything changed.
-    std::vector<slurm::JobState> states;
-    for (const SlurmJob& job : jobs_) states.push_back(slurm::query_job(job.id));
+  /// Stores every job Slurm has ended (`states`: each job's, in order) and
+  /// submits the next repeat of its run.
+  void settle_jobs(const std::vector<slurm::JobState>& states) {
     std::vector<SlurmJob> still;
     std::vector<SlurmJob> ended;
     for (std::size_t i = 0; i < jobs_.size(); ++i) {

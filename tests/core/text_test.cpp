@@ -56,6 +56,11 @@ TEST(Text, JsonOfAnyBytesIsWritten) {
   EXPECT_EQ(text, "{\"org\":\"\xef\xbf\xbd\",\"path\":\"/data/caf\xc3\xa9\"}");
   EXPECT_EQ(nlohmann::json::parse(text)["org"], "\xef\xbf\xbd");
   EXPECT_EQ(dump_json(nlohmann::json{{"a", 1}}, 2), "{\n  \"a\": 1\n}");
+  // A document that keeps its keys' order keeps it (reports, MLPerf lines).
+  nlohmann::ordered_json ordered;
+  ordered["b"] = 1;
+  ordered["a"] = "\xff";
+  EXPECT_EQ(dump_json(ordered), "{\"b\":1,\"a\":\"\xef\xbf\xbd\"}");
 }
 
 }  // namespace
