@@ -281,6 +281,26 @@ std::string queue(const std::string& cluster) {
   return run_dlscale(fmt::format("cluster exec --name {} 0 -- squeue -h -o %i", cluster)).out;
 }
 
+struct KilledSweep {
+  int code = 0;     ///< the sweep's exit code (128 + SIGKILL)
+  std::string out;  ///< what it printed
+};
+
+/// Starts the sweep and kills it outright (SIGKILL) once the second of its
+/// 4 runs is submitted: its jobs go on in Slurm, its store says running.
+KilledSweep kill_after_two_submitted(const SlurmSweep& s) {
+  Job sweep(s.flags);
+  for (int i = 0; i < 1500 && sweep.out().find("[2/4] lenet weak w2 b16 repeat 1/1: submitted") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(-sweep.pid, SIGKILL);
+  KilledSweep k;
+  k.code = sweep.wait_within(5);
+  k.out = sweep.out();
+  return k;
+}
+
 TEST_F(SlurmDrill, SweepRunsAsBatchJobsAndASecondInvocationSkipsThem) {
   up(2);
   SlurmSweep s(name_);
@@ -329,17 +349,9 @@ TEST_F(SlurmDrill, SweepInterruptedCancelsItsJobsAndKilledOneIsFollowedOnResume)
   // Killed outright instead: its jobs go on, and the next invocation follows
   // them rather than submitting them again.
   s.write(30);
-  std::string submitted;
-  {
-    Job sweep(s.flags);
-    for (int i = 0; i < 1500 && sweep.out().find("[2/4] lenet weak w2 b16 repeat 1/1: submitted") == std::string::npos;
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ::kill(-sweep.pid, SIGKILL);
-    EXPECT_EQ(sweep.wait_within(5), 128 + SIGKILL);
-    submitted = sweep.out();
-  }
+  const KilledSweep killed = kill_after_two_submitted(s);
+  EXPECT_EQ(killed.code, 128 + SIGKILL);
+  const std::string& submitted = killed.out;
   const auto o = run_dlscale(s.flags);
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("submitted by an earlier sweep"), std::string::npos) << submitted << o.out;
@@ -367,15 +379,7 @@ TEST_F(SlurmDrill, SweepResumedWhileSlurmctldIsDownChangesNothingAndALaterOneFol
   up(2);
   SlurmSweep s(name_);
   s.write(30);
-  {
-    Job sweep(s.flags);
-    for (int i = 0; i < 1500 && sweep.out().find("[2/4] lenet weak w2 b16 repeat 1/1: submitted") == std::string::npos;
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ::kill(-sweep.pid, SIGKILL);
-    ASSERT_EQ(sweep.wait_within(5), 128 + SIGKILL);
-  }
+  ASSERT_EQ(kill_after_two_submitted(s).code, 128 + SIGKILL);
   pid_t ctld = 0;
   for (const auto& [pid, comm] : daemons_on(name_, 0)) {
     if (comm == "slurmctld") ctld = pid;
