@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <utility>
 
 #include "cluster/cluster.h"
 #include "core/child_process.h"
@@ -33,6 +35,8 @@ struct NodeProc {
   ChildProcess proc;
   LineReader err;            // its (and its workers') stderr, forwarded by us
   std::string error;         // its last "dlscale: error: " line, without the prefix
+  FailureCause cause = FailureCause::kUnknown;  // from its "dlscale: cause: " line
+  double failed_at = -1;     // when it failed by itself (before we stopped it); -1 = not
   bool running() const { return proc.running(); }
   bool failed() const { return proc.failed(); }
 };
@@ -104,6 +108,10 @@ NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, i
 void forward_stderr(NodeProc& n, bool flush) {
   constexpr const char* kPrefix = "dlscale: error: ";
   for (const std::string& line : n.err.read_lines(flush)) {
+    if (line.rfind(kCauseLinePrefix, 0) == 0) {
+      n.cause = failure_cause_from(line.substr(std::strlen(kCauseLinePrefix)));
+      continue;
+    }
     if (line.rfind(kPrefix, 0) == 0) {
       n.error = line.substr(std::strlen(kPrefix));
       continue;
@@ -177,13 +185,12 @@ Diagnosis diagnose(const cluster::ClusterSpec& spec, const std::vector<NodeProc>
   return d;
 }
 
-/// Waits until every host ended, or until `grace` after the first failure.
-/// Returns the index of the first host that failed, or -1.
-int supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
-              const InterruptGuard& interrupts, std::vector<NodeProc>& nodes,
-              Diagnosis* diagnosis) {
-  int first = -1;
-  double failed_at = 0;
+/// Waits until every host ended, or until `grace` after the first failure;
+/// marks when each host failed by itself. Returns whether one did.
+bool supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
+               const InterruptGuard& interrupts, std::vector<NodeProc>& nodes,
+               Diagnosis* diagnosis) {
+  double first_at = -1;
   while (true) {
     std::vector<pollfd> fds;
     for (const NodeProc& n : nodes) fds.push_back({n.err.fd(), POLLIN, 0});
@@ -193,17 +200,46 @@ int supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
     for (NodeProc& n : nodes) {
       n.proc.poll();
       any_running = any_running || n.running();
-      if (first < 0 && n.failed()) {
-        first = n.host;
-        failed_at = now_seconds();
-        *diagnosis = diagnose(spec, nodes);
+      if (n.failed() && n.failed_at < 0) {
+        n.failed_at = now_seconds();
+        if (first_at < 0) {
+          first_at = n.failed_at;
+          *diagnosis = diagnose(spec, nodes);
+        }
       }
     }
-    if (!any_running || interrupts.signal() != 0) return first;
-    if (first >= 0 && (now_seconds() - failed_at) * 1000 > static_cast<double>(plan.grace.count())) {
-      return first;
+    if (!any_running || interrupts.signal() != 0) return first_at >= 0;
+    if (first_at >= 0 && (now_seconds() - first_at) * 1000 > static_cast<double>(plan.grace.count())) {
+      return true;
     }
   }
+}
+
+/// How telling a failed host's error is, lower first: its launcher killed
+/// by a signal; then its own cause (a rank killed, failed by itself,
+/// stalled, gave up on a peer). A host that failed only when we stopped it
+/// counts just when its launcher saw a rank killed or failing by itself.
+/// Hosts fail in a race (a rank killed on one host resets its peers'
+/// connections on the others), so the first to fail is not the cause.
+int rank_of(const NodeProc& n) {
+  const bool by_itself = n.failed_at >= 0;
+  if (by_itself && n.proc.term_signal() != 0) return 0;
+  const bool telling = n.cause == FailureCause::kKilled || n.cause == FailureCause::kOwn;
+  if (!by_itself && !telling) return -1;
+  return 1 + static_cast<int>(n.cause);
+}
+
+/// The host whose error the job's names: the best rank, then the earliest.
+const NodeProc* find_culprit(const std::vector<NodeProc>& nodes) {
+  const auto key = [](const NodeProc& p) {
+    return std::pair(rank_of(p), p.failed_at < 0 ? std::numeric_limits<double>::max() : p.failed_at);
+  };
+  const NodeProc* best = nullptr;
+  for (const NodeProc& n : nodes) {
+    if (!n.failed() || rank_of(n) < 0) continue;
+    if (best == nullptr || key(n) < key(*best)) best = &n;
+  }
+  return best;  // not null when a host failed by itself
 }
 
 }  // namespace
@@ -230,26 +266,28 @@ void run_cluster_job(const ClusterPlan& given) {
                    cluster::describe(spec), plan.workers_per_host, cluster::host_address(0),
                    plan.master_port);
   Diagnosis diagnosis;
-  const int first = supervise(plan, spec, interrupts, nodes, &diagnosis);
+  const bool failed = supervise(plan, spec, interrupts, nodes, &diagnosis);
   stop_nodes(nodes);
   for (NodeProc& n : nodes) forward_stderr(n, true);
-  if (first < 0 && interrupts.signal() != 0) {
+  if (!failed && interrupts.signal() != 0) {
     throw JobFailed(fmt::format("interrupted by signal {}; stopped the job on all {} hosts",
                                 interrupts.signal(), spec.hosts),
                     128 + interrupts.signal());
   }
-  if (first < 0) return;
-  const NodeProc& culprit = nodes[static_cast<size_t>(first)];
+  if (!failed) return;
+  const NodeProc& culprit = *find_culprit(nodes);
   std::string others;
   for (const NodeProc& n : nodes) {
-    if (n.host != first && n.failed()) others += fmt::format("{}{}", others.empty() ? "" : ", ", n.host);
+    if (n.host != culprit.host && n.failed()) {
+      others += fmt::format("{}{}", others.empty() ? "" : ", ", n.host);
+    }
   }
   const std::string cause =
       diagnosis.host < 0 ? "" : fmt::format("{}: {}; first error from ", describe_host(plan, diagnosis.host),
                                             diagnosis.what);
   throw JobFailed(fmt::format("{}{}{}; stopped the job on all {} hosts of cluster '{}'", cause,
                               describe_failure(plan, culprit),
-                              others.empty() ? "" : "; hosts " + others + " failed after it",
+                              others.empty() ? "" : "; hosts " + others + " failed too",
                               spec.hosts, spec.name),
                   culprit.proc.term_signal() != 0 ? kExitPeerFailure : culprit.proc.exit_code());
 }

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "cluster/cluster.h"
@@ -111,7 +113,14 @@ void run_launcher(const JobOptions& options, const std::vector<std::string>& arg
   plan.bind_cores = options.launch.bind_cores;
   plan.verbose_ranks = options.launch.verbose_ranks;
   plan.timeout = options.timeout();
-  run_local_workers(plan);
+  try {
+    run_local_workers(plan);
+  } catch (const JobFailed& e) {
+    if (std::getenv(kEnvCluster) != nullptr) {
+      std::fprintf(stderr, "%s%s\n", kCauseLinePrefix, to_string(e.cause()));
+    }
+    throw;
+  }
 }
 
 void run_on_cluster(const JobOptions& options, const std::vector<std::string>& argv) {

@@ -134,7 +134,8 @@ std::string describe_failed(const Child& c) {
 /// peer failure); a rank stopped or silent while others gave up waiting on
 /// it (their peer failures are its consequence); the first rank that failed.
 std::string find_failure(const std::vector<Child>& children, double now,
-                         std::chrono::milliseconds timeout, int interrupted, int& exit_code) {
+                         std::chrono::milliseconds timeout, int interrupted, int& exit_code,
+                         FailureCause& cause) {
   std::string killed;
   const Child* own = nullptr;   // failed by itself
   const Child* peer = nullptr;  // failed because a peer did
@@ -150,21 +151,26 @@ std::string find_failure(const std::vector<Child>& children, double now,
   }
   if (!killed.empty()) {
     exit_code = kExitPeerFailure;
+    cause = FailureCause::kKilled;
     return killed;
   }
   if (own != nullptr) {
     exit_code = own->proc.exit_code();
+    cause = FailureCause::kOwn;
     return describe_failed(*own);
   }
   if (peer != nullptr) {
     exit_code = kExitPeerFailure;
     if (const Child* stalled = find_stalled(children, now, 1.0)) {
+      cause = FailureCause::kStalled;
       return fmt::format("{}; rank {} gave up waiting for it", describe_stall(*stalled, now), peer->rank);
     }
+    cause = FailureCause::kPeer;
     return describe_failed(*peer);
   }
   if (interrupted != 0) {
     exit_code = 128 + interrupted;
+    cause = FailureCause::kInterrupted;
     return fmt::format("interrupted by signal {}", interrupted);
   }
   const double limit = static_cast<double>(timeout.count()) / 1000.0;
@@ -174,6 +180,7 @@ std::string find_failure(const std::vector<Child>& children, double now,
     // too, so the stalled rank is chosen among all running ones.
     const Child* stalled = find_stalled(children, now, 0.0);
     exit_code = kExitPeerFailure;
+    cause = FailureCause::kStalled;
     return describe_stall(*stalled, now) +
            " (raise --timeout if a step phase legitimately takes longer)";
   }
@@ -181,6 +188,27 @@ std::string find_failure(const std::vector<Child>& children, double now,
 }
 
 }  // namespace
+
+namespace {
+constexpr std::pair<FailureCause, const char*> kCauseNames[] = {
+    {FailureCause::kKilled, "killed"},   {FailureCause::kOwn, "own"},
+    {FailureCause::kStalled, "stalled"}, {FailureCause::kPeer, "peer"},
+    {FailureCause::kInterrupted, "interrupted"}};
+}  // namespace
+
+const char* to_string(FailureCause cause) {
+  for (const auto& [c, name] : kCauseNames) {
+    if (c == cause) return name;
+  }
+  return "unknown";
+}
+
+FailureCause failure_cause_from(const std::string& name) {
+  for (const auto& [c, n] : kCauseNames) {
+    if (name == n) return c;
+  }
+  return FailureCause::kUnknown;
+}
 
 InterruptGuard::InterruptGuard() {
   struct sigaction sa {};
@@ -277,7 +305,7 @@ std::vector<Child> start_children(const LaunchPlan& plan, int port, const std::s
 /// Watches the workers' progress and exits until they all ended or one
 /// failed; returns why the job failed ("" if it did not), and its exit code.
 std::string supervise(std::vector<Child>& children, const LaunchPlan& plan,
-                      const InterruptGuard& interrupts, int& exit_code) {
+                      const InterruptGuard& interrupts, int& exit_code, FailureCause& cause) {
   while (true) {
     std::vector<pollfd> fds;
     for (const auto& c : children) fds.push_back({c.status.fd(), POLLIN, 0});
@@ -289,7 +317,7 @@ std::string supervise(std::vector<Child>& children, const LaunchPlan& plan,
       read_status(c, now);  // after the poll: an ended worker's last lines are in
       any_running = any_running || c.running();
     }
-    const std::string failure = find_failure(children, now, plan.timeout, interrupts.signal(), exit_code);
+    const std::string failure = find_failure(children, now, plan.timeout, interrupts.signal(), exit_code, cause);
     if (!failure.empty() || !any_running) return failure;
   }
 }
@@ -310,7 +338,8 @@ void run_local_workers(const LaunchPlan& plan) {
   // A worker that fails to start stops those started before it (their destructors).
   std::vector<Child> children = start_children(plan, port, secret);
   int exit_code = 0;
-  const std::string failure = supervise(children, plan, interrupts, exit_code);
+  FailureCause cause = FailureCause::kUnknown;
+  const std::string failure = supervise(children, plan, interrupts, exit_code, cause);
   std::vector<ChildProcess*> procs;
   for (auto& c : children) procs.push_back(&c.proc);
   terminate_all(procs, 5.0);
@@ -320,7 +349,7 @@ void run_local_workers(const LaunchPlan& plan) {
   const int workers = static_cast<int>(children.size()) - servers;
   throw JobFailed(fmt::format("{}; stopped all {} worker(s){}", failure, workers,
                               servers > 0 ? fmt::format(" and {} server(s)", servers) : ""),
-                  exit_code);
+                  exit_code, cause);
 }
 
 }  // namespace dlscale::launch

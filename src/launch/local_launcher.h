@@ -34,14 +34,26 @@ struct LaunchPlan {
   std::chrono::milliseconds timeout{60000};  ///< no progress this long = stalled
 };
 
+/// Which kind of cause a failed job's error names, most telling first: a
+/// rank killed by a signal; a rank that failed by itself (bad input, an
+/// internal error); a rank stopped or silent; a rank that failed because a
+/// peer did; an interrupt. A cluster job compares its hosts' causes.
+enum class FailureCause { kKilled, kOwn, kStalled, kPeer, kInterrupted, kUnknown };
+
+const char* to_string(FailureCause cause);
+FailureCause failure_cause_from(const std::string& name);  ///< kUnknown if not one
+
 /// A job whose workers failed; carries the exit code the launcher returns.
 class JobFailed : public Error {
  public:
-  JobFailed(const std::string& message, int exit_code) : Error(message), exit_code_(exit_code) {}
+  JobFailed(const std::string& message, int exit_code, FailureCause cause = FailureCause::kUnknown)
+      : Error(message), exit_code_(exit_code), cause_(cause) {}
   int exit_code() const { return exit_code_; }
+  FailureCause cause() const { return cause_; }
 
  private:
   int exit_code_;
+  FailureCause cause_;
 };
 
 /// Runs the job to completion. Returns normally when every worker exited 0;
