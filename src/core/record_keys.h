@@ -46,6 +46,11 @@ inline constexpr const char* kCommReplicasIdentical = "replicas_identical";
 
 // results.convergence of a train record.
 inline constexpr const char* kConvergenceStatus = "status";  ///< success | aborted | ""
+/// The task's first metric, which a target is on ("top1", "box_acc", ...).
+inline constexpr const char* kConvergenceMetric = "metric";
+/// That metric at the last evaluation (null without one).
+inline constexpr const char* kConvergenceFinalAccuracy = "final_accuracy";
+inline constexpr const char* kConvergenceEvals = "evals";
 inline constexpr const char* kStatusSuccess = "success";
 
 // results of a commbench record.

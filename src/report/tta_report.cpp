@@ -25,9 +25,10 @@ const std::set<std::string> kNotLabels = {
     "command",    "launcher-args", "throughput-pattern", "model",   "seed",    "mllog",
     "checkpoint", "trace",         "save-weights",       "json"};
 
-/// The accuracy a run's target is on: its model's first metric, of those
-/// the zoo's tasks have (top-1, token accuracy, HR@10).
-constexpr const char* kAccuracyMetrics[] = {"top1", "token_acc", "hr10"};
+/// The accuracy a run's target is on is its task's first metric, which the
+/// record names (results.convergence.metric, and final_accuracy). Records
+/// written before it did: the first of the zoo tasks' metrics they hold.
+constexpr const char* kLegacyAccuracyMetrics[] = {"top1", "token_acc", "hr10", "box_acc"};
 
 /// A convergence metric of the repeat ("run_s" is stored as "conv_run_s").
 std::optional<double> conv_metric(const sweep::RepeatRecord& r, const std::string& key) {
@@ -49,8 +50,11 @@ std::optional<TtaRun> tta_run(const RunRecord& run, const sweep::RepeatRecord& r
     t.time_to_accuracy_s = conv_metric(rep, "time_to_accuracy_s");
     t.epochs_to_target = conv_metric(rep, "epochs_to_target");
   }
-  for (const char* name : kAccuracyMetrics) {
-    if (!t.final_accuracy) t.final_accuracy = conv_metric(rep, std::string("final_") + name);
+  t.final_accuracy = conv_metric(rep, record::kConvergenceFinalAccuracy);
+  const bool names_its_metric = rep.metrics.count(record::metric::kConvergencePrefix +
+                                                  std::string(record::kConvergenceFinalAccuracy)) > 0;
+  for (const char* name : kLegacyAccuracyMetrics) {
+    if (!names_its_metric && !t.final_accuracy) t.final_accuracy = conv_metric(rep, std::string("final_") + name);
   }
   return t;
 }
@@ -248,8 +252,8 @@ Report tta_report(const std::vector<RunRecord>& runs) {
       "runs = completed runs that evaluated, over seeds and repeats; aborted = runs that ended "
       "without reaching the target");
   rep.notes.push_back(
-      "epochs to target: mean of the successful runs; final accuracy: the model's first metric (top-1, token "
-      "accuracy, HR@10), mean of all runs");
+      "epochs to target: mean of the successful runs; final accuracy: the task's first metric (top-1, token "
+      "accuracy, HR@10, box accuracy, ...), mean of all runs");
   rep.notes.push_back(
       "speedup = time to accuracy of the fewest workers that reached the target / time to "
       "accuracy");
@@ -278,20 +282,24 @@ const TtaRun& representative_run(const TtaRow& row) {
 std::vector<EvalPoint> convergence_evals(const sweep::RepeatRecord& repeat) {
   const nlohmann::json j = nlohmann::json::parse(repeat.record, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return {};
-  const nlohmann::json* evals = &j;
-  for (const char* key : {"results", "convergence", "evals"}) {
-    if (!evals->is_object() || !evals->contains(key)) return {};
-    evals = &(*evals)[key];
+  const nlohmann::json* convergence = &j;
+  for (const char* key : {record::kResults, record::kConvergence}) {
+    if (!convergence->is_object() || !convergence->contains(key)) return {};
+    convergence = &(*convergence)[key];
+  }
+  if (!convergence->is_object() || !convergence->contains(record::kConvergenceEvals)) return {};
+  const nlohmann::json& evals = (*convergence)[record::kConvergenceEvals];
+  std::vector<std::string> metrics(std::begin(kLegacyAccuracyMetrics), std::end(kLegacyAccuracyMetrics));
+  if (const auto named = convergence->find(record::kConvergenceMetric);
+      named != convergence->end() && named->is_string()) {
+    metrics = {named->get<std::string>()};
   }
   std::vector<EvalPoint> out;
-  if (!evals->is_array()) return out;
-  for (const nlohmann::json& e : *evals) {
-    const auto num = [&](const char* k) {
-      return e.is_object() && e.contains(k) && e[k].is_number();
-    };
-    const char* const* metric = std::find_if(std::begin(kAccuracyMetrics), std::end(kAccuracyMetrics),
-                                             [&](const char* name) { return num(name); });
-    if (!num("epoch") || !num("run_seconds") || metric == std::end(kAccuracyMetrics)) continue;
+  if (!evals.is_array()) return out;
+  for (const nlohmann::json& e : evals) {
+    const auto num = [&](const std::string& k) { return e.is_object() && e.contains(k) && e[k].is_number(); };
+    const auto metric = std::find_if(metrics.begin(), metrics.end(), num);
+    if (!num("epoch") || !num("run_seconds") || metric == metrics.end()) continue;
     out.push_back({e["epoch"].get<double>(), e["run_seconds"].get<double>(), e[*metric].get<double>()});
   }
   return out;

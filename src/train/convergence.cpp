@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "core/record_keys.h"
+
 namespace dlscale::train {
 
 nlohmann::json recipe_json(const RecipeOptions& r) {
@@ -64,6 +66,10 @@ nlohmann::json to_json(const ConvergenceSummary& c) {
                       {"evals", evals}};
   for (const MetricSpec& m : c.metrics) {
     j["final_" + m.name] = c.evals.empty() ? nlohmann::json() : nlohmann::json(c.evals.back().metric(m.name));
+  }
+  if (!c.metrics.empty()) {  // the target's metric, named for the reports
+    j[record::kConvergenceMetric] = c.metrics.front().name;
+    j[record::kConvergenceFinalAccuracy] = j["final_" + c.metrics.front().name];
   }
   return j;
 }

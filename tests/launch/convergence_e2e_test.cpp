@@ -67,6 +67,9 @@ TEST(TimeToAccuracy, SyntheticDataHasEpochsAndAHeldOutSplit) {
     EXPECT_EQ(c["status"], "success") << workers << ": " << c.dump();
     EXPECT_GE(c["evals"].back()["token_acc"].get<double>(), 0.8) << workers;
     EXPECT_EQ(c["evals"].back()["samples"], 64) << workers;
+    // The record names the target's metric for the reports.
+    EXPECT_EQ(c["metric"], "token_acc");
+    EXPECT_EQ(c["final_accuracy"], c["evals"].back()["token_acc"]);
     EXPECT_EQ(r.record["results"]["data"]["steps_per_epoch"], 8);
     runs.push_back(c);
   }
