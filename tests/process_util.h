@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -14,6 +15,33 @@
 #include "core/files.h"
 
 namespace dlscale::testing {
+
+/// Whether this build has the MPI backend: tests/CMakeLists.txt defines
+/// DLSCALE_WITH_MPI for every test (a test binary without it does not compile).
+inline constexpr bool kWithMpi = DLSCALE_WITH_MPI;
+
+/// Whether tests that need root (namespaces, mounts) must run rather than
+/// skip: .ci/run sets DLSCALE_REQUIRE_ROOT_TESTS=1 when it runs as root, so a
+/// drill that cannot start there fails instead of passing as skipped.
+inline bool root_tests_required() {
+  const char* v = std::getenv("DLSCALE_REQUIRE_ROOT_TESTS");
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
+/// Skips the test, saying `why`, when `why` is not empty; fails it instead
+/// when root tests are required (root_tests_required()).
+#define DLSCALE_SKIP_UNLESS_ABLE(why)                                                              \
+  if (const std::string why_not_ = (why); !why_not_.empty()) {                                      \
+    if (::dlscale::testing::root_tests_required()) {                                                \
+      FAIL() << "cannot run, and DLSCALE_REQUIRE_ROOT_TESTS is set: " << why_not_;                 \
+    }                                                                                               \
+    GTEST_SKIP() << why_not_;                                                                       \
+  }
+
+/// Skips a test that runs under mpirun in a build without the MPI backend.
+#define DLSCALE_SKIP_WITHOUT_MPI()            \
+  if (!::dlscale::testing::kWithMpi)           \
+  GTEST_SKIP() << "built without the MPI backend (-DDLSCALE_WITH_MPI=OFF)"
 
 struct Outcome {
   int code = -1;

@@ -48,7 +48,7 @@ class ClusterDrill : public ::testing::Test {
  protected:
   void SetUp() override {
     static const std::string why = why_no_clusters();
-    if (!why.empty()) GTEST_SKIP() << "cluster drills skipped: " << why;
+    DLSCALE_SKIP_UNLESS_ABLE(why.empty() ? why : "cluster drills: " + why);
     static int counter = 0;
     name_ = fmt::format("t{}x{}", ::getpid() % 100000, counter++);
   }
@@ -177,6 +177,7 @@ TEST_F(ClusterDrill, TrainingAcrossHostsEqualsLocalWorkersAndBindsOnlyItsAddress
 }
 
 TEST_F(ClusterDrill, MpirunCrossesTheShapedLinks) {
+  DLSCALE_SKIP_WITHOUT_MPI();
   up(2, 50);
   const std::string record = temp_path("mpi.json");
   const auto o = run_dlscale(fmt::format(

@@ -89,7 +89,7 @@ class SlurmDrill : public ::testing::Test {
  protected:
   void SetUp() override {
     static const std::string why = why_no_slurm();
-    if (!why.empty()) GTEST_SKIP() << "Slurm drills skipped: " << why;
+    DLSCALE_SKIP_UNLESS_ABLE(why.empty() ? why : "Slurm drills: " + why);
     static int counter = 0;
     name_ = fmt::format("u{}x{}", ::getpid() % 100000, counter++);
     ::setenv(kEnvJobSecret, "slurm-drill-secret", 1);

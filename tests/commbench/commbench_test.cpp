@@ -256,6 +256,7 @@ TEST(CommbenchCommand, WorkersAndJsonRecord) {
 }
 
 TEST(CommbenchCommand, UnderMpirun) {
+  DLSCALE_SKIP_WITHOUT_MPI();
   for (const std::string mode : {"blocking", "polled"}) {
     SCOPED_TRACE(mode);
     const auto o = testing::run_shell(

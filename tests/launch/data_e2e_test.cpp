@@ -211,7 +211,7 @@ class ScratchMount {
 TEST(DataTraining, StagingOntoAFullOrReadOnlyDiskSaysSo) {
   const ScratchMount full("size=8k");
   const ScratchMount read_only("ro,size=1m");
-  if (!full.ok() || !read_only.ok()) GTEST_SKIP() << "needs root to mount a small tmpfs";
+  DLSCALE_SKIP_UNLESS_ABLE(full.ok() && read_only.ok() ? "" : "needs root to mount a small tmpfs");
   const std::string data = testing::write_idx_dataset(36, 12, 28, false);  // 28 KiB of images
   const std::string run = "train --model lenet --threads 1 --steps 2 --warmup 1 --batch 4 "
                           "--display-every 0 --data idx:" + data + " --stage-dir ";

@@ -16,6 +16,7 @@ namespace dlscale {
 namespace {
 
 using testing::closeness;
+using testing::expect_tcp_bytes;
 using testing::run_dlscale;
 using testing::train;
 using testing::TrainRun;
@@ -220,11 +221,7 @@ TEST(SparseEmbeddings, MatchTheDenseRunAndSendOnlyTheRows) {
       if (n == 2) {
         EXPECT_LT(formula, dense.record["results"]["comm"]["bytes_sent_per_step_formula"][rank].get<double>() / 20);
       }
-      if (c["bytes_sent_per_step_tcp"][rank].is_number()) {
-        const double tcp = c["bytes_sent_per_step_tcp"][rank].get<double>();
-        EXPECT_GT(tcp, formula * 0.97) << "rank " << rank;
-        EXPECT_LT(tcp, formula * 1.03 + 65536) << "rank " << rank;
-      }
+      expect_tcp_bytes(c, rank, formula);
     }
   }
   const TrainRun alone = train(args + " --sparse-embeddings --workers 2 --strategy independent");

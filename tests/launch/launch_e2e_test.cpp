@@ -90,6 +90,7 @@ TEST_F(Processes, GlooWorkersMatchOneWorkerAndReport) {
 }
 
 TEST_F(Processes, MpirunWorkersMatchOneWorker) {
+  DLSCALE_SKIP_WITHOUT_MPI();
   for (const std::string np : {"2", "4"}) {
     for (const char* bucket : {"0.2", "0"}) {
       SCOPED_TRACE("mpirun -np " + np + ", --bucket-mb " + bucket);
@@ -488,6 +489,7 @@ TEST(LaunchErrors, KilledAsyncPsWorkerFailsTheJob) {
 // call, or the polled non-blocking call gives up), it exits 5, and mpirun
 // stops the rest.
 TEST(LaunchErrors, MpirunStalledRankFailsWithinTheTimeout) {
+  DLSCALE_SKIP_WITHOUT_MPI();
   for (const std::string mode : {"blocking", "polled"}) {
     SCOPED_TRACE(mode);
     const std::string err = temp_path("mpi.err");

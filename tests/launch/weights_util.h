@@ -53,4 +53,16 @@ inline TrainRun train(const std::string& args) {
   return r;
 }
 
+/// The bytes `rank` sent per step as the kernel's TCP counters saw them
+/// (results.comm.bytes_sent_per_step_tcp) are `expected` plus Gloo's small
+/// headers: within 3% and 64 KiB (an acknowledgement may still be in flight
+/// when the window closes). Linux reports the counters (tests/core/
+/// tcp_counters_test.cpp), so a missing value fails.
+inline void expect_tcp_bytes(const nlohmann::json& comm, int rank, double expected) {
+  const nlohmann::json& tcp = comm["bytes_sent_per_step_tcp"][rank];
+  ASSERT_TRUE(tcp.is_number()) << "rank " << rank << ": no TCP byte count: " << comm.dump();
+  EXPECT_GT(tcp.get<double>(), expected * 0.97) << "rank " << rank;
+  EXPECT_LT(tcp.get<double>(), expected * 1.03 + 65536) << "rank " << rank;
+}
+
 }  // namespace dlscale::testing

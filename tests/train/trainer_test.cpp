@@ -61,6 +61,9 @@ TEST(Trainer, Resnet18LossDecreases) {
   EXPECT_LT(mean_loss(r.steps, 16, 20), 0.6 * mean_loss(r.steps, 0, 4));
 }
 
+// The loss (the main head's plus 0.3 of each auxiliary head's) falls from
+// 3.72 to 1.52 over 16 steps here (0.41 of it); any decrease passed before,
+// so a broken auxiliary head or optimizer could pass. The margin is resnet18's.
 TEST(Trainer, GoogLeNetWithAuxiliaryLossDecreases) {
   TrainOptions o = quick("googlenet", 32, 8, 16);
   o.model.num_classes = 10;
@@ -70,7 +73,8 @@ TEST(Trainer, GoogLeNetWithAuxiliaryLossDecreases) {
   Trainer t(o);
   CountingObserver obs;
   const TrainResult r = t.run(obs);
-  EXPECT_LT(mean_loss(r.steps, 12, 16), mean_loss(r.steps, 0, 4));
+  const double first = mean_loss(r.steps, 0, 4), last = mean_loss(r.steps, 12, 16);
+  EXPECT_LT(last, 0.6 * first) << "first " << first << " last " << last;
 }
 
 TEST(Trainer, SameSeedSameLosses) {
