@@ -289,6 +289,11 @@ nlohmann::json agreed_inputs(const ResolvedTrainOptions& c) {
   dlscale::agreed_inputs(o.sync, j);
   dlscale::agreed_inputs(o.sync.ps, j);
   dlscale::agreed_inputs(o.compute, j);
+  // Every recipe option shapes the training (each step's rate, when to
+  // evaluate and to stop), so all must agree: a rank that stops at another
+  // target than its peers would leave them waiting in a collective.
+  const nlohmann::json recipe = recipe_json(o.recipe);
+  for (const auto& [key, value] : recipe.items()) j["recipe." + key] = value;
   j["global_batch"] = c.global_batch;
   j["world_size"] = c.world_size;
   return j;

@@ -195,6 +195,19 @@ TEST(LaunchErrors, NodesThatDisagreeOnTheWorldSizeAreNamed) {
   EXPECT_LT(seconds, 20) << "waited for the timeout instead of naming the mismatch";
 }
 
+// Nodes started with different recipes (here the learning-rate schedule)
+// are named at start; each would have trained on its own rates unchecked.
+TEST(LaunchErrors, NodesThatDisagreeOnTheRecipeAreNamed) {
+  const std::string node = two_node_lenet(30) + " --workers 1";
+  const auto o = run_shell(node + " --node-rank 0 --lr-schedule cosine 2>&1 & other=$!; " + node +
+                           " --node-rank 1 2>&1; rc=$?; wait $other; rc0=$?; echo codes $rc $rc0");
+  EXPECT_NE(o.out.find("codes 2 2"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("workers disagree on the run config: rank 1 has recipe.lr_schedule=\"constant\", rank 0 "
+                       "has recipe.lr_schedule=\"cosine\""),
+            std::string::npos)
+      << o.out;
+}
+
 // Garbage, strangers, requests that once killed the store (a GET whose wait
 // is not a number) and 300 idle connections on the store of a running job:
 // each costs only its own connection; the job finishes with a right result.

@@ -113,7 +113,8 @@ TEST(TrainOptions, RecordAndAgreementComeFromTheTables) {
   EXPECT_EQ(in["recipe"]["target_accuracy"], 0.0);
   const nlohmann::json agreed = agreed_inputs(r);
   for (const char* key : {"model", "batch", "global_batch", "world_size", "optimizer", "lr", "strategy",
-                          "ps_shards", "data", "augment", "amp", "sync_buffers"}) {
+                          "ps_shards", "data", "augment", "amp", "sync_buffers", "recipe.lr_schedule",
+                          "recipe.target_accuracy", "recipe.epochs", "recipe.label_smoothing"}) {
     EXPECT_TRUE(agreed.contains(key)) << key;
   }
   for (const char* key : {"display_every", "threads", "json", "data_threads"}) {
