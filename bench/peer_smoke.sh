@@ -19,9 +19,9 @@ passed=0
 check() {
   local name=$1 pattern=$2
   shift 2
-  local out="$tmp/$name.out"
+  local out="$tmp/$name.out" start=$SECONDS
   if timeout -k 10 300 "$@" >"$out" 2>&1 && grep -Eq "$pattern" "$out"; then
-    echo "PASS $name"
+    echo "PASS $name ($((SECONDS - start)) s)"
     passed=$((passed + 1))
   else
     echo "FAIL $name: $*"

@@ -92,10 +92,12 @@ void expect_bytes(const nlohmann::json& r, int n) {
   }
 }
 
+// Momentum on 2, 3 and 4 workers; Adam, whose two moments shard like
+// momentum's one, on 3 (uneven shards, padding): 18 runs instead of 26.
 TEST(ZeroStrategy, StagesMatchOneWorkerAndAllreduceWithMomentumAndAdam) {
   for (const std::string optimizer : {"momentum", "adam"}) {
     const TrainRun one = train(with_optimizer(optimizer));
-    for (const int n : {2, 3, 4}) {
+    for (const int n : optimizer == "adam" ? std::vector<int>{3} : std::vector<int>{2, 3, 4}) {
       const std::string workers = " --workers " + std::to_string(n);
       const TrainRun allreduce = train(with_optimizer(optimizer) + workers);
       for (const int stage : {1, 2, 3}) {
