@@ -160,17 +160,28 @@ DataSpec parse_data_location(const std::string& text) {
   std::error_code ec;
   const fs::path p(text);
   DLSCALE_CHECK(fs::exists(p, ec), "{}: no such file or directory", text);
-  if (fs::is_regular_file(p, ec)) return {p.extension() == ".tar" ? "wds" : "tfrecord", text};
-  bool tar = false, idx = false, subdirs = false;
+  const std::string unknown = fmt::format(
+      "{}: not data of a kind dlscale recognises (IDX files, .tar shards, class subdirectories or "
+      "TFRecord files); name its kind, e.g. tfrecord:{}",
+      text, text);
+  if (fs::is_regular_file(p, ec)) {
+    if (p.extension() == ".tar") return {"wds", text};
+    DLSCALE_CHECK(starts_like_tfrecord(text), "{}", unknown);
+    return {"tfrecord", text};
+  }
+  bool tar = false, idx = false, subdirs = false, tfrecord = false;
   for (const auto& e : fs::directory_iterator(p, ec)) {
     const std::string name = e.path().filename().string();
     tar = tar || e.path().extension() == ".tar";
     idx = idx || name.find("idx3-ubyte") != std::string::npos;
     subdirs = subdirs || (e.is_directory(ec) && name.front() != '.');
+    tfrecord = tfrecord || (e.is_regular_file(ec) && e.path().extension() != kIndexSuffix &&
+                            starts_like_tfrecord(e.path().string()));
   }
   if (idx) return {"idx", text};
   if (tar) return {"wds", text};
   if (subdirs) return {"folder", text};
+  DLSCALE_CHECK(tfrecord, "{}", unknown);
   return {"tfrecord", text};
 }
 

@@ -10,7 +10,8 @@ namespace dlscale::data {
 
 /// Accepts a --data value or a bare path: a .tar file or a directory of them
 /// is wds, a directory with *-idx3-ubyte[.gz] files is idx, one of
-/// subfolders is folder, anything else tfrecord.
+/// subfolders is folder, a file (or a directory with one) that starts with a
+/// TFRecord header is tfrecord; anything else throws, asking for KIND:PATH.
 DataSpec parse_data_location(const std::string& text);
 
 struct PackOptions {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <utility>
 
@@ -356,6 +357,14 @@ uint32_t crc32c(const uint8_t* data, size_t size, uint32_t crc) { return crc32c_
 #endif
 
 uint32_t mask_crc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+
+bool starts_like_tfrecord(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, kTfrecordHeaderBytes> head{};
+  if (!in.read(head.data(), head.size())) return false;
+  const std::string_view length(head.data(), 8);
+  return static_cast<uint32_t>(load_le(head.data() + 8, 4)) == mask_crc(crc_of(length));
+}
 
 void append_tfrecord(std::string& out, std::string_view payload) {
   std::string head;

@@ -33,6 +33,11 @@ inline constexpr uint64_t kMaxTfrecordLength = uint64_t{1} << 30;
 inline constexpr uint64_t kTfrecordHeaderBytes = 12;
 inline constexpr uint64_t kTfrecordFooterBytes = 4;
 
+/// Whether the file at `path` starts with a TFRecord length whose masked CRC
+/// matches (a chance of 2^-32 for other bytes); false when unreadable,
+/// shorter than a header or empty.
+bool starts_like_tfrecord(const std::string& path);
+
 /// Appends one framed record holding `payload` to `out`.
 void append_tfrecord(std::string& out, std::string_view payload);
 

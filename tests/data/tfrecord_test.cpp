@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 #include "data/data_test_util.h"
+#include "data/data_tools.h"
+#include "data/shard_index.h"
 
 namespace dlscale::data {
 namespace {
@@ -252,6 +254,33 @@ TEST(Example, MalformedInputThrows) {
   std::string deep;
   for (int i = 0; i < 100; ++i) deep += "\x13";  // field 2, start group, nested
   EXPECT_TRUE(contains(error_message([&] { decode_example(deep); }), "nested too deeply"));
+}
+
+// A bare path is TFRecord data only when a file starts with a TFRecord
+// header: a directory of anything else was taken for TFRecord shards.
+TEST(DataLocation, OnlyFilesThatStartLikeTfrecordAreTakenForIt) {
+  TempDir dir;
+  const std::string other = dir.path() + "/other", shards = dir.path() + "/shards";
+  std::filesystem::create_directories(other);
+  std::filesystem::create_directories(shards);
+  write_bytes(other + "/notes.txt", "hello, these are not records\n");
+  std::string record;
+  append_tfrecord(record, "payload");
+  write_bytes(shards + "/train-00000-of-00001", record);
+  write_bytes(shards + "/train-00000-of-00001" + kIndexSuffix, "not checked here");
+  EXPECT_EQ(parse_data_location(shards).kind, "tfrecord");
+  EXPECT_EQ(parse_data_location(shards + "/train-00000-of-00001").kind, "tfrecord");
+  for (const std::string& path : {other, other + "/notes.txt"}) {
+    const std::string message = error_message([&] { parse_data_location(path); });
+    EXPECT_TRUE(contains(message, path + ": not data of a kind dlscale recognises")) << message;
+    EXPECT_TRUE(contains(message, "name its kind, e.g. tfrecord:" + path)) << message;
+  }
+  EXPECT_EQ(parse_data_location("tfrecord:" + other).kind, "tfrecord");  // named: taken as said
+  // A header whose CRC is one bit off is not a TFRecord's.
+  record[8] = static_cast<char>(record[8] ^ 1);
+  write_bytes(other + "/almost", record);
+  EXPECT_FALSE(starts_like_tfrecord(other + "/almost"));
+  EXPECT_TRUE(starts_like_tfrecord(shards + "/train-00000-of-00001"));
 }
 
 }  // namespace
