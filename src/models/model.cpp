@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "models/layers.h"
 #include "models/zoo.h"
 
@@ -169,6 +170,47 @@ int64_t count_macs_per_sample(Model& model, const TensorMap& probe) {
   return macs;
 }
 
+namespace {
+
+/// The kind of a torch::nn layer that does work the count would miss, or null.
+const char* uncounted_kind(torch::nn::Module& m) {
+  namespace nn = torch::nn;
+  if (dynamic_cast<MacCounter*>(&m) != nullptr) return nullptr;
+  if (dynamic_cast<nn::LinearImpl*>(&m) != nullptr) return "Linear";
+  if (dynamic_cast<nn::BilinearImpl*>(&m) != nullptr) return "Bilinear";
+  if (dynamic_cast<nn::Conv1dImpl*>(&m) != nullptr || dynamic_cast<nn::Conv2dImpl*>(&m) != nullptr ||
+      dynamic_cast<nn::Conv3dImpl*>(&m) != nullptr)
+    return "Conv";
+  if (dynamic_cast<nn::ConvTranspose1dImpl*>(&m) != nullptr ||
+      dynamic_cast<nn::ConvTranspose2dImpl*>(&m) != nullptr ||
+      dynamic_cast<nn::ConvTranspose3dImpl*>(&m) != nullptr)
+    return "ConvTranspose";
+  if (dynamic_cast<nn::LSTMImpl*>(&m) != nullptr) return "LSTM";
+  if (dynamic_cast<nn::GRUImpl*>(&m) != nullptr) return "GRU";
+  if (dynamic_cast<nn::RNNImpl*>(&m) != nullptr) return "RNN";
+  if (dynamic_cast<nn::MultiheadAttentionImpl*>(&m) != nullptr) return "MultiheadAttention";
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> uncounted_layers(Model& model) {
+  std::vector<std::string> counters, out;  // paths of the counting modules
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    const std::string& path = item.key();
+    const bool inside = std::any_of(counters.begin(), counters.end(), [&](const std::string& c) {
+      return path.rfind(c + ".", 0) == 0;
+    });
+    if (inside) continue;
+    if (dynamic_cast<MacCounter*>(item.value().get()) != nullptr) {
+      counters.push_back(path);
+    } else if (const char* kind = uncounted_kind(*item.value())) {
+      out.push_back(fmt::format("{} ({})", path, kind));
+    }
+  }
+  return out;
+}
+
 ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& model) {
   ModelFacts f;
   f.name = spec.name;
@@ -184,6 +226,14 @@ ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& mo
   f.unit = spec.task->unit(spec, o);
   f.inputs = spec.task->inputs(spec, o);
   f.macs_per_sample = count_macs_per_sample(model, probe_inputs(f.inputs));
+  f.uncounted_layers = uncounted_layers(model);
+  if (!f.uncounted_layers.empty()) {
+    DLSCALE_LOG_WARN(
+        "model '{}': {} layer(s) count no FLOPs ({}{}); its FLOPs per sample and est. GFLOP/s are too low. "
+        "Build them from models/layers.h's Fc and Conv, or count them (MacCounter)",
+        spec.name, f.uncounted_layers.size(), f.uncounted_layers.front(),
+        f.uncounted_layers.size() > 1 ? ", ..." : "");
+  }
   return f;
 }
 

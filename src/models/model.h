@@ -125,6 +125,12 @@ int64_t count_parameters(torch::nn::Module& model);
 /// Restores the training mode.
 int64_t count_macs_per_sample(Model& model, const TensorMap& probe);
 
+/// The layers of `model` that hold weights and do work the FLOP count misses:
+/// plain torch::nn Linear, Conv, ConvTranspose, LSTM, GRU, RNN, Bilinear or
+/// MultiheadAttention modules outside a MacCounter (models/layers.h's Fc and
+/// Conv count themselves). Their paths, e.g. "head.fc1 (Linear)".
+std::vector<std::string> uncounted_layers(Model& model);
+
 /// Summary of a built model at given options, for listings and records.
 struct ModelFacts {
   std::string name;
@@ -133,6 +139,7 @@ struct ModelFacts {
   int64_t num_classes = 0;
   int64_t parameters = 0;
   int64_t macs_per_sample = 0;
+  std::vector<std::string> uncounted_layers;  ///< uncounted_layers(): its FLOPs are too low
   int64_t vocab = 0;               ///< sequence models
   int64_t seq_len = 0;
   int64_t hidden = 0;              ///< recurrent models (--hidden)

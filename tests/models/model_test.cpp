@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "models/layers.h"
 
 namespace dlscale::models {
 namespace {
@@ -30,6 +31,44 @@ TEST_P(ModelFactsTest, MatchesTorchvision) {
   EXPECT_EQ(f.parameters, e.parameters);
   EXPECT_EQ(f.macs_per_sample, e.macs);
   EXPECT_DOUBLE_EQ(f.flops_per_sample(), 2.0 * static_cast<double>(e.macs));
+  EXPECT_TRUE(f.uncounted_layers.empty()) << f.uncounted_layers.front();
+}
+
+/// A model of plain torch::nn layers beside a counted one, and an LSTM
+/// inside a counting module (as gnmt's), which counts it.
+class Mixed : public Model {
+ public:
+  struct CountedLstm : torch::nn::Module, MacCounter {
+    CountedLstm() { lstm = register_module("lstm", torch::nn::LSTM(4, 4)); }
+    torch::nn::LSTM lstm{nullptr};
+    void clear_macs() override {}
+    int64_t last_macs_per_sample() const override { return 0; }
+  };
+  Mixed() {
+    fc = register_module("fc", Fc(4, 4));
+    plain = register_module("plain", torch::nn::Linear(4, 4));
+    conv = register_module("conv", torch::nn::Conv1d(1, 1, 1));
+    counted = register_module("counted", std::make_shared<CountedLstm>());
+  }
+  Output forward(const TensorMap& inputs) override { return {plain(fc(inputs.at("x"))), {}}; }
+  Fc fc{nullptr};
+  torch::nn::Linear plain{nullptr};
+  torch::nn::Conv1d conv{nullptr};
+  std::shared_ptr<CountedLstm> counted;
+};
+
+// FLOPs are counted by the layers that count themselves: a plain torch::nn
+// layer is named, and measuring the model warns, rather than its work
+// silently missing from FLOPs per sample and est. GFLOP/s.
+TEST(ModelZoo, LayersThatCountNoFlopsAreNamed) {
+  Mixed m;
+  EXPECT_EQ(uncounted_layers(m), (std::vector<std::string>{"plain (Linear)", "conv (Conv)"}));
+  for (const char* name : {"lenet", "gnmt", "transformer", "ncf", "ssd300"}) {
+    ModelOptions o;
+    if (std::string(name) == "ssd300") o.num_classes = 5;
+    const ModelSpec& spec = find_model(name);
+    EXPECT_TRUE(uncounted_layers(*spec.make(resolve_options(spec, o))).empty()) << name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
