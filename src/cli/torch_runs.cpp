@@ -9,7 +9,7 @@
 #include "commbench/commbench.h"
 #include "core/error.h"
 #include "core/sysinfo.h"
-#include "launch/commbench_job.h"
+#include "commbench/commbench_job.h"
 #include "launch/launch_env.h"
 #include "launch/train_job.h"
 

@@ -11,10 +11,11 @@
 //  - A shard keeps its pieces in one flat buffer, in reverse
 //    parameter order (about the order backward produces gradients), cut into
 //    push buckets by dp/bucket_plan.h, as every bucketing strategy is.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "dp/sync_options.h"
+#include "dp/ps_assign.h"
 
 namespace dlscale::dp {
 

@@ -6,6 +6,7 @@
 
 #include "core/enum_names.h"
 #include "core/option_table.h"
+#include "dp/ps_assign.h"
 
 namespace dlscale::dp {
 
@@ -36,7 +37,6 @@ std::string to_string(ZeroUnit unit);
 /// Parameter server (docs/strategies.md): where the shards run, how
 /// variables are spread over them, and when a shard applies gradients.
 enum class PsPlacement { kColocated, kDedicated };
-enum class PsAssign { kRoundRobin, kGreedy };
 enum class PsMode { kSync, kAsync };
 const EnumNames<PsPlacement, 2>& enum_names(PsPlacement);
 const EnumNames<PsAssign, 2>& enum_names(PsAssign);

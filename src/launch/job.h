@@ -1,7 +1,7 @@
 #pragma once
 // A job end to end, whatever the launch: one process, a launcher spawning
 // local workers, or one worker of a job (spawned, mpirun, srun). `dlscale
-// train` (launch/train_job.h) and `dlscale commbench` (launch/commbench_job.h)
+// train` (launch/train_job.h) and `dlscale commbench` (commbench/commbench_job.h)
 // are both jobs; they differ in the body each worker runs.
 #include <chrono>
 #include <functional>

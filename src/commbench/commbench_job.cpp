@@ -1,4 +1,4 @@
-#include "launch/commbench_job.h"
+#include "commbench/commbench_job.h"
 
 #include <memory>
 
