@@ -4,6 +4,7 @@
 #include "data/data_spec.h"
 #include "models/model.h"
 #include "train/optimizer.h"
+#include "train/resolve.h"
 
 namespace dlscale::train {
 

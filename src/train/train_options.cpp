@@ -12,6 +12,7 @@
 #include "dp/strategy.h"
 #include "models/model.h"
 #include "train/convergence.h"
+#include "train/resolve.h"
 
 namespace dlscale::train {
 

@@ -9,6 +9,7 @@
 #include "core/record_keys.h"
 #include "core/text_table.h"
 #include "dp/strategy.h"
+#include "train/resolve.h"
 
 namespace dlscale::train {
 

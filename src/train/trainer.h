@@ -16,6 +16,7 @@
 #include "data/data_spec.h"
 #include "models/model.h"
 #include "train/recipe.h"
+#include "train/resolve.h"
 #include "train/train_result.h"
 
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "train/resolve.h"
 
 namespace dlscale::train {
 namespace {
