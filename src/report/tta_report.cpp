@@ -51,10 +51,8 @@ std::optional<TtaRun> tta_run(const RunRecord& run, const sweep::RepeatRecord& r
     t.epochs_to_target = conv_metric(rep, "epochs_to_target");
   }
   t.final_accuracy = conv_metric(rep, record::kConvergenceFinalAccuracy);
-  const bool names_its_metric = rep.metrics.count(record::metric::kConvergencePrefix +
-                                                  std::string(record::kConvergenceFinalAccuracy)) > 0;
   for (const char* name : kLegacyAccuracyMetrics) {
-    if (!names_its_metric && !t.final_accuracy) t.final_accuracy = conv_metric(rep, std::string("final_") + name);
+    if (!t.final_accuracy) t.final_accuracy = conv_metric(rep, std::string("final_") + name);
   }
   return t;
 }
