@@ -311,6 +311,7 @@ std::pair<std::string, int> fake_hosts_job(const std::string& name, const std::v
   plan.cluster = name;
   plan.binary = "/bin/sh";
   plan.argv = {"sh", "-c", script};
+  plan.grace = std::chrono::milliseconds(5000);  // a host failing 1 s after the first is in time, under load too
   try {
     launch::run_cluster_job(plan);
   } catch (const launch::JobFailed& e) {
@@ -350,7 +351,7 @@ TEST_F(ClusterDrill, TheMostTellingFailureIsNamedNotTheFirst) {
     EXPECT_EQ(code, 5);
     EXPECT_EQ(err.rfind("host 1 (10.77.0.2, rank 1): its launcher was killed by signal 9", 0), 0u) << err;
   }
-  {  // a launcher we had to kill (it ignored SIGTERM for 5 s) was not killed by itself
+  {  // a launcher we had to kill (it ignored SIGTERM for 5 s after the grace) was not killed by itself
     const auto [err, code] = fake_hosts_job(
         name_, {"sleep 1; " + fails("stalled", "rank 0 stalled: no progress for 9 s", 5),
                 "trap '' TERM; exec sleep 60", stay});
