@@ -109,7 +109,11 @@ void forward_stderr(NodeProc& n, bool flush) {
   constexpr const char* kPrefix = "dlscale: error: ";
   for (const std::string& line : n.err.read_lines(flush)) {
     if (line.rfind(kCauseLinePrefix, 0) == 0) {
-      n.cause = failure_cause_from(line.substr(std::strlen(kCauseLinePrefix)));
+      try {
+        n.cause = enum_names(n.cause).parse(line.substr(std::strlen(kCauseLinePrefix)));
+      } catch (const Error&) {
+        n.cause = FailureCause::kUnknown;  // a launcher of another version: ranked last
+      }
       continue;
     }
     if (line.rfind(kPrefix, 0) == 0) {

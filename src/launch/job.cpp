@@ -117,7 +117,7 @@ void run_launcher(const JobOptions& options, const std::vector<std::string>& arg
     run_local_workers(plan);
   } catch (const JobFailed& e) {
     if (std::getenv(kEnvCluster) != nullptr) {
-      std::fprintf(stderr, "%s%s\n", kCauseLinePrefix, to_string(e.cause()));
+      std::fprintf(stderr, "%s%s\n", kCauseLinePrefix, enum_names(e.cause()).name(e.cause()).c_str());
     }
     throw;
   }

@@ -92,7 +92,7 @@ using dlscale::kEnvJobSecret;  ///< core/job_env.h
 /// "NAME:HOST:HOSTS:LINK_MBIT".
 inline constexpr const char* kEnvCluster = "DLSCALE_CLUSTER";
 /// A failed node launcher of a cluster job prints this line, then its
-/// cause's name (launch::to_string(FailureCause)), before its error line:
+/// cause's name (launch::enum_names(FailureCause)), before its error line:
 /// the cluster launcher names the host with the most telling cause.
 inline constexpr const char* kCauseLinePrefix = "dlscale: cause: ";
 

@@ -187,28 +187,17 @@ std::string find_failure(const std::vector<Child>& children, double now,
   return "";
 }
 
+constexpr EnumNames<FailureCause, 5> kFailureCauses{
+    "failure cause",
+    {{{FailureCause::kKilled, "killed"},
+      {FailureCause::kOwn, "own"},
+      {FailureCause::kStalled, "stalled"},
+      {FailureCause::kPeer, "peer"},
+      {FailureCause::kInterrupted, "interrupted"}}}};
+
 }  // namespace
 
-namespace {
-constexpr std::pair<FailureCause, const char*> kCauseNames[] = {
-    {FailureCause::kKilled, "killed"},   {FailureCause::kOwn, "own"},
-    {FailureCause::kStalled, "stalled"}, {FailureCause::kPeer, "peer"},
-    {FailureCause::kInterrupted, "interrupted"}};
-}  // namespace
-
-const char* to_string(FailureCause cause) {
-  for (const auto& [c, name] : kCauseNames) {
-    if (c == cause) return name;
-  }
-  return "unknown";
-}
-
-FailureCause failure_cause_from(const std::string& name) {
-  for (const auto& [c, n] : kCauseNames) {
-    if (name == n) return c;
-  }
-  return FailureCause::kUnknown;
-}
+const EnumNames<FailureCause, 5>& enum_names(FailureCause) { return kFailureCauses; }
 
 InterruptGuard::InterruptGuard() {
   struct sigaction sa {};

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/job_env.h"
 
@@ -40,8 +41,8 @@ struct LaunchPlan {
 /// peer did; an interrupt. A cluster job compares its hosts' causes.
 enum class FailureCause { kKilled, kOwn, kStalled, kPeer, kInterrupted, kUnknown };
 
-const char* to_string(FailureCause cause);
-FailureCause failure_cause_from(const std::string& name);  ///< kUnknown if not one
+/// The causes' names ("killed", "own", ...; kUnknown has none).
+const EnumNames<FailureCause, 5>& enum_names(FailureCause);
 
 /// A job whose workers failed; carries the exit code the launcher returns.
 class JobFailed : public Error {

@@ -321,7 +321,7 @@ std::pair<std::string, int> fake_hosts_job(const std::string& name, const std::v
 }
 
 /// A node launcher's failure as its last lines say it.
-std::string fails(const std::string& cause, const std::string& error, int code) {
+std::string node_fails(const std::string& cause, const std::string& error, int code) {
   return fmt::format(R"(echo "dlscale: cause: {}" >&2; echo "dlscale: error: {}" >&2; exit {})", cause, error,
                      code);
 }
@@ -331,29 +331,29 @@ std::string fails(const std::string& cause, const std::string& error, int code) 
 // once in CI). The job names the most telling cause, not the first failure.
 TEST_F(ClusterDrill, TheMostTellingFailureIsNamedNotTheFirst) {
   up(3);
-  const std::string peer = fails("peer", "rank 0: gloo allreduce failed: Connection reset by peer", 5);
+  const std::string peer = node_fails("peer", "rank 0: gloo allreduce failed: Connection reset by peer", 5);
   const std::string stay = "exec sleep 60";
   {
     const auto [err, code] = fake_hosts_job(
-        name_, {peer, stay, "sleep 1; " + fails("killed", "rank 2 was killed by signal 9 (SIGKILL)", 5)});
+        name_, {peer, stay, "sleep 1; " + node_fails("killed", "rank 2 was killed by signal 9 (SIGKILL)", 5)});
     EXPECT_EQ(code, 5);
     EXPECT_EQ(err.rfind("host 2 (10.77.0.3, rank 2): rank 2 was killed by signal 9", 0), 0u) << err;
     EXPECT_NE(err.find("hosts 0, 1 failed too"), std::string::npos) << err;
   }
   {  // a rank that failed by itself, after a peer gave up on it
-    const auto [err, code] = fake_hosts_job(name_, {peer, "sleep 1; " + fails("own", "rank 1: bad input", 2), stay});
+    const auto [err, code] = fake_hosts_job(name_, {peer, "sleep 1; " + node_fails("own", "rank 1: bad input", 2), stay});
     EXPECT_EQ(code, 2);
     EXPECT_EQ(err.rfind("host 1 (10.77.0.2, rank 1): rank 1: bad input", 0), 0u) << err;
   }
   {  // a launcher killed by a signal outranks every cause
     const auto [err, code] = fake_hosts_job(
-        name_, {fails("killed", "rank 0 was killed by signal 9 (SIGKILL)", 5), "sleep 1; kill -9 $$", stay});
+        name_, {node_fails("killed", "rank 0 was killed by signal 9 (SIGKILL)", 5), "sleep 1; kill -9 $$", stay});
     EXPECT_EQ(code, 5);
     EXPECT_EQ(err.rfind("host 1 (10.77.0.2, rank 1): its launcher was killed by signal 9", 0), 0u) << err;
   }
   {  // a launcher we had to kill (it ignored SIGTERM for 5 s after the grace) was not killed by itself
     const auto [err, code] = fake_hosts_job(
-        name_, {"sleep 1; " + fails("stalled", "rank 0 stalled: no progress for 9 s", 5),
+        name_, {"sleep 1; " + node_fails("stalled", "rank 0 stalled: no progress for 9 s", 5),
                 "trap '' TERM; exec sleep 60", stay});
     EXPECT_EQ(code, 5);
     EXPECT_EQ(err.rfind("host 0 (10.77.0.1, rank 0): rank 0 stalled", 0), 0u) << err;
