@@ -86,6 +86,7 @@ void BucketedSync::make_buckets(double first_bucket_mb, double bucket_mb) {
     for (size_t k : groups[b]) {
       bucket.params.push_back(k);
       bucket_of_[k] = b;
+      offset = (offset + layout_.align - 1) / layout_.align * layout_.align;
       offset_of_[k] = offset;
       offset += params_[k].numel();
     }

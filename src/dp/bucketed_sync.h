@@ -72,7 +72,14 @@ class BucketedSync : public GradientSync {
     /// The buckets' parameters (indices into params), in launch order;
     /// empty: planned by size from --bucket-mb and --first-bucket-mb.
     std::vector<std::vector<size_t>> groups;
+    /// Each parameter's slot starts at a multiple of this many elements
+    /// (zeros between slots): 1 packs them; ZeRO, whose parameters live in
+    /// the buffers, aligns them as an allocator would (kAlignedSlot).
+    int64_t align = 1;
   };
+  /// 16 float32 elements: 64 bytes, a cache line and an AVX-512 vector;
+  /// CUDA kernels and cuDNN need at most 16-byte-aligned operands.
+  static constexpr int64_t kAlignedSlot = 16;
   struct Bucket {
     torch::Tensor buffer;        // flat, float32; undefined between steps without keep_buffers
     torch::Tensor wire;          // flat, the wire type; undefined without compression

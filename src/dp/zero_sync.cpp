@@ -99,7 +99,8 @@ class ZeroSync : public BucketedSync, public models::UnitObserver {
       : BucketedSync(params, comm, options,
                      options.zero_unit == ZeroUnit::kBlock
                          ? unit_layout(context.units, params.size(), comm.size())
-                         : Layout{comm.size(), /*keep_buffers=*/options.zero_stage == 1, {}}),
+                         : Layout{comm.size(), /*keep_buffers=*/options.zero_stage == 1, {},
+                                  kAlignedSlot}),
         comm_(comm),
         stage_(options.zero_stage) {
     shard_parameters();
@@ -152,7 +153,7 @@ class ZeroSync : public BucketedSync, public models::UnitObserver {
   /// --zero-unit block: one bucket per unit, the last unit's first (gradients
   /// arrive in about reverse order), then one of every other parameter.
   static Layout unit_layout(const std::vector<std::vector<size_t>>& units, size_t params, int p) {
-    Layout layout{p, /*keep_buffers=*/false, {}};
+    Layout layout{p, /*keep_buffers=*/false, {}, kAlignedSlot};
     std::vector<bool> in_unit(params, false);
     for (size_t u = units.size(); u-- > 0;) {
       if (units[u].empty()) continue;
@@ -185,6 +186,16 @@ class ZeroSync : public BucketedSync, public models::UnitObserver {
   void before_unit_backward(size_t unit);
 
   int64_t chunk(const Bucket& bucket) const { return bucket.elements / comm_.size(); }
+  /// The buckets' elements that belong to no parameter: the gaps that align
+  /// each slot (kAlignedSlot) and each bucket's tail (a multiple of p).
+  int64_t padding_elements() const {
+    int64_t padding = 0;
+    for (const Bucket& b : buckets()) {
+      padding += b.elements;
+      for (size_t k : b.params) padding -= params()[k].numel();
+    }
+    return padding;
+  }
   void shard_parameters();
   /// The optimizer's pieces of `bucket`'s tensors in this rank's chunk,
   /// whose values are `values` and reduced gradients `grads`.
@@ -282,15 +293,10 @@ void ZeroSync::describe(const SyncOptions& options) {
                                        : "(p-1)/p*S + (p-1)/p*(2*S_units + S_rest)";
   // The collectives timed during backward are the reduce-scatters.
   info_.bus_factor = (p - 1.0) / p;
-  int64_t padding = 0;
-  for (const Bucket& b : buckets()) {
-    int64_t used = 0;
-    for (size_t k : b.params) used += params()[k].numel();
-    padding += b.elements - used;
-  }
-  info_.header = {
-      fmt::format("zero: stage {}, {} bucket(s) split into {} shards ({} padding element(s))",
-                  stage_, buckets().size(), p, padding)};
+  info_.header = {fmt::format(
+      "zero: stage {}, {} bucket(s) split into {} shards ({} padding element(s): slots aligned to {} "
+      "bytes, buckets to a multiple of {})",
+      stage_, buckets().size(), p, padding_elements(), kAlignedSlot * 4, p)};
   if (!unit_bucket_.empty()) {
     const auto units = std::count(unit_bucket_.begin(), unit_bucket_.end(), true);
     info_.header.push_back(fmt::format(
@@ -500,6 +506,8 @@ StrategyReport ZeroSync::report() {
   r.section = {{"stage", stage_},
                {"shards", comm_.size()},
                {"shard_elements", shard_elements},
+               {"parameter_tensors", params().size()},
+               {"padding_elements", padding_elements()},
                {"unit", gatherer_ ? "block" : "model"},
                {"allgather_seconds_per_step", busy / steps}};
   if (gatherer_) {
