@@ -1,5 +1,7 @@
 #include "compute/devices.h"
 
+#include <cstdlib>
+
 #include "core/error.h"
 #include "compute/torch_compat.h"
 
@@ -35,6 +37,18 @@ torch::Device worker_device(const std::string& requested, int local_rank, int lo
                 "--workers {}",
                 local_world, gpus, gpus);
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % gpus));
+}
+
+void choose_algorithms(const torch::Device& device, bool deterministic) {
+  at::Context& context = at::globalContext();
+  if (deterministic) {
+    // Read by cuBLAS when its first handle is made (after this).
+    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+    context.setDeterministicAlgorithms(true, /*warn_only=*/true);
+  }
+  if (!device.is_cuda()) return;
+  context.setBenchmarkCuDNN(!deterministic);
+  context.setDeterministicCuDNN(deterministic);
 }
 
 }  // namespace dlscale

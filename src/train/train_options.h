@@ -99,6 +99,7 @@ struct ComputeOptions {
   AmpMode amp = AmpMode::kNone;  ///< autocast of the forward pass (train/amp.h)
   MemoryFormat memory_format = MemoryFormat::kChannelsLast;
   bool keep_freed_memory = true;  ///< tune malloc to reuse freed activations (core/memory.h)
+  bool deterministic = false;     ///< deterministic kernels, no autotuning (compute/devices.h)
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
@@ -128,6 +129,12 @@ struct ComputeOptions {
              "memory_format"}
           .agreed(),
       s.memory_format);
+    v(Option{"--deterministic",
+             "Compute with deterministic algorithms: on a GPU, cuDNN's deterministic convolutions instead of "
+             "the fastest found by autotuning, so two runs compute alike (slower; docs/gpu.md)",
+             "deterministic"}
+          .agreed(),
+      s.deterministic);
     v(Option{"!--no-malloc-tuning",
              "Leave glibc malloc at its defaults (by default dlscale keeps freed memory for reuse instead of "
              "unmapping it every step)",

@@ -116,9 +116,7 @@ void Trainer::setup_compute() {
   const ComputeOptions& o = result_.config.options.compute;
   device_ = worker_device(o.device, worker_.local_rank, worker_.local_world_size, o.share_gpus);
   set_compute_threads(o.threads);  // process-wide (see compute/threads.h)
-  // cuDNN picks each convolution's fastest algorithm on its first call (as
-  // tf_cnn_benchmarks' autotuning and torch.backends.cudnn.benchmark do).
-  if (device_.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
+  choose_algorithms(device_, o.deterministic);
   if (o.keep_freed_memory) keep_freed_memory();
 }
 

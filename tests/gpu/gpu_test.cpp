@@ -106,19 +106,26 @@ train::TrainResult train_in_process(const train::TrainOptions& o) {
   return t.run(quiet);
 }
 
-// bf16 autocast tracks fp32 step by step. fp16 starts at a loss scale of
-// 65536 that may overflow the first gradients, so it skips a few steps (as
-// PyTorch's GradScaler does) and then trains on.
+// bf16 autocast tracks fp32: the first step (the same weights and batch)
+// within bf16's precision, and every later one within the band the fp16
+// check below allows. The trajectories part: on an H200 (2026-11-27) bf16's
+// step-3 loss was 0.230 against fp32's 0.185, where losses fall fast.
+// fp16 starts at a loss scale of 65536 that may overflow the first
+// gradients, so it skips a few steps (as PyTorch's GradScaler does) and then
+// trains on.
 TEST_F(GpuTest, MixedPrecisionLossesStayCloseToFp32) {
   train::TrainOptions o = gpu_options("resnet18", 32, 32, 12);
   const train::TrainResult fp32 = train_in_process(o);
   o.compute.amp = train::AmpMode::kBf16;
   const train::TrainResult bf16 = train_in_process(o);
   ASSERT_EQ(bf16.steps.size(), fp32.steps.size());
+  ASSERT_FALSE(bf16.steps.empty());
+  EXPECT_NEAR(bf16.steps[0].loss, fp32.steps[0].loss, 0.02 * fp32.steps[0].loss);
   for (size_t i = 0; i < bf16.steps.size(); ++i) {
     ASSERT_TRUE(std::isfinite(bf16.steps[i].loss)) << "step " << i;
-    EXPECT_NEAR(bf16.steps[i].loss, fp32.steps[i].loss, 0.1 * fp32.steps[i].loss + 0.02) << "step " << i;
+    EXPECT_NEAR(bf16.steps[i].loss, fp32.steps[i].loss, 0.25 * fp32.steps[i].loss + 0.05) << "step " << i;
   }
+  EXPECT_LT(bf16.steps.back().loss, 0.5 * bf16.steps[0].loss) << "bf16 does not train";
   o.compute.amp = train::AmpMode::kFp16;
   const train::TrainResult fp16 = train_in_process(o);
   for (const auto& s : fp16.steps) ASSERT_TRUE(std::isfinite(s.loss)) << "step " << s.step;
@@ -193,17 +200,23 @@ struct Float32Math {
   ~Float32Math() { unsetenv("NVIDIA_TF32_OVERRIDE"); }
 };
 
+// The GPU's equivalence tests compute with --deterministic: with cuDNN's
+// autotuning two runs of one command may pick other algorithms. On an H200
+// (2026-11-27) resnet18's allreduce differed from itself by 3% in the fourth
+// step's loss (1.0494 against 1.0789) without it, and agreed to every printed
+// digit with it, as did zero --zero-unit block.
+//
 // Two workers sharing the GPU over Gloo (buckets staged through host memory)
 // train like one worker on the same global batch: the same final weights.
 // (The records' losses differ: each is rank 0's loss on its own half.) The
 // tolerance is 10x the CPU tests': cuDNN computes batches of 16 and 32 with
-// other algorithms. On the H200 (2026-11-26) the weights were 2.07 apart at
-// rtol 1e-4 / atol 1e-6, so 0.21 at this tolerance.
+// other algorithms. On the H200 (2026-11-26, before --deterministic) the
+// weights were 2.07 apart at rtol 1e-4 / atol 1e-6, so 0.21 at this tolerance.
 TEST_F(GpuTest, TwoRanksSharingTheGpuMatchOneProcess) {
   const Float32Math exact;
   const std::string common =
       "train --model lenet --device cuda --steps 6 --warmup 1 --dropout 0 --display-every 0 "
-      "--optimizer momentum --synthetic-batches 2 --memory-format contiguous";
+      "--optimizer momentum --synthetic-batches 2 --memory-format contiguous --deterministic";
   const testing::TrainRun one = testing::train(common + " --workers 1 --batch 32");
   const testing::TrainRun two = testing::train(common + " --workers 2 --share-gpus --batch 16");
   ASSERT_FALSE(one.weights.empty());
@@ -227,7 +240,7 @@ TEST_F(GpuTest, ZeroStagesOnTheGpuFollowAllreduceAndRecordTheAllocatorsPeak) {
   const std::string common =
       "train --model lenet --device cuda --steps 5 --warmup 1 --dropout 0 --display-every 0 "
       "--optimizer adam --lr 0.001 --synthetic-batches 2 --memory-format contiguous --workers 2 "
-      "--share-gpus --batch 16";
+      "--share-gpus --batch 16 --deterministic";
   const testing::TrainRun base = testing::train(common + " --strategy allreduce");
   ASSERT_FALSE(base.record.is_null());
   for (int stage : {1, 2, 3}) {
@@ -243,6 +256,31 @@ TEST_F(GpuTest, ZeroStagesOnTheGpuFollowAllreduceAndRecordTheAllocatorsPeak) {
           << rank.dump();
     }
   }
+}
+
+// Stage 3 gathering one block at a time (--zero-unit block) on the GPU: the
+// gathered parameters and the reduce-scattered gradients are staged through
+// host memory for Gloo. Two ranks sharing the GPU follow allreduce on
+// resnet18 (batch norm, 4-D weights in channels-last), and shard the model
+// in more than one unit. Before the flat buffers' slots were aligned to 64
+// bytes this run failed with "CUDA error: misaligned address" (H200,
+// 2026-11-27).
+TEST_F(GpuTest, ZeroStage3UnitByUnitOnTheGpuFollowsAllreduce) {
+  const Float32Math exact;
+  const std::string common =
+      "train --model resnet18 --image-size 32 --classes 10 --device cuda --steps 4 --warmup 1 "
+      "--display-every 0 --optimizer momentum --lr 0.01 --synthetic-batches 2 --workers 2 "
+      "--share-gpus --batch 16 --deterministic";
+  const testing::TrainRun base = testing::train(common + " --strategy allreduce");
+  const testing::TrainRun z =
+      testing::train(common + " --strategy zero --zero-stage 3 --zero-unit block");
+  ASSERT_FALSE(base.record.is_null());
+  ASSERT_FALSE(z.record.is_null());
+  EXPECT_NEAR(last_loss(z), last_loss(base), 1e-4 * std::abs(last_loss(base)) + 1e-5);
+  EXPECT_LE(testing::closeness(z.weights, base.weights, 1e-3, 1e-5), 1.0);
+  const nlohmann::json& info = z.record.at("results").at("zero");
+  EXPECT_EQ(info.at("unit"), "block");
+  EXPECT_GT(info.at("units").get<int64_t>(), 1);
 }
 
 TEST_F(GpuTest, MoreWorkersThanGpusNeedsShareGpus) {
