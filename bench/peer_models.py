@@ -46,12 +46,14 @@ class Transformer(torch.nn.Module):
         pe = torch.zeros(length, self.d_model, dtype=torch.float64)
         pe[:, 0::2] = torch.sin(pos * rates)
         pe[:, 1::2] = torch.cos(pos * rates)[:, : self.d_model // 2]
-        x = self.embedding(tokens) * math.sqrt(self.d_model) + pe.to(self.embedding.weight.dtype)
+        # Built on the CPU in float64, then moved beside the tokens (a GPU run).
+        pe = pe.to(device=tokens.device, dtype=self.embedding.weight.dtype)
+        x = self.embedding(tokens) * math.sqrt(self.d_model) + pe
         return self.dropout(x)
 
     def forward(self, src, tgt_in):
         length = tgt_in.shape[1]
-        causal = torch.full((length, length), float("-inf")).triu(1)
+        causal = torch.full((length, length), float("-inf"), device=tgt_in.device).triu(1)
         h = self.core(self.embed(src), self.embed(tgt_in), tgt_mask=causal)
         return torch.nn.functional.linear(h, self.embedding.weight)
 
