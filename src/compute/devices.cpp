@@ -41,11 +41,11 @@ torch::Device worker_device(const std::string& requested, int local_rank, int lo
 
 void choose_algorithms(const torch::Device& device, bool deterministic) {
   at::Context& context = at::globalContext();
-  if (deterministic) {
-    // Read by cuBLAS when its first handle is made (after this).
-    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-    context.setDeterministicAlgorithms(true, /*warn_only=*/true);
-  }
+  // Read by cuBLAS when its first handle is made (after this).
+  if (deterministic) setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  // Process-wide: set both ways, so a second trainer in one process (tests)
+  // does not inherit the first one's choice.
+  context.setDeterministicAlgorithms(deterministic, /*warn_only=*/true);
   if (!device.is_cuda()) return;
   context.setBenchmarkCuDNN(!deterministic);
   context.setDeterministicCuDNN(deterministic);

@@ -112,9 +112,10 @@ TEST(TrainOptions, RecordAndAgreementComeFromTheTables) {
   EXPECT_EQ(in["global_batch"], 64);
   EXPECT_EQ(in["recipe"]["lr_schedule"], "constant");
   EXPECT_EQ(in["recipe"]["target_accuracy"], 0.0);
+  EXPECT_EQ(in["deterministic"], false);
   const nlohmann::json agreed = agreed_inputs(r);
   for (const char* key : {"model", "batch", "global_batch", "world_size", "optimizer", "lr", "strategy",
-                          "ps_shards", "data", "augment", "amp", "sync_buffers", "recipe.lr_schedule",
+                          "ps_shards", "data", "augment", "amp", "deterministic", "sync_buffers", "recipe.lr_schedule",
                           "recipe.target_accuracy", "recipe.epochs", "recipe.label_smoothing"}) {
     EXPECT_TRUE(agreed.contains(key)) << key;
   }

@@ -87,6 +87,23 @@ TEST(Trainer, SameSeedSameLosses) {
   for (size_t i = 0; i < ra.steps.size(); ++i) EXPECT_DOUBLE_EQ(ra.steps[i].loss, rb.steps[i].loss);
 }
 
+// --deterministic asks LibTorch for deterministic kernels (process-wide), and
+// a later run without it does not inherit them; the losses are the same.
+TEST(Trainer, DeterministicIsAskedForAndNotInherited) {
+  TrainOptions o = quick("lenet", 28, 8, 3);
+  o.compute.deterministic = true;
+  CountingObserver obs;
+  Trainer a(o);
+  EXPECT_TRUE(at::globalContext().deterministicAlgorithms());
+  const TrainResult ra = a.run(obs);
+  o.compute.deterministic = false;
+  Trainer b(o);
+  EXPECT_FALSE(at::globalContext().deterministicAlgorithms());
+  const TrainResult rb = b.run(obs);
+  ASSERT_EQ(ra.steps.size(), rb.steps.size());
+  for (size_t i = 0; i < ra.steps.size(); ++i) EXPECT_DOUBLE_EQ(ra.steps[i].loss, rb.steps[i].loss);
+}
+
 // Channels-last only changes the memory layout: the same training, to float
 // rounding (convolutions sum in a different order). LeNet has no batch norm,
 // which on small batches amplifies rounding differences between layouts
