@@ -20,7 +20,7 @@ namespace dlscale::cli {
 namespace {
 
 void run_up(const cluster::ClusterSpec& spec) {
-  const cluster::UpOutcome outcome = cluster::cluster_up(spec);
+  const cluster::UpOutcome outcome = cluster::cluster_up(spec, slurm::start_slurm);
   fmt::print("cluster '{}' {}: {}, addresses {} .. {}\n", spec.name,
              outcome == cluster::UpOutcome::kCreated ? "is up" : "was already up",
              cluster::describe(spec), cluster::host_address(0),

@@ -21,7 +21,6 @@
 #include "core/files.h"
 #include "core/subprocess.h"
 #include "core/job_env.h"
-#include "slurm/slurm_cluster.h"
 
 namespace dlscale::cluster {
 namespace {
@@ -149,7 +148,12 @@ void remove_all(const std::string& name) {
   std::error_code ec;
   fs::remove(state_path(name), ec);
   fs::remove(hosts_path(name), ec);
-  slurm::remove_slurm_files(name);
+  // The services' directories: NAME.SERVICE/ (names have no '.').
+  std::vector<fs::path> services;
+  for (const auto& e : fs::directory_iterator(kStateDir, ec)) {
+    if (e.is_directory(ec) && e.path().filename().string().rfind(name + ".", 0) == 0) services.push_back(e.path());
+  }
+  for (const fs::path& dir : services) fs::remove_all(dir, ec);
 }
 
 /// Every host's name and address, for each host's /etc/hosts.
@@ -267,8 +271,9 @@ void check_can_manage() {
   }
 }
 
-UpOutcome cluster_up(const ClusterSpec& spec) {
+UpOutcome cluster_up(const ClusterSpec& spec, const StartServices& services) {
   check_cluster_spec(spec);
+  DLSCALE_ASSERT(!spec.slurm || services);  // the caller passes slurm::start_slurm
   check_can_manage();
   StateLock lock;
   const ClusterStatus now = status_of(spec.name, namespaces_by_cluster());
@@ -285,7 +290,7 @@ UpOutcome cluster_up(const ClusterSpec& spec) {
     std::error_code ec;
     fs::create_directories(kStateDir, ec);
     write_hosts_file(spec);
-    if (spec.slurm) slurm::start_slurm(spec);
+    if (spec.slurm) services(spec);
     nlohmann::json state = {{"name", spec.name},   {"hosts", spec.hosts},
                             {"link_mbit", spec.link_mbit}, {"subnet", kSubnet},
                             {"slurm", spec.slurm}, {"slurm_cpus", spec.slurm_cpus},
@@ -390,6 +395,11 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const MpirunOpt
 }
 
 std::string cluster_state_dir() { return kStateDir; }
+
+std::string cluster_service_dir(const std::string& name, const std::string& service) {
+  check_cluster_name(name);
+  return std::string(kStateDir) + "/" + name + "." + service;
+}
 
 HostEntry host_entry(const std::string& name, int host) {
   check_cluster_name(name);

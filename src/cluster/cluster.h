@@ -8,6 +8,7 @@
 // after a crash. Needs root (CAP_NET_ADMIN) and iproute2's `ip` and `tc`.
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,12 @@ struct ClusterSpec {
 };
 
 /// Where a cluster's files live: its state (NAME.json), the hosts' shared
-/// /etc/hosts (NAME.hosts) and Slurm's directory (NAME.slurm/).
+/// /etc/hosts (NAME.hosts) and its services' directories (NAME.SERVICE/).
 std::string cluster_state_dir();
+/// The directory the cluster's `service` (e.g. "slurm") keeps its files in;
+/// removed with the cluster (the services' daemons die with the hosts'
+/// namespaces first). Throws dlscale::Error for a bad cluster name.
+std::string cluster_service_dir(const std::string& name, const std::string& service);
 
 /// A record's `inputs.cluster`: {name, hosts, workers_per_host, link_mbit},
 /// or null outside a cluster job (`name` empty).
@@ -70,11 +75,16 @@ int parse_host(const ClusterSpec& spec, const std::string& text);
 void check_can_manage();
 
 enum class UpOutcome { kCreated, kAlreadyUp };
+/// What runs on a cluster beside its hosts (spec.slurm: slurm::start_slurm,
+/// from a layer above this one): started once the hosts and their
+/// /etc/hosts are up; a throw removes the cluster again.
+using StartServices = std::function<void(const ClusterSpec&)>;
 /// Creates the cluster, or does nothing when it is already up as specified.
 /// A cluster of the same name with another spec is refused (down it first);
 /// leftovers of a crashed `up` are removed first. On failure, whatever was
-/// made is removed again and dlscale::Error names the failing command.
-UpOutcome cluster_up(const ClusterSpec& spec);
+/// made is removed again and dlscale::Error names the failing command. A
+/// spec with `slurm` needs `services`.
+UpOutcome cluster_up(const ClusterSpec& spec, const StartServices& services = {});
 /// Removes every namespace (and so every link and the bridge) of the cluster
 /// and its state. Returns false when there was nothing to remove.
 bool cluster_down(const std::string& name);

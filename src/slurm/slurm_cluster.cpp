@@ -186,10 +186,7 @@ void make_tree(const cluster::ClusterSpec& spec) {
 
 }  // namespace
 
-std::string slurm_dir(const std::string& cluster) {
-  cluster::check_cluster_name(cluster);
-  return cluster::cluster_state_dir() + "/" + cluster + ".slurm";
-}
+std::string slurm_dir(const std::string& cluster) { return cluster::cluster_service_dir(cluster, "slurm"); }
 
 std::string slurm_conf_path(const std::string& cluster) { return path_in(cluster, "slurm.conf"); }
 

@@ -32,8 +32,8 @@ std::string slurm_conf(const cluster::ClusterSpec& spec, const std::string& dir)
 /// of its log, or the nodes that did not register within the timeout.
 void start_slurm(const cluster::ClusterSpec& spec);
 
-/// Removes the cluster's Slurm directory (its daemons die with the hosts'
-/// namespaces first).
+/// Removes the cluster's Slurm directory (before a start; `cluster down`
+/// removes it with the cluster's other service directories).
 void remove_slurm_files(const std::string& cluster);
 
 /// "running", "stopped" (a daemon died) or "" when the cluster has no Slurm.
