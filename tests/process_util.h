@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/files.h"
 
 namespace dlscale::testing {
@@ -83,6 +85,16 @@ inline std::string fails(const std::string& args) {
   const auto o = run_dlscale(args);
   EXPECT_EQ(o.code, 2) << args << "\n" << o.out << o.err;
   return o.err;
+}
+
+/// What `f` throws as dlscale::Error; "" when it returns.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace dlscale::testing

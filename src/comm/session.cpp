@@ -58,34 +58,12 @@ void agree_world_size(TcpStore& store, int rank, int size, std::chrono::millisec
 
 }  // namespace
 
-std::string backend_names() {
-  std::string names = "gloo";
-  if (backend_built("mpi")) names += ", mpi";
-  if (backend_built("nccl")) names += ", nccl";
-  return names;
-}
-
-bool backend_built(const std::string& backend) {
-  if (backend == "gloo") return true;
-  if (backend == "mpi") return DLSCALE_WITH_MPI != 0;
-  if (backend == "nccl") return DLSCALE_WITH_NCCL != 0;
-  return false;
-}
-
-void check_backend(const std::string& backend) {
-  DLSCALE_CHECK(backend == "gloo" || backend == "mpi" || backend == "nccl",
-                "unknown --backend '{}'; allowed: {}", backend, backend_names());
-  DLSCALE_CHECK(backend_built(backend),
-                "--backend {} is not available in this build ({}; docs/gpu.md); allowed: {}",
-                backend, backend == "nccl" ? "it needs a CUDA build" : "built without MPI",
-                backend_names());
-}
-
 CommSession::CommSession(const SessionOptions& o) {
-  check_backend(o.backend);
+  DLSCALE_CHECK(backend_built(o.backend), "--backend {} is not available in this build; allowed: {}",
+                enum_names(o.backend).name(o.backend), backend_names());
   std::unique_ptr<Communicator> world;
 #if DLSCALE_WITH_MPI
-  if (o.backend == "mpi") {
+  if (o.backend == Backend::kMpi) {
     mpi_ = std::make_unique<MpiRuntime>(o.mpi_polled ? MpiCollectives::kPolled
                                                      : MpiCollectives::kBlocking);
     DLSCALE_CHECK(mpi_->size() == o.size,
@@ -95,7 +73,7 @@ CommSession::CommSession(const SessionOptions& o) {
     world = std::make_unique<MpiCommunicator>(*mpi_, o.timeout);
   }
 #endif
-  if (o.backend == "gloo" || o.backend == "nccl") {
+  if (o.backend == Backend::kGloo || o.backend == Backend::kNccl) {
     if (o.host_store) {
       store_server_ =
           std::make_unique<TcpStoreServer>(o.store_bind_addr, static_cast<uint16_t>(o.store_port),
@@ -106,14 +84,14 @@ CommSession::CommSession(const SessionOptions& o) {
     store_ = std::make_unique<TcpStore>(o.store_addr, port, o.timeout, o.store_secret);
     agree_world_size(*store_, o.rank, o.size, o.timeout);
   }
-  if (o.backend == "gloo") {
+  if (o.backend == Backend::kGloo) {
     GlooOptions go;
     go.timeout = o.timeout;
     go.hostname = o.gloo_hostname;
     world = std::make_unique<GlooCommunicator>(*store_, o.rank, o.size, go);
   }
 #if DLSCALE_WITH_NCCL
-  if (o.backend == "nccl") {
+  if (o.backend == Backend::kNccl) {
     DLSCALE_CHECK(o.cuda_device >= 0, "backend 'nccl' needs --device cuda");
     NcclOptions no;
     no.device = o.cuda_device;

@@ -1,5 +1,5 @@
 #pragma once
-// The one place where a communicator is made from a backend name. A
+// The one place where a communicator is made from a backend. A
 // CommSession owns what the backend needs for the life of the job: the MPI
 // runtime, or the rendezvous store client (and its server on the rank that
 // hosts it). `dlscale train` and `dlscale commbench` both join jobs this way.
@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "comm/backend.h"
 #include "comm/communicator.h"
 
 namespace dlscale::comm {
@@ -16,7 +17,7 @@ class TcpStore;
 class TcpStoreServer;
 
 struct SessionOptions {
-  std::string backend = "gloo";  ///< gloo | mpi | nccl (a CUDA build's)
+  Backend backend = Backend::kGloo;  ///< one this build has (comm/backend.h)
   int cuda_device = -1;          ///< this rank's GPU (nccl needs one); -1 = none
   int rank = 0;
   int size = 1;
@@ -30,14 +31,6 @@ struct SessionOptions {
   std::string store_secret;                 ///< the job's secret ("" = none)
   std::string gloo_hostname = "127.0.0.1";  ///< address peers reach this rank's Gloo device at
 };
-
-/// The backend names CommSession accepts in this build, for errors and --help.
-std::string backend_names();
-/// Whether this build has `backend` ("gloo", "mpi", "nccl").
-bool backend_built(const std::string& backend);
-/// Throws dlscale::Error unless `backend` is a backend this build has,
-/// naming what is unknown or why it is missing.
-void check_backend(const std::string& backend);
 
 class CommSession {
  public:

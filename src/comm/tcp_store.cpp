@@ -243,14 +243,14 @@ bool TcpStoreServer::execute(uint8_t op, const std::string& key, const std::stri
       *reply = "add needs integers (and a sum that fits 64 bits)";
       return false;
     }
-    const std::string value = std::to_string(sum);
+    const std::string total = std::to_string(sum);
     const size_t old = it == data_.end() ? 0 : it->first.size() + it->second.size();
-    if (data_bytes_ - old + key.size() + value.size() > kMaxStoreBytes) {
+    if (data_bytes_ - old + key.size() + total.size() > kMaxStoreBytes) {
       *reply = "the store is full (64 MiB)";  // counters on fresh 4 KiB keys count too
       return false;
     }
-    data_bytes_ = data_bytes_ - old + key.size() + value.size();
-    data_[key] = *reply = value;
+    data_bytes_ = data_bytes_ - old + key.size() + total.size();
+    data_[key] = *reply = total;
     cv_.notify_all();
   } else {
     *reply = fmt::format("unknown request {}", static_cast<int>(op));

@@ -35,9 +35,10 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
     std::unique_ptr<comm::Communicator> alone;
     std::unique_ptr<comm::CommSession> solo;
     comm::Communicator* comm = slot.comm;
-    if (comm == nullptr && job.launch.backend == "nccl") {
+    if (comm == nullptr && !job.launch.backend.empty() &&
+        comm::parse_backend(job.launch.backend) == comm::Backend::kNccl) {
       comm::SessionOptions so;
-      so.backend = "nccl";
+      so.backend = comm::Backend::kNccl;
       so.timeout = job.timeout();
       so.host_store = true;
       so.store_bind_addr = so.store_addr;  // loopback, a free port

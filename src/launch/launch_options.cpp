@@ -1,7 +1,7 @@
 #include "launch/launch_options.h"
 
 #include "cluster/cluster.h"
-#include "comm/session.h"
+#include "comm/backend.h"
 #include "core/error.h"
 
 namespace dlscale::launch {
@@ -30,9 +30,10 @@ void check_job_options(const JobOptions& j) {
   DLSCALE_CHECK(o.timeout_s > 0 && o.timeout_s <= kMaxTimeoutS,
                 "--timeout must be in (0, {:g}] seconds (got {})", kMaxTimeoutS, o.timeout_s);
   if (!o.cluster.empty()) cluster::check_cluster_name(o.cluster);
-  if (!o.backend.empty()) comm::check_backend(o.backend);
-  DLSCALE_CHECK(o.backend != "nccl" || j.device.rfind("cuda", 0) == 0, "--backend nccl needs --device cuda");
-  DLSCALE_CHECK(o.backend != "nccl" || !j.share_gpus,
+  if (o.backend.empty()) return;  // chosen by the job (launch/job.cpp)
+  const bool nccl = comm::parse_backend(o.backend) == comm::Backend::kNccl;
+  DLSCALE_CHECK(!nccl || j.device.rfind("cuda", 0) == 0, "--backend nccl needs --device cuda");
+  DLSCALE_CHECK(!nccl || !j.share_gpus,
                 "--backend nccl cannot put several ranks on one GPU: drop --share-gpus or use "
                 "--backend gloo");
 }

@@ -17,14 +17,7 @@
 namespace dlscale {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(Cluster, SpecChecksNameEveryBadValue) {
   cluster::ClusterSpec s;
