@@ -11,10 +11,14 @@
 #include "core/files.h"
 #include "predict/predict_output.h"
 #include "predict/system_file.h"
-#include "predict/zoo_profile.h"
 
 namespace dlscale::cli {
 namespace {
+
+constexpr const char* kPredictAbout =
+    "Predict step time, throughput, speedup and scaling efficiency at N workers for each strategy, from one "
+    "worker's measured (or published) compute and the network's alpha-beta figures; names each point's "
+    "bottleneck (docs/predict.md). --validate checks a system's published figures.";
 
 struct PredictFlags {
   std::string model;
@@ -36,15 +40,18 @@ struct PredictFlags {
 };
 
 /// The backward profile of a published figure: measured when a record is
-/// given, else the FLOPs of each layer.
-predict::BackwardProfile profile_for(const PredictFlags& f, const std::string& model, double& flops) {
+/// given, else the FLOPs of each layer of the zoo's model, which need
+/// LibTorch (zoo_backward_profile: `dlscale` hands the command over).
+predict::BackwardProfile profile_for(const PredictFlags& f, const std::string& model, double& flops,
+                                     const std::vector<std::string>& argv) {
   if (!f.backward_from.empty()) {
     return predict::backward_profile_from_record(predict::read_json_file(f.backward_from), f.backward_from);
   }
-  return predict::flops_backward_profile(model, f.model_options, flops);
+  return zoo_backward_profile(model, f.model_options, flops, argv);
 }
 
-predict::Workload make_workload(const PredictFlags& f, const predict::SystemSpec* system) {
+predict::Workload make_workload(const PredictFlags& f, const predict::SystemSpec* system,
+                                const std::vector<std::string>& argv) {
   if (!f.calibrate.empty()) {
     DLSCALE_CHECK(f.device_rate == 0, "--calibrate and --device-rate both give the compute; give one");
     predict::Workload w = predict::calibrate_from_record(predict::read_json_file(f.calibrate), f.calibrate);
@@ -64,7 +71,7 @@ predict::Workload make_workload(const PredictFlags& f, const predict::SystemSpec
                 f.model, system != nullptr ? " or add it to the system's 'rates'" : "");
   DLSCALE_CHECK(batch > 0, "--device-rate needs the --batch it was measured at");
   double flops = 0;
-  predict::Workload w = predict::calibrate_from_rate(f.model, batch, rate, profile_for(f, f.model, flops));
+  predict::Workload w = predict::calibrate_from_rate(f.model, batch, rate, profile_for(f, f.model, flops, argv));
   w.flops_per_sample = flops;
   return w;
 }
@@ -77,7 +84,7 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
     DLSCALE_CHECK(system != nullptr, "--validate checks a system's published figures: give --system");
     const auto rows = predict::validate_system(*system, [&](const std::string& model) {
       double flops = 0;
-      return predict::calibrate_from_rate(model, system->batch, system->rate(model), profile_for(f, model, flops));
+      return predict::calibrate_from_rate(model, system->batch, system->rate(model), profile_for(f, model, flops, argv));
     });
     predict::print_validation(*system, rows, std::cout);
     return;
@@ -88,7 +95,7 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
   }
   std::vector<predict::StrategySpec> specs;
   for (const std::string& s : f.strategies) specs.push_back(predict::parse_strategy(s));
-  const predict::Workload w = make_workload(f, system.get());
+  const predict::Workload w = make_workload(f, system.get(), argv);
   const predict::Network n = predict::resolve_network(f.network, system.get());
   if (specs.empty()) {
     std::vector<std::string> names;

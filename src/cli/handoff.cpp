@@ -61,8 +61,9 @@ void add_models_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_passed_through(app, "models", kModelsAbout, argv);
 }
 
-void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
-  add_passed_through(app, "predict", kPredictAbout, argv);
+predict::BackwardProfile zoo_backward_profile(const std::string&, const models::ModelOptions&, double&,
+                                              const std::vector<std::string>& argv) {
+  hand_off(argv);
 }
 
 }  // namespace dlscale::cli

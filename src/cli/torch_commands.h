@@ -10,9 +10,10 @@
 //
 // The functions below are that seam, defined twice: in torch_runs.cpp
 // (linked into dlscale-torch) they do the work; in handoff.cpp (linked into
-// dlscale) they replace the process with dlscale-torch. `models` and
-// `predict` are registered whole by each executable (dlscale's copies pass
-// every argument through unparsed).
+// dlscale) they replace the process with dlscale-torch. `models` is
+// registered whole by each executable (dlscale's copy passes every argument
+// through unparsed). `predict` runs in `dlscale` until it needs a zoo
+// model's FLOP profile (zoo_backward_profile), which hands it over.
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -22,6 +23,8 @@
 #include "data/data_bench.h"
 #include "launch/launch_options.h"
 #include "launch/train_job_options.h"
+#include "models/model_options.h"
+#include "predict/workload.h"
 
 namespace dlscale::cli {
 
@@ -30,10 +33,6 @@ inline constexpr const char* kTorchExecutable = "dlscale-torch";
 
 inline constexpr const char* kModelsAbout =
     "List the model zoo: family, parameters, forward GFLOPs per sample, default input, throughput unit.";
-inline constexpr const char* kPredictAbout =
-    "Predict step time, throughput, speedup and scaling efficiency at N workers for each strategy, from one "
-    "worker's measured (or published) compute and the network's alpha-beta figures; names each point's "
-    "bottleneck (docs/predict.md). --validate checks a system's published figures.";
 
 /// `dlscale commbench`'s flags.
 struct CommbenchFlags {
@@ -51,5 +50,11 @@ void run_train_command(const CLI::App& command, launch::TrainJobOptions& options
                        const std::vector<std::string>& argv);
 void run_commbench_command(const CLI::App& command, CommbenchFlags& flags, const std::vector<std::string>& argv);
 void run_data_bench_command(const data::DataBenchOptions& options, const std::vector<std::string>& argv);
+
+/// `dlscale predict`'s backward profile of zoo model `model` from the FLOPs
+/// of its layers (predict/zoo_profile.h), with its forward FLOPs per sample
+/// in `flops`. dlscale hands the command (`argv`) over to dlscale-torch.
+predict::BackwardProfile zoo_backward_profile(const std::string& model, const models::ModelOptions& options,
+                                              double& flops, const std::vector<std::string>& argv);
 
 }  // namespace dlscale::cli

@@ -12,6 +12,7 @@
 #include "commbench/commbench_job.h"
 #include "launch/launch_env.h"
 #include "launch/train_job.h"
+#include "predict/zoo_profile.h"
 
 namespace dlscale::cli {
 namespace {
@@ -43,6 +44,11 @@ void run_commbench_command(const CLI::App& command, CommbenchFlags& f, const std
 
 void run_data_bench_command(const data::DataBenchOptions& options, const std::vector<std::string>&) {
   data::run_data_bench(options, std::cout);
+}
+
+predict::BackwardProfile zoo_backward_profile(const std::string& model, const models::ModelOptions& options,
+                                              double& flops, const std::vector<std::string>&) {
+  return predict::flops_backward_profile(model, options, flops);
 }
 
 }  // namespace dlscale::cli

@@ -2,6 +2,8 @@
 // this machine, on the shipped systems, and its one-line errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
@@ -79,6 +81,24 @@ TEST(PredictCli, SharedCoresPayForMovingTheBytes) {
   EXPECT_LT(rate("--copy-gbyte-s 0.01"), 0.9 * rate(""));
   EXPECT_NE(fails("predict --calibrate " + lenet_record() + " --link-gbps 1 --copy-gbyte-s -1").find("--copy-gbyte-s"),
             std::string::npos);
+}
+
+// `dlscale` predicts without LibTorch: alone in a folder (no dlscale-torch
+// beside it) it predicts from a record, and hands over only a zoo model's
+// FLOP profile, which then fails naming the missing executable.
+TEST(PredictCli, PredictsWithoutLibTorchUnlessItProfilesAZooModel) {
+  const std::string dir = temp_path("front");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(DLSCALE_BINARY, dir + "/dlscale");
+  const std::string front = dir + "/dlscale";
+  Outcome o = run_shell(front + " predict --calibrate " + lenet_record() + " --link-gbps 1 -n 1,2");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("allreduce"), std::string::npos) << o.out;
+  o = run_shell(front + " predict --system horovod-roce --model resnet101 --workers 4-8:x2");
+  EXPECT_NE(o.code, 0);
+  EXPECT_NE(o.err.find("'predict' needs " + dir + "/dlscale-torch, which could not be started"), std::string::npos)
+      << o.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PredictCli, ShippedSystemsPredictAndValidate) {
