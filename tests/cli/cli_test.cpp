@@ -294,7 +294,10 @@ TEST(TwoExecutables, WithoutTheTorchExecutableTrainingIsNamed) {
   const Outcome help = dlscale::testing::run_shell(dir + "/dlscale train --help");
   EXPECT_EQ(help.code, 0) << help.err;
   EXPECT_NE(help.out.find("--strategy"), std::string::npos);
-  for (const std::string args : {"train --model lenet", "commbench", "models", "predict --help",
+  const Outcome predict_help = dlscale::testing::run_shell(dir + "/dlscale predict --help");
+  EXPECT_EQ(predict_help.code, 0) << predict_help.err;  // predict runs here until it needs the zoo
+  for (const std::string args : {"train --model lenet", "commbench", "models",
+                                 "predict --model resnet50 --device-rate 100 --batch 32 --link-gbps 1",
                                  "data bench --data synthetic"}) {
     SCOPED_TRACE(args);
     const Outcome o = dlscale::testing::run_shell(dir + "/dlscale " + args);
