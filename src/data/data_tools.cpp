@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "data/data_format.h"
 #include "data/dataset.h"
 #include "data/encoded_dataset.h"
 #include "data/sampler.h"
@@ -23,14 +24,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// The formats with `what` set, as errors describe them: "IDX files or
+/// class subdirectories".
+template <typename T>
+std::string described(T DataFormat::*what) {
+  std::vector<std::string> names;
+  for (const DataFormat& f : data_formats()) {
+    if (f.*what) names.emplace_back(f.on_disk);
+  }
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return text;
+}
+
 /// The splits a location has (train always; test when it opens).
 std::vector<std::pair<Split, std::unique_ptr<Dataset>>> open_splits(const DataSpec& spec) {
   std::vector<std::pair<Split, std::unique_ptr<Dataset>>> out;
-  // Channels as stored: IDX is gray, encoded images as their first image.
-  const int64_t channels = spec.kind == "idx" ? 1 : 0;
-  out.emplace_back(Split::kTrain, open_dataset(spec, Split::kTrain, channels));
+  // Channels 0: as stored.
+  out.emplace_back(Split::kTrain, open_dataset(spec, Split::kTrain, 0));
   try {
-    out.emplace_back(Split::kTest, open_dataset(spec, Split::kTest, channels));
+    out.emplace_back(Split::kTest, open_dataset(spec, Split::kTest, 0));
   } catch (const MissingSplit&) {
     // No test split is normal; a corrupt one (any other Error) is not.
   }
@@ -160,29 +173,22 @@ DataSpec parse_data_location(const std::string& text) {
   std::error_code ec;
   const fs::path p(text);
   DLSCALE_CHECK(fs::exists(p, ec), "{}: no such file or directory", text);
+  std::string kinds;
+  for (const DataFormat& f : data_formats()) kinds += (kinds.empty() ? "" : ", ") + std::string(f.on_disk);
   const std::string unknown = fmt::format(
-      "{}: not data of a kind dlscale recognises (IDX files, .tar shards, class subdirectories or "
-      "TFRecord files); name its kind, e.g. tfrecord:{}",
-      text, text);
+      "{}: not data of a kind dlscale recognises ({}); name its kind, e.g. tfrecord:{}", text, kinds, text);
   if (fs::is_regular_file(p, ec)) {
-    if (p.extension() == ".tar") return {"wds", text};
-    DLSCALE_CHECK(starts_like_tfrecord(text), "{}", unknown);
-    return {"tfrecord", text};
+    for (const DataFormat& f : data_formats()) {
+      if (f.file_location && f.recognises(p)) return {f.kind, text};
+    }
+    throw Error(unknown);
   }
-  bool tar = false, idx = false, subdirs = false, tfrecord = false;
-  for (const auto& e : fs::directory_iterator(p, ec)) {
-    const std::string name = e.path().filename().string();
-    tar = tar || e.path().extension() == ".tar";
-    idx = idx || name.find("idx3-ubyte") != std::string::npos;
-    subdirs = subdirs || (e.is_directory(ec) && name.front() != '.');
-    tfrecord = tfrecord || (e.is_regular_file(ec) && e.path().extension() != kIndexSuffix &&
-                            starts_like_tfrecord(e.path().string()));
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(p, ec)) entries.push_back(e.path());
+  for (const DataFormat& f : data_formats()) {
+    if (std::any_of(entries.begin(), entries.end(), f.recognises)) return {f.kind, text};
   }
-  if (idx) return {"idx", text};
-  if (tar) return {"wds", text};
-  if (subdirs) return {"folder", text};
-  DLSCALE_CHECK(tfrecord, "{}", unknown);
-  return {"tfrecord", text};
+  throw Error(unknown);
 }
 
 int64_t pack_dataset(const PackOptions& o, std::ostream& progress) {
@@ -197,9 +203,10 @@ int64_t pack_dataset(const PackOptions& o, std::ostream& progress) {
   DLSCALE_CHECK(o.encoding == "auto" || o.encoding == "jpeg" || o.encoding == "png",
                 "--encoding must be auto, jpeg or png (got '{}')", o.encoding);
   const DataSpec spec = parse_data_location(o.source);
-  DLSCALE_CHECK(spec.kind == "idx" || spec.kind == "folder",
-                "data pack reads an image folder or IDX files (got {} data: {})", spec.kind, o.source);
-  const std::string encoding = o.encoding != "auto" ? o.encoding : spec.kind == "idx" ? "png" : "jpeg";
+  const DataFormat& format = data_format(spec.kind);
+  DLSCALE_CHECK(format.pack_encoding != nullptr, "data pack reads {} (got {} data: {})",
+                described(&DataFormat::pack_encoding), spec.kind, o.source);
+  const std::string encoding = o.encoding != "auto" ? o.encoding : format.pack_encoding;
   const auto splits = open_splits(spec);  // every input checked before anything is written
   std::error_code ec;
   fs::create_directories(o.destination, ec);
@@ -260,7 +267,7 @@ void inspect_dataset(const std::string& location, std::ostream& out) {
     out << fmt::format("  {}: {} file(s), {:.2f} MB ({:.2f} to {:.2f} MB per file)\n",
                        to_string(split), info.files.size(), bytes / 1e6, min_file / 1e6,
                        max_file / 1e6);
-    if (spec.kind == "tfrecord" || spec.kind == "wds") {  // counted when the shards were opened
+    if (data_format(spec.kind).record_shards) {  // counted when the shards were opened
       const auto shards = static_cast<int64_t>(info.files.size());
       out << fmt::format("  {}: {} of {} shard(s) indexed{}\n", to_string(split), info.indexed_shards, shards,
                          info.indexed_shards < shards ? " ('dlscale data index' writes the rest)" : "");
@@ -274,13 +281,14 @@ namespace {
 /// gets which.
 std::vector<std::string> indexable_shards(const std::string& location, std::string& format) {
   const DataSpec spec = parse_data_location(location);
-  DLSCALE_CHECK(spec.kind == "wds" || spec.kind == "tfrecord",
-                "data index reads WebDataset or TFRecord shards (got {} data: {})", spec.kind, location);
+  const DataFormat& data = data_format(spec.kind);
+  DLSCALE_CHECK(data.record_shards, "data index reads the shards of {} (got {} data: {})",
+                described(&DataFormat::record_shards), spec.kind, location);
   format = spec.kind;
   std::vector<std::string> shards;
   for (const Split split : {Split::kTrain, Split::kTest}) {
     try {
-      for (const auto& f : shard_files(spec.path, split, format == "wds" ? ".tar" : "")) {
+      for (const auto& f : shard_files(spec.path, split, data.shard_suffix)) {
         if (std::find(shards.begin(), shards.end(), f) == shards.end()) shards.push_back(f);
       }
     } catch (const MissingSplit&) {
@@ -338,10 +346,11 @@ int64_t verify_dataset(const std::string& location, std::ostream& progress) {
   const DataSpec spec = parse_data_location(location);
   int64_t checked = 0;
   for (const auto& [split, d] : open_splits(spec)) {
-    if (spec.kind == "tfrecord") {
-      for (const std::string f : d->info().files) index_tfrecord(f, /*verify_data=*/true);
+    const DataFormat& format = data_format(spec.kind);
+    if (format.verify_file != nullptr) {
+      for (const std::string f : d->info().files) format.verify_file(f);
     }
-    if (spec.kind == "tfrecord" || spec.kind == "wds") {
+    if (format.record_shards) {
       for (const std::string f : d->info().files) verify_index(f, spec.kind, progress);
     }
     Progress bar(progress, "verify " + to_string(split), d->info().size);

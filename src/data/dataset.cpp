@@ -1,8 +1,11 @@
 #include "data/dataset.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "core/error.h"
-#include "data/encoded_dataset.h"
-#include "data/idx_dataset.h"
+#include "data/data_format.h"
 #include "data/transforms.h"
 
 namespace dlscale::data {
@@ -15,8 +18,12 @@ constexpr int64_t kMaxShuffleBuffer = int64_t{1} << 24;
 constexpr int64_t kMaxSyntheticTest = int64_t{1} << 24;
 constexpr int64_t kMaxCacheMb = int64_t{1} << 30;  // 1 PiB: past it a typo
 
-const char* const kForms =
-    "synthetic, fashion-mnist, idx:DIR, folder:DIR, wds:PATH, tfrecord:PATH";
+/// "synthetic, fashion-mnist, idx:DIR, ...": every form --data takes.
+std::string data_forms() {
+  std::string forms = "synthetic, fashion-mnist";
+  for (const DataFormat& f : data_formats()) forms += fmt::format(", {}:{}", f.kind, f.file_location ? "PATH" : "DIR");
+  return forms;
+}
 
 }  // namespace
 
@@ -26,11 +33,11 @@ DataSpec parse_data_spec(const std::string& text) {
   if (text == "synthetic") return {"synthetic", ""};
   if (text == "fashion-mnist") return {"idx", kFashionMnistDir};
   const size_t colon = text.find(':');
-  DLSCALE_CHECK(colon != std::string::npos, "unknown --data '{}' (allowed: {})", text, kForms);
+  DLSCALE_CHECK(colon != std::string::npos, "unknown --data '{}' (allowed: {})", text, data_forms());
   DataSpec spec{text.substr(0, colon), text.substr(colon + 1)};
-  DLSCALE_CHECK(spec.kind == "idx" || spec.kind == "folder" || spec.kind == "wds" ||
-                    spec.kind == "tfrecord",
-                "unknown --data kind '{}' in '{}' (allowed: {})", spec.kind, text, kForms);
+  const auto& formats = data_formats();
+  DLSCALE_CHECK(std::any_of(formats.begin(), formats.end(), [&](const DataFormat& f) { return spec.kind == f.kind; }),
+                "unknown --data kind '{}' in '{}' (allowed: {})", spec.kind, text, data_forms());
   DLSCALE_CHECK(!spec.path.empty(), "--data {}: the path after '{}:' is empty", text, spec.kind);
   return spec;
 }
@@ -69,19 +76,9 @@ void check_data_options(const DataOptions& o) {
 std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, Split split, int64_t channels,
                                       ShardPick pick) {
   DLSCALE_ASSERT(pick.of >= 1 && pick.part >= 0 && pick.part < pick.of);
-  if (spec.kind == "idx" || spec.kind == "folder") check_shards_for_parts(1, pick.of);  // one shard
-  if (spec.kind == "idx") {
-    std::unique_ptr<Dataset> d = open_idx(spec.path, split);
-    DLSCALE_CHECK(d->info().channels == channels,
-                  "--data {}: the images have {} channel(s) but the model takes {} (choose a "
-                  "{}-channel model, e.g. lenet for 1)",
-                  spec.text(), d->info().channels, channels, d->info().channels);
-    return d;
-  }
-  if (spec.kind == "folder") return open_folder(spec.path, split, channels);
-  if (spec.kind == "wds") return open_wds(spec.path, split, channels, pick);
-  DLSCALE_ASSERT(spec.kind == "tfrecord");
-  return open_tfrecord(spec.path, split, channels, pick);
+  const DataFormat& format = data_format(spec.kind);
+  if (!format.record_shards) check_shards_for_parts(1, pick.of);  // one shard
+  return format.open(spec.path, split, channels, pick);
 }
 
 void check_shards_for_parts(int64_t shards, int64_t parts) {

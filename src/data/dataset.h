@@ -93,7 +93,7 @@ void check_shards_for_parts(int64_t shards, int64_t parts);
 void imagenet_normalisation(int64_t channels, std::vector<float>& mean, std::vector<float>& std);
 
 /// Opens a dataset from a parsed spec (not synthetic). Encoded images are
-/// decoded to `channels`; raw pixels (IDX) must have that many. Throws
+/// decoded to `channels` (0: as stored); raw pixels (IDX) must have that many. Throws
 /// dlscale::Error naming the file that is wrong. `pick` opens only some of
 /// a record location's shards; a one-shard format (IDX, an image folder) or a
 /// location with fewer shards than parts is refused.

@@ -298,7 +298,7 @@ TEST(ShardIndex, DataIndexRefusesWhatHasNoShards) {
   TempDir dir;
   std::ostringstream progress;
   EXPECT_TRUE(contains(error_message([&] { index_location("fashion-mnist", false, progress); }),
-                       "data index reads WebDataset or TFRecord shards (got idx data"));
+                       "data index reads the shards of WebDataset .tar files or TFRecord files (got idx data"));
   EXPECT_TRUE(contains(error_message([&] { index_location(dir.file("none"), false, progress); }),
                        "no such file or directory"));
 }

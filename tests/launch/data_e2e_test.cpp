@@ -82,7 +82,7 @@ TEST(DataTraining, BadDataFailsBeforeTrainingInOneLine) {
   const std::string lenet = "train --model lenet --steps 2 --warmup 1 --threads 1 ";
   EXPECT_EQ(fails(lenet + "--data nonsense"),
             "dlscale: error: unknown --data 'nonsense' (allowed: synthetic, fashion-mnist, idx:DIR, "
-            "folder:DIR, wds:PATH, tfrecord:PATH)\n");
+            "wds:PATH, folder:DIR, tfrecord:PATH)\n");
   EXPECT_EQ(fails(lenet + "--data idx:/no/such/dir"), "dlscale: error: /no/such/dir: no such directory\n");
   EXPECT_EQ(fails(lenet + "--data-threads 0"),
             "dlscale: error: --data-threads must be in [1, 256] (got 0)\n");

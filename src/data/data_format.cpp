@@ -1,0 +1,83 @@
+#include "data/data_format.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "data/encoded_dataset.h"
+#include "data/idx_dataset.h"
+#include "data/shard_index.h"
+#include "data/tfrecord.h"
+
+namespace dlscale::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<Dataset> open_idx_with(const std::string& path, Split split, int64_t channels, ShardPick) {
+  std::unique_ptr<Dataset> d = open_idx(path, split);
+  DLSCALE_CHECK(channels == 0 || d->info().channels == channels,
+                "--data idx:{}: the images have {} channel(s) but the model takes {} (choose a "
+                "{}-channel model, e.g. lenet for 1)",
+                path, d->info().channels, channels, d->info().channels);
+  return d;
+}
+
+std::unique_ptr<Dataset> open_folder_with(const std::string& path, Split split, int64_t channels, ShardPick) {
+  return open_folder(path, split, channels);
+}
+
+bool is_dir(const fs::path& entry) {
+  std::error_code ec;
+  return fs::is_directory(entry, ec) && entry.filename().string().front() != '.';
+}
+
+bool looks_like_tfrecord(const fs::path& entry) {
+  std::error_code ec;
+  return fs::is_regular_file(entry, ec) && entry.extension() != kIndexSuffix && starts_like_tfrecord(entry.string());
+}
+
+std::vector<DataFormat> make_formats() {
+  DataFormat idx{"idx", "IDX files"};
+  idx.pack_encoding = "png";
+  idx.recognises = [](const fs::path& e) { return e.filename().string().find("idx3-ubyte") != std::string::npos; };
+  idx.open = open_idx_with;
+  DataFormat wds{"wds", "WebDataset .tar files"};
+  wds.record_shards = true;
+  wds.shard_suffix = ".tar";
+  wds.file_location = true;
+  wds.recognises = [](const fs::path& e) { return e.extension() == ".tar"; };
+  wds.open = open_wds;
+  DataFormat folder{"folder", "class subdirectories"};
+  folder.pack_encoding = "jpeg";
+  folder.recognises = is_dir;
+  folder.open = open_folder_with;
+  DataFormat tfrecord{"tfrecord", "TFRecord files"};
+  tfrecord.record_shards = true;
+  tfrecord.file_location = true;
+  tfrecord.recognises = looks_like_tfrecord;
+  tfrecord.open = open_tfrecord;
+  tfrecord.verify_file = [](const std::string& file) { index_tfrecord(file, /*verify_data=*/true); };
+  return {idx, wds, folder, tfrecord};
+}
+
+}  // namespace
+
+const std::vector<DataFormat>& data_formats() {
+  static const std::vector<DataFormat> formats = make_formats();
+  return formats;
+}
+
+const DataFormat& data_format(const std::string& kind) {
+  for (const DataFormat& f : data_formats()) {
+    if (kind == f.kind) return f;
+  }
+  throw Error(fmt::format("unknown data kind '{}' (allowed: {})", kind, data_kinds()));
+}
+
+std::string data_kinds() {
+  std::string kinds;
+  for (const DataFormat& f : data_formats()) kinds += (kinds.empty() ? "" : ", ") + std::string(f.kind);
+  return kinds;
+}
+
+}  // namespace dlscale::data
