@@ -173,10 +173,8 @@ DataSpec parse_data_location(const std::string& text) {
   std::error_code ec;
   const fs::path p(text);
   DLSCALE_CHECK(fs::exists(p, ec), "{}: no such file or directory", text);
-  std::string kinds;
-  for (const DataFormat& f : data_formats()) kinds += (kinds.empty() ? "" : ", ") + std::string(f.on_disk);
-  const std::string unknown = fmt::format(
-      "{}: not data of a kind dlscale recognises ({}); name its kind, e.g. tfrecord:{}", text, kinds, text);
+  const std::string unknown = fmt::format("{}: not data of a kind dlscale recognises ({}); name its kind, e.g. tfrecord:{}",
+                                          text, described(&DataFormat::kind), text);
   if (fs::is_regular_file(p, ec)) {
     for (const DataFormat& f : data_formats()) {
       if (f.file_location && f.recognises(p)) return {f.kind, text};
