@@ -67,17 +67,18 @@ const std::vector<DataFormat>& data_formats() {
   return formats;
 }
 
-const DataFormat& data_format(const std::string& kind) {
+const DataFormat* find_data_format(const std::string& kind) {
   for (const DataFormat& f : data_formats()) {
-    if (kind == f.kind) return f;
+    if (kind == f.kind) return &f;
   }
-  throw Error(fmt::format("unknown data kind '{}' (allowed: {})", kind, data_kinds()));
+  return nullptr;
 }
 
-std::string data_kinds() {
+const DataFormat& data_format(const std::string& kind) {
+  if (const DataFormat* f = find_data_format(kind)) return *f;
   std::string kinds;
   for (const DataFormat& f : data_formats()) kinds += (kinds.empty() ? "" : ", ") + std::string(f.kind);
-  return kinds;
+  throw Error(fmt::format("unknown data kind '{}' (allowed: {})", kind, kinds));
 }
 
 }  // namespace dlscale::data

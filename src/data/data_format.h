@@ -37,9 +37,9 @@ struct DataFormat {
 
 /// Every format, in the order locations are recognised.
 const std::vector<DataFormat>& data_formats();
+/// The format named `kind`; nullptr when none is.
+const DataFormat* find_data_format(const std::string& kind);
 /// The format named `kind`; throws dlscale::Error listing the kinds.
 const DataFormat& data_format(const std::string& kind);
-/// "idx, folder, wds, tfrecord".
-std::string data_kinds();
 
 }  // namespace dlscale::data

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "core/error.h"
 #include "data/data_format.h"
 #include "data/transforms.h"
@@ -35,8 +33,7 @@ DataSpec parse_data_spec(const std::string& text) {
   const size_t colon = text.find(':');
   DLSCALE_CHECK(colon != std::string::npos, "unknown --data '{}' (allowed: {})", text, data_forms());
   DataSpec spec{text.substr(0, colon), text.substr(colon + 1)};
-  const auto& formats = data_formats();
-  DLSCALE_CHECK(std::any_of(formats.begin(), formats.end(), [&](const DataFormat& f) { return spec.kind == f.kind; }),
+  DLSCALE_CHECK(find_data_format(spec.kind) != nullptr,
                 "unknown --data kind '{}' in '{}' (allowed: {})", spec.kind, text, data_forms());
   DLSCALE_CHECK(!spec.path.empty(), "--data {}: the path after '{}:' is empty", text, spec.kind);
   return spec;

@@ -14,6 +14,8 @@ import os
 import re
 import sys
 
+from sources import source_files
+
 ORDER = ["core", "compute", "comm", "data", "models", "dp", "train", "cluster", "slurm",
          "launch", "commbench", "sweep", "report", "predict", "cli"]
 
@@ -33,25 +35,19 @@ def main(root):
             errors.append(f"src/{f}/ is not in the layer order ({__file__})")
     rank = {f: i for i, f in enumerate(ORDER)}
     used = set()
-    for dirpath, _, files in os.walk(src):
-        folder = os.path.relpath(dirpath, src).split(os.sep)[0]
-        for name in sorted(files):
-            if not name.endswith((".h", ".cpp", ".cu")):
-                continue
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, root)
-            with open(path, encoding="utf-8", errors="replace") as text:
-                for number, line in enumerate(text, 1):
-                    m = INCLUDE.match(line)
-                    if not m or m.group(1) not in rank or folder not in rank:
-                        continue
-                    target = m.group(1)
-                    if rank[target] <= rank[folder]:
-                        continue
-                    if (rel, target) in EXCEPTIONS:
-                        used.add((rel, target))
-                        continue
-                    errors.append(f"{rel}:{number}: {folder}/ includes {target}/, which is above it")
+    for folder, rel, path in source_files(root):
+        with open(path, encoding="utf-8", errors="replace") as text:
+            for number, line in enumerate(text, 1):
+                m = INCLUDE.match(line)
+                if not m or m.group(1) not in rank or folder not in rank:
+                    continue
+                target = m.group(1)
+                if rank[target] <= rank[folder]:
+                    continue
+                if (rel, target) in EXCEPTIONS:
+                    used.add((rel, target))
+                    continue
+                errors.append(f"{rel}:{number}: {folder}/ includes {target}/, which is above it")
     for stale in sorted(set(EXCEPTIONS) - used):
         errors.append(f"exception {stale} no longer happens: remove it from {__file__}")
     doc = os.path.join(root, "docs", "architecture.md")

@@ -11,9 +11,10 @@ character literals are blanked first; a `{` opens a function when the text
 before it (back to the last `;`, `{` or `}`) ends in a parameter list with
 optional qualifiers or a constructor's initializers, and no function is open.
 """
-import os
 import re
 import sys
+
+from sources import source_files
 
 SIGNATURE = re.compile(
     r"\)\s*(const)?\s*(noexcept)?\s*(override)?\s*(final)?\s*(->\s*[\w:<>,\s*&]+)?\s*(:[^;{]*)?$", re.S)
@@ -56,21 +57,15 @@ def functions(text):
 
 def main(root, max_file=500, max_function=80):
     errors = []
-    src = os.path.join(root, "src")
-    for dirpath, _, files in os.walk(src):
-        for name in sorted(files):
-            if not name.endswith((".h", ".cpp", ".cu")):
-                continue
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, root)
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-            lines = text.count("\n")
-            if lines > max_file:
-                errors.append(f"{rel}: {lines} lines (at most {max_file}): split it by concept")
-            for fn, first, last in functions(text):
-                if last - first + 1 > max_function:
-                    errors.append(f"{rel}:{first}: {fn} is {last - first + 1} lines (at most {max_function})")
+    for _, rel, path in source_files(root):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        lines = text.count("\n")
+        if lines > max_file:
+            errors.append(f"{rel}: {lines} lines (at most {max_file}): split it by concept")
+        for fn, first, last in functions(text):
+            if last - first + 1 > max_function:
+                errors.append(f"{rel}:{first}: {fn} is {last - first + 1} lines (at most {max_function})")
     for e in sorted(errors):
         print(e)
     return 1 if errors else 0
