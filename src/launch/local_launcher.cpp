@@ -116,10 +116,12 @@ const Child* find_stalled(const std::vector<Child>& children, double now, double
                                                                                         : nullptr;
 }
 
+/// A stopped rank is named as the cluster launcher names it ("rank N is
+/// stopped"), whichever of them notices first.
 std::string describe_stall(const Child& c, double now) {
-  return fmt::format("rank {} stalled: no progress for {:.0f} s while at '{}'{}", c.rank,
-                     now - c.last_progress, c.last_status,
-                     is_stopped(c.proc.pid()) ? " (the process is stopped: SIGSTOP or a debugger)" : "");
+  return fmt::format("rank {} {}: no progress for {:.0f} s while at '{}'", c.rank,
+                     is_stopped(c.proc.pid()) ? "is stopped (SIGSTOP or a debugger)" : "stalled",
+                     now - c.last_progress, c.last_status);
 }
 
 /// How `c`, which ended, failed: its own error line when it sent one.
