@@ -4,7 +4,8 @@
 #   scripts/setup.sh run     what `make run` needs: the build and the runtime
 #                            (LibTorch, Gloo, MPI, the data and network tools)
 #   scripts/setup.sh test    run's, and the tests' and peers' tools: GoogleTest,
-#                            clang for the fuzzers, PyTorch for bench/, Slurm
+#                            clang for the fuzzers, clang-format for the format
+#                            check, PyTorch for bench/, Slurm
 #                            for the cluster drills (the default)
 #   --with-chromium          adds Debian's chromium for scripts/check_html.sh
 #                            (the HTML report render check)
@@ -23,7 +24,7 @@ run_packages=(
 )
 test_packages=(
   libgtest-dev libgmock-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format-14
   python3-torch python3-torchvision jq
   slurmctld slurmd slurm-client munge
 )

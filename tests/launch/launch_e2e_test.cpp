@@ -395,7 +395,8 @@ TEST(LaunchErrors, StalledWorkerFailsTheJobWithinTheTimeout) {
   EXPECT_LT(a.took, 15.0);
   // Rank 0 may notice first (its collective times out), but the launcher
   // names the stalled rank either way.
-  EXPECT_TRUE(a.err.find("rank 1 is stopped (SIGSTOP or a debugger): no progress") != std::string::npos ||
+  EXPECT_TRUE(a.err.find("rank 1 is stopped (SIGSTOP or a debugger): no progress") !=
+                  std::string::npos ||
               a.err.find("rank 1 made no progress") != std::string::npos)
       << a.err;
   expect_no_worker_left(a);
@@ -411,8 +412,9 @@ TEST(LaunchErrors, StoppedPsShardIsTheOneErrorNamed) {
   ASSERT_EQ(a.workers.size(), 2u) << a.err;
   EXPECT_EQ(a.code, 5) << a.err;
   EXPECT_EQ(count_errors(a.err), 1) << a.err;
-  EXPECT_NE(a.err.find("dlscale: error: rank 1 is stopped (SIGSTOP or a debugger): no progress for "),
-            std::string::npos)
+  EXPECT_NE(
+      a.err.find("dlscale: error: rank 1 is stopped (SIGSTOP or a debugger): no progress for "),
+      std::string::npos)
       << a.err;
   EXPECT_EQ(a.err.find("worker 0"), std::string::npos) << a.err;
   expect_no_worker_left(a);
