@@ -2,9 +2,9 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/mount.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,11 +16,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/text.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "core/subprocess.h"
 #include "core/job_env.h"
+#include "core/record_keys.h"
+#include "core/subprocess.h"
+#include "core/text.h"
 
 namespace dlscale::cluster {
 namespace {
@@ -204,10 +205,11 @@ void build(const ClusterSpec& spec) {
 nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
                             double link_mbit) {
   if (name.empty()) return nullptr;
-  return {{"name", name},
-          {"hosts", hosts},
-          {"workers_per_host", workers_per_host},
-          {"link_mbit", link_mbit}};
+  namespace in = record::input;
+  return {{in::kClusterName, name},
+          {in::kClusterHosts, hosts},
+          {in::kClusterWorkersPerHost, workers_per_host},
+          {in::kClusterLinkMbit, link_mbit}};
 }
 
 void check_cluster_name(const std::string& name) {

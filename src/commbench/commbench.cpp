@@ -442,8 +442,8 @@ nlohmann::json to_json(const CommbenchOptions& o, const CommbenchResult& r,
     fits[name] = {{kFitAlphaUs, f.alpha_us}, {kFitBandwidthGbps, f.bandwidth_gbps}, {"points", f.points}};
   }
   return {{kSchema, kCommbenchSchema},
-          {"kind", "commbench"},
-          {"status", r.wrong == 0 ? "ok" : "wrong"},
+          {kKind, kKindCommbench},
+          {kStatus, r.wrong == 0 ? kStatusOk : "wrong"},
           {"argv", argv},
           {kInputs,
            {{"ops", o.ops},
@@ -454,7 +454,7 @@ nlohmann::json to_json(const CommbenchOptions& o, const CommbenchResult& r,
             {"warmup", o.warmup},
             {"iters", o.iters},
             {"ranks_per_node", o.ranks_per_node},
-            {"world_size", comm.size()},
+            {input::kWorldSize, comm.size()},
             {"backend", comm.backend()}}},
           {kResults, {{kRows, rows}, {kFits, fits}, {kWrong, r.wrong}}}};
 }

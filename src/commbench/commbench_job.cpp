@@ -5,12 +5,13 @@
 #include "comm/inproc/inproc_communicator.h"
 #include "comm/session.h"
 #include "compute/devices.h"
-#include "core/text.h"
-#include "core/error.h"
-#include "core/files.h"
-#include "core/sysinfo.h"
 #include "compute/threads.h"
 #include "compute/torch_compat.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/record_keys.h"
+#include "core/sysinfo.h"
+#include "core/text.h"
 
 namespace dlscale::commbench {
 
@@ -60,11 +61,11 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
       nlohmann::json record = to_json(o, result, *comm, argv);
       record["inputs"]["mpi_collectives"] = option_json(job.launch.mpi_collectives);
       record["inputs"]["device"] = job.device;
-      record["inputs"]["cluster"] = cluster::cluster_json(env.cluster.name, env.cluster.hosts,
-                                                          job.launch.workers_per_host, env.cluster.link_mbit);
+      record[record::kInputs][record::input::kCluster] = cluster::cluster_json(
+          env.cluster.name, env.cluster.hosts, job.launch.workers_per_host, env.cluster.link_mbit);
       record["inputs"]["slurm"] = env.slurm.to_json();
-      record["environment"] = dlscale::to_json(collect_system_info());
-      record["environment"]["torch_version"] = compat::torch_version();
+      record[record::kEnvironment] = dlscale::to_json(collect_system_info());
+      record[record::kEnvironment]["torch_version"] = compat::torch_version();
       write_file_atomic(o.json_path, dump_json(record, 2) + "\n");
     }
     if (result.wrong > 0) {

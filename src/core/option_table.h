@@ -17,9 +17,10 @@
 // (core/enum_names.h), which `enum_names(E{})` must find by argument-
 // dependent lookup; the record holds their names. No CLI11, no LibTorch.
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <type_traits>
+
+#include "core/record_keys.h"
 
 namespace dlscale {
 

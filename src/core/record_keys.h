@@ -13,8 +13,52 @@ namespace dlscale::record {
 inline constexpr const char* kSchema = "schema";
 inline constexpr const char* kTrainSchema = "dlscale.train/1";
 inline constexpr const char* kCommbenchSchema = "dlscale.commbench/1";
+inline constexpr const char* kKind = "kind";  ///< kKindTrain | kKindCommbench
+inline constexpr const char* kKindTrain = "train";
+inline constexpr const char* kKindCommbench = "commbench";
+inline constexpr const char* kStatus = "status";  ///< kStatusOk, or why not
+inline constexpr const char* kStatusOk = "ok";
 inline constexpr const char* kInputs = "inputs";
 inline constexpr const char* kResults = "results";
+inline constexpr const char* kModel = "model";              ///< a train record's model
+inline constexpr const char* kEnvironment = "environment";  ///< core/sysinfo.h's facts
+
+// model of a train record.
+inline constexpr const char* kModelName = "name";
+inline constexpr const char* kModelUnit = "unit";  ///< what items_per_sec counts
+inline constexpr const char* kModelForwardFlops = "forward_flops_per_sample";
+
+// environment of a record.
+inline constexpr const char* kOnlineCores = "online_cores";
+
+/// Keys of a record's inputs that readers (predict/, report/) look up. The
+/// writers spell them through these too: the option tables' record keys
+/// (core/option_table.h) and the inputs the launcher adds.
+namespace input {
+
+inline constexpr const char* kModel = "model";
+inline constexpr const char* kBatch = "batch";  ///< per worker
+inline constexpr const char* kThreads = "threads";
+inline constexpr const char* kWorldSize = "world_size";
+inline constexpr const char* kStrategy = "strategy";
+inline constexpr const char* kCompress = "compress";
+inline constexpr const char* kBucketMb = "bucket_mb";
+inline constexpr const char* kFirstBucketMb = "first_bucket_mb";
+inline constexpr const char* kZeroStage = "zero_stage";
+inline constexpr const char* kPsShards = "ps_shards";
+inline constexpr const char* kPsPlacement = "ps_placement";
+inline constexpr const char* kPsAssign = "ps_assign";
+inline constexpr const char* kPsPartitionMb = "ps_partition_mb";
+inline constexpr const char* kPsMode = "ps_mode";
+/// The emulated cluster a job ran on (null without one): its name, hosts,
+/// workers per host and shaped link.
+inline constexpr const char* kCluster = "cluster";
+inline constexpr const char* kClusterName = "name";
+inline constexpr const char* kClusterHosts = "hosts";
+inline constexpr const char* kClusterWorkersPerHost = "workers_per_host";
+inline constexpr const char* kClusterLinkMbit = "link_mbit";  ///< 0 = unshaped
+
+}  // namespace input
 
 // results of a train record.
 inline constexpr const char* kSamplesPerSec = "samples_per_sec";
@@ -34,6 +78,9 @@ inline constexpr const char* kData = "data";
 inline constexpr const char* kConvergence = "convergence";   ///< null unless the run evaluated
 /// Memory per worker: the max over ranks of each figure, and "per_rank".
 inline constexpr const char* kMem = "mem";
+/// What backward did when, for the predictor (train --profile-backward).
+inline constexpr const char* kBackwardProfile = "backward_profile";
+inline constexpr const char* kProfileTensors = "tensors";
 
 // results.comm of a train record.
 inline constexpr const char* kCommBytesPerStep = "bytes_per_step";

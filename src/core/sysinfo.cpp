@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/build_info.h"
+#include "core/record_keys.h"
 
 namespace dlscale {
 
@@ -105,7 +106,7 @@ nlohmann::json to_json(const SystemInfo& info) {
           {"os", info.os},
           {"cpu_model", info.cpu_model},
           {"logical_cores", info.logical_cores},
-          {"online_cores", info.online_cores},
+          {record::kOnlineCores, info.online_cores},
           {"blas", info.blas},
           {"dlscale_version", info.dlscale_version},
           {"git_revision", info.git_revision},

@@ -55,32 +55,38 @@ struct PsOptions {
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
-    v(Option{"--ps-shards", "Server shards the variables are spread over (colocated: at most one per worker)",
-             "ps_shards"}
+    v(Option{"--ps-shards",
+             "Server shards the variables are spread over (colocated: at most one per worker)",
+             record::input::kPsShards}
           .agreed(),
       s.shards);
     v(Option{"--ps-placement",
-             "colocated (the first K workers also host a shard each, on a server thread) | dedicated (K extra "
-             "server processes: the launcher starts them beside the workers on node 0; under mpirun/srun the "
+             "colocated (the first K workers also host a shard each, on a server thread) | "
+             "dedicated (K extra "
+             "server processes: the launcher starts them beside the workers on node 0; under "
+             "mpirun/srun the "
              "first K ranks serve; servers are not counted as workers)",
-             "ps_placement"}
+             record::input::kPsPlacement}
           .agreed(),
       s.placement);
     v(Option{"--ps-assign",
-             "How variables go to shards: round-robin (registration order) | greedy (largest first onto the "
+             "How variables go to shards: round-robin (registration order) | greedy (largest first "
+             "onto the "
              "least-loaded shard by bytes)",
-             "ps_assign"}
+             record::input::kPsAssign}
           .agreed(),
       s.assign);
     v(Option{"--ps-partition-mb",
-             "Split tensors bigger than this many MiB into near-equal pieces placed separately; 0 = never split",
-             "ps_partition_mb"}
+             "Split tensors bigger than this many MiB into near-equal pieces placed separately; 0 "
+             "= never split",
+             record::input::kPsPartitionMb}
           .agreed(),
       s.partition_mb);
     v(Option{"--ps-mode",
-             "sync (each shard sums all workers' gradients, applies once per step) | async (each gradient "
+             "sync (each shard sums all workers' gradients, applies once per step) | async (each "
+             "gradient "
              "applied on arrival; workers pull whatever is current)",
-             "ps_mode"}
+             record::input::kPsMode}
           .agreed(),
       s.mode);
     v(Option{"--max-staleness",
@@ -108,20 +114,27 @@ struct SyncOptions {
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
     v(Option{"--strategy",
-             "How gradients are combined (docs/strategies.md): allreduce (backend-native, bucketed) | tree "
-             "(binary tree to rank 0 and back over send/recv) | hierarchical (reduce in each node, allreduce "
-             "among node leaders, broadcast in the node) | independent (no exchange: each worker trains its "
-             "own replica) | ps (parameter server: workers push gradients to shards that own the variables and "
-             "their optimizer, and pull the new values) | zero (sharded data parallelism, ZeRO: buckets are "
-             "reduce-scattered, each worker updates its shard of the parameters and optimizer state, and "
+             "How gradients are combined (docs/strategies.md): allreduce (backend-native, "
+             "bucketed) | tree "
+             "(binary tree to rank 0 and back over send/recv) | hierarchical (reduce in each node, "
+             "allreduce "
+             "among node leaders, broadcast in the node) | independent (no exchange: each worker "
+             "trains its "
+             "own replica) | ps (parameter server: workers push gradients to shards that own the "
+             "variables and "
+             "their optimizer, and pull the new values) | zero (sharded data parallelism, ZeRO: "
+             "buckets are "
+             "reduce-scattered, each worker updates its shard of the parameters and optimizer "
+             "state, and "
              "the parameters are all-gathered; see --zero-stage)",
-             "strategy"}
+             record::input::kStrategy}
           .agreed(),
       s.strategy);
     v(Option{"--compress",
-             "none | fp16 | bf16: gradients travel and are summed in this type, then are cast back to float32 "
+             "none | fp16 | bf16: gradients travel and are summed in this type, then are cast back "
+             "to float32 "
              "(allreduce, tree, hierarchical, zero)",
-             "compress"}
+             record::input::kCompress}
           .agreed(),
       s.compress);
     v(Option{"--ranks-per-node",
@@ -131,21 +144,25 @@ struct SyncOptions {
           .agreed(),
       s.ranks_per_node);
     v(Option{"--bucket-mb",
-             "Gradient bucket size in MiB; each bucket's collective overlaps backward. 0 = one bucket of all "
+             "Gradient bucket size in MiB; each bucket's collective overlaps backward. 0 = one "
+             "bucket of all "
              "gradients reduced after backward (no overlap)",
-             "bucket_mb"}
+             record::input::kBucketMb}
           .agreed(),
       s.bucket_mb);
     v(Option{"--first-bucket-mb", "Size of the first bucket (the last layers' gradients) in MiB",
-             "first_bucket_mb"}
+             record::input::kFirstBucketMb}
           .agreed(),
       s.first_bucket_mb);
     v(Option{"--zero-stage",
-             "--strategy zero: 1 (optimizer state sharded over the workers) | 2 (and gradients: each "
-             "worker keeps only its shard of the reduced gradients) | 3 (and parameters: between steps a "
-             "worker keeps only its shard; the whole model, as one unit, is gathered before forward and "
+             "--strategy zero: 1 (optimizer state sharded over the workers) | 2 (and gradients: "
+             "each "
+             "worker keeps only its shard of the reduced gradients) | 3 (and parameters: between "
+             "steps a "
+             "worker keeps only its shard; the whole model, as one unit, is gathered before "
+             "forward and "
              "freed after backward)",
-             "zero_stage"}
+             record::input::kZeroStage}
           .agreed(),
       s.zero_stage);
     v(Option{"--zero-unit",

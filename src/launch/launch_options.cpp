@@ -3,6 +3,7 @@
 #include "cluster/cluster.h"
 #include "comm/backend.h"
 #include "core/error.h"
+#include "core/record_keys.h"
 
 namespace dlscale::launch {
 namespace {
@@ -41,7 +42,8 @@ void check_job_options(const JobOptions& j) {
 nlohmann::json launch_inputs(const LaunchOptions& o, int cluster_hosts, double cluster_link_mbit) {
   nlohmann::json j = nlohmann::json::object();
   record_inputs(o, j);
-  j["cluster"] = cluster::cluster_json(o.cluster, cluster_hosts, o.workers_per_host, cluster_link_mbit);
+  j[record::input::kCluster] =
+      cluster::cluster_json(o.cluster, cluster_hosts, o.workers_per_host, cluster_link_mbit);
   return j;
 }
 

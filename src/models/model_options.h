@@ -28,7 +28,9 @@ struct ModelOptions {
   /// The options' table (core/option_table.h).
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
-    v(Option{"--model,-m", "Model to train: a name of the zoo ('dlscale models' lists them)", "model"}.agreed(),
+    v(Option{"--model,-m", "Model to train: a name of the zoo ('dlscale models' lists them)",
+             record::input::kModel}
+          .agreed(),
       s.name);
     v(Option{"--image-size", "Input height = width in pixels; 0 = the model's default (see 'dlscale models')",
              "image_size"}

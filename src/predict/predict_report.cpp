@@ -4,18 +4,23 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/record_keys.h"
 #include "core/stats.h"
 #include "report/report_parts.h"
 
 namespace dlscale::predict {
 namespace {
 
+namespace input = record::input;
+
 /// The first completed repeat's record, or null.
 nlohmann::json run_record(const sweep::RunRecord& run) {
   for (const sweep::RepeatRecord& r : run.repeats) {
     if (r.status != sweep::kStatusCompleted || r.record.empty()) continue;
     nlohmann::json j = nlohmann::json::parse(r.record, nullptr, false);
-    if (j.is_object() && j.value("kind", "") == "train" && j.contains("inputs")) return j;
+    if (j.is_object() && j.value(record::kKind, "") == record::kKindTrain &&
+        j.contains(record::kInputs))
+      return j;
   }
   return nullptr;
 }
@@ -30,14 +35,15 @@ struct Checked {
 /// link and workers per host over the base.
 Network run_network(const nlohmann::json& inputs, const Network& base, std::string& link) {
   Network n = base;
-  const nlohmann::json& cluster = inputs.contains("cluster") ? inputs["cluster"] : nlohmann::json();
+  const nlohmann::json& cluster =
+      inputs.contains(input::kCluster) ? inputs[input::kCluster] : nlohmann::json();
   if (cluster.is_object()) {
-    n.workers_per_node = cluster.value("workers_per_host", 1);
-    const double mbit = cluster.value("link_mbit", 0.0);
+    n.workers_per_node = cluster.value(input::kClusterWorkersPerHost, 1);
+    const double mbit = cluster.value(input::kClusterLinkMbit, 0.0);
     if (mbit > 0) n.inter.bytes_per_s = mbit * 1e6 / 8;
     link = mbit > 0 ? fmt::format("{:g} Mbit/s", mbit) : "unshaped";
   } else {
-    n.workers_per_node = std::max(1, inputs.value("world_size", 1));
+    n.workers_per_node = std::max(1, inputs.value(input::kWorldSize, 1));
     link = "one host";
   }
   return n;
@@ -45,12 +51,12 @@ Network run_network(const nlohmann::json& inputs, const Network& base, std::stri
 
 std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckInputs& in) {
   const nlohmann::json record = run_record(run);
-  const auto measured = report::median_metric(run, "samples_per_sec");
+  const auto measured = report::median_metric(run, record::metric::kSamplesPerSec);
   if (record.is_null() || !measured) return std::nullopt;
-  const nlohmann::json& inputs = record["inputs"];
+  const nlohmann::json& inputs = record[record::kInputs];
   Checked c;
-  c.workers = inputs.value("world_size", 1);
-  c.model = inputs.value("model", "");
+  c.workers = inputs.value(input::kWorldSize, 1);
+  c.model = inputs.value(input::kModel, "");
   c.strategy = strategy_of_record(inputs);
   if (c.workers < 2 || c.strategy.empty()) return std::nullopt;
   const auto cal = std::find_if(in.calibrations.begin(), in.calibrations.end(),
@@ -60,12 +66,15 @@ std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckIn
   const Network n = run_network(inputs, in.base, c.link);
   PredictOptions o;
   o.workers = {c.workers};
-  o.batch = inputs.value("batch", 0);
-  o.bucket_mb = inputs.value("bucket_mb", 25.0);
-  o.first_bucket_mb = inputs.value("first_bucket_mb", 1.0);
-  o.threads_per_worker = inputs.value("threads", 1);
+  o.batch = inputs.value(input::kBatch, 0);
+  o.bucket_mb = inputs.value(input::kBucketMb, 25.0);
+  o.first_bucket_mb = inputs.value(input::kFirstBucketMb, 1.0);
+  o.threads_per_worker = inputs.value(input::kThreads, 1);
+  const nlohmann::json& env =
+      record.contains(record::kEnvironment) ? record[record::kEnvironment] : nlohmann::json();
   o.shared_cores = in.shared_cores > 0 ? in.shared_cores
-                                       : record.value("/environment/online_cores"_json_pointer, 0);
+                   : env.is_object()   ? env.value(record::kOnlineCores, 0)
+                                       : 0;
   o.copy_bytes_per_s = in.copy_bytes_per_s;
   const Prediction p = predict(*cal, n, {parse_strategy(c.strategy)}, o);
   c.measured = *measured;
@@ -77,23 +86,23 @@ std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckIn
 }  // namespace
 
 std::string strategy_of_record(const nlohmann::json& in) {
-  const std::string kind = in.value("strategy", "allreduce");
+  const std::string kind = in.value(input::kStrategy, "allreduce");
   std::string s;
   if (kind == "independent") return "";
   if (kind == "ps") {
-    s = fmt::format("ps:{}", in.value("ps_shards", 1));
-    if (in.value("ps_placement", "colocated") == "dedicated") s += "+dedicated";
-    if (in.value("ps_mode", "sync") == "async") s += "+async";
-    if (in.value("ps_assign", "round-robin") == "greedy") s += "+greedy";
-    const double partition = in.value("ps_partition_mb", 0.0);
+    s = fmt::format("ps:{}", in.value(input::kPsShards, 1));
+    if (in.value(input::kPsPlacement, "colocated") == "dedicated") s += "+dedicated";
+    if (in.value(input::kPsMode, "sync") == "async") s += "+async";
+    if (in.value(input::kPsAssign, "round-robin") == "greedy") s += "+greedy";
+    const double partition = in.value(input::kPsPartitionMb, 0.0);
     if (partition > 0) s += fmt::format("+partition:{:g}", partition);
   } else if (kind == "zero") {
-    s = fmt::format("zero:{}", in.value("zero_stage", 1));
+    s = fmt::format("zero:{}", in.value(input::kZeroStage, 1));
   } else {
     s = kind;
   }
-  if (kind != "zero" && in.value("bucket_mb", 25.0) == 0) s += "+flat";
-  const std::string compress = in.value("compress", "none");
+  if (kind != "zero" && in.value(input::kBucketMb, 25.0) == 0) s += "+flat";
+  const std::string compress = in.value(input::kCompress, "none");
   if (compress != "none" && kind != "zero") s += "+" + compress;
   return s;
 }

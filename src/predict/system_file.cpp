@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/record_keys.h"
 #include "predict/predictor.h"
 #include "predict/workload.h"
 
@@ -192,23 +193,30 @@ SystemSpec load_system(const std::string& name_or_path, const std::string& syste
 }
 
 Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter) {
-  DLSCALE_CHECK(record.is_object() && record.value("kind", "") == "commbench",
+  namespace in = record::input;
+  DLSCALE_CHECK(record.is_object() && record.value(record::kKind, "") == record::kKindCommbench,
                 "{}: not a 'dlscale commbench --json' record (kind must be 'commbench')", what);
   const nlohmann::json* fit = nullptr;
-  if (record.contains("results") && record["results"].contains("fits") && record["results"]["fits"].contains("allreduce")) {
-    fit = &record["results"]["fits"]["allreduce"];
+  const nlohmann::json& results =
+      record.contains(record::kResults) ? record[record::kResults] : nlohmann::json();
+  if (results.is_object() && results.contains(record::kFits) &&
+      results[record::kFits].contains("allreduce")) {
+    fit = &results[record::kFits]["allreduce"];
   }
   DLSCALE_CHECK(fit != nullptr, "{}: no allreduce fit (run 'dlscale commbench --op allreduce --json FILE')", what);
-  const double p = record.contains("inputs") ? record["inputs"].value("world_size", 0.0) : 0.0;
+  const nlohmann::json& inputs =
+      record.contains(record::kInputs) ? record[record::kInputs] : nlohmann::json();
+  const double p = inputs.is_object() ? inputs.value(in::kWorldSize, 0.0) : 0.0;
   DLSCALE_CHECK(p >= 2, "{}: the allreduce was timed on {} rank(s); 2 or more are needed", what, p);
-  const double bw = fit->value("bandwidth_gbps", 0.0);
+  const double bw = fit->value(record::kFitBandwidthGbps, 0.0);
   DLSCALE_CHECK(bw > 0, "{}: the allreduce fit has no bandwidth (time did not grow with size: use larger "
                 "--max-bytes)", what);
-  const nlohmann::json& cluster = record["inputs"].contains("cluster") ? record["inputs"]["cluster"] : nlohmann::json();
-  inter = cluster.is_object() && cluster.value("hosts", 1) > 1;
+  const nlohmann::json& cluster =
+      inputs.contains(in::kCluster) ? inputs[in::kCluster] : nlohmann::json();
+  inter = cluster.is_object() && cluster.value(in::kClusterHosts, 1) > 1;
   Link l;
   l.bytes_per_s = bw * 1e9 * 2 * (p - 1) / p;
-  l.alpha_s = fit->value("alpha_us", 0.0) * 1e-6 / (2 * (p - 1));
+  l.alpha_s = fit->value(record::kFitAlphaUs, 0.0) * 1e-6 / (2 * (p - 1));
   return l;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/record_keys.h"
 
 namespace dlscale::predict {
 
@@ -68,19 +69,21 @@ std::vector<Gradient> ready_gradients(const BackwardProfile& profile, double bac
 }  // namespace
 
 BackwardProfile backward_profile_from_record(const nlohmann::json& record, const std::string& what) {
-  const auto results = record.find("results");
-  const bool has = results != record.end() && results->is_object() && results->contains("backward_profile") &&
-                   results->at("backward_profile").is_object();
+  const auto results = record.find(record::kResults);
+  const bool has = results != record.end() && results->is_object() &&
+                   results->contains(record::kBackwardProfile) &&
+                   results->at(record::kBackwardProfile).is_object();
   DLSCALE_CHECK(has, "{}: no 'results.backward_profile' (record a 1-worker run with 'dlscale train --trace FILE --json "
                 "FILE')", what);
-  const nlohmann::json& p = results->at("backward_profile");
+  const nlohmann::json& p = results->at(record::kBackwardProfile);
   const double backward_ms = number_at(p, {"backward_ms"}, what + " backward_profile", kMaxMs);
   DLSCALE_CHECK(backward_ms > 0, "{}: 'results.backward_profile.backward_ms' must be > 0", what);
-  DLSCALE_CHECK(p.contains("tensors") && p["tensors"].is_array() && !p["tensors"].empty(),
+  DLSCALE_CHECK(p.contains(record::kProfileTensors) && p[record::kProfileTensors].is_array() &&
+                    !p[record::kProfileTensors].empty(),
                 "{}: 'results.backward_profile.tensors' must be a non-empty list", what);
   BackwardProfile profile;
   profile.source = "measured backward (" + what + ")";
-  for (const nlohmann::json& t : p["tensors"]) {
+  for (const nlohmann::json& t : p[record::kProfileTensors]) {
     const double bytes = number_at(t, {"bytes"}, what + " backward_profile tensor", kMaxTensorBytes);
     const double ready = number_at(t, {"ready_ms"}, what + " backward_profile tensor", kMaxMs);
     DLSCALE_CHECK(bytes > 0 && ready >= 0, "{}: a backward_profile tensor has bytes {} and ready_ms {} (need > 0, >= 0)",
@@ -92,25 +95,32 @@ BackwardProfile backward_profile_from_record(const nlohmann::json& record, const
 }
 
 Workload calibrate_from_record(const nlohmann::json& record, const std::string& what) {
-  DLSCALE_CHECK(record.is_object() && record.value("kind", "") == "train",
+  DLSCALE_CHECK(record.is_object() && record.value(record::kKind, "") == record::kKindTrain,
                 "{}: not a 'dlscale train' record (kind must be 'train')", what);
-  DLSCALE_CHECK(record.value("status", "") == "ok", "{}: the run did not finish (status '{}')", what,
-                record.value("status", ""));
-  const double world = number_at(record, {"inputs", "world_size"}, what);
+  DLSCALE_CHECK(record.value(record::kStatus, "") == record::kStatusOk,
+                "{}: the run did not finish (status '{}')", what,
+                record.value(record::kStatus, ""));
+  const double world = number_at(record, {record::kInputs, record::input::kWorldSize}, what);
   DLSCALE_CHECK(world == 1, "{}: calibration needs a 1-worker run (this one had {} workers)", what, world);
   Workload w;
-  w.model = record.contains("model") ? record["model"].value("name", "") : "";
-  w.unit = record.contains("model") ? record["model"].value("unit", "samples") : "samples";
-  w.batch = static_cast<int64_t>(number_at(record, {"inputs", "batch"}, what, kMaxBatch));
+  const nlohmann::json& model =
+      record.contains(record::kModel) ? record[record::kModel] : nlohmann::json();
+  w.model = model.is_object() ? model.value(record::kModelName, "") : "";
+  w.unit = model.is_object() ? model.value(record::kModelUnit, "samples") : "samples";
+  w.batch = static_cast<int64_t>(
+      number_at(record, {record::kInputs, record::input::kBatch}, what, kMaxBatch));
   DLSCALE_CHECK(w.batch >= 1, "{}: inputs.batch must be >= 1", what);
-  w.data_s = number_at(record, {"results", "breakdown_ms", "data"}, what, kMaxMs) / 1e3;
-  w.forward_s = number_at(record, {"results", "breakdown_ms", "forward"}, what, kMaxMs) / 1e3;
-  w.backward_s = number_at(record, {"results", "breakdown_ms", "backward"}, what, kMaxMs) / 1e3;
-  w.optimizer_s = number_at(record, {"results", "breakdown_ms", "optimizer"}, what, kMaxMs) / 1e3;
+  const auto phase_s = [&](const char* phase) {
+    return number_at(record, {record::kResults, record::kBreakdownMs, phase}, what, kMaxMs) / 1e3;
+  };
+  w.data_s = phase_s("data");
+  w.forward_s = phase_s("forward");
+  w.backward_s = phase_s("backward");
+  w.optimizer_s = phase_s("optimizer");
   DLSCALE_CHECK(w.forward_s > 0 && w.backward_s > 0 && w.optimizer_s >= 0 && w.data_s >= 0,
                 "{}: results.breakdown_ms needs forward and backward > 0 (got {} and {} ms)", what, w.forward_s * 1e3,
                 w.backward_s * 1e3);
-  w.flops_per_sample = record.contains("model") ? record["model"].value("forward_flops_per_sample", 0.0) : 0.0;
+  w.flops_per_sample = model.is_object() ? model.value(record::kModelForwardFlops, 0.0) : 0.0;
   const BackwardProfile profile = backward_profile_from_record(record, what);
   w.grads = ready_gradients(profile, w.backward_s);
   w.source = fmt::format("measured: {} (1 worker, batch {})", what, w.batch);

@@ -1,6 +1,7 @@
 #include "train/backward_profile.h"
 
 #include "core/clock.h"
+#include "core/record_keys.h"
 #include "core/stats.h"
 
 namespace dlscale::train {
@@ -43,7 +44,7 @@ nlohmann::json BackwardProfiler::to_json() const {
   }
   return {{"backward_ms", median(backward_) * 1e3},
           {"steps", backward_.size()},
-          {"tensors", std::move(tensors)}};
+          {record::kProfileTensors, std::move(tensors)}};
 }
 
 }  // namespace dlscale::train

@@ -272,7 +272,7 @@ nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
   record_inputs(o.output, j);
   j["recipe"] = recipe_json(o.recipe);
   j["global_batch"] = c.global_batch;
-  j["world_size"] = c.world_size;
+  j[record::input::kWorldSize] = c.world_size;
   j["local_world_size"] = c.local_world_size;
   j["scaling"] = c.strong_scaling ? "strong" : "weak";
   j["measured_steps"] = c.measured_steps;
@@ -296,7 +296,7 @@ nlohmann::json agreed_inputs(const ResolvedTrainOptions& c) {
   const nlohmann::json recipe = recipe_json(o.recipe);
   for (const auto& [key, value] : recipe.items()) j["recipe." + key] = value;
   j["global_batch"] = c.global_batch;
-  j["world_size"] = c.world_size;
+  j[record::input::kWorldSize] = c.world_size;
   return j;
 }
 

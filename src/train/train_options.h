@@ -46,7 +46,7 @@ struct RunOptions {
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
-    v(Option{"--batch,-b", "Samples per step per worker", "batch"}.agreed(), s.batch);
+    v(Option{"--batch,-b", "Samples per step per worker", record::input::kBatch}.agreed(), s.batch);
     v(Option{"--global-batch",
              "Strong scaling: samples per step over all workers, split evenly (must divide by the worker "
              "count); 0 = weak scaling with --batch per worker",
@@ -104,8 +104,9 @@ struct ComputeOptions {
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
     v(Option{"--threads,-t,--threads-per-worker",
-             "Intra-op compute threads per worker (LibTorch and BLAS); 0 = cores / local workers, at least 1",
-             "threads"},
+             "Intra-op compute threads per worker (LibTorch and BLAS); 0 = cores / local workers, "
+             "at least 1",
+             record::input::kThreads},
       s.threads);
     v(Option{"--device",
              "cpu | cuda (local worker r gets GPU r mod GPUs) | cuda:N (needs a CUDA LibTorch build; "

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "dp/sync_options.h"
 #include "predict/predict_report.h"
 #include "predict/system_file.h"
 
@@ -431,6 +432,37 @@ TEST(PredictParse, ARecordsInputsNameTheStrategyPredictRuns) {
   EXPECT_EQ(of(R"({"strategy": "independent"})"), "");
   // Every name it writes parses.
   EXPECT_NO_THROW(parse_strategy("ps:2+dedicated+async+greedy+partition:0.5"));
+}
+
+// The reader and the writer spell the inputs once (core/record_keys.h): the
+// inputs `train` records through its option tables name the strategy they
+// were given, not the reader's defaults.
+TEST(PredictParse, TheInputsTheOptionTablesWriteNameTheStrategy) {
+  using dp::Compression, dp::PsAssign, dp::PsMode, dp::PsPlacement, dp::StrategyKind,
+      dp::SyncOptions;
+  const auto written = [](const SyncOptions& sync) {
+    nlohmann::json inputs = nlohmann::json::object();
+    record_inputs(sync, inputs);
+    record_inputs(sync.ps, inputs);
+    return strategy_of_record(inputs);
+  };
+  SyncOptions ps;
+  ps.strategy = StrategyKind::kPs;
+  ps.bucket_mb = 0;
+  ps.ps.shards = 3;
+  ps.ps.placement = PsPlacement::kDedicated;
+  ps.ps.mode = PsMode::kAsync;
+  ps.ps.assign = PsAssign::kGreedy;
+  ps.ps.partition_mb = 2;
+  EXPECT_EQ(written(ps), "ps:3+dedicated+async+greedy+partition:2+flat");
+  SyncOptions zero;
+  zero.strategy = StrategyKind::kZero;
+  zero.zero_stage = 2;
+  EXPECT_EQ(written(zero), "zero:2");
+  SyncOptions tree;
+  tree.strategy = StrategyKind::kTree;
+  tree.compress = Compression::kBf16;
+  EXPECT_EQ(written(tree), "tree+bf16");
 }
 
 }  // namespace
