@@ -8,8 +8,9 @@
 # check (no base given, the formatter missing, git failed); 77: no history to
 # tell what changed (not a git clone, or a shallow one without BASE), which
 # ctest shows as skipped, with the reason.
-# Run as ctest's Format.ChangedLinesAreClangFormatted; fix with
-#   git clang-format-14 --binary clang-format-14 $(cat .ci/format-base)
+# Run as ctest's Format.ChangedLinesAreClangFormatted; fix with (it formats
+# only files whose changes are staged or committed)
+#   git add -A && git clang-format-14 --binary clang-format-14 $(cat .ci/format-base)
 set -u
 cd "$(dirname "$0")/.."
 base=${1:-$(cat .ci/format-base 2>/dev/null)}
@@ -46,5 +47,5 @@ if [ $rc -ne 0 ] && [[ $out != diff* ]]; then
 fi
 echo "$out"
 echo "format check: lines changed since ${base:0:12} are not clang-formatted (the diff above fixes them:" \
-  "git-$formatter --binary $formatter ${base:0:12})" >&2
+  "git add -A && git-$formatter --binary $formatter ${base:0:12})" >&2
 exit 1
