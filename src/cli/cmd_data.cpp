@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/option_binding.h"
 #include "cli/torch_commands.h"
 #include "data/data_tools.h"
 
@@ -82,17 +83,7 @@ void add_bench(CLI::App* data, const std::vector<std::string>& argv) {
   CLI::App* cmd = data->add_subcommand(
       "bench", "Measure the input pipeline alone (read, decode, augment, batch): samples/s");
   add_data_flags(cmd, o->data);
-  cmd->add_option("--batch,-b", o->batch, "Samples per batch")->capture_default_str();
-  cmd->add_option("--steps", o->steps, "Batches timed")->capture_default_str();
-  cmd->add_option("--warmup", o->warmup, "Batches read before the clock starts")
-      ->capture_default_str();
-  cmd->add_option("--image-size", o->image_size,
-                  "Output height = width; 0 = the data's (224 when image sizes vary)")
-      ->capture_default_str();
-  cmd->add_option("--channels", o->channels, "Output channels: 1 | 3; 0 = the data's")
-      ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Sample order and augmentation")->capture_default_str();
-  cmd->add_option("--json", o->json_path, "Write the result record here (atomically)");
+  add_options(cmd, *o, "");
   cmd->callback([o, argv] { run_data_bench_command(*o, argv); });
 }
 

@@ -36,10 +36,7 @@ inline constexpr const char* kModelsAbout =
 
 /// `dlscale commbench`'s flags.
 struct CommbenchFlags {
-  commbench::CommbenchOptions options;
-  std::vector<std::string> ops = {"allreduce"};
-  std::string min_bytes = "4";
-  std::string max_bytes = "256M";
+  commbench::CommbenchOptions options;  ///< its flags come from its table
   int threads = 0;
   launch::JobOptions job;  ///< the launch flags, --device and --share-gpus
 };

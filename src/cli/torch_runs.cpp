@@ -31,9 +31,8 @@ void run_train_command(const CLI::App& command, launch::TrainJobOptions& options
 }
 
 void run_commbench_command(const CLI::App& command, CommbenchFlags& f, const std::vector<std::string>& argv) {
-  f.options.ops = f.ops;
-  f.options.min_bytes = commbench::parse_size(f.min_bytes, "--min-bytes");
-  f.options.max_bytes = commbench::parse_size(f.max_bytes, "--max-bytes");
+  f.options.min_bytes = commbench::parse_size(f.options.min_size, "--min-bytes");
+  f.options.max_bytes = commbench::parse_size(f.options.max_size, "--max-bytes");
   DLSCALE_CHECK(f.threads >= 0, "--threads must be >= 0 (got {})", f.threads);
   f.job.threads_per_worker =
       f.threads > 0 ? f.threads : std::max(1, available_cores() / std::max(1, f.job.launch.workers));

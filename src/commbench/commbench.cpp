@@ -437,6 +437,12 @@ nlohmann::json to_json(const CommbenchOptions& o, const CommbenchResult& r,
                     {kCommBusbwGbps, row.busbw_gbps},
                     {kWrong, row.wrong}});
   }
+  nlohmann::json inputs = nlohmann::json::object();
+  record_inputs(o, inputs);  // the flags' table: ops, factor, dtype, warmup, iters, ranks_per_node
+  inputs["min_bytes"] = o.min_bytes;
+  inputs["max_bytes"] = o.max_bytes;
+  inputs[input::kWorldSize] = comm.size();
+  inputs["backend"] = comm.backend();
   nlohmann::json fits = nlohmann::json::object();
   for (const auto& [name, f] : r.fits) {
     fits[name] = {{kFitAlphaUs, f.alpha_us}, {kFitBandwidthGbps, f.bandwidth_gbps}, {"points", f.points}};
@@ -445,17 +451,7 @@ nlohmann::json to_json(const CommbenchOptions& o, const CommbenchResult& r,
           {kKind, kKindCommbench},
           {kStatus, r.wrong == 0 ? kStatusOk : "wrong"},
           {"argv", argv},
-          {kInputs,
-           {{"ops", o.ops},
-            {"min_bytes", o.min_bytes},
-            {"max_bytes", o.max_bytes},
-            {"factor", o.factor},
-            {"dtype", o.dtype},
-            {"warmup", o.warmup},
-            {"iters", o.iters},
-            {"ranks_per_node", o.ranks_per_node},
-            {input::kWorldSize, comm.size()},
-            {"backend", comm.backend()}}},
+          {kInputs, inputs},
           {kResults, {{kRows, rows}, {kFits, fits}, {kWrong, r.wrong}}}};
 }
 

@@ -1,11 +1,12 @@
 #include "data/data_bench.h"
 
-#include "core/text.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/memory.h"
+#include "core/record_keys.h"
 #include "core/stats.h"
+#include "core/text.h"
 #include "data/data_spec.h"
 
 namespace dlscale::data {
@@ -82,20 +83,25 @@ nlohmann::json run_data_bench(const DataBenchOptions& o, std::ostream& out) {
                      stats.region_decodes > 0
                          ? fmt::format(", {} decoded only in their crop", stats.region_decodes)
                          : "");
-  nlohmann::json record = {
-      {"schema", "dlscale.data_bench/1"},
-      {"inputs",
-       {{"data", o.data.spec}, {"data_threads", o.data.threads}, {"prefetch", o.data.prefetch},
-        {"cache", o.data.cache}, {"reduced_decode", o.data.reduced_decode},
-        {"augment", resolve_augment(o.data, opened)}, {"batch", o.batch},
-        {"steps", o.steps}, {"warmup", o.warmup}, {"image_size", so.image_size},
-        {"channels", channels}, {"seed", o.seed}}},
-      {"results",
-       {{"samples_per_sec", rate}, {"wall_s", wall}, {"samples", info.size},
-        {"format", info.format}, {"pipeline_ms_per_batch",
-                                  stats.batches > 0 ? 1e3 * stats.busy_seconds / stats.batches : 0.0},
-        {"skipped_corrupt", stats.skipped}, {"reduced_decodes", stats.reduced_decodes},
-        {"region_decodes", stats.region_decodes}, {"stage_s", opened.stage_seconds}}}};
+  nlohmann::json inputs = nlohmann::json::object();
+  record_inputs(o.data, inputs);  // the data's flags, then the bench's own (their tables)
+  record_inputs(o, inputs);
+  inputs["augment"] = resolve_augment(o.data, opened);  // what ran, not "auto"
+  inputs["image_size"] = so.image_size;
+  inputs["channels"] = channels;
+  nlohmann::json record = {{"schema", "dlscale.data_bench/1"},
+                           {record::kInputs, inputs},
+                           {"results",
+                            {{"samples_per_sec", rate},
+                             {"wall_s", wall},
+                             {"samples", info.size},
+                             {"format", info.format},
+                             {"pipeline_ms_per_batch",
+                              stats.batches > 0 ? 1e3 * stats.busy_seconds / stats.batches : 0.0},
+                             {"skipped_corrupt", stats.skipped},
+                             {"reduced_decodes", stats.reduced_decodes},
+                             {"region_decodes", stats.region_decodes},
+                             {"stage_s", opened.stage_seconds}}}};
   if (!o.json_path.empty()) write_file_atomic(o.json_path, dump_json(record, 2) + "\n");
   return record;
 }

@@ -248,6 +248,15 @@ TEST(CommbenchCommand, WorkersAndJsonRecord) {
   EXPECT_EQ(r["schema"], "dlscale.commbench/1");
   EXPECT_EQ(r["status"], "ok");
   EXPECT_EQ(r["inputs"]["world_size"], 2);
+  // The flags as given, recorded through their table; the sizes in bytes.
+  EXPECT_EQ(r["inputs"]["ops"], nlohmann::json({"allreduce", "tree", "sendrecv"}));
+  EXPECT_EQ(r["inputs"]["min_bytes"], 4);
+  EXPECT_EQ(r["inputs"]["max_bytes"], 4 << 20);
+  EXPECT_EQ(r["inputs"]["factor"], 4.0);
+  EXPECT_EQ(r["inputs"]["iters"], 3);
+  EXPECT_EQ(r["inputs"]["warmup"], 1);
+  EXPECT_EQ(r["inputs"]["dtype"], "float32");
+  EXPECT_FALSE(r["inputs"].contains("json")) << "an output path is not an input";
   EXPECT_EQ(r["results"]["rows"].size(), 3u * 11);  // 4 B, 16 B, .. 4 MiB
   for (const char* op : {"allreduce", "tree", "sendrecv"}) {
     EXPECT_GT(r["results"]["fits"][op]["bandwidth_gbps"].get<double>(), 0) << op;

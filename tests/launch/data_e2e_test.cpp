@@ -118,6 +118,17 @@ TEST(DataTools, PackInspectVerifyAndBenchThroughTheBinary) {
   const nlohmann::json record = nlohmann::json::parse(read_file(json));
   EXPECT_EQ(record["schema"], "dlscale.data_bench/1");
   EXPECT_GT(record["results"]["samples_per_sec"].get<double>(), 0);
+  // The flags as given, recorded through their tables (the data's and the
+  // bench's); the image size and channels as resolved from the data.
+  const nlohmann::json& in = record["inputs"];
+  EXPECT_EQ(in["data"], "wds:" + out);
+  EXPECT_EQ(in["batch"], 12);
+  EXPECT_EQ(in["steps"], 3);
+  EXPECT_EQ(in["warmup"], 1);
+  EXPECT_EQ(in["seed"], 42);
+  EXPECT_EQ(in["image_size"], 28);
+  EXPECT_EQ(in["channels"], 3);  // encoded images decode to 3 unless --channels says otherwise
+  EXPECT_EQ(in["data_order"], "global");
   // A truncated shard: verify names it and fails.
   const std::string shard = out + "/train-00001-of-00003.tar";
   const std::string bytes = read_file(shard);
