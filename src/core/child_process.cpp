@@ -212,8 +212,14 @@ std::string ChildProcess::describe_exit() const {
 
 void terminate_all(const std::vector<ChildProcess*>& children, double grace_s,
                    const std::function<void()>& while_waiting) {
+  // A stopped child (SIGSTOP, a shell's Ctrl-Z) holds SIGTERM pending until
+  // it runs again: continued, it ends now instead of at the SIGKILL after
+  // the grace. One stopped by a debugger (ptrace) stays stopped and gets the
+  // SIGKILL.
   for (ChildProcess* c : children) {
-    if (c->running()) c->signal(SIGTERM);
+    if (!c->running()) continue;
+    c->signal(SIGTERM);
+    c->signal(SIGCONT);
   }
   const double deadline = now_seconds() + grace_s;
   while (true) {

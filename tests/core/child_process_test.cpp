@@ -94,6 +94,17 @@ TEST(ChildProcess, TerminateGivesGraceThenKillsAndReachesTheGroup) {
   sleeper.terminate(5.0);
   EXPECT_LT(now_seconds() - start, 3.0);
   EXPECT_EQ(sleeper.term_signal(), SIGTERM);
+  // A stopped child is continued, so that it ends by the SIGTERM, not by the
+  // SIGKILL after the grace; the same with its own group.
+  for (const bool group : {false, true}) {
+    SpawnOptions so = shell("exec sleep 30");
+    so.own_group = group;
+    ChildProcess stopped(so);
+    ASSERT_EQ(::kill(stopped.pid(), SIGSTOP), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stopped.terminate(20.0);
+    EXPECT_EQ(stopped.term_signal(), SIGTERM) << (group ? "own group" : "no group of its own");
+  }
   // One that ignores SIGTERM is killed after the grace. (Its sleeps are
   // short: an orphaned `sleep 30` would hold ctest's output pipe open, and
   // ctest waits for it, 30 s.)
