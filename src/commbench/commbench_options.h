@@ -35,8 +35,8 @@ struct CommbenchOptions {
   static void table(Self& s, Visitor&& v) {
     v(Option{"--op",
              "Operations, comma-separated or repeated: allreduce (backend native) | tree | "
-             "hierarchical | "
-             "broadcast | allgather | reduce_scatter | sendrecv (ping-pong, ranks 0-1) | all",
+             "hierarchical | broadcast | allgather | reduce_scatter | sendrecv (ping-pong, ranks "
+             "0-1) | all",
              "ops"},
       s.ops);
     v(Option{"--min-bytes,-b", "Smallest message; K/M/G suffixes (x1024)", nullptr}, s.min_size);
