@@ -221,14 +221,17 @@ bool supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
 
 /// How telling a failed host's error is, lower first: its launcher killed
 /// by a signal; then its own cause (a rank killed, failed by itself,
-/// stalled, gave up on a peer). A host that failed only when we stopped it
-/// counts just when its launcher saw a rank killed or failing by itself.
+/// stopped, silent, gave up on a peer). A host that failed only when we
+/// stopped it counts just when its launcher saw a rank killed, failing by
+/// itself or stopped. A stopped rank's peers on other hosts stall too, and
+/// may fail first; its own host, which names it, wins.
 /// Hosts fail in a race (a rank killed on one host resets its peers'
 /// connections on the others), so the first to fail is not the cause.
 int rank_of(const NodeProc& n) {
   const bool by_itself = n.failed_at >= 0;
   if (by_itself && n.proc.term_signal() != 0) return 0;
-  const bool telling = n.cause == FailureCause::kKilled || n.cause == FailureCause::kOwn;
+  const bool telling =
+      n.cause == FailureCause::kKilled || n.cause == FailureCause::kOwn || n.cause == FailureCause::kStopped;
   if (!by_itself && !telling) return -1;
   return 1 + static_cast<int>(n.cause);
 }

@@ -118,6 +118,12 @@ const Child* find_stalled(const std::vector<Child>& children, double now, double
 
 /// A stopped rank is named as the cluster launcher names it ("rank N is
 /// stopped"), whichever of them notices first.
+/// A rank the kernel shows stopped is a cause of its own, more telling than
+/// one merely silent (the cluster launcher ranks the hosts' causes).
+FailureCause stall_cause(const Child& c) {
+  return is_stopped(c.proc.pid()) ? FailureCause::kStopped : FailureCause::kStalled;
+}
+
 std::string describe_stall(const Child& c, double now) {
   return fmt::format("rank {} {}: no progress for {:.0f} s while at '{}'", c.rank,
                      is_stopped(c.proc.pid()) ? "is stopped (SIGSTOP or a debugger)" : "stalled",
@@ -164,7 +170,7 @@ std::string find_failure(const std::vector<Child>& children, double now,
   if (peer != nullptr) {
     exit_code = kExitPeerFailure;
     if (const Child* stalled = find_stalled(children, now, 1.0)) {
-      cause = FailureCause::kStalled;
+      cause = stall_cause(*stalled);
       return fmt::format("{}; rank {} gave up waiting for it", describe_stall(*stalled, now), peer->rank);
     }
     cause = FailureCause::kPeer;
@@ -182,24 +188,25 @@ std::string find_failure(const std::vector<Child>& children, double now,
     // too, so the stalled rank is chosen among all running ones.
     const Child* stalled = find_stalled(children, now, 0.0);
     exit_code = kExitPeerFailure;
-    cause = FailureCause::kStalled;
+    cause = stall_cause(*stalled);
     return describe_stall(*stalled, now) +
            " (raise --timeout if a step phase legitimately takes longer)";
   }
   return "";
 }
 
-constexpr EnumNames<FailureCause, 5> kFailureCauses{
+constexpr EnumNames<FailureCause, 6> kFailureCauses{
     "failure cause",
     {{{FailureCause::kKilled, "killed"},
       {FailureCause::kOwn, "own"},
+      {FailureCause::kStopped, "stopped"},
       {FailureCause::kStalled, "stalled"},
       {FailureCause::kPeer, "peer"},
       {FailureCause::kInterrupted, "interrupted"}}}};
 
 }  // namespace
 
-const EnumNames<FailureCause, 5>& enum_names(FailureCause) { return kFailureCauses; }
+const EnumNames<FailureCause, 6>& enum_names(FailureCause) { return kFailureCauses; }
 
 InterruptGuard::InterruptGuard() {
   struct sigaction sa {};

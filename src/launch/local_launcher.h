@@ -39,10 +39,10 @@ struct LaunchPlan {
 /// rank killed by a signal; a rank that failed by itself (bad input, an
 /// internal error); a rank stopped or silent; a rank that failed because a
 /// peer did; an interrupt. A cluster job compares its hosts' causes.
-enum class FailureCause { kKilled, kOwn, kStalled, kPeer, kInterrupted, kUnknown };
+enum class FailureCause { kKilled, kOwn, kStopped, kStalled, kPeer, kInterrupted, kUnknown };
 
 /// The causes' names ("killed", "own", ...; kUnknown has none).
-const EnumNames<FailureCause, 5>& enum_names(FailureCause);
+const EnumNames<FailureCause, 6>& enum_names(FailureCause);
 
 /// A job whose workers failed; carries the exit code the launcher returns.
 class JobFailed : public Error {
