@@ -230,8 +230,8 @@ bool supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
 int rank_of(const NodeProc& n) {
   const bool by_itself = n.failed_at >= 0;
   if (by_itself && n.proc.term_signal() != 0) return 0;
-  const bool telling =
-      n.cause == FailureCause::kKilled || n.cause == FailureCause::kOwn || n.cause == FailureCause::kStopped;
+  const bool telling = n.cause == FailureCause::kKilled || n.cause == FailureCause::kOwn ||
+                       n.cause == FailureCause::kStopped;
   if (!by_itself && !telling) return -1;
   return 1 + static_cast<int>(n.cause);
 }

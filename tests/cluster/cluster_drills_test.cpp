@@ -347,8 +347,10 @@ TEST_F(ClusterDrill, TheMostTellingFailureIsNamedNotTheFirst) {
   }
   {  // a stopped rank's host, though a peer's host stalled first (the drill above saw it)
     const auto [err, code] = fake_hosts_job(
-        name_, {node_fails("stalled", "rank 0 stalled: no progress for 4 s while at 'step 37 comm'", 5),
-                "sleep 1; " + node_fails("stopped", "rank 1 is stopped (SIGSTOP or a debugger)", 5), stay});
+        name_,
+        {node_fails("stalled", "rank 0 stalled: no progress for 4 s while at 'step 37 comm'", 5),
+         "sleep 1; " + node_fails("stopped", "rank 1 is stopped (SIGSTOP or a debugger)", 5),
+         stay});
     EXPECT_EQ(code, 5);
     EXPECT_EQ(err.rfind("host 1 (10.77.0.2, rank 1): rank 1 is stopped", 0), 0u) << err;
   }
