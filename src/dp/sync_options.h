@@ -62,17 +62,15 @@ struct PsOptions {
       s.shards);
     v(Option{"--ps-placement",
              "colocated (the first K workers also host a shard each, on a server thread) | "
-             "dedicated (K extra "
-             "server processes: the launcher starts them beside the workers on node 0; under "
-             "mpirun/srun the "
-             "first K ranks serve; servers are not counted as workers)",
+             "dedicated (K extra server processes: the launcher starts them beside the workers on "
+             "node 0; under mpirun/srun the first K ranks serve; servers are not counted as "
+             "workers)",
              record::input::kPsPlacement}
           .agreed(),
       s.placement);
     v(Option{"--ps-assign",
-             "How variables go to shards: round-robin (registration order) | greedy (largest first "
-             "onto the "
-             "least-loaded shard by bytes)",
+             "How variables go to shards: round-robin (registration order) | greedy (largest "
+             "first onto the least-loaded shard by bytes)",
              record::input::kPsAssign}
           .agreed(),
       s.assign);
@@ -84,14 +82,14 @@ struct PsOptions {
       s.partition_mb);
     v(Option{"--ps-mode",
              "sync (each shard sums all workers' gradients, applies once per step) | async (each "
-             "gradient "
-             "applied on arrival; workers pull whatever is current)",
+             "gradient applied on arrival; workers pull whatever is current)",
              record::input::kPsMode}
           .agreed(),
       s.mode);
     v(Option{"--max-staleness",
-             "async: a worker waits in pull until no applied gradient can be more than this many versions "
-             "stale (stale synchronous parallel; 0 = one worker at a time); -1 = unbounded",
+             "async: a worker waits in pull until no applied gradient can be more than this many "
+             "versions stale (stale synchronous parallel; 0 = one worker at a time); -1 = "
+             "unbounded",
              "max_staleness"}
           .agreed(),
       s.max_staleness);
@@ -115,38 +113,31 @@ struct SyncOptions {
   static void table(Self& s, Visitor&& v) {
     v(Option{"--strategy",
              "How gradients are combined (docs/strategies.md): allreduce (backend-native, "
-             "bucketed) | tree "
-             "(binary tree to rank 0 and back over send/recv) | hierarchical (reduce in each node, "
-             "allreduce "
-             "among node leaders, broadcast in the node) | independent (no exchange: each worker "
-             "trains its "
-             "own replica) | ps (parameter server: workers push gradients to shards that own the "
-             "variables and "
-             "their optimizer, and pull the new values) | zero (sharded data parallelism, ZeRO: "
-             "buckets are "
-             "reduce-scattered, each worker updates its shard of the parameters and optimizer "
-             "state, and "
-             "the parameters are all-gathered; see --zero-stage)",
+             "bucketed) | tree (binary tree to rank 0 and back over send/recv) | hierarchical "
+             "(reduce in each node, allreduce among node leaders, broadcast in the node) | "
+             "independent (no exchange: each worker trains its own replica) | ps (parameter "
+             "server: workers push gradients to shards that own the variables and their "
+             "optimizer, and pull the new values) | zero (sharded data parallelism, ZeRO: buckets "
+             "are reduce-scattered, each worker updates its shard of the parameters and optimizer "
+             "state, and the parameters are all-gathered; see --zero-stage)",
              record::input::kStrategy}
           .agreed(),
       s.strategy);
     v(Option{"--compress",
-             "none | fp16 | bf16: gradients travel and are summed in this type, then are cast back "
-             "to float32 "
-             "(allreduce, tree, hierarchical, zero)",
+             "none | fp16 | bf16: gradients travel and are summed in this type, then are cast "
+             "back to float32 (allreduce, tree, hierarchical, zero)",
              record::input::kCompress}
           .agreed(),
       s.compress);
     v(Option{"--ranks-per-node",
-             "hierarchical: form node groups of this many consecutive ranks; 0 = group by host (by launcher "
-             "node for --workers/--nnodes jobs)",
+             "hierarchical: form node groups of this many consecutive ranks; 0 = group by host "
+             "(by launcher node for --workers/--nnodes jobs)",
              "ranks_per_node"}
           .agreed(),
       s.ranks_per_node);
     v(Option{"--bucket-mb",
              "Gradient bucket size in MiB; each bucket's collective overlaps backward. 0 = one "
-             "bucket of all "
-             "gradients reduced after backward (no overlap)",
+             "bucket of all gradients reduced after backward (no overlap)",
              record::input::kBucketMb}
           .agreed(),
       s.bucket_mb);
@@ -156,26 +147,24 @@ struct SyncOptions {
       s.first_bucket_mb);
     v(Option{"--zero-stage",
              "--strategy zero: 1 (optimizer state sharded over the workers) | 2 (and gradients: "
-             "each "
-             "worker keeps only its shard of the reduced gradients) | 3 (and parameters: between "
-             "steps a "
-             "worker keeps only its shard; the whole model, as one unit, is gathered before "
-             "forward and "
-             "freed after backward)",
+             "each worker keeps only its shard of the reduced gradients) | 3 (and parameters: "
+             "between steps a worker keeps only its shard; the whole model, as one unit, is "
+             "gathered before forward and freed after backward)",
              record::input::kZeroStage}
           .agreed(),
       s.zero_stage);
     v(Option{"--zero-unit",
-             "--zero-stage 3: model (the whole model is gathered before forward and kept until backward "
-             "ends) | block (each of the model's units, a residual block or a Transformer layer, is "
-             "gathered just before its forward and again before its backward, the next one prefetched, "
-             "and freed after each; the rest of the model is gathered for the whole step)",
+             "--zero-stage 3: model (the whole model is gathered before forward and kept until "
+             "backward ends) | block (each of the model's units, a residual block or a "
+             "Transformer layer, is gathered just before its forward and again before its "
+             "backward, the next one prefetched, and freed after each; the rest of the model is "
+             "gathered for the whole step)",
              "zero_unit"}
           .agreed(),
       s.zero_unit);
     v(Option{"--sync-buffers",
-             "When rank 0's batch-norm statistics are copied to all workers: none | init (with the weights at "
-             "start) | step (before every step)",
+             "When rank 0's batch-norm statistics are copied to all workers: none | init (with "
+             "the weights at start) | step (before every step)",
              "sync_buffers"}
           .agreed(),
       s.sync_buffers);
