@@ -116,18 +116,20 @@ const Child* find_stalled(const std::vector<Child>& children, double now, double
                                                                                         : nullptr;
 }
 
-/// A stopped rank is named as the cluster launcher names it ("rank N is
-/// stopped"), whichever of them notices first.
 /// A rank the kernel shows stopped is a cause of its own, more telling than
 /// one merely silent (the cluster launcher ranks the hosts' causes).
 FailureCause stall_cause(const Child& c) {
   return is_stopped(c.proc.pid()) ? FailureCause::kStopped : FailureCause::kStalled;
 }
 
-std::string describe_stall(const Child& c, double now) {
-  return fmt::format("rank {} {}: no progress for {:.0f} s while at '{}'", c.rank,
-                     is_stopped(c.proc.pid()) ? "is stopped (SIGSTOP or a debugger)" : "stalled",
-                     now - c.last_progress, c.last_status);
+/// `c`'s stall as `cause` (stall_cause) says it: a stopped rank is named as
+/// the cluster launcher names it ("rank N is stopped"), whichever of them
+/// notices first.
+std::string describe_stall(const Child& c, double now, FailureCause cause) {
+  return fmt::format(
+      "rank {} {}: no progress for {:.0f} s while at '{}'", c.rank,
+      cause == FailureCause::kStopped ? "is stopped (SIGSTOP or a debugger)" : "stalled",
+      now - c.last_progress, c.last_status);
 }
 
 /// How `c`, which ended, failed: its own error line when it sent one.
@@ -171,7 +173,8 @@ std::string find_failure(const std::vector<Child>& children, double now,
     exit_code = kExitPeerFailure;
     if (const Child* stalled = find_stalled(children, now, 1.0)) {
       cause = stall_cause(*stalled);
-      return fmt::format("{}; rank {} gave up waiting for it", describe_stall(*stalled, now), peer->rank);
+      return fmt::format("{}; rank {} gave up waiting for it", describe_stall(*stalled, now, cause),
+                         peer->rank);
     }
     cause = FailureCause::kPeer;
     return describe_failed(*peer);
@@ -189,7 +192,7 @@ std::string find_failure(const std::vector<Child>& children, double now,
     const Child* stalled = find_stalled(children, now, 0.0);
     exit_code = kExitPeerFailure;
     cause = stall_cause(*stalled);
-    return describe_stall(*stalled, now) +
+    return describe_stall(*stalled, now, cause) +
            " (raise --timeout if a step phase legitimately takes longer)";
   }
   return "";
