@@ -37,7 +37,8 @@ inline constexpr const char* kOnlineCores = "online_cores";
 namespace input {
 
 inline constexpr const char* kModel = "model";
-inline constexpr const char* kBatch = "batch";  ///< per worker
+inline constexpr const char* kBatch = "batch";            ///< per worker
+inline constexpr const char* kAccumulate = "accumulate";  ///< micro-batches per step
 inline constexpr const char* kThreads = "threads";
 inline constexpr const char* kWorldSize = "world_size";
 inline constexpr const char* kStrategy = "strategy";

@@ -167,6 +167,7 @@ void BucketedSync::begin_backward() {
 void BucketedSync::on_grad(size_t k, const torch::Tensor& grad) {
   // Runs on the thread executing backward, while the communication thread
   // may be reducing other buckets.
+  if (local_backward()) return;  // --accumulate: autograd sums it in .grad
   {
     torch::NoGradGuard no_grad;
     ensure_buffer(buckets_[bucket_of_[k]]);

@@ -7,14 +7,14 @@
 // parameter-server shard, say), and report() at the end.
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
 #include "dp/grad_clip.h"
@@ -116,6 +116,14 @@ class GradientSync {
   virtual void need_parameters() {}
   /// Before backward.
   virtual void begin_backward() = 0;
+  /// --accumulate: the backward passes of a step's micro-batches but the
+  /// last run between begin_local_backward() and end_local_backward(). Their
+  /// gradients stay on this rank (autograd sums them in .grad) and nothing
+  /// is exchanged: a strategy's gradient hooks ask local_backward() and do
+  /// nothing. The last micro-batch's backward runs between begin_backward()
+  /// and end_backward() with the whole step's gradient (train/accumulate.h).
+  virtual void begin_local_backward() { local_ = true; }
+  virtual void end_local_backward() { local_ = false; }
   /// After backward: every parameter's .grad holds the gradient to apply (the
   /// mean over workers for synchronous strategies). Rethrows a communication
   /// failure (dlscale::PeerFailure); after one, no further collective is issued.
@@ -139,6 +147,13 @@ class GradientSync {
   /// The optimizer whose state this rank keeps when the strategy owns the
   /// update on this rank (a shard of it); null: the trainer's optimizer.
   virtual const torch::optim::Optimizer* own_optimizer() const { return nullptr; }
+
+ protected:
+  /// Inside a local backward pass (--accumulate): gradient hooks do nothing.
+  bool local_backward() const { return local_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> local_{false};  // a GPU's backward runs hooks on autograd's own thread
 };
 
 /// What a worker's GradientSync needs besides the parameters.

@@ -108,6 +108,7 @@ PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options, co
   if (overlap_) {
     for (size_t k = 0; k < params_.size(); ++k) {
       hook_handles_.push_back(params_[k].register_hook([this, k](const torch::Tensor& grad) {
+        if (local_backward()) return;  // --accumulate: autograd sums it in .grad
         DLSCALE_ASSERT(!seen_[k]);  // a parameter used twice per step is not supported
         pack(k, grad);
       }));

@@ -28,6 +28,8 @@ class SparseGradSync : public GradientSync {
   void begin_step() override { dense_->begin_step(); }
   void need_parameters() override { dense_->need_parameters(); }
   void begin_backward() override { dense_->begin_backward(); }
+  void begin_local_backward() override { dense_->begin_local_backward(); }
+  void end_local_backward() override { dense_->end_local_backward(); }
   SyncStepStats end_backward() override {
     SyncStepStats stats = dense_->end_backward();
     ++steps_;

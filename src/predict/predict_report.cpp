@@ -58,7 +58,11 @@ std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckIn
   c.workers = inputs.value(input::kWorldSize, 1);
   c.model = inputs.value(input::kModel, "");
   c.strategy = strategy_of_record(inputs);
-  if (c.workers < 2 || c.strategy.empty()) return std::nullopt;
+  // The predictor models one forward and backward per step: runs with
+  // --accumulate are not put beside its predictions.
+  if (c.workers < 2 || c.strategy.empty() || inputs.value(input::kAccumulate, int64_t{1}) != 1) {
+    return std::nullopt;
+  }
   const auto cal = std::find_if(in.calibrations.begin(), in.calibrations.end(),
                                 [&](const Workload& w) { return w.model == c.model; });
   DLSCALE_CHECK(cal != in.calibrations.end(), "run {} trained {}, but no --calibrate record measured it", run.id,

@@ -102,6 +102,14 @@ Workload calibrate_from_record(const nlohmann::json& record, const std::string& 
                 record.value(record::kStatus, ""));
   const double world = number_at(record, {record::kInputs, record::input::kWorldSize}, what);
   DLSCALE_CHECK(world == 1, "{}: calibration needs a 1-worker run (this one had {} workers)", what, world);
+  const nlohmann::json& inputs = record[record::kInputs];
+  const int64_t accumulate =
+      inputs.is_object() ? inputs.value(record::input::kAccumulate, int64_t{1}) : 1;
+  DLSCALE_CHECK(
+      accumulate == 1,
+      "{}: calibration needs a run without --accumulate (this one summed {} micro-batches "
+      "per step, and its gradients' ready times are the last one's)",
+      what, accumulate);
   Workload w;
   const nlohmann::json& model =
       record.contains(record::kModel) ? record[record::kModel] : nlohmann::json();

@@ -236,17 +236,25 @@ std::string complete_params(Params& p, const PlanOptions& options) {
   DLSCALE_CHECK(p.count("batch"), "parameter 'batch' is not set (per-worker batch for weak scaling, global batch "
                                   "for strong scaling)");
   const long long batch = require_positive(p, "batch", 1, 1LL << 30);
+  // --accumulate K: a step's global batch holds K micro-batches per worker.
+  const long long micro = p.count("accumulate") ? require_positive(p, "accumulate", 1, 1 << 16) : 1;
   if (p["scaling"].string() == "weak") {
     DLSCALE_CHECK(!p.count("global-batch"),
                   "parameter 'global-batch' is set but scaling is weak (set scaling: strong, or drop it)");
-    p["global-batch"] = Value(batch * workers);
+    p["global-batch"] = Value(batch * workers * micro);
   } else {
     const long long global = p.count("global-batch") ? require_positive(p, "global-batch", 1, 1LL << 30) : batch;
     p["global-batch"] = Value(global);
-    p["batch"] = Value(global / workers);
-    if (global % workers != 0) {
-      p["batch"] = Value(global / static_cast<double>(workers));
-      return fmt::format("strong scaling: global batch {} is not divisible by {} workers", global, workers);
+    p["batch"] = Value(global / (workers * micro));
+    if (global % (workers * micro) != 0) {
+      p["batch"] = Value(global / static_cast<double>(workers * micro));
+      return micro == 1
+                 ? fmt::format("strong scaling: global batch {} is not divisible by {} workers",
+                               global, workers)
+                 : fmt::format(
+                       "strong scaling: global batch {} is not divisible by {} workers x "
+                       "accumulate {}",
+                       global, workers, micro);
     }
   }
   if (kind == "external") {

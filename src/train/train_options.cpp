@@ -23,6 +23,7 @@ namespace {
 constexpr int64_t kMaxSteps = 1000000000;
 constexpr int64_t kMaxBatch = 1 << 20;
 constexpr int64_t kMaxGlobalBatch = 1 << 30;
+constexpr int64_t kMaxAccumulate = 1 << 16;
 constexpr int64_t kMaxImageSize = 4096;
 constexpr int64_t kMaxClasses = 1000000;
 constexpr int64_t kMaxVocab = 10000000;
@@ -40,12 +41,16 @@ void resolve_batch(ResolvedTrainOptions& r) {
   DLSCALE_CHECK(o.global_batch >= 0 && o.global_batch <= kMaxGlobalBatch,
                 "--global-batch must be in [0, {}] (got {}; 0 = weak scaling)", kMaxGlobalBatch,
                 o.global_batch);
+  DLSCALE_CHECK(o.accumulate >= 1 && o.accumulate <= kMaxAccumulate,
+                "--accumulate must be in [1, {}] (got {}; 1 = no accumulation)", kMaxAccumulate,
+                o.accumulate);
   if (o.global_batch > 0) {
-    DLSCALE_CHECK(o.global_batch % r.world_size == 0,
-                  "--global-batch {} is not divisible by {} workers (strong scaling needs "
-                  "global batch = workers x per-worker batch)",
-                  o.global_batch, r.world_size);
-    o.batch = o.global_batch / r.world_size;
+    DLSCALE_CHECK(
+        o.global_batch % (r.world_size * o.accumulate) == 0,
+        "--global-batch {} is not divisible by {} workers x --accumulate {} (strong scaling "
+        "needs global batch = workers x per-worker batch x micro-batches)",
+        o.global_batch, r.world_size, o.accumulate);
+    o.batch = o.global_batch / (r.world_size * o.accumulate);
     r.strong_scaling = true;
     DLSCALE_CHECK(o.batch <= kMaxBatch,
                   "--global-batch {} over {} worker(s) is {} per worker, over the per-worker cap "
@@ -54,7 +59,10 @@ void resolve_batch(ResolvedTrainOptions& r) {
   }
   DLSCALE_CHECK(o.batch >= 1 && o.batch <= kMaxBatch, "--batch must be in [1, {}] (got {})",
                 kMaxBatch, o.batch);
-  r.global_batch = o.batch * r.world_size;
+  DLSCALE_CHECK(o.batch * r.world_size <= kMaxGlobalBatch / o.accumulate,
+                "--batch {} x {} workers x --accumulate {} is over the global batch cap of {}",
+                o.batch, r.world_size, o.accumulate, kMaxGlobalBatch);
+  r.global_batch = o.batch * r.world_size * o.accumulate;
 }
 
 void check_run(const RunOptions& o) {

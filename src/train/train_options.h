@@ -43,6 +43,7 @@ struct RunOptions {
   uint64_t seed = 42;              ///< model initialization, data order and augmentation
   int64_t display_every = 10;      ///< print a step line every this many steps; 0 = never
   int64_t synthetic_batches = 1;   ///< distinct synthetic batches cycled through
+  int64_t accumulate = 1;          ///< micro-batches per step, gradients summed locally
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
@@ -64,6 +65,12 @@ struct RunOptions {
     v(Option{"--synthetic-batches", "Distinct synthetic batches generated once and cycled through",
              "synthetic_batches"},
       s.synthetic_batches);
+    v(Option{"--accumulate",
+             "Gradient accumulation: K micro-batches of --batch per step on each worker, their "
+             "gradients summed locally and exchanged once (global batch = workers x batch x K)",
+             record::input::kAccumulate}
+          .agreed(),
+      s.accumulate);
   }
 };
 
@@ -183,7 +190,9 @@ struct ResolvedTrainOptions {
   TrainOptions options;        ///< every 0/"" default replaced by its value
   int64_t channels = 0;
   int64_t measured_steps = 0;
-  int64_t global_batch = 0;    ///< samples per step over all workers
+  int64_t global_batch = 0;  ///< samples per step over all workers (micro-batches included)
+  /// Samples per micro-batch over all workers: global_batch / --accumulate.
+  int64_t micro_global_batch() const { return global_batch / options.run.accumulate; }
   int world_size = 1;          ///< workers
   int local_world_size = 1;    ///< workers on this node
   bool strong_scaling = false;

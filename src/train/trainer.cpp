@@ -5,24 +5,25 @@
 #include <sstream>
 
 #include "comm/agreement.h"
-#include "core/text.h"
-#include "core/clock.h"
 #include "compute/devices.h"
 #include "compute/phase_clock.h"
+#include "compute/threads.h"
+#include "compute/torch_compat.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/memory.h"
 #include "core/tcp_counters.h"
-#include "compute/threads.h"
-#include "compute/torch_compat.h"
+#include "core/text.h"
 #include "data/data_spec.h"
 #include "dp/gradient_sync.h"
 #include "dp/strategy.h"
+#include "train/accumulate.h"
 #include "train/amp.h"
+#include "train/backward_profile.h"
 #include "train/evaluator.h"
 #include "train/mllog.h"
 #include "train/optimizer.h"
-#include "train/backward_profile.h"
 #include "train/trace.h"
 
 namespace dlscale::train {
@@ -104,9 +105,9 @@ Trainer::Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker
     tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
     profiler_ = std::make_unique<BackwardProfiler>(model_->parameters());
   }
-  // Boundaries of the five phases (kNumPhases counts "total" too): six marks.
-  if (device_.is_cuda()) phase_clock_ = make_cuda_phase_clock(device_.index(), kNumPhases);
-  if (!phase_clock_) phase_clock_ = make_host_phase_clock(kNumPhases);
+  const size_t marks = step_marks(o.run.accumulate);  // 6 without --accumulate
+  if (device_.is_cuda()) phase_clock_ = make_cuda_phase_clock(device_.index(), marks);
+  if (!phase_clock_) phase_clock_ = make_host_phase_clock(marks);
   scaler_ = std::make_unique<LossScaler>(o.compute.amp == AmpMode::kFp16);
   record_runtime();
 }
@@ -123,21 +124,25 @@ data::SourceOptions Trainer::setup_data(const data::OpenedData& opened) {
   const ResolvedTrainOptions& c = result_.config;
   const TrainOptions& o = c.options;
   data::SourceOptions so;
-  so.global_batch = c.global_batch;
+  so.global_batch = c.micro_global_batch();  // a step reads --accumulate of them
   so.rank = worker_.rank;
   so.world_size = c.world_size;
   so.channels = c.channels;
   so.image_size = o.model.image_size;
   so.num_classes = o.model.num_classes;
-  so.synthetic_batches = o.run.synthetic_batches;
+  so.synthetic_batches = o.run.synthetic_batches * o.run.accumulate;  // counted in steps
   so.seed = o.run.seed + 1;  // data stream independent of the initialization stream
   so.device = device_;
   so.channels_last = o.compute.memory_format == MemoryFormat::kChannelsLast;
-  so.synthetic = task_->synthetic_stream(spec_, o.model, so.seed, c.global_batch);
+  so.synthetic = task_->synthetic_stream(spec_, o.model, so.seed, so.global_batch);
   data_ = data::make_data_source(opened, o.data, so);
   const std::string mismatch = models::feed_mismatch(spec_, o.model, data_->provides(), o.data.spec);
   DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
-  steps_per_epoch_ = data_->steps_per_epoch();
+  steps_per_epoch_ = data_->steps_per_epoch() / o.run.accumulate;  // micro-batches to steps
+  DLSCALE_CHECK(
+      data_->steps_per_epoch() == 0 || steps_per_epoch_ >= 1,
+      "--accumulate {}: an epoch of this data holds only {} micro-batch(es) of {} samples",
+      o.run.accumulate, data_->steps_per_epoch(), so.global_batch);
   apply_epochs(result_.config, steps_per_epoch_);  // --epochs: the steps are known now
   record_data_info(opened);
   return so;
@@ -278,50 +283,78 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   StepRecord rec;
   rec.step = step;
   rec.measured = step >= start_step_ + result_.config.options.run.warmup;
-  // Phase boundaries 0..5 (data, forward, backward, comm, optimizer): host
-  // clock readings on CPU, events on the compute stream on a GPU.
+  const int64_t k = result_.config.options.run.accumulate;
+  // Phase boundaries (data, forward, backward per micro-batch, then the
+  // exchange, the update, the end): host clock readings on CPU, events on
+  // the compute stream on a GPU.
   PhaseClock& clock = *phase_clock_;
   sync_->begin_step();
   const double host_start = now_seconds();
-  clock.mark(0);
-  observer.on_phase(step, "data");
-  const data::Batch batch = data_->batch(step);
-  clock.mark(1);
-  observer.on_phase(step, "forward");
-  if (worker_.world_size > 1 && result_.config.options.sync.sync_buffers == dp::SyncBuffers::kStep) {
-    broadcast_buffers();
+  torch::Tensor losses;
+  for (int64_t m = 0; m < k; ++m) {
+    const auto mark = static_cast<size_t>(3 * m);
+    clock.mark(mark);
+    observer.on_phase(step, "data");
+    const data::Batch batch = data_->batch(step * k + m);  // micro-batch m of the step
+    rec.items += step_items(batch);
+    clock.mark(mark + 1);
+    observer.on_phase(step, "forward");
+    if (m == 0 && worker_.world_size > 1 &&
+        result_.config.options.sync.sync_buffers == dp::SyncBuffers::kStep) {
+      broadcast_buffers();
+    }
+    sync_->need_parameters();
+    const torch::Tensor loss = forward_loss(batch);
+    clock.mark(mark + 2);
+    observer.on_phase(step, "backward");
+    if (m == 0) compat::zero_grad_to_none(*optimizer_);
+    losses = m == 0 ? loss.detach() : losses + loss.detach();
+    backward(loss, m, k, rec.measured);
   }
-  sync_->need_parameters();
-  const torch::Tensor loss = forward_loss(batch);
-  clock.mark(2);
-  observer.on_phase(step, "backward");
-  compat::zero_grad_to_none(*optimizer_);
-  sync_->begin_backward();
-  if (profiler_) profiler_->begin(now_seconds());
-  scaler_->scale_loss(loss).backward();
-  clock.mark(3);
-  if (profiler_) profiler_->end(now_seconds(), rec.measured);
+  const auto marks = static_cast<size_t>(3 * k);
+  clock.mark(marks);
   observer.on_phase(step, "comm");
   const dp::SyncStepStats comm = sync_->end_backward();
   const bool exchanges = result_.exchanged;
-  clock.mark(4);  // one worker alone: no comm, the phase is empty
+  clock.mark(marks + 1);  // one worker alone: no comm, the phase is empty
   observer.on_phase(step, "optimizer");
   if (scaler_->unscale(model_->parameters())) {
     clip_gradients();
     sync_->apply_update(*optimizer_);
   }
-  clock.mark(5);
-  const std::vector<double> offset = clock.offsets();
-  const double t0 = host_start;
-  const double t1 = t0 + offset[1], t2 = t0 + offset[2], t3 = t0 + offset[3];
-  const double t4 = exchanges ? t0 + offset[4] : t3;
-  const double t5 = t0 + offset[5];
-  rec.loss = loss.item<double>();
-  rec.times = {t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0};
+  clock.mark(marks + 2);
+  const std::vector<double> offsets = clock.offsets();
+  rec.loss = losses.item<double>() / static_cast<double>(k);  // the micro-batches' mean
+  rec.times = step_times(offsets, k, exchanges);
   rec.comm_busy = comm.busy_seconds;
-  rec.items = step_items(batch);
-  if (tracer_) trace_step(step, {t0, t1, t2, t3, t4, t5}, exchanges, comm);
+  if (tracer_) trace_step(step, host_start, offsets, exchanges, comm);
   return rec;
+}
+
+void Trainer::backward(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
+                       bool measured) {
+  if (micro_batches == 1) {
+    sync_->begin_backward();
+    if (profiler_) profiler_->begin(now_seconds());
+    scaler_->scale_loss(loss).backward();
+    if (profiler_) profiler_->end(now_seconds(), measured);
+    return;
+  }
+  // Each micro-batch's mean loss counts 1/K: the sum of the K gradients is
+  // the gradient of the mean over the step's samples.
+  const torch::Tensor scaled = scaler_->scale_loss(loss / static_cast<double>(micro_batches));
+  if (micro_batch + 1 < micro_batches) {
+    sync_->begin_local_backward();
+    scaled.backward();
+    sync_->end_local_backward();
+    return;
+  }
+  const std::vector<torch::Tensor> params = model_->parameters();
+  const std::vector<torch::Tensor> earlier = take_gradients(params);
+  sync_->begin_backward();
+  if (profiler_) profiler_->begin(now_seconds());
+  with_gradients(scaled, params, earlier).backward();
+  if (profiler_) profiler_->end(now_seconds(), measured);
 }
 
 int64_t Trainer::step_items(const data::Batch& batch) const {
@@ -330,13 +363,18 @@ int64_t Trainer::step_items(const data::Batch& batch) const {
   return n * result_.config.world_size;  // every worker's slice of a global batch holds as many
 }
 
-void Trainer::trace_step(int64_t step, const std::array<double, 6>& t, bool exchanges,
-                         const dp::SyncStepStats& comm) {
+void Trainer::trace_step(int64_t step, double start, const std::vector<double>& offsets,
+                         bool exchanges, const dp::SyncStepStats& comm) {
   const nlohmann::json args = {{"step", step}};
-  tracer_->add("forward", "compute", t[1], t[2], args);
-  tracer_->add("backward", "compute", t[2], t[3], args);
-  if (exchanges) tracer_->add("wait for gradients", "compute", t[3], t[4], args);
-  tracer_->add("optimizer", "compute", t[4], t[5], args);
+  const size_t marks = offsets.size() - 3;  // 3 per micro-batch
+  for (size_t m = 0; m < marks; m += 3) {
+    tracer_->add("forward", "compute", start + offsets[m + 1], start + offsets[m + 2], args);
+    tracer_->add("backward", "compute", start + offsets[m + 2], start + offsets[m + 3], args);
+  }
+  const double update = start + offsets[exchanges ? marks + 1 : marks];
+  if (exchanges)
+    tracer_->add("wait for gradients", "compute", start + offsets[marks], update, args);
+  tracer_->add("optimizer", "compute", update, start + offsets[marks + 2], args);
   for (const auto& b : comm.buckets) {
     tracer_->add(fmt::format("{} bucket {}", result_.comm.strategy, b.bucket), "comm", b.start,
                  b.end, {{"step", step}, {"bytes", result_.comm.bucket_bytes[b.bucket]}});

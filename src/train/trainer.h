@@ -3,7 +3,6 @@
 // optimizer and data from validated options, runs the steps and measures each
 // phase of every step. Gradients are combined by the strategy the options
 // name (dp/gradient_sync.h); with several workers rank 0 reports for the job.
-#include <array>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -122,7 +121,11 @@ class Trainer {
   std::optional<compat::AutocastScope> autocast() const;
   /// Forward pass and loss of `batch` (under autocast with --amp).
   torch::Tensor forward_loss(const data::Batch& batch);
-  void trace_step(int64_t step, const std::array<double, 6>& t, bool exchanges,
+  /// Micro-batch `micro_batch` of `micro_batches`' backward pass (--accumulate).
+  void backward(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
+                bool measured);
+  /// The step's spans from its phase clock's offsets after `start`.
+  void trace_step(int64_t step, double start, const std::vector<double>& offsets, bool exchanges,
                   const dp::SyncStepStats& comm);
   void broadcast_buffers();
   void record_data_info(const data::OpenedData& opened);

@@ -70,6 +70,25 @@ variables:
   EXPECT_FALSE(runs[3].skipped());
 }
 
+// accumulate: the global batch holds every micro-batch of every worker.
+TEST(Planner, AccumulationCountsInTheGlobalBatch) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 96, workers: 2}
+variables:
+  scaling: [weak, strong]
+  accumulate: [1, 4, 5]
+)Y");
+  ASSERT_EQ(runs.size(), 6u);
+  EXPECT_EQ(text(runs[0], "global-batch"), "192");
+  EXPECT_EQ(text(runs[1], "global-batch"), "768");  // 96 x 2 workers x 4
+  EXPECT_EQ(text(runs[1], "batch"), "96");
+  EXPECT_EQ(text(runs[4], "batch"), "12");  // 96 / (2 workers x 4)
+  EXPECT_EQ(text(runs[4], "global-batch"), "96");
+  EXPECT_TRUE(runs[5].skipped());
+  EXPECT_EQ(runs[5].skip_reason,
+            "strong scaling: global batch 96 is not divisible by 2 workers x accumulate 5");
+}
+
 TEST(Planner, ExtensionsSetAndSkipInOrder) {
   const auto runs = plan(R"Y(
 parameters: {batch: 32, lr: 0.1}

@@ -87,6 +87,39 @@ TEST(TrainOptions, EachBadInputIsNamed) {
   EXPECT_NE(error_of(o).find("directory '/nonexistent-dir' does not exist"), std::string::npos);
 }
 
+// --accumulate K: the global batch counts every micro-batch; impossible
+// values and a global batch over the cap are one line each.
+TEST(TrainOptions, AccumulationMultipliesTheGlobalBatchAndBadValuesAreNamed) {
+  TrainOptions o;
+  o.run.batch = 8;
+  o.run.accumulate = 4;
+  ResolvedTrainOptions r = resolve_train_options(o, 3);
+  EXPECT_EQ(r.global_batch, 96);
+  EXPECT_EQ(r.micro_global_batch(), 24);
+  o.run.global_batch = 96;  // strong scaling: 96 / (3 workers x 4) = 8 per micro-batch
+  o.run.batch = 1;
+  r = resolve_train_options(o, 3);
+  EXPECT_EQ(r.options.run.batch, 8);
+  EXPECT_EQ(r.global_batch, 96);
+  EXPECT_EQ(r.options.run.accumulate, 4);
+  o = {};
+  o.run.accumulate = 0;
+  EXPECT_EQ(error_of(o), "--accumulate must be in [1, 65536] (got 0; 1 = no accumulation)");
+  o.run.accumulate = -2;
+  EXPECT_EQ(error_of(o), "--accumulate must be in [1, 65536] (got -2; 1 = no accumulation)");
+  o = {};
+  o.run.global_batch = 12;
+  o.run.accumulate = 5;
+  EXPECT_NE(error_of(o).find("--global-batch 12 is not divisible by 1 workers x --accumulate 5"),
+            std::string::npos);
+  o = {};
+  o.run.batch = 1 << 20;
+  o.run.accumulate = 1 << 11;
+  EXPECT_EQ(
+      error_of(o),
+      "--batch 1048576 x 1 workers x --accumulate 2048 is over the global batch cap of 1073741824");
+}
+
 TEST(TrainOptions, OptimizerNamesRoundTrip) {
   for (const char* name : {"sgd", "momentum", "nesterov", "adam"}) {
     EXPECT_EQ(to_string(enum_names(OptimizerKind{}).parse(name)), name);
