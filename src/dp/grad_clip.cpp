@@ -4,20 +4,40 @@
 
 namespace dlscale::dp {
 
-double clip_grad_norm(const std::vector<torch::Tensor>& grads, double max_norm,
-                      const std::function<double(double)>& sum_over_workers) {
+torch::Tensor self_dot(const torch::Tensor& grad) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor g = grad.is_sparse() ? grad.coalesce().values() : grad;
+  // A dense layout (channels-last too) is read as one run of elements.
+  g = g.is_non_overlapping_and_dense() ? g.as_strided({g.numel()}, {1}) : g.reshape({-1});
+  return at::dot(g, g);
+}
+
+double squared_norm(const std::vector<torch::Tensor>& grads,
+                    const std::function<double(double)>& sum_over_workers, bool exact) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> squares;
-  for (const auto& g : grads) {
+  for (const auto& grad : grads) {
+    if (!grad.defined() || grad.numel() == 0) continue;
+    if (!exact) {
+      squares.push_back(self_dot(grad).to(torch::kFloat64));
+      continue;
+    }
+    const torch::Tensor g = grad.is_sparse() ? grad.coalesce().values() : grad;
     // Each square is rounded once in float32 (no copy of a float32 g, and
     // no overflow of a half one), the same however g is cut; only their sum
     // needs float64.
-    if (g.defined() && g.numel() > 0) squares.push_back(g.to(torch::kFloat32).square().sum(torch::kFloat64));
+    squares.push_back(g.to(torch::kFloat32).square().sum(torch::kFloat64));
   }
   // One read back to the host, then the workers' sum.
   double total = squares.empty() ? 0.0 : torch::stack(squares).sum().cpu().item<double>();
   if (sum_over_workers) total = sum_over_workers(total);
-  const double norm = std::sqrt(total);
+  return total;
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& grads, double max_norm,
+                      const std::function<double(double)>& sum_over_workers) {
+  const double norm = std::sqrt(squared_norm(grads, sum_over_workers));
+  torch::NoGradGuard no_grad;
   const double coefficient = max_norm / (norm + 1e-6);
   if (coefficient < 1.0) {
     for (const auto& g : grads) {

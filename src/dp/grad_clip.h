@@ -11,6 +11,19 @@
 
 namespace dlscale::dp {
 
+/// The squared global L2 norm of `grads` (undefined ones skipped, sparse
+/// ones coalesced), then over the workers by `sum_over_workers` when
+/// given. `exact`: summed in float64 from the elements, as clip_grad_norm
+/// sums it (a copy of every gradient); else each tensor's dot product with
+/// itself in its own type, no copy (about 1e-6 relative; --noise-scale).
+double squared_norm(const std::vector<torch::Tensor>& grads,
+                    const std::function<double(double)>& sum_over_workers = nullptr,
+                    bool exact = true);
+
+/// One tensor's dot product with itself (sparse: its coalesced values), no
+/// copy where its elements are dense in memory.
+torch::Tensor self_dot(const torch::Tensor& grad);
+
 /// Clips `grads` (undefined ones skipped) in place and returns the global
 /// norm before clipping. The squares are summed in float64 from the
 /// elements up: a float32 norm rounds by the kernel's vector width and by

@@ -137,6 +137,15 @@ class GradientSync {
     for (const auto& p : params) grads.push_back(p.grad());
     return clip_grad_norm(grads, max_norm);
   }
+  /// --noise-scale, after end_backward(): the squared L2 norm of the
+  /// workers' averaged gradient, which the update applies (collective where
+  /// the strategy shards it; squared_norm's fast sum); NaN where no worker
+  /// holds that average (ps: the servers do).
+  virtual double averaged_gradient_sq_norm(const std::vector<torch::Tensor>& params) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params) grads.push_back(p.grad());
+    return squared_norm(grads, nullptr, false);
+  }
   /// Applies the update; by default the local optimizer step.
   virtual void apply_update(torch::optim::Optimizer& optimizer) { optimizer.step(); }
   /// Collective over the workers, once after the last step: the strategy's

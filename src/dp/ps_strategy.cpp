@@ -42,6 +42,9 @@ class PsStrategy : public Strategy {
     DLSCALE_CHECK(!n.clips_gradients,
                   "--clip-grad-norm clips the workers' averaged gradient, which only the parameter "
                   "server's shards see: use another strategy");
+    DLSCALE_CHECK(!n.averaged_gradient,
+                  "--noise-scale needs the norm of the workers' averaged gradient, which only the "
+                  "parameter server's shards see: use another strategy");
     DLSCALE_CHECK(!n.loss_scaling,
                   "--amp fp16 scales the loss and unscales combined gradients, which the parameter "
                   "server's shards never see: use --amp bf16 with --strategy ps");

@@ -1,5 +1,6 @@
 #include "dp/ps_sync.h"
 
+#include <limits>
 #include <numeric>
 #include <thread>
 
@@ -28,6 +29,10 @@ class PsSync : public GradientSync {
   void begin_backward() override;
   SyncStepStats end_backward() override;
   void apply_update(torch::optim::Optimizer& optimizer) override;
+  /// The averaged gradient exists on the servers only.
+  double averaged_gradient_sq_norm(const std::vector<torch::Tensor>& /*params*/) override {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   StrategyReport report() override;
 
  private:

@@ -34,6 +34,7 @@ struct RunNeeds {
   bool buffers_every_step = false;  ///< --sync-buffers step
   bool clips_gradients = false;     ///< --clip-grad-norm: the averaged gradient's norm
   bool sparse_gradients = false;    ///< --sparse-embeddings: embedding tables' gradients are sparse
+  bool averaged_gradient = false;   ///< --noise-scale: the workers' averaged gradient's norm
   int workers = 1;
 };
 

@@ -52,6 +52,18 @@ class ZeroSync : public BucketedSync, public models::UnitObserver {
       return sum_doubles_over_workers(local, comm_.rank(), comm_.size(), segments_.sum_over_workers);
     });
   }
+  /// Over this worker's pieces of the averaged gradient, then the workers.
+  double averaged_gradient_sq_norm(const std::vector<torch::Tensor>& /*params*/) override {
+    std::vector<torch::Tensor> grads;
+    for (const auto& piece : segments_of_tensors_) grads.push_back(piece.grad());
+    return squared_norm(
+        grads,
+        [this](double local) {
+          return sum_doubles_over_workers(local, comm_.rank(), comm_.size(),
+                                          segments_.sum_over_workers);
+        },
+        false);
+  }
   /// --zero-unit block: this step's forward gathers unit by unit.
   void begin_step() override { stepping_ = gatherer_ != nullptr; }
   /// Stage 3: gathers the parameters freed after the last backward (in a

@@ -147,9 +147,17 @@ void check_strategy(const ResolvedTrainOptions& r) {
   needs.buffers_every_step = o.sync.sync_buffers == dp::SyncBuffers::kStep;
   needs.clips_gradients = o.optimizer.clip_grad_norm > 0;
   needs.sparse_gradients = o.model.sparse_embeddings;
+  needs.averaged_gradient = o.run.noise_scale;
   needs.workers = r.world_size;
   const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(o.sync);
   strategy->check(needs);
+  DLSCALE_CHECK(!o.run.noise_scale || r.world_size >= 2 || o.run.accumulate >= 2,
+                "--noise-scale compares gradients over two batch sizes: give 2 or more workers, or "
+                "--accumulate 2 or more on one worker");
+  DLSCALE_CHECK(
+      !o.run.noise_scale || r.world_size == 1 || o.sync.strategy != dp::StrategyKind::kIndependent,
+      "--noise-scale needs the workers' averaged gradient, and --strategy independent "
+      "averages none");
   const std::string refusal = strategy->checkpoint_refusal();
   DLSCALE_CHECK(!needs.checkpoints || refusal.empty(),
                 "--checkpoint/--resume save one replica and its optimizer; --strategy {} keeps "

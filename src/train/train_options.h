@@ -44,6 +44,7 @@ struct RunOptions {
   int64_t display_every = 10;      ///< print a step line every this many steps; 0 = never
   int64_t synthetic_batches = 1;   ///< distinct synthetic batches cycled through
   int64_t accumulate = 1;          ///< micro-batches per step, gradients summed locally
+  bool noise_scale = false;        ///< measure the gradient noise scale (train/noise_estimator.h)
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
@@ -71,6 +72,14 @@ struct RunOptions {
              record::input::kAccumulate}
           .agreed(),
       s.accumulate);
+    v(Option{"--noise-scale",
+             "Measure the gradient noise scale B_simple = tr(Sigma)/|G|^2 from each worker's and "
+             "the "
+             "averaged gradient's squared norms (several workers; on one worker, --accumulate 2 or "
+             "more); docs/convergence.md",
+             "noise_scale"}
+          .agreed(),
+      s.noise_scale);
   }
 };
 

@@ -279,6 +279,7 @@ nlohmann::json results_json(const TrainResult& r) {
                                                    {"norm_last", r.runtime.grad_norm_last},
                                                    {"norm_max", r.runtime.grad_norm_max}}
                                   : nlohmann::json();
+  results["noise"] = r.noise;
   // Each strategy's own section: the run's strategy's, null for the others.
   for (const std::string& key : dp::strategy_section_keys()) results[key] = nullptr;
   if (!r.strategy.key.empty()) results[r.strategy.key] = r.strategy.section;
@@ -444,6 +445,7 @@ void print_summary(std::ostream& out, const TrainResult& r) {
   fmt::print(out, "\n");
   if (r.exchanged) print_comm_summary(out, r);
   for (const std::string& line : r.strategy.summary) fmt::print(out, "{}\n", line);
+  if (r.noise.is_object()) fmt::print(out, "{}\n", r.noise.value("summary", ""));
   const data::PipelineStats& p = r.data.pipeline;
   if (p.batches > 0) {
     fmt::print(out,

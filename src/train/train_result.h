@@ -144,6 +144,7 @@ struct TrainResult {
   ConvergenceSummary convergence;         ///< evaluations and time to accuracy
   std::vector<StepTimes> rank_median_times;  ///< per rank: median per phase
   std::vector<RankMemory> memory;            ///< per rank, at the end of the run
+  nlohmann::json noise;  ///< with --noise-scale: train/noise_scale.h's report (else null)
   nlohmann::json backward_profile;           ///< with --trace: train/backward_profile.h (else null)
 };
 

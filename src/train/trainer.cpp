@@ -1,6 +1,8 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <optional>
 #include <sstream>
 
@@ -16,6 +18,7 @@
 #include "core/tcp_counters.h"
 #include "core/text.h"
 #include "data/data_spec.h"
+#include "dp/grad_clip.h"
 #include "dp/gradient_sync.h"
 #include "dp/strategy.h"
 #include "train/accumulate.h"
@@ -23,6 +26,7 @@
 #include "train/backward_profile.h"
 #include "train/evaluator.h"
 #include "train/mllog.h"
+#include "train/noise_scale.h"
 #include "train/optimizer.h"
 #include "train/trace.h"
 
@@ -104,6 +108,10 @@ Trainer::Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker
   if (!o.output.trace_path.empty()) {
     tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
     profiler_ = std::make_unique<BackwardProfiler>(model_->parameters());
+  }
+  if (o.run.noise_scale) {
+    noise_ = std::make_unique<NoiseProbe>(model_->parameters(), worker.world_size, o.run.accumulate,
+                                          o.run.batch);
   }
   const size_t marks = step_marks(o.run.accumulate);  // 6 without --accumulate
   if (device_.is_cuda()) phase_clock_ = make_cuda_phase_clock(device_.index(), marks);
@@ -319,8 +327,11 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   clock.mark(marks + 1);  // one worker alone: no comm, the phase is empty
   observer.on_phase(step, "optimizer");
   if (scaler_->unscale(model_->parameters())) {
+    measure_noise(step);
     clip_gradients();
     sync_->apply_update(*optimizer_);
+  } else if (noise_) {
+    noise_->finish_step(step, std::nan(""), nullptr);  // an overflow: the step is not measured
   }
   clock.mark(marks + 2);
   const std::vector<double> offsets = clock.offsets();
@@ -333,6 +344,31 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
 
 void Trainer::backward(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
                        bool measured) {
+  if (noise_) noise_->begin_backward(micro_batch, scaler_->enabled() ? scaler_->scale() : 1.0);
+  backward_pass(loss, micro_batch, micro_batches, measured);
+  if (noise_) noise_->end_backward();
+}
+
+void Trainer::measure_noise(int64_t step) {
+  if (!noise_) return;
+  const double averaged = sync_->averaged_gradient_sq_norm(model_->parameters());
+  std::function<double(double)> sum_over_workers;
+  if (worker_.world_size > 1) {
+    sum_over_workers = [this](double value) {
+      comm::Communicator& comm = *worker_.comm;
+      return dp::sum_doubles_over_workers(value, comm.rank(), comm.size(),
+                                          [&comm](torch::Tensor& t) {
+                                            torch::Tensor on = t.to(comm.device());
+                                            comm.allreduce(on, comm::ReduceOp::kSum);
+                                            t.copy_(on.cpu());
+                                          });
+    };
+  }
+  noise_->finish_step(step, averaged, sum_over_workers);
+}
+
+void Trainer::backward_pass(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
+                            bool measured) {
   if (micro_batches == 1) {
     sync_->begin_backward();
     if (profiler_) profiler_->begin(now_seconds());
@@ -466,6 +502,7 @@ TrainResult Trainer::run(TrainObserver& observer) {
     result_.comm.tcp_bytes_sent = {-1.0};
   }
   gather_memory();
+  if (noise_) result_.noise = noise_->report();
   result_.data.pipeline = data_->stats();
   result_.runtime.amp_skipped_steps = scaler_->skipped_steps();
   result_.runtime.loss_scale = scaler_->scale();

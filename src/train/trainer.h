@@ -38,6 +38,7 @@ class LossScaler;
 class Mllog;
 class Tracer;
 class BackwardProfiler;
+class NoiseProbe;
 
 /// Receives progress from Trainer::run (on the calling thread).
 class TrainObserver {
@@ -124,6 +125,9 @@ class Trainer {
   /// Micro-batch `micro_batch` of `micro_batches`' backward pass (--accumulate).
   void backward(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
                 bool measured);
+  /// That pass's backward, through the strategy or past it.
+  void backward_pass(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
+                     bool measured);
   /// The step's spans from its phase clock's offsets after `start`.
   void trace_step(int64_t step, double start, const std::vector<double>& offsets, bool exchanges,
                   const dp::SyncStepStats& comm);
@@ -135,6 +139,8 @@ class Trainer {
   RankMemory account_memory() const;
   /// The strategy's bytes per bucket and per step, into result_.comm.
   void record_bucket_bytes();
+  /// --noise-scale: the step's averaged gradient norm into the estimate.
+  void measure_noise(int64_t step);
   /// --clip-grad-norm: clips the gradients the strategy applies, counted.
   void clip_gradients();
   /// Every rank's account and peak resident set, into result_.memory.
@@ -168,6 +174,7 @@ class Trainer {
   std::unique_ptr<dp::GradientSync> sync_;
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<BackwardProfiler> profiler_;  ///< with --trace: when each gradient is ready
+  std::unique_ptr<NoiseProbe> noise_;           ///< with --noise-scale
   std::unique_ptr<Evaluator> evaluator_;  ///< null when the run does not evaluate
   std::unique_ptr<Mllog> mllog_;          ///< rank 0 with --mllog only
   std::unique_ptr<PhaseClock> phase_clock_;  ///< host clock, or CUDA events on a GPU

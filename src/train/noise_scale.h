@@ -1,0 +1,62 @@
+#pragma once
+// --noise-scale on one worker (docs/convergence.md, "Gradient noise
+// scale"): a hook on every parameter notes the squared norm of the gradient
+// each backward pass produces, before the strategy exchanges it; after the
+// exchange the step's small- and large-batch norms feed the estimator
+// (train/noise_estimator.h).
+//  - several workers: the small batch is a worker's step (batch x
+//    --accumulate samples: its last backward pass carries the sum), the
+//    large one the workers' average;
+//  - one worker with --accumulate K >= 2: the small batch is a micro-batch
+//    (passes 1 .. K-1), the large one the step.
+#include <torch/torch.h>
+
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "train/noise_estimator.h"
+
+namespace dlscale::train {
+
+class NoiseProbe {
+ public:
+  NoiseProbe(std::vector<torch::Tensor> params, int workers, int64_t micro_batches,
+             int64_t local_batch);
+  ~NoiseProbe();
+  NoiseProbe(const NoiseProbe&) = delete;
+  NoiseProbe& operator=(const NoiseProbe&) = delete;
+
+  /// Around micro-batch `m`'s backward; `loss_scale` multiplies its
+  /// gradients (--amp fp16), and each micro-batch's loss counts 1/K.
+  void begin_backward(int64_t micro_batch, double loss_scale);
+  void end_backward();
+  /// After the exchange: one step, with `averaged_sq` the averaged
+  /// gradient's squared norm and `sum_over_workers` (null for one worker)
+  /// the sum of a value over the workers, called once on every worker.
+  void finish_step(int64_t step, double averaged_sq,
+                   const std::function<double(double)>& sum_over_workers);
+  /// results.noise: the estimate, its parts and its course over the steps.
+  nlohmann::json report() const;
+  /// The console's line.
+  std::string summary() const;
+
+ private:
+  std::vector<torch::Tensor> params_;
+  std::vector<unsigned> hooks_;
+  const int workers_;
+  const int64_t micro_batches_;
+  NoiseEstimator estimator_;
+  std::mutex mu_;                       // hooks may run on autograd's threads
+  std::vector<torch::Tensor> squares_;  // this pass's, while counting
+  bool counting_ = false;
+  double factor_ = 1;     // squares x this = the squares of the mean-loss gradient
+  double small_sum_ = 0;  // this step's counted passes
+  int64_t small_passes_ = 0;
+  std::vector<int64_t> steps_;
+  std::vector<double> b_simple_, gradient_sq_, trace_sigma_;
+};
+
+}  // namespace dlscale::train
