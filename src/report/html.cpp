@@ -108,6 +108,42 @@ std::string memory_charts(const std::vector<MemoryRow>& rows) {
                                "MiB", xs, peak, 0)});
 }
 
+/// B_simple against the global batch, one line per configuration, with the
+/// batch itself dashed: where a line lies below it, larger batches buy
+/// fewer than proportionally fewer steps.
+std::string noise_chart(const std::vector<NoiseRow>& rows) {
+  std::set<double> xs_set;
+  std::map<std::string, Series> by_name;
+  std::vector<std::string> order;
+  for (const NoiseRow& r : rows) {
+    const double b = r.values[NoiseRow::kBSimple];
+    if (!std::isfinite(b) || r.global_batch <= 0) continue;
+    std::string name;
+    for (const auto& [k, v] : r.labels) {
+      if (v != "-")
+        name += (name.empty() ? "" : " ") + (k == "model" || k == "strategy" ? v : k + "=" + v);
+    }
+    auto [it, added] =
+        by_name.try_emplace(name, Series{name, {}, static_cast<int>(order.size()), false});
+    if (added) order.push_back(name);
+    it->second.points.emplace_back(r.global_batch, b);
+    xs_set.insert(r.global_batch);
+  }
+  if (order.empty()) return "";
+  std::vector<Series> series;
+  for (const std::string& name : order) {
+    Series s = by_name.at(name);
+    std::sort(s.points.begin(), s.points.end());
+    series.push_back(std::move(s));
+  }
+  const std::vector<double> xs(xs_set.begin(), xs_set.end());
+  Series batch{"global batch", {}, static_cast<int>(order.size()), true};
+  for (double x : xs) batch.points.emplace_back(x, x);
+  series.push_back(std::move(batch));
+  return chart_row({line_chart("Gradient noise scale vs global batch (dashed: the batch)",
+                               "B_simple", xs, series, 0)});
+}
+
 /// busbw against message size, one chart per operation.
 std::string commbench_charts(const std::vector<BusbwSeries>& all) {
   std::vector<std::string> ops;
@@ -348,6 +384,10 @@ std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOpti
   if (const std::vector<MemoryRow> rows = memory_rows(runs); !rows.empty()) {
     const Report rep = build_report(runs, {ReportType::kMemory, "", ""});
     o << "<h2 id=\"memory\">Memory per worker</h2>\n" << memory_charts(rows) << report_section(rep);
+  }
+  if (const std::vector<NoiseRow> rows = noise_rows(runs); !rows.empty()) {
+    const Report rep = build_report(runs, {ReportType::kNoise, "", ""});
+    o << "<h2 id=\"noise\">Gradient noise scale</h2>\n" << noise_chart(rows) << report_section(rep);
   }
   if (!runs.empty() && (!opt.compare_by.empty() || !detect_compare_by(runs).empty())) {
     const Report rep = build_report(runs, {ReportType::kCompare, opt.compare_by, opt.baseline});

@@ -22,6 +22,8 @@ std::string type_name(ReportType t) {
     case ReportType::kIo: return "io";
     case ReportType::kTta: return "tta";
     case ReportType::kMemory: return "memory";
+    case ReportType::kNoise:
+      return "noise";
     case ReportType::kPredict: return "predict";
   }
   return "?";

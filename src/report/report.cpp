@@ -10,7 +10,8 @@
 namespace dlscale::report {
 namespace {
 
-constexpr EnumNames<ReportType, 9> kTypeNames{"report type", {{{ReportType::kWeak, "weak"},
+constexpr EnumNames<ReportType, 10> kTypeNames{"report type",
+                                               {{{ReportType::kWeak, "weak"},
                                                  {ReportType::kStrong, "strong"},
                                                  {ReportType::kBreakdown, "breakdown"},
                                                  {ReportType::kCompare, "compare"},
@@ -18,6 +19,7 @@ constexpr EnumNames<ReportType, 9> kTypeNames{"report type", {{{ReportType::kWea
                                                  {ReportType::kIo, "io"},
                                                  {ReportType::kTta, "tta"},
                                                  {ReportType::kMemory, "memory"},
+                                                 {ReportType::kNoise, "noise"},
                                                  {ReportType::kPredict, "predict"}}}};
 constexpr EnumNames<Format, 4> kFormatNames{
     "format", {{{Format::kText, "text"}, {Format::kMarkdown, "markdown"}, {Format::kCsv, "csv"}, {Format::kJson, "json"}}}};
@@ -48,6 +50,8 @@ Report build_report(const std::vector<RunRecord>& all, const ReportOptions& o) {
       return tta_report(runs);
     case ReportType::kMemory:
       return memory_report(runs);
+    case ReportType::kNoise:
+      return noise_report(runs);
     case ReportType::kCommbench:
     case ReportType::kPredict:
       break;

@@ -13,7 +13,18 @@
 namespace dlscale::report {
 
 /// kPredict is built by predict/predict_report.h (it needs calibrations).
-enum class ReportType { kWeak, kStrong, kBreakdown, kCompare, kCommbench, kIo, kTta, kMemory, kPredict };
+enum class ReportType {
+  kWeak,
+  kStrong,
+  kBreakdown,
+  kCompare,
+  kCommbench,
+  kIo,
+  kTta,
+  kMemory,
+  kNoise,
+  kPredict
+};
 enum class Format { kText, kMarkdown, kCsv, kJson };
 
 /// A cell: its display text and, for numbers, the value CSV/JSON carry.

@@ -63,11 +63,23 @@ std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs);
 /// Whether some row was measured on a GPU (has the CUDA allocator's peak).
 bool any_device_peak(const std::vector<MemoryRow>& rows);
 
+/// A run that measured the gradient noise scale (train --noise-scale).
+struct NoiseRow {
+  std::vector<std::pair<std::string, std::string>> labels;  ///< model, strategy, varying params
+  int workers = 1;
+  double global_batch = 0;
+  std::vector<double> values;  ///< b_small, b_big, |G|^2, tr(Sigma), B_simple; NaN = undefined
+  static constexpr size_t kBSimple = 4;
+};
+/// The runs with a noise scale, in order.
+std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs);
+
 // One function per report type.
 Report scaling_report(const std::vector<RunRecord>& runs, const std::string& scaling);
 Report breakdown_report(const std::vector<RunRecord>& runs);
 Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& options);
 Report io_report(const std::vector<RunRecord>& runs);
 Report memory_report(const std::vector<RunRecord>& runs);
+Report noise_report(const std::vector<RunRecord>& runs);
 
 }  // namespace dlscale::report

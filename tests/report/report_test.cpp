@@ -396,6 +396,43 @@ TEST(Report, MemoryOnAGpuShowsTheAllocatorsPeak) {
   EXPECT_EQ(html.find("Peak resident set per worker"), std::string::npos);
 }
 
+// report --type noise: each run's noise scale beside its global batch, an
+// undefined estimate left empty, and a chart of B_simple against the batch.
+TEST(Report, NoiseScaleBesideTheGlobalBatch) {
+  std::vector<RunRecord> runs;
+  std::int64_t id = 80;
+  for (const int workers : {2, 4}) {
+    RunRecord r = run(++id, "resnet18", "weak", workers, 16, {100.0 * workers, 101.0 * workers});
+    for (auto& rep : r.repeats) {
+      rep.metrics["noise_b_small"] = 16;
+      rep.metrics["noise_b_big"] = 16.0 * workers;
+      rep.metrics["noise_gradient_sq"] = workers == 2 ? 0.5 : -0.25;  // 4 workers: undefined
+      rep.metrics["noise_trace_sigma"] = 300;
+      if (workers == 2) rep.metrics["noise_b_simple"] = 600;
+    }
+    runs.push_back(std::move(r));
+  }
+  runs.push_back(run(++id, "resnet18", "weak", 1, 16, {90.0}));  // measured nothing: no row
+  const Report r = build_report(runs, {ReportType::kNoise, "", ""});
+  const Table& t = r.tables.at(0);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.headers.back(), "B_simple");
+  EXPECT_EQ(t.rows[0][3].text, "32");  // global batch
+  EXPECT_EQ(*t.rows[0].back().value, 600);
+  EXPECT_EQ(t.rows[1].back().text, "");
+  EXPECT_EQ(*t.rows[1][t.rows[1].size() - 3].value, -0.25);  // |G|^2 as measured, not clamped
+  const std::string html = render_html(runs, {});
+  EXPECT_NE(html.find("Gradient noise scale vs global batch"), std::string::npos);
+  try {
+    build_report(golden_runs(), {ReportType::kNoise, "", ""});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("no run in the selection measured the gradient noise scale"),
+        std::string::npos);
+  }
+}
+
 /// A repeat of a run to 90% top-1 that evaluated after every epoch: it
 /// reached the target at its last epoch after `seconds`, or (aborted) ran
 /// `epochs` epochs in `seconds` without reaching it.

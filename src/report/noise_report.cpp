@@ -1,0 +1,103 @@
+// report --type noise: the gradient noise scale each run measured
+// (train --noise-scale, docs/convergence.md), beside its global batch.
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "report/report_parts.h"
+
+namespace dlscale::report {
+
+namespace {
+
+/// The store's metrics of results.noise, in table order.
+struct NoiseMetric {
+  const char* header;
+  const char* metric;
+  const char* format;
+};
+const NoiseMetric kNoise[] = {{"b_small", "noise_b_small", "{:.0f}"},
+                              {"b_big", "noise_b_big", "{:.0f}"},
+                              {"|G|^2", "noise_gradient_sq", "{:.4g}"},
+                              {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"},
+                              {"B_simple", "noise_b_simple", "{:.4g}"}};
+
+}  // namespace
+
+std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs) {
+  std::vector<const RunRecord*> with;
+  for (const RunRecord& r : runs) {
+    if (median_metric(r, "noise_b_small")) with.push_back(&r);
+  }
+  std::vector<NoiseRow> rows;
+  if (with.empty()) return rows;
+  std::vector<std::string> labels = {"model", "strategy"};
+  for (const std::string& v : varying(with, {"strategy", "workers", "global-batch", "batch"})) {
+    if (!determined_by(with, "model", v)) labels.push_back(v);
+  }
+  for (const RunRecord* r : with) {
+    NoiseRow row;
+    for (const std::string& l : labels) row.labels.emplace_back(l, text_of(r->params, l));
+    row.workers =
+        r->params.count("workers") ? static_cast<int>(sweep::param_int(r->params, "workers")) : 1;
+    row.global_batch = r->params.count("global-batch")
+                           ? static_cast<double>(sweep::param_int(r->params, "global-batch"))
+                           : 0;
+    for (const NoiseMetric& m : kNoise) {
+      row.values.push_back(
+          median_metric(*r, m.metric).value_or(std::numeric_limits<double>::quiet_NaN()));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Report noise_report(const std::vector<RunRecord>& runs) {
+  const std::vector<NoiseRow> rows = noise_rows(runs);
+  DLSCALE_CHECK(!rows.empty(),
+                "no run in the selection measured the gradient noise scale (train --noise-scale)");
+  Report rep;
+  rep.type = ReportType::kNoise;
+  rep.title =
+      "Gradient noise scale (B_simple = tr(Sigma)/|G|^2 from gradients over b_small and b_big "
+      "samples)";
+  rep.notes.push_back(
+      "past a global batch of about B_simple, doubling the batch buys fewer than half the steps "
+      "(McCandlish et al. 2018); docs/convergence.md");
+  rep.notes.push_back(
+      "B_simple is empty where the |G|^2 estimate was not positive (undefined, not clamped)");
+  rep.notes.push_back("values are medians of the completed repeats");
+  std::vector<std::string> labels;
+  for (const auto& [name, unused] : rows.front().labels) labels.push_back(name);
+  labels.insert(labels.end(), {"workers", "global batch"});
+  Table t;
+  t.title = rep.title;
+  add_label_columns(t, labels);
+  Table& d = rep.data;
+  d.title = rep.title;
+  add_label_columns(d, labels);
+  for (const NoiseMetric& m : kNoise) {
+    t.headers.push_back(m.header);
+    t.numeric.push_back(true);
+    d.headers.push_back(m.metric);
+    d.numeric.push_back(true);
+  }
+  for (const NoiseRow& row : rows) {
+    std::vector<Cell> cells;
+    for (const auto& [unused, value] : row.labels) cells.push_back({value, {}});
+    cells.push_back({std::to_string(row.workers), {}});
+    cells.push_back(number(row.global_batch, "{:.0f}"));
+    std::vector<Cell> data_cells = cells;
+    for (size_t f = 0; f < std::size(kNoise); ++f) {
+      const double v = row.values[f];
+      cells.push_back(std::isfinite(v) ? number(v, kNoise[f].format) : Cell{"", {}});
+      data_cells.push_back(std::isfinite(v) ? number(v, "{:.9g}") : Cell{"", {}});
+    }
+    t.rows.push_back(std::move(cells));
+    d.rows.push_back(std::move(data_cells));
+  }
+  rep.tables.push_back(std::move(t));
+  return rep;
+}
+
+}  // namespace dlscale::report
