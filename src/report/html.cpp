@@ -78,12 +78,7 @@ std::string memory_charts(const std::vector<MemoryRow>& rows) {
   std::map<std::string, std::pair<Series, Series>> by_name;  // accounted, peak
   std::vector<std::string> order;
   for (const MemoryRow& r : rows) {
-    std::string name;
-    for (const auto& [k, v] : r.labels) {
-      if (v == "-") continue;  // a parameter other runs set
-      // The user's own names ('_' parameters) read as themselves, as in row_name().
-      name += (name.empty() ? "" : " ") + (k == "model" || k == "strategy" || k[0] == '_' ? v : k + "=" + v);
-    }
+    const std::string name = series_name(r.labels);
     auto [it, added] = by_name.try_emplace(name);
     if (added) {
       const int color = static_cast<int>(order.size());
@@ -118,11 +113,7 @@ std::string noise_chart(const std::vector<NoiseRow>& rows) {
   for (const NoiseRow& r : rows) {
     const double b = r.values[NoiseRow::kBSimple];
     if (!std::isfinite(b) || r.global_batch <= 0) continue;
-    std::string name;
-    for (const auto& [k, v] : r.labels) {
-      if (v != "-")
-        name += (name.empty() ? "" : " ") + (k == "model" || k == "strategy" ? v : k + "=" + v);
-    }
+    const std::string name = series_name(r.labels);
     auto [it, added] =
         by_name.try_emplace(name, Series{name, {}, static_cast<int>(order.size()), false});
     if (added) order.push_back(name);

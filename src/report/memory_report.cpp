@@ -26,24 +26,14 @@ const MemoryMetric kMemory[] = {{"params MiB", "mem_params_bytes"},
 }  // namespace
 
 std::vector<MemoryRow> memory_rows(const std::vector<RunRecord>& runs) {
-  std::vector<const RunRecord*> with;
-  for (const RunRecord& r : runs) {
-    if (median_metric(r, "mem_total_bytes")) with.push_back(&r);
-  }
   std::vector<MemoryRow> rows;
-  if (with.empty()) return rows;
-  std::vector<std::string> labels = {"model", "strategy"};
-  // A model's own settings (its image size, vocabulary, rate) add no row.
-  for (const std::string& v : varying(with, {"strategy", "workers"})) {
-    if (!determined_by(with, "model", v)) labels.push_back(v);
-  }
-  for (const RunRecord* r : with) {
+  for (LabelledRun& r : labelled_runs(runs, "mem_total_bytes", {})) {
     MemoryRow row;
-    for (const std::string& l : labels) row.labels.emplace_back(l, text_of(r->params, l));
-    row.workers =
-        r->params.count("workers") ? static_cast<int>(sweep::param_int(r->params, "workers")) : 1;
-    for (const MemoryMetric& m : kMemory)
-      row.mib.push_back(median_metric(*r, m.metric).value_or(-kMiB) / kMiB);
+    row.labels = std::move(r.labels);
+    row.workers = r.workers;
+    for (const MemoryMetric& m : kMemory) {
+      row.mib.push_back(median_metric(*r.run, m.metric).value_or(-kMiB) / kMiB);
+    }
     rows.push_back(std::move(row));
   }
   return rows;

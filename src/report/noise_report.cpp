@@ -25,27 +25,17 @@ const NoiseMetric kNoise[] = {{"b_small", "noise_b_small", "{:.0f}"},
 }  // namespace
 
 std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs) {
-  std::vector<const RunRecord*> with;
-  for (const RunRecord& r : runs) {
-    if (median_metric(r, "noise_b_small")) with.push_back(&r);
-  }
   std::vector<NoiseRow> rows;
-  if (with.empty()) return rows;
-  std::vector<std::string> labels = {"model", "strategy"};
-  for (const std::string& v : varying(with, {"strategy", "workers", "global-batch", "batch"})) {
-    if (!determined_by(with, "model", v)) labels.push_back(v);
-  }
-  for (const RunRecord* r : with) {
+  for (LabelledRun& r : labelled_runs(runs, "noise_b_small", {"global-batch", "batch"})) {
     NoiseRow row;
-    for (const std::string& l : labels) row.labels.emplace_back(l, text_of(r->params, l));
-    row.workers =
-        r->params.count("workers") ? static_cast<int>(sweep::param_int(r->params, "workers")) : 1;
-    row.global_batch = r->params.count("global-batch")
-                           ? static_cast<double>(sweep::param_int(r->params, "global-batch"))
-                           : 0;
+    row.labels = std::move(r.labels);
+    row.workers = r.workers;
+    const Params& p = r.run->params;
+    row.global_batch =
+        p.count("global-batch") ? static_cast<double>(sweep::param_int(p, "global-batch")) : 0;
     for (const NoiseMetric& m : kNoise) {
       row.values.push_back(
-          median_metric(*r, m.metric).value_or(std::numeric_limits<double>::quiet_NaN()));
+          median_metric(*r.run, m.metric).value_or(std::numeric_limits<double>::quiet_NaN()));
     }
     rows.push_back(std::move(row));
   }

@@ -122,6 +122,41 @@ bool determined_by(const std::vector<const RunRecord*>& runs, const std::string&
   return true;
 }
 
+std::vector<LabelledRun> labelled_runs(const std::vector<RunRecord>& runs,
+                                       const std::string& metric, std::set<std::string> besides) {
+  std::vector<const RunRecord*> with;
+  for (const RunRecord& r : runs) {
+    if (median_metric(r, metric)) with.push_back(&r);
+  }
+  std::vector<LabelledRun> out;
+  if (with.empty()) return out;
+  std::vector<std::string> labels = {"model", "strategy"};
+  besides.insert({"strategy", "workers"});
+  for (const std::string& v : varying(with, besides)) {
+    if (!determined_by(with, "model", v)) labels.push_back(v);
+  }
+  for (const RunRecord* r : with) {
+    LabelledRun row;
+    row.run = r;
+    for (const std::string& l : labels) row.labels.emplace_back(l, text_of(r->params, l));
+    row.workers =
+        r->params.count("workers") ? static_cast<int>(sweep::param_int(r->params, "workers")) : 1;
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::string series_name(const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::string name;
+  for (const auto& [k, v] : labels) {
+    if (v == "-") continue;  // a parameter other runs set
+    // The user's own names ('_' parameters) read as themselves, as in row_name().
+    name += (name.empty() ? "" : " ") +
+            (k == "model" || k == "strategy" || k[0] == '_' ? v : k + "=" + v);
+  }
+  return name;
+}
+
 /// The median over completed repeats of `metric`, if any repeat has it.
 std::optional<double> median_metric(const RunRecord& run, const std::string& metric) {
   std::vector<double> v;

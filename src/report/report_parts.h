@@ -34,6 +34,20 @@ bool determined_by(const std::vector<const RunRecord*>& runs, const std::string&
 /// The median over completed repeats of `metric`, if any repeat has it.
 std::optional<double> median_metric(const RunRecord& run, const std::string& metric);
 
+/// A run of a per-run table (memory, noise): its labels and workers.
+struct LabelledRun {
+  const RunRecord* run = nullptr;
+  std::vector<std::pair<std::string, std::string>> labels;  ///< model, strategy, varying params
+  int workers = 1;
+};
+/// The runs that have `metric`, in order, labelled by model, strategy and
+/// what else varies among them (but `besides` and a model's own settings,
+/// such as its image size).
+std::vector<LabelledRun> labelled_runs(const std::vector<RunRecord>& runs,
+                                       const std::string& metric, std::set<std::string> besides);
+/// A chart's line name for those labels: "resnet18 zero zero-stage=2".
+std::string series_name(const std::vector<std::pair<std::string, std::string>>& labels);
+
 /// Runs grouped for a side-by-side comparison: one row per configuration
 /// (everything but `by`), one entry per value of `by`.
 struct Comparison {

@@ -70,14 +70,18 @@ void NoiseProbe::end_backward() {
 void NoiseProbe::finish_step(int64_t step, double averaged_sq,
                              const std::function<double(double)>& sum_over_workers) {
   double small = small_passes_ > 0 ? small_sum_ / static_cast<double>(small_passes_) : 0.0;
-  small_sum_ = 0;
-  small_passes_ = 0;
+  skip_step();  // the next step starts afresh
   if (sum_over_workers) small = sum_over_workers(small) / workers_;
   estimator_.add(small, averaged_sq);
   steps_.push_back(step);
   b_simple_.push_back(estimator_.b_simple());
   gradient_sq_.push_back(estimator_.gradient_sq());
   trace_sigma_.push_back(estimator_.trace_sigma());
+}
+
+void NoiseProbe::skip_step() {
+  small_sum_ = 0;
+  small_passes_ = 0;
 }
 
 nlohmann::json NoiseProbe::report() const {

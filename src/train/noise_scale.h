@@ -38,6 +38,8 @@ class NoiseProbe {
   /// the sum of a value over the workers, called once on every worker.
   void finish_step(int64_t step, double averaged_sq,
                    const std::function<double(double)>& sum_over_workers);
+  /// A step whose gradients overflowed (--amp fp16): forgets its passes.
+  void skip_step();
   /// results.noise: the estimate, its parts and its course over the steps.
   nlohmann::json report() const;
   /// The console's line.

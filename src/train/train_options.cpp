@@ -45,6 +45,10 @@ void resolve_batch(ResolvedTrainOptions& r) {
                 "--accumulate must be in [1, {}] (got {}; 1 = no accumulation)", kMaxAccumulate,
                 o.accumulate);
   if (o.global_batch > 0) {
+    DLSCALE_CHECK(o.global_batch % r.world_size == 0,
+                  "--global-batch {} is not divisible by {} workers (strong scaling needs "
+                  "global batch = workers x per-worker batch)",
+                  o.global_batch, r.world_size);
     DLSCALE_CHECK(
         o.global_batch % (r.world_size * o.accumulate) == 0,
         "--global-batch {} is not divisible by {} workers x --accumulate {} (strong scaling "
