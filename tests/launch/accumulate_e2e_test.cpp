@@ -75,9 +75,9 @@ TEST(Accumulate, UnitByUnitGatheringAndSparseRowsMatchTheirReferences) {
   ASSERT_FALSE(block.weights.empty());
   EXPECT_LE(closeness(block.weights, allreduce.weights, 1e-5, 1e-7), 1.0);
   const std::string ncf =
-      "train --model ncf --lr 0.05 --dropout 0 --threads 1 --steps 3 --warmup 1 --optimizer "
-      "momentum "
-      "--synthetic-batches 2 --display-every 0 --global-batch 12 --first-bucket-mb 1 --bucket-mb 8";
+      "train --model ncf --lr 0.05 --dropout 0 --threads 1 --steps 3 --warmup 1 "
+      "--optimizer momentum --synthetic-batches 2 --display-every 0 --global-batch 12 "
+      "--first-bucket-mb 1 --bucket-mb 8";
   const TrainRun dense = train(ncf);
   const TrainRun sparse = train(ncf + " --sparse-embeddings --workers 2 --accumulate 3");
   ASSERT_FALSE(sparse.weights.empty());

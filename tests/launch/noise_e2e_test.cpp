@@ -80,9 +80,9 @@ TEST(NoiseScale, AccumulationAndSparseRowsSetTheBatchesMeasured) {
   EXPECT_EQ(n["b_big"], 16.0);
   EXPECT_TRUE(n["trace_sigma"].is_number());
   const std::string ncf =
-      "train --model ncf --lr 0.05 --dropout 0 --threads 1 --steps 3 --warmup 1 --optimizer "
-      "momentum "
-      "--synthetic-batches 2 --display-every 0 --global-batch 12 --noise-scale --workers 2";
+      "train --model ncf --lr 0.05 --dropout 0 --threads 1 --steps 3 --warmup 1 "
+      "--optimizer momentum --synthetic-batches 2 --display-every 0 --global-batch 12 "
+      "--noise-scale --workers 2";
   const TrainRun dense = train(ncf);
   const TrainRun sparse = train(ncf + " --sparse-embeddings");
   expect_same_estimate(sparse.record["results"]["noise"], dense.record["results"]["noise"]);
