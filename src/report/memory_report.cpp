@@ -67,33 +67,19 @@ Report memory_report(const std::vector<RunRecord>& runs) {
         "(torch.cuda.max_memory_allocated)");
   }
   rep.notes.push_back("values are medians of the completed repeats");
-  Table t;
-  t.title = rep.title;
-  std::vector<std::string> labels;
-  for (const auto& [name, unused] : rows.front().labels) labels.push_back(name);
-  labels.push_back("workers");
-  add_label_columns(t, labels);
-  Table& d = rep.data;
-  d.title = rep.title;
-  add_label_columns(d, labels);
-  for (size_t f = 0; f < figures; ++f) {
-    t.headers.push_back(kMemory[f].header);
-    t.numeric.push_back(true);
-    d.headers.push_back(kMemory[f].metric);
-    d.numeric.push_back(true);
-  }
+  std::vector<std::pair<std::string, std::string>> columns;
+  for (size_t f = 0; f < figures; ++f) columns.emplace_back(kMemory[f].header, kMemory[f].metric);
+  Table t = per_run_tables(rep, rows.front().labels, {"workers"}, columns);
   for (const MemoryRow& row : rows) {
-    std::vector<Cell> cells, data_cells;
-    for (const auto& [unused, value] : row.labels) cells.push_back({value, {}});
-    cells.push_back({std::to_string(row.workers), {}});
-    data_cells = cells;
+    std::vector<Cell> cells = label_cells(row.labels, row.workers);
+    std::vector<Cell> data_cells = cells;
     for (size_t f = 0; f < figures; ++f) {
       const double mib = row.mib[f];
       cells.push_back(mib < 0 ? Cell{"", {}} : number(mib, "{:.1f}"));
       data_cells.push_back(mib < 0 ? Cell{"", {}} : number(mib * kMiB, "{:.0f}"));
     }
     t.rows.push_back(std::move(cells));
-    d.rows.push_back(std::move(data_cells));
+    rep.data.rows.push_back(std::move(data_cells));
   }
   rep.tables.push_back(std::move(t));
   return rep;

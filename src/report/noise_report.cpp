@@ -57,25 +57,11 @@ Report noise_report(const std::vector<RunRecord>& runs) {
   rep.notes.push_back(
       "B_simple is empty where the |G|^2 estimate was not positive (undefined, not clamped)");
   rep.notes.push_back("values are medians of the completed repeats");
-  std::vector<std::string> labels;
-  for (const auto& [name, unused] : rows.front().labels) labels.push_back(name);
-  labels.insert(labels.end(), {"workers", "global batch"});
-  Table t;
-  t.title = rep.title;
-  add_label_columns(t, labels);
-  Table& d = rep.data;
-  d.title = rep.title;
-  add_label_columns(d, labels);
-  for (const NoiseMetric& m : kNoise) {
-    t.headers.push_back(m.header);
-    t.numeric.push_back(true);
-    d.headers.push_back(m.metric);
-    d.numeric.push_back(true);
-  }
+  std::vector<std::pair<std::string, std::string>> columns;
+  for (const NoiseMetric& m : kNoise) columns.emplace_back(m.header, m.metric);
+  Table t = per_run_tables(rep, rows.front().labels, {"workers", "global batch"}, columns);
   for (const NoiseRow& row : rows) {
-    std::vector<Cell> cells;
-    for (const auto& [unused, value] : row.labels) cells.push_back({value, {}});
-    cells.push_back({std::to_string(row.workers), {}});
+    std::vector<Cell> cells = label_cells(row.labels, row.workers);
     cells.push_back(number(row.global_batch, "{:.0f}"));
     std::vector<Cell> data_cells = cells;
     for (size_t f = 0; f < std::size(kNoise); ++f) {
@@ -84,7 +70,7 @@ Report noise_report(const std::vector<RunRecord>& runs) {
       data_cells.push_back(std::isfinite(v) ? number(v, "{:.9g}") : Cell{"", {}});
     }
     t.rows.push_back(std::move(cells));
-    d.rows.push_back(std::move(data_cells));
+    rep.data.rows.push_back(std::move(data_cells));
   }
   rep.tables.push_back(std::move(t));
   return rep;

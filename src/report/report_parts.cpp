@@ -157,6 +157,34 @@ std::string series_name(const std::vector<std::pair<std::string, std::string>>& 
   return name;
 }
 
+Table per_run_tables(Report& rep, const std::vector<std::pair<std::string, std::string>>& labels,
+                     const std::vector<std::string>& more,
+                     const std::vector<std::pair<std::string, std::string>>& figures) {
+  std::vector<std::string> names;
+  for (const auto& [name, unused] : labels) names.push_back(name);
+  names.insert(names.end(), more.begin(), more.end());
+  Table t;
+  Table& d = rep.data;
+  t.title = d.title = rep.title;
+  add_label_columns(t, names);
+  add_label_columns(d, names);
+  for (const auto& [header, metric] : figures) {
+    t.headers.push_back(header);
+    t.numeric.push_back(true);
+    d.headers.push_back(metric);
+    d.numeric.push_back(true);
+  }
+  return t;
+}
+
+std::vector<Cell> label_cells(const std::vector<std::pair<std::string, std::string>>& labels,
+                              int workers) {
+  std::vector<Cell> cells;
+  for (const auto& [unused, value] : labels) cells.push_back({value, {}});
+  cells.push_back({std::to_string(workers), {}});
+  return cells;
+}
+
 /// The median over completed repeats of `metric`, if any repeat has it.
 std::optional<double> median_metric(const RunRecord& run, const std::string& metric) {
   std::vector<double> v;

@@ -47,6 +47,16 @@ std::vector<LabelledRun> labelled_runs(const std::vector<RunRecord>& runs,
                                        const std::string& metric, std::set<std::string> besides);
 /// A chart's line name for those labels: "resnet18 zero zero-stage=2".
 std::string series_name(const std::vector<std::pair<std::string, std::string>>& labels);
+/// Starts a per-run report's two tables: the displayed one (returned) and
+/// rep.data, each titled rep.title, with a column per label (`labels`:
+/// the first row's, then `more`) and a numeric one per figure (its
+/// displayed header, its store metric for rep.data).
+Table per_run_tables(Report& rep, const std::vector<std::pair<std::string, std::string>>& labels,
+                     const std::vector<std::string>& more,
+                     const std::vector<std::pair<std::string, std::string>>& figures);
+/// A per-run row's first cells: its labels' values and its workers.
+std::vector<Cell> label_cells(const std::vector<std::pair<std::string, std::string>>& labels,
+                              int workers);
 
 /// Runs grouped for a side-by-side comparison: one row per configuration
 /// (everything but `by`), one entry per value of `by`.
