@@ -75,28 +75,24 @@ void run(const ReportFlags& f, bool type_given) {
 
 void add_report_command(CLI::App& app) {
   auto f = std::make_shared<ReportFlags>();
-  CLI::App* cmd =
-      app.add_subcommand("report",
-                         "Scaling tables from the results store: step time, throughput, speedup "
-                         "and efficiency per worker count "
-                         "(weak, strong), the step-time breakdown, a side-by-side comparison, the "
-                         "I/O overhead, the time to "
-                         "accuracy, the memory per worker or the gradient noise scale; and a "
-                         "self-contained HTML page with charts (docs/reports.md).");
+  CLI::App* cmd = app.add_subcommand(
+      "report",
+      "Scaling tables from the results store: step time, throughput, speedup and efficiency per "
+      "worker count (weak, strong), the step-time breakdown, a side-by-side comparison, the I/O "
+      "overhead, the time to accuracy, the memory per worker or the gradient noise scale; and a "
+      "self-contained HTML page with charts (docs/reports.md).");
   add_run_selection(cmd, f->selection);
   CLI::Option* type =
       cmd->add_option(
              "--type", f->type,
-             "weak | strong | breakdown | compare | commbench (busbw by "
-             "message size of kind: commbench runs) | io (I/O overhead of each "
-             "data source against data: synthetic, docs/data.md) | tta (time to accuracy "
-             "against workers: MLPerf's olympic mean over seeds and repeats, "
-             "docs/convergence.md) | memory (parameters, gradients and optimizer "
-             "state each worker keeps, and its peak resident set, docs/metrics.md) | noise (the "
-             "gradient noise scale of runs with train --noise-scale, "
-             "docs/convergence.md) | predict "
-             "(each run's samples/s against the scaling model's; needs --calibrate, "
-             "docs/predict.md)")
+             "weak | strong | breakdown | compare | commbench (busbw by message size of kind: "
+             "commbench runs) | io (I/O overhead of each data source against data: synthetic, "
+             "docs/data.md) | tta (time to accuracy against workers: MLPerf's olympic mean over "
+             "seeds and repeats, docs/convergence.md) | memory (parameters, gradients and "
+             "optimizer state each worker keeps, and its peak resident set, docs/metrics.md) | "
+             "noise (the gradient noise scale of runs with train --noise-scale, "
+             "docs/convergence.md) | predict (each run's samples/s against the scaling model's; "
+             "needs --calibrate, docs/predict.md)")
           ->check(CLI::IsMember({"weak", "strong", "breakdown", "compare", "commbench", "io", "tta",
                                  "memory", "noise", "predict"}))
           ->capture_default_str();
