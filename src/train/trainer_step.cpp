@@ -101,12 +101,10 @@ void Trainer::measure_noise(int64_t step) {
   if (worker_.world_size > 1) {
     sum_over_workers = [this](double value) {
       comm::Communicator& comm = *worker_.comm;
-      return dp::sum_doubles_over_workers(value, comm.rank(), comm.size(),
-                                          [&comm](torch::Tensor& t) {
-                                            torch::Tensor on = t.to(comm.device());
-                                            comm.allreduce(on, comm::ReduceOp::kSum);
-                                            t.copy_(on.cpu());
-                                          });
+      // The job's communicator stages a host tensor through its backend's device.
+      return dp::sum_doubles_over_workers(
+          value, comm.rank(), comm.size(),
+          [&comm](torch::Tensor& t) { comm.allreduce(t, comm::ReduceOp::kSum); });
     };
   }
   noise_->finish_step(step, averaged, sum_over_workers);
