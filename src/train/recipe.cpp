@@ -11,8 +11,9 @@ namespace dlscale::train {
 
 namespace {
 
-constexpr EnumNames<LrScaling, 2> kScalings{
-    "--lr-scaling", {{{LrScaling::kNone, "none"}, {LrScaling::kLinear, "linear"}}}};
+constexpr EnumNames<LrScaling, 3> kScalings{
+    "--lr-scaling",
+    {{{LrScaling::kNone, "none"}, {LrScaling::kLinear, "linear"}, {LrScaling::kSqrt, "sqrt"}}}};
 constexpr EnumNames<LrScheduleKind, 5> kSchedules{"--lr-schedule",
                                                   {{{LrScheduleKind::kConstant, "constant"},
                                                     {LrScheduleKind::kStep, "step"},
@@ -68,7 +69,7 @@ void check_schedule(const RecipeOptions& r) {
 
 }  // namespace
 
-const EnumNames<LrScaling, 2>& enum_names(LrScaling) { return kScalings; }
+const EnumNames<LrScaling, 3>& enum_names(LrScaling) { return kScalings; }
 const EnumNames<LrScheduleKind, 5>& enum_names(LrScheduleKind) { return kSchedules; }
 const EnumNames<DecayExclusion, 3>& enum_names(DecayExclusion) { return kExclusions; }
 std::string to_string(LrScaling scaling) { return kScalings.name(scaling); }
@@ -138,9 +139,9 @@ LrSchedule::LrSchedule(const RecipeOptions& r, double base_lr, int64_t global_ba
       end_factor_(r.lr_end_factor),
       onecycle_pct_(r.onecycle_pct) {
   DLSCALE_ASSERT(steps_per_epoch >= 1);
-  if (r.lr_scaling == LrScaling::kLinear) {
-    peak_ = base_lr * static_cast<double>(global_batch) / static_cast<double>(r.base_batch);
-  }
+  const double ratio = static_cast<double>(global_batch) / static_cast<double>(r.base_batch);
+  if (r.lr_scaling == LrScaling::kLinear) peak_ = base_lr * ratio;
+  if (r.lr_scaling == LrScaling::kSqrt) peak_ = base_lr * std::sqrt(ratio);
   warmup_steps_ = epochs_to_steps(r.warmup_epochs, steps_per_epoch);
   for (double m : r.lr_milestones) milestones_.push_back(epochs_to_steps(m, steps_per_epoch));
 }

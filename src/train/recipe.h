@@ -14,7 +14,7 @@
 
 namespace dlscale::train {
 
-enum class LrScaling { kNone, kLinear };
+enum class LrScaling { kNone, kLinear, kSqrt };
 enum class LrScheduleKind { kConstant, kStep, kPoly, kCosine, kOneCycle };
 /// Which parameters weight decay (and LARS's trust ratio) skip: none, or
 /// every parameter of at most one dimension (biases, batch-norm scales and
@@ -24,7 +24,7 @@ enum class DecayExclusion { kAuto, kNone, kBiasNorm };
 enum class MllogDivision { kOpen, kClosed };
 enum class MllogStatus { kResearch, kOnprem, kCloud, kPreview };
 
-const EnumNames<LrScaling, 2>& enum_names(LrScaling);
+const EnumNames<LrScaling, 3>& enum_names(LrScaling);
 const EnumNames<LrScheduleKind, 5>& enum_names(LrScheduleKind);
 const EnumNames<DecayExclusion, 3>& enum_names(DecayExclusion);
 const EnumNames<MllogDivision, 2>& enum_names(MllogDivision);
@@ -100,10 +100,14 @@ struct RecipeOptions {
   }
   template <typename Self, typename Visitor>
   static void rate(Self& s, Visitor&& v) {
-    v(Option{"--lr-scaling", "none | linear: peak rate = --lr x global batch / --base-batch (Goyal et al. 2017)",
+    v(Option{"--lr-scaling",
+             "none | linear: peak rate = --lr x global batch / --base-batch (Goyal et al. 2017) | "
+             "sqrt: --lr x "
+             "sqrt(global batch / --base-batch) (Hoffer et al. 2017; for Adam)",
              "lr_scaling"},
       s.lr_scaling);
-    v(Option{"--base-batch", "The global batch --lr is meant for (linear scaling)", "base_batch"}, s.base_batch);
+    v(Option{"--base-batch", "The global batch --lr is meant for (--lr-scaling)", "base_batch"},
+      s.base_batch);
     v(Option{"--warmup-epochs", "Ramp the rate linearly to its peak over this many epochs (gradual warm-up)",
              "warmup_epochs"},
       s.warmup_epochs);

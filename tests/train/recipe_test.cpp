@@ -52,6 +52,9 @@ TEST(LrSchedule, ConstantWithLinearScalingAndWarmup) {
   RecipeOptions unscaled = scaled_recipe("constant");
   unscaled.lr_scaling = LrScaling::kNone;
   EXPECT_DOUBLE_EQ(schedule_of(unscaled).at(50), 0.1);
+  RecipeOptions square_root = scaled_recipe("constant");
+  square_root.lr_scaling = LrScaling::kSqrt;  // twice the base batch: sqrt(2) times the rate
+  EXPECT_DOUBLE_EQ(schedule_of(square_root).at(50), 0.1 * std::sqrt(2.0));
 }
 
 TEST(LrSchedule, StepMultipliesByGammaAtEachMilestone) {
