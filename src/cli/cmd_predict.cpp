@@ -2,15 +2,17 @@
 // strategies -> the scaling model, docs/predict.md).
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/torch_commands.h"
-#include "core/text.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/text.h"
 #include "predict/predict_output.h"
 #include "predict/system_file.h"
+#include "predict/tta.h"
 
 namespace dlscale::cli {
 namespace {
@@ -34,6 +36,8 @@ struct PredictFlags {
   predict::PredictOptions options;
   double copy_gbyte_s = 0;
   bool validate = false;
+  std::string tta;              // a run that reached its target, with --noise-scale
+  double max_global_batch = 0;  // --tta: the global batch stops growing here
   bool cores_given = false, buckets_given = false, first_bucket_given = false, threads_given = false, shared_given = false,
        copy_given = false;
   std::string json, html;
@@ -76,6 +80,38 @@ predict::Workload make_workload(const PredictFlags& f, const predict::SystemSpec
   return w;
 }
 
+/// Predicts, prints, and writes the record and the page; with --tta, the
+/// time to target at each N as well.
+void predict_and_write(const PredictFlags& f, const predict::Workload& w, const predict::Network& n,
+                       const std::vector<predict::StrategySpec>& specs,
+                       const predict::PredictOptions& o,
+                       const std::optional<predict::TtaRun>& tta_run,
+                       const std::vector<std::string>& argv) {
+  const double start = now_seconds();
+  const predict::Prediction p = predict::predict(w, n, specs, o);
+  std::optional<predict::TtaPrediction> tta;
+  if (tta_run) tta = predict::predict_tta(w, n, specs, o, *tta_run, f.max_global_batch);
+  const double took = now_seconds() - start;
+  predict::print_prediction(p, std::cout);
+  if (tta) {
+    std::cout << "\n";
+    predict::print_tta(*tta, std::cout);
+  }
+  std::cerr << fmt::format("predicted {} point(s) in {:.3f} s\n", specs.size() * o.workers.size(),
+                           took);
+  // Indented for people, unless it is too long to read anyway.
+  const int indent = specs.size() * o.workers.size() <= 10000 ? 2 : -1;
+  if (!f.json.empty()) {
+    nlohmann::json j = predict::prediction_json(p, argv);
+    if (tta) j["tta"] = predict::tta_json(*tta);
+    write_file_atomic(f.json, dump_json(j, indent) + "\n");
+  }
+  if (!f.html.empty()) {
+    write_file_atomic(f.html, tta ? predict::tta_html(*tta, predict::prediction_header(p))
+                                  : predict::prediction_html(p));
+  }
+}
+
 void run(const PredictFlags& f, const std::vector<std::string>& argv) {
   check_output_paths({{"--json", f.json}, {"--html", f.html}});
   std::unique_ptr<predict::SystemSpec> system;
@@ -95,6 +131,14 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
   }
   std::vector<predict::StrategySpec> specs;
   for (const std::string& s : f.strategies) specs.push_back(predict::parse_strategy(s));
+  std::optional<predict::TtaRun> tta_run;  // checked before the compute and network are asked for
+  if (!f.tta.empty()) tta_run = predict::tta_run_from_record(predict::read_json_file(f.tta), f.tta);
+  DLSCALE_CHECK(f.max_global_batch == 0 || tta_run,
+                "--max-global-batch caps the batch of --tta; give --tta RECORD");
+  DLSCALE_CHECK(
+      !tta_run || f.global_batch == 0,
+      "--tta predicts weak scaling (the global batch grows with N); cap it with --max-global-batch "
+      "instead of --global-batch");
   const predict::Workload w = make_workload(f, system.get(), argv);
   const predict::Network n = predict::resolve_network(f.network, system.get());
   if (specs.empty()) {
@@ -119,15 +163,7 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
     if (f.shared_given) o.shared_cores = flags.shared_cores;
     if (f.copy_given) o.copy_bytes_per_s = flags.copy_bytes_per_s;
   }
-  const double start = now_seconds();
-  const predict::Prediction p = predict::predict(w, n, specs, o);
-  const double took = now_seconds() - start;
-  predict::print_prediction(p, std::cout);
-  std::cerr << fmt::format("predicted {} point(s) in {:.3f} s\n", specs.size() * o.workers.size(), took);
-  // Indented for people, unless it is too long to read anyway.
-  const int indent = specs.size() * o.workers.size() <= 10000 ? 2 : -1;
-  if (!f.json.empty()) write_file_atomic(f.json, dump_json(predict::prediction_json(p, argv), indent) + "\n");
-  if (!f.html.empty()) write_file_atomic(f.html, predict::prediction_html(p));
+  predict_and_write(f, w, n, specs, o, tta_run, argv);
 }
 
 }  // namespace
@@ -185,6 +221,16 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "free");
   cmd->add_option("--threads-per-worker", f->options.threads_per_worker,
                   "Compute threads of each worker, for --cores-per-node")->capture_default_str();
+  cmd->add_option(
+      "--tta", f->tta,
+      "Time to accuracy at each N: a 'dlscale train --target-accuracy A --noise-scale --json FILE' "
+      "record that reached its target; its epochs, global batch and gradient noise scale give the "
+      "epochs at N x batch (McCandlish et al. 2018), times the predicted step: hours to target, "
+      "speedup, the fastest and the cheapest N per strategy (docs/predict.md)");
+  cmd->add_option(
+      "--max-global-batch", f->max_global_batch,
+      "With --tta: the global batch grows as N x --batch up to this, then stays (each worker's "
+      "batch shrinks); 0 = no cap");
   cmd->add_flag("--validate", f->validate,
                 "Predict each published figure of --system from its one-device rate and print the errors");
   cmd->add_option("--json", f->json, "Write the prediction record here (atomically)");

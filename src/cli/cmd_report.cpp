@@ -79,7 +79,8 @@ void add_report_command(CLI::App& app) {
       "report",
       "Scaling tables from the results store: step time, throughput, speedup and efficiency per "
       "worker count (weak, strong), the step-time breakdown, a side-by-side comparison, the I/O "
-      "overhead, the time to accuracy, the memory per worker or the gradient noise scale; and a "
+      "overhead, the time to accuracy, the memory per worker, the gradient noise scale or steps to "
+      "target against the batch; and a "
       "self-contained HTML page with charts (docs/reports.md).");
   add_run_selection(cmd, f->selection);
   CLI::Option* type =
@@ -91,10 +92,12 @@ void add_report_command(CLI::App& app) {
              "seeds and repeats, docs/convergence.md) | memory (parameters, gradients and "
              "optimizer state each worker keeps, and its peak resident set, docs/metrics.md) | "
              "noise (the gradient noise scale of runs with train --noise-scale, "
-             "docs/convergence.md) | predict (each run's samples/s against the scaling model's; "
+             "docs/convergence.md) | batch (steps and epochs to target against the global batch, "
+             "with McCandlish et al.'s model fitted, examples/batch-scaling.yaml) | predict (each "
+             "run's samples/s against the scaling model's; "
              "needs --calibrate, docs/predict.md)")
           ->check(CLI::IsMember({"weak", "strong", "breakdown", "compare", "commbench", "io", "tta",
-                                 "memory", "noise", "predict"}))
+                                 "memory", "noise", "batch", "predict"}))
           ->capture_default_str();
   cmd->add_option("--format", f->format, "text | markdown | csv | json")
       ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))

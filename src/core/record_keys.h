@@ -77,6 +77,7 @@ inline constexpr const char* kBreakdownMs = "breakdown_ms";  ///< {phase: median
 inline constexpr const char* kComm = "comm";                 ///< null on one worker
 inline constexpr const char* kData = "data";
 inline constexpr const char* kConvergence = "convergence";   ///< null unless the run evaluated
+inline constexpr const char* kNoise = "noise";  ///< train --noise-scale: the gradient noise scale
 /// Memory per worker: the max over ranks of each figure, and "per_rank".
 inline constexpr const char* kMem = "mem";
 /// What backward did when, for the predictor (train --profile-backward).

@@ -16,7 +16,9 @@ std::string link_text(const Link& l) {
   return fmt::format("{:.3g} Gbit/s, {:.3g} us", l.bytes_per_s * 8 / 1e9, l.alpha_s * 1e6);
 }
 
-std::vector<std::string> header_lines(const Prediction& p) {
+}  // namespace
+
+std::vector<std::string> prediction_header(const Prediction& p) {
   const Workload& w = p.workload;
   const Network& n = p.network;
   std::vector<std::string> lines;
@@ -38,6 +40,8 @@ std::vector<std::string> header_lines(const Prediction& p) {
   return lines;
 }
 
+namespace {
+
 /// x values for a chart: all of `ns` when few, else about 24 spread evenly on a log scale.
 std::vector<long long> chart_points(const std::vector<long long>& ns) {
   if (ns.size() <= 24) return ns;
@@ -57,7 +61,7 @@ std::string unit_per_s(const Prediction& p) { return p.workload.unit + "/s"; }
 }  // namespace
 
 void print_prediction(const Prediction& p, std::ostream& out) {
-  for (const std::string& line : header_lines(p)) out << line << "\n";
+  for (const std::string& line : prediction_header(p)) out << line << "\n";
   for (const StrategyPrediction& sp : p.strategies) {
     out << "\nstrategy " << sp.spec.label << "\n";
     TextTable t({"N", "step ms", unit_per_s(p), "speedup", "eff %", "exposed ms", "MB/rank", "bottleneck"},
@@ -148,8 +152,9 @@ std::string prediction_html(const Prediction& p) {
   }
   std::ostringstream tables;
   print_prediction(shown, tables);
-  return report::render_chart_page("dlscale predict: " + p.workload.model, header_lines(p), {eff, thr},
-                                   "<h2>Tables</h2>\n<pre>" + report::html_escape(tables.str()) + "</pre>\n");
+  return report::render_chart_page(
+      "dlscale predict: " + p.workload.model, prediction_header(p), {eff, thr},
+      "<h2>Tables</h2>\n<pre>" + report::html_escape(tables.str()) + "</pre>\n");
 }
 
 std::vector<ValidationRow> validate_system(const SystemSpec& system,

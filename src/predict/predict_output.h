@@ -13,6 +13,10 @@
 
 namespace dlscale::predict {
 
+/// The lines that say what was predicted: workload, compute source,
+/// network, scaling and the one-worker baseline.
+std::vector<std::string> prediction_header(const Prediction& p);
+
 /// Header lines (workload, network) and one table per strategy: N, step
 /// time, throughput, speedup, efficiency, exposed communication, MB sent
 /// by the busiest rank, bottleneck.

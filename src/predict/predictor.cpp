@@ -349,6 +349,11 @@ std::vector<long long> parse_workers(const std::string& text) {
   return out;
 }
 
+double one_worker_step_s(const Workload& w, double batch) {
+  const Compute c = scaled(w, batch / static_cast<double>(w.batch), 1);
+  return c.data_s + c.forward_s + c.backward_s + c.optimizer_s;
+}
+
 Prediction predict(const Workload& w, const Network& n, const std::vector<StrategySpec>& strategies,
                    const PredictOptions& o) {
   DLSCALE_CHECK(o.scaling == "weak" || o.scaling == "strong", "scaling must be weak or strong (got '{}')", o.scaling);
@@ -365,8 +370,7 @@ Prediction predict(const Workload& w, const Network& n, const std::vector<Strate
     DLSCALE_CHECK(o.scaling == "weak" || static_cast<double>(workers) <= batch,
                   "strong scaling: N = {} workers exceed the global batch of {}", workers, batch);
   }
-  const Compute base = scaled(w, batch / static_cast<double>(w.batch), 1);
-  result.t1_s = base.data_s + base.forward_s + base.backward_s + base.optimizer_s;
+  result.t1_s = one_worker_step_s(w, batch);
   for (const StrategySpec& s : strategies) {
     for (long long workers : o.workers) check_strategy(s, n, workers);
     StrategyPrediction sp{s, {}};

@@ -116,6 +116,9 @@ struct Prediction {
   std::vector<StrategyPrediction> strategies;
 };
 
+/// One worker's step without exchange at `batch` samples.
+double one_worker_step_s(const Workload& w, double batch);
+
 /// Predicts every strategy at every N; throws dlscale::Error (naming it) on
 /// an N <= 0, a strategy that cannot run at some N, a strong-scaling N
 /// larger than the global batch, or an inconsistent network.

@@ -25,18 +25,8 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
-namespace {
-
-// A calibration record's values: a step of up to a day, a batch as train's
-// --batch, a gradient up to 10 TB. More is not a measurement, and would
-// overflow the model's integers or swamp every other term.
-constexpr double kMaxMs = 864e5;
-constexpr double kMaxBatch = 1 << 20;
-constexpr double kMaxTensorBytes = 1e13;
-
-/// `record[path...]` as a number no larger than `hi`, or an error naming the field.
-double number_at(const nlohmann::json& record, std::initializer_list<const char*> path, const std::string& what,
-                 double hi = HUGE_VAL) {
+double number_at(const nlohmann::json& record, std::initializer_list<const char*> path,
+                 const std::string& what, double hi) {
   const nlohmann::json* node = &record;
   std::string name;
   for (const char* key : path) {
@@ -51,6 +41,15 @@ double number_at(const nlohmann::json& record, std::initializer_list<const char*
                 node->get<double>());
   return node->get<double>();
 }
+
+namespace {
+
+// A calibration record's values: a step of up to a day, a batch as train's
+// --batch, a gradient up to 10 TB. More is not a measurement, and would
+// overflow the model's integers or swamp every other term.
+constexpr double kMaxMs = 864e5;
+constexpr double kMaxBatch = 1 << 20;
+constexpr double kMaxTensorBytes = 1e13;
 
 /// Gradients in ready order, each at its share of `backward_s`.
 std::vector<Gradient> ready_gradients(const BackwardProfile& profile, double backward_s) {

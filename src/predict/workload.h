@@ -4,7 +4,9 @@
 // Built from a measured 1-worker record (calibrate_from_record) or from a
 // published samples/s figure and a backward profile (calibrate_from_rate).
 // No LibTorch.
+#include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -58,6 +60,11 @@ Workload calibrate_from_record(const nlohmann::json& record, const std::string& 
 /// them; gradients become ready as `profile` says.
 Workload calibrate_from_rate(const std::string& model, int64_t batch, double samples_per_s,
                              const BackwardProfile& profile, double backward_share = 2.0 / 3.0);
+
+/// `record[path...]` as a finite number no larger than `hi`; throws
+/// dlscale::Error naming `what` and the field when it is missing or not one.
+double number_at(const nlohmann::json& record, std::initializer_list<const char*> path,
+                 const std::string& what, double hi = HUGE_VAL);
 
 /// Reads a JSON file (a record); throws dlscale::Error naming the path.
 nlohmann::json read_json_file(const std::string& path);

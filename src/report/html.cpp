@@ -135,6 +135,31 @@ std::string noise_chart(const std::vector<NoiseRow>& rows) {
                                "B_simple", xs, series, 0)});
 }
 
+/// Steps to target against the global batch, log-log, one line per
+/// configuration with its fitted model dashed in the same colour.
+std::string batch_chart(const std::vector<BatchStudy>& studies) {
+  std::set<double> xs_set;
+  std::vector<Series> series;
+  for (const BatchStudy& s : studies) {
+    const int color = static_cast<int>(series.size());
+    Series measured{series_name(s.labels), {}, color, false};
+    Series fitted{"fit", {}, color, true};
+    for (const BatchPoint& p : s.points) {
+      if (p.steps) measured.points.emplace_back(p.global_batch, *p.steps);
+      if (s.fit.ok) fitted.points.emplace_back(p.global_batch, s.fit.model.steps(p.global_batch));
+      xs_set.insert(p.global_batch);
+    }
+    if (measured.points.empty()) continue;
+    series.push_back(std::move(measured));
+    if (!fitted.points.empty()) series.push_back(std::move(fitted));
+  }
+  if (series.empty()) return "";
+  const std::vector<double> xs(xs_set.begin(), xs_set.end());
+  return chart_row(
+      {line_chart("Steps to target vs global batch (dashed: S_min (1 + B_crit/B) fitted)", "steps",
+                  xs, series, 0, XAxis{"global batch"}, 0, true)});
+}
+
 /// busbw against message size, one chart per operation.
 std::string commbench_charts(const std::vector<BusbwSeries>& all) {
   std::vector<std::string> ops;
@@ -379,6 +404,15 @@ std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOpti
   if (const std::vector<NoiseRow> rows = noise_rows(runs); !rows.empty()) {
     const Report rep = build_report(runs, {ReportType::kNoise, "", ""});
     o << "<h2 id=\"noise\">Gradient noise scale</h2>\n" << noise_chart(rows) << report_section(rep);
+  }
+  if (const std::vector<BatchStudy> studies = batch_studies(runs);
+      std::any_of(studies.begin(), studies.end(), [](const BatchStudy& s) {
+        return std::count_if(s.points.begin(), s.points.end(),
+                             [](const BatchPoint& p) { return p.steps; }) >= 2;
+      })) {
+    const Report rep = build_report(runs, {ReportType::kBatch, "", ""});
+    o << "<h2 id=\"batch\">Steps to target against the global batch</h2>\n"
+      << batch_chart(studies) << report_section(rep);
   }
   if (!runs.empty() && (!opt.compare_by.empty() || !detect_compare_by(runs).empty())) {
     const Report rep = build_report(runs, {ReportType::kCompare, opt.compare_by, opt.baseline});

@@ -24,6 +24,8 @@ std::string type_name(ReportType t) {
     case ReportType::kMemory: return "memory";
     case ReportType::kNoise:
       return "noise";
+    case ReportType::kBatch:
+      return "batch";
     case ReportType::kPredict: return "predict";
   }
   return "?";

@@ -10,7 +10,7 @@
 namespace dlscale::report {
 namespace {
 
-constexpr EnumNames<ReportType, 10> kTypeNames{"report type",
+constexpr EnumNames<ReportType, 11> kTypeNames{"report type",
                                                {{{ReportType::kWeak, "weak"},
                                                  {ReportType::kStrong, "strong"},
                                                  {ReportType::kBreakdown, "breakdown"},
@@ -20,6 +20,7 @@ constexpr EnumNames<ReportType, 10> kTypeNames{"report type",
                                                  {ReportType::kTta, "tta"},
                                                  {ReportType::kMemory, "memory"},
                                                  {ReportType::kNoise, "noise"},
+                                                 {ReportType::kBatch, "batch"},
                                                  {ReportType::kPredict, "predict"}}}};
 constexpr EnumNames<Format, 4> kFormatNames{
     "format", {{{Format::kText, "text"}, {Format::kMarkdown, "markdown"}, {Format::kCsv, "csv"}, {Format::kJson, "json"}}}};
@@ -52,6 +53,8 @@ Report build_report(const std::vector<RunRecord>& all, const ReportOptions& o) {
       return memory_report(runs);
     case ReportType::kNoise:
       return noise_report(runs);
+    case ReportType::kBatch:
+      return batch_report(runs);
     case ReportType::kCommbench:
     case ReportType::kPredict:
       break;

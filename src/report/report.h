@@ -23,6 +23,7 @@ enum class ReportType {
   kTta,
   kMemory,
   kNoise,
+  kBatch,
   kPredict
 };
 enum class Format { kText, kMarkdown, kCsv, kJson };

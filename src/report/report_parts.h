@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/batch_model.h"
 #include "report/report.h"
 
 namespace dlscale::report {
@@ -98,6 +99,32 @@ struct NoiseRow {
 /// The runs with a noise scale, in order.
 std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs);
 
+/// One global batch of a batch study (report --type batch): the runs that
+/// trained to a target there, whatever their seed.
+struct BatchPoint {
+  double global_batch = 0;
+  int runs = 0;                    ///< completed repeats that had a target
+  int reached = 0;                 ///< of them, those that reached it
+  std::optional<double> steps;     ///< median steps to target over those that reached it
+  std::optional<double> epochs;    ///< median epochs to target
+  std::optional<double> b_simple;  ///< median measured noise scale (over every run)
+  double samples_per_epoch = 0;    ///< steps x batch / epochs
+};
+/// The points of one configuration, ascending in global batch, with the
+/// model fitted to them and the model through the smallest batch that
+/// reached the target with a positive noise scale (B0).
+struct BatchStudy {
+  std::vector<std::pair<std::string, std::string>> labels;  ///< model, strategy, varying params
+  std::vector<BatchPoint> points;
+  BatchFit fit;
+  std::optional<BatchModel> from_base;
+  double base_batch = 0;         ///< B0, when from_base is set
+  double samples_per_epoch = 0;  ///< the median over the points
+};
+/// The runs with a target, grouped by everything but the global batch, the
+/// per-worker batch, --accumulate, the synthetic pool and the seed.
+std::vector<BatchStudy> batch_studies(const std::vector<RunRecord>& runs);
+
 // One function per report type.
 Report scaling_report(const std::vector<RunRecord>& runs, const std::string& scaling);
 Report breakdown_report(const std::vector<RunRecord>& runs);
@@ -105,5 +132,6 @@ Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o
 Report io_report(const std::vector<RunRecord>& runs);
 Report memory_report(const std::vector<RunRecord>& runs);
 Report noise_report(const std::vector<RunRecord>& runs);
+Report batch_report(const std::vector<RunRecord>& runs);
 
 }  // namespace dlscale::report

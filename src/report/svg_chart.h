@@ -38,10 +38,13 @@ struct XAxis {
 
 /// A line chart over categorical x values (the worker counts, or message
 /// sizes: evenly spaced, so doubling sizes read as a log scale), or over a
-/// continuous axis. The y axis runs from `y_floor` to at least `y_min_top`.
-std::string line_chart(const std::string& title, const std::string& y_label, const std::vector<double>& xs,
-                       const std::vector<Series>& series, double y_min_top, const XAxis& axis = {},
-                       double y_floor = 0);
+/// continuous axis. The y axis runs from `y_floor` to at least `y_min_top`,
+/// or with `log_y` over the decades of the positive ys (points at y <= 0
+/// are then left out of the drawing).
+std::string line_chart(const std::string& title, const std::string& y_label,
+                       const std::vector<double>& xs, const std::vector<Series>& series,
+                       double y_min_top, const XAxis& axis = {}, double y_floor = 0,
+                       bool log_y = false);
 
 /// Charts side by side.
 std::string chart_row(const std::vector<std::string>& charts);

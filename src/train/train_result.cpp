@@ -279,7 +279,7 @@ nlohmann::json results_json(const TrainResult& r) {
                                                    {"norm_last", r.runtime.grad_norm_last},
                                                    {"norm_max", r.runtime.grad_norm_max}}
                                   : nlohmann::json();
-  results["noise"] = r.noise;
+  results[record::kNoise] = r.noise;
   // Each strategy's own section: the run's strategy's, null for the others.
   for (const std::string& key : dp::strategy_section_keys()) results[key] = nullptr;
   if (!r.strategy.key.empty()) results[r.strategy.key] = r.strategy.section;

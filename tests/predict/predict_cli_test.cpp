@@ -111,6 +111,54 @@ TEST(PredictCli, ShippedSystemsPredictAndValidate) {
   EXPECT_NE(o.out.find("median |diff|"), std::string::npos) << o.out;
 }
 
+/// A 2-worker run that reached top-1 0.9 after 1.5 epochs (1,500 steps) at
+/// global batch 32 with a gradient noise scale of 64, as train writes it.
+std::string reached_record(const std::string& b_simple = "64.0",
+                           const std::string& status = "success") {
+  const std::string path = temp_path("reached-" + b_simple + status + ".json");
+  write_file_atomic(path, R"({"kind": "train", "status": "ok", "model": {"name": "lenet"},
+      "inputs": {"batch": 16, "world_size": 2, "accumulate": 1},
+      "results": {"convergence": {"target": 0.9, "status": ")" +
+                              status + R"(", "metric": "top1",
+                                  "epochs_to_target": 1.5, "steps_done": 1500},
+                  "noise": {"b_simple": )" +
+                              b_simple + "}}}");
+  return path;
+}
+
+TEST(PredictCli, TimeToAccuracyAtEachNFromARunThatReachedItsTarget) {
+  const std::string json = temp_path("tta.json"), html = temp_path("tta.html");
+  const Outcome o =
+      run_dlscale("predict --calibrate " + lenet_record() + " --tta " + reached_record() +
+                  " --link-gbps 10 -n 1-16 -s allreduce,ps:1 --max-global-batch 256 --json " +
+                  json + " --html " + html);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("time to accuracy, strategy ps:1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("fastest: N = "), std::string::npos) << o.out;
+  const nlohmann::json p = nlohmann::json::parse(read_file(json));
+  ASSERT_EQ(p["tta"]["strategies"].size(), 2u);
+  EXPECT_EQ(p["tta"]["run"]["global_batch"], 32);
+  EXPECT_EQ(p["tta"]["model"]["b_crit"], 64);
+  const nlohmann::json& points = p["tta"]["strategies"][0]["points"];
+  ASSERT_EQ(points.size(), 5u);                                // 1, 2, 4, 8, 16
+  EXPECT_EQ(points[4]["global_batch"], 256);                   // 16 x 32 capped at 256
+  EXPECT_NEAR(points[0]["epochs"].get<double>(), 1.5, 1e-12);  // the record's own batch
+  EXPECT_NE(read_file(html).find("Predicted time to target"), std::string::npos);
+  // Each refused in one line naming it, exit 2.
+  const auto refused = [&](const std::string& args, const std::string& what) {
+    const Outcome bad =
+        run_dlscale("predict --calibrate " + lenet_record() + " --link-gbps 10 " + args);
+    EXPECT_EQ(bad.code, 2) << args;
+    EXPECT_NE(bad.err.find(what), std::string::npos) << bad.err;
+  };
+  refused("--tta " + lenet_record(), "the run had no target");
+  refused("--tta " + reached_record("64.0", "aborted"), "did not reach its target");
+  refused("--tta " + reached_record("null"), "noise scale is undefined");
+  refused("--tta " + reached_record("-2.5"), "noise scale is -2.5, not positive");
+  refused("--max-global-batch 64", "--max-global-batch caps the batch of --tta");
+  refused("--tta " + reached_record() + " --global-batch 64", "--tta predicts weak scaling");
+}
+
 TEST(PredictCli, BadInputGetsOneLineNamingIt) {
   const std::string rec = lenet_record();
   EXPECT_NE(fails("predict --calibrate " + rec + " --link-gbps 1 --workers 0").find("must be >= 1"), std::string::npos);

@@ -1,0 +1,214 @@
+// report --type batch: steps and epochs to target against the global batch
+// (examples/batch-scaling.yaml), McCandlish et al.'s model fitted to them,
+// and what the smallest batch's noise scale alone predicts for the others.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "core/record_keys.h"
+#include "core/stats.h"
+#include "report/report_parts.h"
+
+namespace dlscale::report {
+
+namespace {
+
+/// Parameters a batch study changes with the global batch: runs that differ
+/// only in these (and in seed) are points of one curve. The synthetic pool
+/// is counted in global batches, so a study keeps its training set fixed by
+/// varying it with the batch.
+const std::set<std::string> kBatchAxes = {"global-batch", "batch", "accumulate",
+                                          "synthetic-batches", "seed"};
+
+std::optional<double> metric_of(const sweep::RepeatRecord& r, const std::string& name) {
+  const auto it = r.metrics.find(name);
+  if (it == r.metrics.end() || !std::isfinite(it->second)) return std::nullopt;
+  return it->second;
+}
+
+/// Adds the completed repeats of `run` that trained to a target to `point`.
+void add_repeats(const RunRecord& run, BatchPoint& point, std::vector<double>& steps,
+                 std::vector<double>& epochs, std::vector<double>& noise) {
+  const std::string conv = record::metric::kConvergencePrefix;
+  for (const sweep::RepeatRecord& r : run.repeats) {
+    const auto success = metric_of(r, record::metric::kConvergenceSuccess);
+    if (r.status != sweep::kStatusCompleted || !success) continue;
+    ++point.runs;
+    if (const auto b = metric_of(r, "noise_b_simple")) noise.push_back(*b);
+    const auto s = metric_of(r, conv + "steps_done"), e = metric_of(r, conv + "epochs_to_target");
+    if (*success <= 0 || !s || !e || *s <= 0 || *e <= 0) continue;
+    ++point.reached;
+    steps.push_back(*s);
+    epochs.push_back(*e);
+  }
+}
+
+/// The fit of the measured curve and the model through the smallest batch
+/// that reached its target and measured a positive noise scale.
+void model_study(BatchStudy& study) {
+  std::vector<StepsPoint> measured;
+  std::vector<double> per_epoch;
+  for (const BatchPoint& p : study.points) {
+    if (!p.steps) continue;
+    measured.push_back({p.global_batch, *p.steps});
+    per_epoch.push_back(p.samples_per_epoch);
+  }
+  if (measured.empty()) {
+    study.fit.why = "no global batch reached the target";
+    return;
+  }
+  study.samples_per_epoch = median(per_epoch);
+  study.fit = fit_steps(measured, study.samples_per_epoch);
+  for (const BatchPoint& p : study.points) {
+    if (!p.epochs || !p.b_simple || !(*p.b_simple > 0)) continue;
+    study.base_batch = p.global_batch;
+    study.from_base = model_from_run(*p.epochs, p.global_batch, *p.b_simple, p.samples_per_epoch);
+    return;
+  }
+}
+
+Cell optional_number(const std::optional<double>& v, const char* spec) {
+  return v ? number(*v, spec) : Cell{"", {}};
+}
+
+}  // namespace
+
+std::vector<BatchStudy> batch_studies(const std::vector<RunRecord>& runs) {
+  std::vector<BatchStudy> studies;
+  std::map<std::vector<std::pair<std::string, std::string>>, size_t> index;
+  std::map<std::pair<size_t, double>, std::vector<const RunRecord*>> by_batch;
+  for (const LabelledRun& r :
+       labelled_runs(runs, record::metric::kConvergenceSuccess, kBatchAxes)) {
+    const auto [it, added] = index.try_emplace(r.labels, studies.size());
+    if (added) {
+      studies.emplace_back();
+      studies.back().labels = r.labels;
+    }
+    const Params& p = r.run->params;
+    const double b =
+        p.count("global-batch") ? static_cast<double>(sweep::param_int(p, "global-batch")) : 0;
+    if (b > 0) by_batch[{it->second, b}].push_back(r.run);
+  }
+  for (const auto& [key, group] : by_batch) {
+    BatchPoint point;
+    point.global_batch = key.second;
+    std::vector<double> steps, epochs, noise;
+    for (const RunRecord* run : group) add_repeats(*run, point, steps, epochs, noise);
+    if (!steps.empty()) {
+      point.steps = median(steps);
+      point.epochs = median(epochs);
+      point.samples_per_epoch = *point.steps * point.global_batch / *point.epochs;
+    }
+    if (!noise.empty()) point.b_simple = median(noise);
+    studies[key.first].points.push_back(point);
+  }
+  for (BatchStudy& s : studies) model_study(s);
+  studies.erase(std::remove_if(studies.begin(), studies.end(),
+                               [](const BatchStudy& s) { return s.points.empty(); }),
+                studies.end());
+  return studies;
+}
+
+namespace {
+
+/// The notes of one study: the fitted model, the noise scale's critical
+/// batch beside it, and how far the smallest batch's prediction was off.
+void study_notes(const BatchStudy& s, Report& rep) {
+  const std::string name = series_name(s.labels);
+  if (s.fit.ok) {
+    const BatchModel& m = s.fit.model;
+    rep.notes.push_back(
+        fmt::format("{}: fitted S_min {:.4g} steps, E_min {:.3g} epochs, B_crit {:.4g} (rms error "
+                    "of the fit {:.1f}%)",
+                    name, m.s_min, m.e_min(), m.b_noise, 100 * s.fit.rms_relative_error));
+  } else {
+    rep.notes.push_back(fmt::format("{}: no fit: {}", name, s.fit.why));
+  }
+  if (!s.from_base) return;
+  std::vector<double> errors;
+  for (const BatchPoint& p : s.points) {
+    if (p.epochs && p.global_batch != s.base_batch) {
+      errors.push_back(std::fabs(s.from_base->epochs(p.global_batch) / *p.epochs - 1));
+    }
+  }
+  std::string line =
+      fmt::format("{}: B_simple at B0 = {:g}: {:.4g}", name, s.base_batch, s.from_base->b_noise);
+  if (s.fit.ok)
+    line += fmt::format(" (fitted B_crit / B_simple = {:.2f})",
+                        s.fit.model.b_noise / s.from_base->b_noise);
+  if (!errors.empty()) {
+    line +=
+        fmt::format("; epochs predicted from B0 alone: median |error| {:.0f}%, largest {:.0f}%",
+                    100 * median(errors), 100 * *std::max_element(errors.begin(), errors.end()));
+  }
+  rep.notes.push_back(line);
+}
+
+}  // namespace
+
+Report batch_report(const std::vector<RunRecord>& runs) {
+  const std::vector<BatchStudy> studies = batch_studies(runs);
+  DLSCALE_CHECK(!studies.empty(),
+                "no run in the selection trained to a target (--target-accuracy), so there are "
+                "no steps to target to set against the global batch");
+  Report rep;
+  rep.type = ReportType::kBatch;
+  rep.title =
+      "Steps and epochs to target against the global batch (McCandlish et al. 2018: "
+      "S = S_min (1 + B_crit/B), E = E_min (1 + B/B_crit))";
+  const std::vector<std::pair<std::string, std::string>> columns = {
+      {"reached", "reached"},
+      {"runs", "runs"},
+      {"steps", "steps"},
+      {"epochs", "epochs"},
+      {"B_simple", "b_simple"},
+      {"steps fitted", "steps_fitted"},
+      {"epochs from B0", "epochs_from_b0"},
+      {"error %", "error_pct"}};
+  Table t = per_run_tables(rep, studies.front().labels, {"global batch"}, columns);
+  const size_t batch_column = studies.front().labels.size();
+  t.numeric[batch_column] = true;
+  rep.data.numeric[batch_column] = true;
+  for (const BatchStudy& s : studies) {
+    for (const BatchPoint& p : s.points) {
+      std::vector<Cell> cells, data;
+      for (const auto& [k, v] : s.labels) cells.push_back({v, {}});
+      data = cells;
+      // Each figure: as people read it, and with every digit for programs.
+      const auto add = [&](const std::optional<double>& v, const char* spec) {
+        cells.push_back(optional_number(v, spec));
+        data.push_back(optional_number(v, "{:.9g}"));
+      };
+      add(p.global_batch, "{:.0f}");
+      add(p.reached, "{:.0f}");
+      add(p.runs, "{:.0f}");
+      add(p.steps, "{:.0f}");
+      add(p.epochs, "{:.2f}");
+      add(p.b_simple, "{:.4g}");
+      add(s.fit.ok ? std::optional<double>(s.fit.model.steps(p.global_batch)) : std::nullopt,
+          "{:.0f}");
+      const std::optional<double> predicted =
+          s.from_base ? std::optional<double>(s.from_base->epochs(p.global_batch)) : std::nullopt;
+      add(predicted, "{:.2f}");
+      add(predicted && p.epochs ? std::optional<double>(100 * (*predicted / *p.epochs - 1))
+                                : std::nullopt,
+          "{:+.0f}");
+      t.rows.push_back(std::move(cells));
+      rep.data.rows.push_back(std::move(data));
+    }
+    study_notes(s, rep);
+  }
+  rep.notes.push_back(
+      "steps and epochs are medians over the runs (seeds, repeats) that reached the target; "
+      "B_simple is the median noise scale the runs measured (train --noise-scale)");
+  rep.notes.push_back(
+      "epochs from B0: E(B) = E0 (1 + B/B_simple)/(1 + B0/B_simple) from the smallest batch's "
+      "epochs and noise scale alone (predict --tta's model; docs/predict.md)");
+  rep.tables.push_back(std::move(t));
+  return rep;
+}
+
+}  // namespace dlscale::report

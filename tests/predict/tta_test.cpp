@@ -1,0 +1,155 @@
+// McCandlish et al.'s model of steps and epochs to target (core/batch_model.h)
+// and predict --tta on top of the scaling model (predict/tta.h).
+#include "predict/tta.h"
+
+#include <gtest/gtest.h>
+
+#include "core/batch_model.h"
+#include "core/error.h"
+
+namespace dlscale::predict {
+namespace {
+
+TEST(BatchModel, OneRunAndItsNoiseScaleGiveTheCurve) {
+  // E0 = 2 epochs at B0 = 100 with B_noise 100: E_min = 1, and S x B = E x D.
+  const BatchModel m = model_from_run(2, 100, 100, 50000);
+  EXPECT_DOUBLE_EQ(m.e_min(), 1);
+  EXPECT_DOUBLE_EQ(m.epochs(100), 2);
+  EXPECT_DOUBLE_EQ(m.epochs(300), 4);  // 1 + 300/100
+  EXPECT_DOUBLE_EQ(m.steps(100), 1000);
+  EXPECT_DOUBLE_EQ(m.s_min, 500);
+  EXPECT_DOUBLE_EQ(m.steps(300) * 300, m.epochs(300) * 50000);
+  EXPECT_THROW(model_from_run(2, 100, std::nan(""), 50000), Error);
+  EXPECT_THROW(model_from_run(2, 100, -5, 50000), Error);
+  EXPECT_THROW(model_from_run(0, 100, 5, 50000), Error);
+}
+
+TEST(BatchModel, TheFitRecoversTheCurveAndSaysWhenThereIsNone) {
+  const BatchModel truth{400, 256, 60000};
+  std::vector<StepsPoint> points;
+  for (double b : {32, 64, 128, 256, 512}) points.push_back({b, truth.steps(b)});
+  const BatchFit fit = fit_steps(points, 60000);
+  ASSERT_TRUE(fit.ok) << fit.why;
+  EXPECT_NEAR(fit.model.s_min, 400, 1e-9);
+  EXPECT_NEAR(fit.model.b_noise, 256, 1e-9);
+  EXPECT_NEAR(fit.rms_relative_error, 0, 1e-12);
+  // Steps that do not fall, steps that fall faster than 1/B, one batch only.
+  EXPECT_EQ(fit_steps({{32, 100}, {64, 120}}, 60000).why,
+            "steps do not fall as the batch grows (fitted B_noise not positive)");
+  EXPECT_EQ(fit_steps({{32, 1000}, {64, 100}}, 60000).why,
+            "steps fall faster than 1/B (fitted S_min not positive)");
+  EXPECT_FALSE(fit_steps({{32, 1000}, {32, 1100}}, 60000).ok);
+  EXPECT_THROW(fit_steps({{32, -1}, {64, 10}}, 60000), Error);
+}
+
+/// A record of a 2-worker run at batch 16 with 2 micro-batches (global 64)
+/// that reached top-1 0.9 after 1.5 epochs and 1500 steps.
+nlohmann::json reached_record() {
+  return {{"kind", "train"},
+          {"model", {{"name", "tinycnn"}}},
+          {"inputs", {{"batch", 16}, {"world_size", 2}, {"accumulate", 2}}},
+          {"results",
+           {{"convergence",
+             {{"target", 0.9},
+              {"status", "success"},
+              {"metric", "top1"},
+              {"epochs_to_target", 1.5},
+              {"steps_done", 1500}}},
+            {"noise", {{"b_simple", 64.0}}}}}};
+}
+
+TEST(Tta, TheRecordGivesEpochsBatchAndNoiseScale) {
+  const TtaRun r = tta_run_from_record(reached_record(), "run.json");
+  EXPECT_EQ(r.global_batch, 64);
+  EXPECT_EQ(r.samples_per_epoch, 1500.0 * 64 / 1.5);
+  EXPECT_EQ(r.metric, "top1");
+  EXPECT_DOUBLE_EQ(r.model_fit.epochs(64), 1.5);
+  EXPECT_DOUBLE_EQ(r.model_fit.e_min(), 0.75);  // 1.5 / (1 + 64/64)
+  const auto fails = [](const nlohmann::json& j) {
+    try {
+      tta_run_from_record(j, "run.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  nlohmann::json j = reached_record();
+  j["results"]["convergence"]["status"] = "aborted";
+  EXPECT_NE(fails(j).find("did not reach its target (status 'aborted')"), std::string::npos);
+  j = reached_record();
+  j["results"]["convergence"] = nullptr;
+  EXPECT_NE(fails(j).find("the run had no target"), std::string::npos);
+  j = reached_record();
+  j["results"].erase("noise");
+  EXPECT_NE(fails(j).find("no gradient noise scale (train --noise-scale)"), std::string::npos);
+  j = reached_record();
+  j["results"]["noise"]["b_simple"] = nullptr;
+  EXPECT_NE(fails(j).find("noise scale is undefined"), std::string::npos);
+  j["results"]["noise"]["b_simple"] = -4.0;
+  EXPECT_NE(fails(j).find("noise scale is -4, not positive"), std::string::npos);
+}
+
+/// One worker: 10 ms of compute at batch 32 and a 4 MB gradient.
+Workload small_workload() {
+  Workload w;
+  w.model = "m";
+  w.batch = 32;
+  w.forward_s = 0.003;
+  w.backward_s = 0.006;
+  w.optimizer_s = 0.001;
+  w.grads = {{4000000, 0.006, 0}};
+  return w;
+}
+
+Network ten_gbit() {
+  Network n;
+  n.workers_per_node = 1;
+  n.intra = {20e-6, 1.25e9};
+  n.inter = {20e-6, 1.25e9};
+  return n;
+}
+
+TEST(Tta, TimeToTargetIsStepsTimesThePredictedStep) {
+  const TtaRun run = tta_run_from_record(reached_record(), "run.json");
+  PredictOptions o;
+  o.workers = {1, 2, 4, 8, 16, 64};
+  const std::vector<StrategySpec> specs = {parse_strategy("allreduce")};
+  const TtaPrediction p = predict_tta(small_workload(), ten_gbit(), specs, o, run, 0);
+  ASSERT_EQ(p.strategies.size(), 1u);
+  const std::vector<TtaPoint>& pts = p.strategies[0].points;
+  EXPECT_DOUBLE_EQ(p.t1_s, 0.010);
+  EXPECT_DOUBLE_EQ(pts[0].time_s, run.model_fit.steps(32) * pts[0].step_s);
+  EXPECT_DOUBLE_EQ(pts[0].speedup, 1);
+  const Prediction step = predict(small_workload(), ten_gbit(), specs, o);
+  for (size_t i = 0; i < pts.size(); ++i) {
+    EXPECT_DOUBLE_EQ(pts[i].global_batch, 32.0 * o.workers[i]);
+    EXPECT_DOUBLE_EQ(pts[i].step_s, step.strategies[0].points[i].step_s);
+    EXPECT_DOUBLE_EQ(pts[i].epochs, run.model_fit.epochs(pts[i].global_batch));
+    EXPECT_DOUBLE_EQ(pts[i].device_hours, o.workers[i] * pts[i].time_s / 3600);
+  }
+  // Steps stop falling past B_crit while each step gets dearer: the fastest
+  // N lies inside the range, and one worker costs least.
+  const size_t fastest = p.strategies[0].fastest;
+  EXPECT_GT(fastest, 0u);
+  EXPECT_LT(fastest, pts.size() - 1);
+  EXPECT_EQ(p.strategies[0].cheapest, 0u);
+  const nlohmann::json j = tta_json(p);
+  EXPECT_EQ(j["strategies"][0]["fastest_workers"], pts[fastest].workers);
+  EXPECT_EQ(j["model"]["b_crit"], 64.0);
+}
+
+TEST(Tta, TheGlobalBatchStopsAtItsCap) {
+  const TtaRun run = tta_run_from_record(reached_record(), "run.json");
+  PredictOptions o;
+  o.workers = {1, 4, 16};
+  const std::vector<StrategySpec> specs = {parse_strategy("allreduce")};
+  const TtaPrediction p = predict_tta(small_workload(), ten_gbit(), specs, o, run, 128);
+  EXPECT_EQ(p.strategies[0].points[1].global_batch, 128);
+  EXPECT_EQ(p.strategies[0].points[2].global_batch, 128);  // 8 per worker
+  EXPECT_LT(p.strategies[0].points[2].step_s, p.strategies[0].points[1].step_s);
+  o.workers = {1, 256};
+  EXPECT_THROW(predict_tta(small_workload(), ten_gbit(), specs, o, run, 128), Error);
+}
+
+}  // namespace
+}  // namespace dlscale::predict
