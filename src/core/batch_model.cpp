@@ -50,7 +50,9 @@ BatchFit fit_steps(const std::vector<StepsPoint>& points, double samples_per_epo
   const double a = (sxx * sy - sx * sxy) / det;
   const double c = (sw * sxy - sx * sy) / det;
   if (!(a > 0)) {
-    fit.why = "steps fall faster than 1/B (fitted S_min not positive)";
+    fit.why =
+        "steps fall as 1/B or faster (fitted S_min not positive): no bend yet, B_crit lies past "
+        "the batches measured";
     return fit;
   }
   if (!(c > 0)) {

@@ -46,8 +46,8 @@ struct BatchFit {
 /// Fits `points` (two or more distinct batches, every value > 0). Not ok,
 /// with the reason, when there are too few points or the fitted S_min or
 /// B_noise is not positive (steps that do not fall with the batch, or fall
-/// faster than 1/B): the model does not describe such a curve, and the fit
-/// says so instead of clamping.
+/// as 1/B or faster, so the curve has not bent yet): the fit says so
+/// instead of clamping.
 BatchFit fit_steps(const std::vector<StepsPoint>& points, double samples_per_epoch);
 
 }  // namespace dlscale

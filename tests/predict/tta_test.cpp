@@ -37,7 +37,9 @@ TEST(BatchModel, TheFitRecoversTheCurveAndSaysWhenThereIsNone) {
   EXPECT_EQ(fit_steps({{32, 100}, {64, 120}}, 60000).why,
             "steps do not fall as the batch grows (fitted B_noise not positive)");
   EXPECT_EQ(fit_steps({{32, 1000}, {64, 100}}, 60000).why,
-            "steps fall faster than 1/B (fitted S_min not positive)");
+            "steps fall as 1/B or faster (fitted S_min not positive): no bend yet, B_crit lies "
+            "past the batches "
+            "measured");
   EXPECT_FALSE(fit_steps({{32, 1000}, {32, 1100}}, 60000).ok);
   EXPECT_THROW(fit_steps({{32, -1}, {64, 10}}, 60000), Error);
 }
