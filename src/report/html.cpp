@@ -131,8 +131,24 @@ std::string noise_chart(const std::vector<NoiseRow>& rows) {
   Series batch{"global batch", {}, static_cast<int>(order.size()), true};
   for (double x : xs) batch.points.emplace_back(x, x);
   series.push_back(std::move(batch));
-  return chart_row({line_chart("Gradient noise scale vs global batch (dashed: the batch)",
-                               "B_simple", xs, series, 0)});
+  std::vector<std::string> charts = {line_chart(
+      "Gradient noise scale vs global batch (dashed: the batch)", "B_simple", xs, series, 0)};
+  // Its course over training, one line per run (the estimate's moving average).
+  std::vector<Series> course;
+  double lowest = 0;  // an estimate may be negative early on: drawn as it is
+  for (const NoiseRow& r : rows) {
+    if (r.course.empty()) continue;
+    for (const auto& [step, b] : r.course) lowest = std::min(lowest, b);
+    course.push_back(
+        Series{fmt::format("{} {} workers b{:g}", series_name(r.labels), r.workers, r.global_batch),
+               r.course, static_cast<int>(course.size()), false});
+  }
+  if (!course.empty()) {
+    charts.push_back(line_chart("Gradient noise scale during training", "B_simple", {}, course, 0,
+                                XAxis{"step", tick_label, true},
+                                lowest < 0 ? -nice_step(-lowest) : 0));
+  }
+  return chart_row(charts);
 }
 
 /// Steps to target against the global batch, log-log, one line per

@@ -2,8 +2,10 @@
 // (train --noise-scale, docs/convergence.md), beside its global batch.
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/record_keys.h"
 #include "report/report_parts.h"
 
 namespace dlscale::report {
@@ -22,6 +24,35 @@ const NoiseMetric kNoise[] = {{"b_small", "noise_b_small", "{:.0f}"},
                               {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"},
                               {"B_simple", "noise_b_simple", "{:.4g}"}};
 
+/// At most this many points of a run's course go on the chart.
+constexpr size_t kCoursePoints = 60;
+
+/// B_simple over the steps of the first completed repeat whose record holds
+/// results.noise.course, thinned to about kCoursePoints; undefined steps
+/// (null) are left out.
+std::vector<std::pair<double, double>> noise_course(const RunRecord& run) {
+  for (const sweep::RepeatRecord& rep : run.repeats) {
+    if (rep.status != sweep::kStatusCompleted || rep.record.empty()) continue;
+    const nlohmann::json j = nlohmann::json::parse(rep.record, nullptr, false);
+    const nlohmann::json::json_pointer at("/" + std::string(record::kResults) + "/" +
+                                          record::kNoise + "/course");
+    if (j.is_discarded() || !j.contains(at)) continue;
+    const nlohmann::json& course = j.at(at);
+    const nlohmann::json steps = course.value("step", nlohmann::json()),
+                         b = course.value("b_simple", nlohmann::json());
+    if (!steps.is_array() || !b.is_array() || steps.size() != b.size()) continue;
+    std::vector<std::pair<double, double>> out;
+    const size_t every = std::max<size_t>(1, steps.size() / kCoursePoints);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const bool shown = i % every == 0 || i + 1 == steps.size();
+      if (shown && steps[i].is_number() && b[i].is_number())
+        out.emplace_back(steps[i].get<double>(), b[i].get<double>());
+    }
+    return out;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs) {
@@ -37,6 +68,7 @@ std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs) {
       row.values.push_back(
           median_metric(*r.run, m.metric).value_or(std::numeric_limits<double>::quiet_NaN()));
     }
+    row.course = noise_course(*r.run);
     rows.push_back(std::move(row));
   }
   return rows;

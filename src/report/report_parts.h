@@ -94,6 +94,7 @@ struct NoiseRow {
   int workers = 1;
   double global_batch = 0;
   std::vector<double> values;  ///< b_small, b_big, |G|^2, tr(Sigma), B_simple; NaN = undefined
+  std::vector<std::pair<double, double>> course;  ///< (step, B_simple) of one repeat, thinned
   static constexpr size_t kBSimple = 4;
 };
 /// The runs with a noise scale, in order.

@@ -409,6 +409,9 @@ TEST(Report, NoiseScaleBesideTheGlobalBatch) {
       rep.metrics["noise_gradient_sq"] = workers == 2 ? 0.5 : -0.25;  // 4 workers: undefined
       rep.metrics["noise_trace_sigma"] = 300;
       if (workers == 2) rep.metrics["noise_b_simple"] = 600;
+      // Its course: undefined at first (null), negative, then positive.
+      rep.record =
+          R"({"results": {"noise": {"course": {"step": [0, 1, 2, 3], "b_simple": [null, -40, 500, 600]}}}})";
     }
     runs.push_back(std::move(r));
   }
@@ -423,6 +426,9 @@ TEST(Report, NoiseScaleBesideTheGlobalBatch) {
   EXPECT_EQ(*t.rows[1][t.rows[1].size() - 3].value, -0.25);  // |G|^2 as measured, not clamped
   const std::string html = render_html(runs, {});
   EXPECT_NE(html.find("Gradient noise scale vs global batch"), std::string::npos);
+  EXPECT_NE(html.find("Gradient noise scale during training"), std::string::npos);
+  EXPECT_NE(html.find("step 3, 600.0"), std::string::npos);  // a point's tooltip
+  EXPECT_NE(html.find("step 1, -40"), std::string::npos);    // negative, drawn as it is
   try {
     build_report(golden_runs(), {ReportType::kNoise, "", ""});
     FAIL() << "no error";
