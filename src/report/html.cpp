@@ -133,20 +133,19 @@ std::string noise_chart(const std::vector<NoiseRow>& rows) {
   series.push_back(std::move(batch));
   std::vector<std::string> charts = {line_chart(
       "Gradient noise scale vs global batch (dashed: the batch)", "B_simple", xs, series, 0)};
-  // Its course over training, one line per run (the estimate's moving average).
+  // Its course over training, one line per run (the estimate's moving
+  // average), on a log axis: where the |G|^2 estimate nears 0 it spikes by
+  // orders of magnitude. Negative estimates stay in the record, off the chart.
   std::vector<Series> course;
-  double lowest = 0;  // an estimate may be negative early on: drawn as it is
   for (const NoiseRow& r : rows) {
     if (r.course.empty()) continue;
-    for (const auto& [step, b] : r.course) lowest = std::min(lowest, b);
     course.push_back(
         Series{fmt::format("{} {} workers b{:g}", series_name(r.labels), r.workers, r.global_batch),
                r.course, static_cast<int>(course.size()), false});
   }
   if (!course.empty()) {
     charts.push_back(line_chart("Gradient noise scale during training", "B_simple", {}, course, 0,
-                                XAxis{"step", tick_label, true},
-                                lowest < 0 ? -nice_step(-lowest) : 0));
+                                XAxis{"step", tick_label, true}, 0, true));
   }
   return chart_row(charts);
 }
