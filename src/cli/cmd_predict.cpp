@@ -107,8 +107,9 @@ void predict_and_write(const PredictFlags& f, const predict::Workload& w, const 
     write_file_atomic(f.json, dump_json(j, indent) + "\n");
   }
   if (!f.html.empty()) {
-    write_file_atomic(f.html, tta ? predict::tta_html(*tta, predict::prediction_header(p))
-                                  : predict::prediction_html(p));
+    write_file_atomic(f.html,
+                      tta ? predict::tta_html(*tta, o.workers, predict::prediction_header(p))
+                          : predict::prediction_html(p));
   }
 }
 

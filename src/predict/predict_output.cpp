@@ -40,9 +40,6 @@ std::vector<std::string> prediction_header(const Prediction& p) {
   return lines;
 }
 
-namespace {
-
-/// x values for a chart: all of `ns` when few, else about 24 spread evenly on a log scale.
 std::vector<long long> chart_points(const std::vector<long long>& ns) {
   if (ns.size() <= 24) return ns;
   std::vector<long long> out;
@@ -55,6 +52,8 @@ std::vector<long long> chart_points(const std::vector<long long>& ns) {
   }
   return out;
 }
+
+namespace {
 
 std::string unit_per_s(const Prediction& p) { return p.workload.unit + "/s"; }
 

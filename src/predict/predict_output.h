@@ -17,6 +17,10 @@ namespace dlscale::predict {
 /// network, scaling and the one-worker baseline.
 std::vector<std::string> prediction_header(const Prediction& p);
 
+/// The N a page charts: all of `ns` (ascending) when few, else about 24
+/// spread evenly on a log scale.
+std::vector<long long> chart_points(const std::vector<long long>& ns);
+
 /// Header lines (workload, network) and one table per strategy: N, step
 /// time, throughput, speedup, efficiency, exposed communication, MB sent
 /// by the busiest rank, bottleneck.

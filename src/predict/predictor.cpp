@@ -354,6 +354,22 @@ double one_worker_step_s(const Workload& w, double batch) {
   return c.data_s + c.forward_s + c.backward_s + c.optimizer_s;
 }
 
+std::vector<StepPrediction> predict_steps(
+    const Workload& w, const Network& n, const StrategySpec& s, const PredictOptions& o,
+    const std::function<double(long long)>& batch_per_worker) {
+  for (long long workers : o.workers) check_strategy(s, n, workers);
+  const std::vector<Bucket> buckets =
+      plan_workload_buckets(w, s.flat, o.first_bucket_mb, o.bucket_mb);
+  ShardShares shares(w, s);
+  std::vector<StepPrediction> points;
+  points.reserve(o.workers.size());
+  for (long long workers : o.workers) {
+    points.push_back(
+        predict_step(w, n, s, buckets, workers, batch_per_worker(workers), o, &shares));
+  }
+  return points;
+}
+
 Prediction predict(const Workload& w, const Network& n, const std::vector<StrategySpec>& strategies,
                    const PredictOptions& o) {
   DLSCALE_CHECK(o.scaling == "weak" || o.scaling == "strong", "scaling must be weak or strong (got '{}')", o.scaling);
@@ -372,18 +388,15 @@ Prediction predict(const Workload& w, const Network& n, const std::vector<Strate
   }
   result.t1_s = one_worker_step_s(w, batch);
   for (const StrategySpec& s : strategies) {
-    for (long long workers : o.workers) check_strategy(s, n, workers);
-    StrategyPrediction sp{s, {}};
-    const std::vector<Bucket> buckets = plan_workload_buckets(w, s.flat, o.first_bucket_mb, o.bucket_mb);
-    sp.points.reserve(o.workers.size());
-    ShardShares shares(w, s);
-    for (long long workers : o.workers) {
-      const double per = o.scaling == "weak" ? batch : batch / static_cast<double>(workers);
-      StepPrediction p = predict_step(w, n, s, buckets, workers, per, o, &shares);
+    StrategyPrediction sp{s, predict_steps(w, n, s, o, [&](long long workers) {
+                            return o.scaling == "weak" ? batch
+                                                       : batch / static_cast<double>(workers);
+                          })};
+    for (StepPrediction& p : sp.points) {
       p.speedup = p.throughput / (batch / result.t1_s);
-      const double ideal = o.scaling == "weak" ? result.t1_s : result.t1_s / static_cast<double>(workers);
+      const double ideal =
+          o.scaling == "weak" ? result.t1_s : result.t1_s / static_cast<double>(p.workers);
       p.efficiency_pct = 100.0 * ideal / p.step_s;
-      sp.points.push_back(std::move(p));
     }
     result.strategies.push_back(std::move(sp));
   }

@@ -5,6 +5,7 @@
 // communication stream, overlapping the rest of backward; the optimizer
 // follows; what a strategy must do outside backward (a parameter server's
 // pull, ZeRO's all-gather) adds to the step. No LibTorch.
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -115,6 +116,14 @@ struct Prediction {
   double t1_s = 0;  ///< one worker without exchange at the baseline batch
   std::vector<StrategyPrediction> strategies;
 };
+
+/// One step of `s` at each N of `o.workers`, each worker at
+/// `batch_per_worker(N)` samples (no speedup or efficiency: they depend on
+/// what the caller compares with). Throws dlscale::Error when `s` cannot
+/// run at some N.
+std::vector<StepPrediction> predict_steps(const Workload& w, const Network& n,
+                                          const StrategySpec& s, const PredictOptions& o,
+                                          const std::function<double(long long)>& batch_per_worker);
 
 /// One worker's step without exchange at `batch` samples.
 double one_worker_step_s(const Workload& w, double batch);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/record_keys.h"
 #include "core/text_table.h"
+#include "predict/predict_output.h"
 #include "report/html.h"
 
 namespace dlscale::predict {
@@ -105,22 +106,16 @@ TtaPrediction predict_tta(const Workload& w, const Network& n,
   const double t1_time = run.model_fit.steps(per_worker(1)) * p.t1_s;
   for (const StrategySpec& spec : strategies) {
     TtaStrategy ts{spec.label, {}, 0, 0};
-    const std::vector<Bucket> buckets =
-        plan_workload_buckets(w, spec.flat, options.first_bucket_mb, options.bucket_mb);
-    ShardShares shares(w, spec);
-    for (long long workers : options.workers) {
-      check_strategy(spec, n, workers);
-      const double per = per_worker(workers);
-      const StepPrediction step = predict_step(w, n, spec, buckets, workers, per, options, &shares);
+    for (const StepPrediction& step : predict_steps(w, n, spec, options, per_worker)) {
       TtaPoint t;
-      t.workers = workers;
-      t.global_batch = per * static_cast<double>(workers);
+      t.workers = step.workers;
+      t.global_batch = step.batch_per_worker * static_cast<double>(step.workers);
       t.steps = run.model_fit.steps(t.global_batch);
       t.epochs = run.model_fit.epochs(t.global_batch);
       t.step_s = step.step_s;
       t.time_s = t.steps * t.step_s;
       t.speedup = t1_time / t.time_s;
-      t.device_hours = static_cast<double>(workers) * t.time_s / 3600;
+      t.device_hours = static_cast<double>(t.workers) * t.time_s / 3600;
       ts.points.push_back(t);
     }
     for (size_t i = 1; i < ts.points.size(); ++i) {
@@ -219,15 +214,40 @@ nlohmann::json tta_json(const TtaPrediction& p) {
           {"strategies", std::move(strategies)}};
 }
 
-std::string tta_html(const TtaPrediction& p, const std::vector<std::string>& header) {
+namespace {
+
+/// `s` with only its points at `ns`, and its fastest and cheapest.
+TtaStrategy thinned(const TtaStrategy& s, const std::vector<long long>& ns) {
+  TtaStrategy out{s.label, {}, 0, 0};
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    if (i != s.fastest && i != s.cheapest &&
+        !std::binary_search(ns.begin(), ns.end(), s.points[i].workers)) {
+      continue;
+    }
+    if (i == s.fastest) out.fastest = out.points.size();
+    if (i == s.cheapest) out.cheapest = out.points.size();
+    out.points.push_back(s.points[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string tta_html(const TtaPrediction& p, const std::vector<long long>& workers,
+                     const std::vector<std::string>& header) {
+  // Long N lists are thinned as predict's page thins them; the tables keep
+  // each strategy's fastest and cheapest N.
+  const std::vector<long long> ns = chart_points(workers);
   report::ChartSpec time{"Predicted time to target", "seconds", {}, {}, 0};
   report::ChartSpec speedup{"Speedup in time to target", "speedup", {}, {}, 1};
-  for (const TtaPoint& pt : p.strategies.front().points)
-    time.xs.push_back(static_cast<double>(pt.workers));
+  for (long long n : ns) time.xs.push_back(static_cast<double>(n));
   speedup.xs = time.xs;
-  for (const TtaStrategy& s : p.strategies) {
+  TtaPrediction shown = p;
+  for (TtaStrategy& s : shown.strategies) s = thinned(s, ns);
+  for (const TtaStrategy& s : shown.strategies) {
     report::ChartLine t{s.label, {}, false}, u{s.label, {}, false};
     for (const TtaPoint& pt : s.points) {
+      if (!std::binary_search(ns.begin(), ns.end(), pt.workers)) continue;
       t.points.emplace_back(static_cast<double>(pt.workers), pt.time_s);
       u.points.emplace_back(static_cast<double>(pt.workers), pt.speedup);
     }
@@ -237,7 +257,7 @@ std::string tta_html(const TtaPrediction& p, const std::vector<std::string>& hea
   std::vector<std::string> notes = header;
   for (const std::string& line : tta_lines(p)) notes.push_back(line);
   std::ostringstream tables;
-  print_tta(p, tables);
+  print_tta(shown, tables);
   return report::render_chart_page(
       "dlscale predict --tta: " + p.run.model, notes, {time, speedup},
       "<h2>Tables</h2>\n<pre>" + report::html_escape(tables.str()) + "</pre>\n");

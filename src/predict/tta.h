@@ -72,7 +72,9 @@ TtaPrediction predict_tta(const Workload& w, const Network& n,
 void print_tta(const TtaPrediction& p, std::ostream& out);
 /// The "tta" section of the prediction record.
 nlohmann::json tta_json(const TtaPrediction& p);
-/// A page: time to target and its speedup against N, and the tables.
-std::string tta_html(const TtaPrediction& p, const std::vector<std::string>& header);
+/// A page: time to target and its speedup against N, and the tables; N
+/// lists longer than about 24 (`workers`, in order) are thinned on it.
+std::string tta_html(const TtaPrediction& p, const std::vector<long long>& workers,
+                     const std::vector<std::string>& header);
 
 }  // namespace dlscale::predict

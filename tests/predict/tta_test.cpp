@@ -2,6 +2,7 @@
 // and predict --tta on top of the scaling model (predict/tta.h).
 #include "predict/tta.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/batch_model.h"
@@ -151,6 +152,22 @@ TEST(Tta, TheGlobalBatchStopsAtItsCap) {
   EXPECT_LT(p.strategies[0].points[2].step_s, p.strategies[0].points[1].step_s);
   o.workers = {1, 256};
   EXPECT_THROW(predict_tta(small_workload(), ten_gbit(), specs, o, run, 128), Error);
+}
+
+TEST(Tta, ThePageThinsALongListOfNAndKeepsTheFastest) {
+  const TtaRun run = tta_run_from_record(reached_record(), "run.json");
+  PredictOptions o;
+  for (long long n = 1; n <= 500; ++n) o.workers.push_back(n);  // every N
+  const std::vector<StrategySpec> specs = {parse_strategy("allreduce")};
+  const TtaPrediction p = predict_tta(small_workload(), ten_gbit(), specs, o, run, 0);
+  ASSERT_EQ(p.strategies[0].points.size(), 500u);
+  const std::string page = tta_html(p, o.workers, {});
+  size_t circles = 0;
+  for (size_t at = page.find("<circle"); at != std::string::npos; at = page.find("<circle", at + 1))
+    ++circles;
+  EXPECT_LE(circles, 2u * 24);  // two charts of about 24 points
+  const TtaPoint& fastest = p.strategies[0].points[p.strategies[0].fastest];
+  EXPECT_NE(page.find(fmt::format("fastest: N = {} (", fastest.workers)), std::string::npos);
 }
 
 }  // namespace
