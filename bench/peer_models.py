@@ -162,8 +162,11 @@ class Ssd300(torch.nn.Module):
 
 def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab=None, hidden=None,
                 sparse=False):
-    """torchvision model `name` (untrained), the LeNet above, or the
-    Transformer, GNMT or NeuMF above."""
+    """torchvision model `name` (untrained), the LeNet above, the
+    Transformer, GNMT or NeuMF above, or a TorchScript module saved at
+    `name` (PATH.pt, as `dlscale train --model PATH.pt` takes it)."""
+    if name.endswith((".pt", ".pth")):
+        return torch.jit.load(name)
     if name == "transformer":
         return Transformer(vocab or 32768)
     if name == "transformer-big":

@@ -40,3 +40,4 @@ build fuzz_shard_index "$root/src/data/shard_index.cpp" "$root/src/data/tfrecord
   "$root/src/data/tar_shards.cpp" "$root/src/core/files.cpp"
 build fuzz_checkpoint "$root/src/train/checkpoint_meta.cpp" "$root/src/train/convergence.cpp" \
   "$root/src/train/recipe.cpp" "$root/src/core/text.cpp"
+build fuzz_task_file "$root/src/models/task_file.cpp" "$root/src/core/files.cpp" "$root/src/core/text.cpp"

@@ -51,11 +51,16 @@ seed() {
       # a real checkpoint's metadata (odd first byte: framed by the harness),
       # and a whole checkpoint file with empty tensor sections (even).
       cp "$root"/fuzz/seeds/fuzz_checkpoint/* "$dir/" ;;
+    fuzz_task_file)
+      # the worked example's declared task, and the built-in one.
+      cp "$root"/examples/own-model/encoder.task.yaml "$dir/"
+      printf 'task: image-classification\nchannels: 1\nimage_size: 28\n' > "$dir/image" ;;
   esac
 }
 
 failed=0
-for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuzz_shard_index fuzz_checkpoint; do
+for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuzz_shard_index fuzz_checkpoint \
+    fuzz_task_file; do
   bin=$out/$name
   [ -x "$bin" ] || { echo "fuzz: $bin is missing (run fuzz/build.sh)" >&2; exit 2; }
   seed "$name"

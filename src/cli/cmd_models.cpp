@@ -17,6 +17,7 @@ namespace {
 
 struct ModelsOptions {
   std::vector<std::string> names;  ///< empty = the whole zoo
+  std::string task_file;           ///< the task of TorchScript models among the names
   int64_t image_size = 0;
   int64_t num_classes = 0;
   bool json = false;
@@ -34,6 +35,7 @@ nlohmann::json facts_json(const models::ModelSpec& spec, const models::ModelFact
                    {"inputs", nlohmann::json::object()},
                    {"description", spec.description}};
   for (const auto& t : f.inputs) j["inputs"][t.name] = t.shape;
+  if (!f.uncounted_layers.empty()) j["uncounted"] = f.uncounted_layers;
   if (spec.takes_flag("--image-size")) {
     j["input_shape"] = {f.channels, f.image_size, f.image_size};
     j["num_classes"] = f.num_classes;
@@ -54,7 +56,11 @@ void run_models(const ModelsOptions& o) {
   nlohmann::json records = nlohmann::json::array();
   std::vector<const models::ModelSpec*> specs;
   for (const auto& name : o.names) {
-    specs.push_back(&models::find_model(name));  // an unknown name: one line, exit 2
+    models::ModelOptions mo;
+    mo.name = name;
+    mo.task_file = o.task_file;
+    mo.image_size = o.image_size;
+    specs.push_back(&models::model_spec(mo));  // an unknown name or a bad module: one line, exit 2
   }
   if (o.names.empty()) {
     for (const auto& spec : models::model_specs()) specs.push_back(&spec);
@@ -105,6 +111,10 @@ void add_models_command(CLI::App& app, const std::vector<std::string>&) {
       ->capture_default_str();
   cmd->add_option("--classes", opts->num_classes, "Image models: output classes; 0 = each model's default")
       ->capture_default_str();
+  cmd->add_option("--task-file", opts->task_file,
+                  "The task of the TorchScript models (PATH.pt) named: YAML (docs/models.md, 'Your "
+                  "own model'); "
+                  "without it they are image classifiers");
   cmd->add_flag("--json", opts->json, "Print JSON instead of a table");
   cmd->callback([opts] { run_models(*opts); });
 }

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "models/layers.h"
+#include "models/script_model.h"
 #include "models/zoo.h"
 
 namespace dlscale::models {
@@ -70,7 +71,14 @@ const ModelSpec& find_model(const std::string& name) {
   for (const auto& s : model_specs()) {
     if (s.name == name) return s;
   }
-  throw Error(fmt::format("unknown model '{}'; known models: {}", name, known_model_names()));
+  throw Error(
+      fmt::format("unknown model '{}'; known models: {} (or your own TorchScript module: PATH.pt, "
+                  "script:PATH)",
+                  name, known_model_names()));
+}
+
+const ModelSpec& model_spec(const ModelOptions& options) {
+  return is_script_model(options.name) ? script_model_spec(options) : find_model(options.name);
 }
 
 bool ModelSpec::takes_flag(const std::string& flag) const {
@@ -119,6 +127,10 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
     DLSCALE_CHECK(o.hidden >= 1, "--hidden must be >= 1 (got {})", o.hidden);
   }
   if (spec.takes_flag("--classes")) {
+    DLSCALE_CHECK(
+        !spec.fixed_classes || o.num_classes == 0 || o.num_classes == spec.default_classes,
+        "model '{}' has {} classes (its output); --classes or the data's classes ({}) must match",
+        spec.name, spec.default_classes, o.num_classes);
     if (o.num_classes == 0) o.num_classes = spec.default_classes;
     DLSCALE_CHECK(o.num_classes >= spec.min_classes, "--classes must be >= {}{} (got {})",
                   spec.min_classes,
@@ -225,7 +237,20 @@ ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& mo
   f.task = spec.task->name();
   f.unit = spec.task->unit(spec, o);
   f.inputs = spec.task->inputs(spec, o);
-  f.macs_per_sample = count_macs_per_sample(model, probe_inputs(f.inputs));
+  const TensorMap probe = probe_inputs(f.inputs);
+  if (const std::optional<OpCount> own = model.own_macs(probe)) {
+    f.macs_per_sample = own->macs;
+    f.uncounted_layers = own->uncounted;
+    if (!f.uncounted_layers.empty()) {
+      DLSCALE_LOG_WARN(
+          "model '{}': {} operator(s) count no FLOPs ({}{}); its FLOPs per sample and est. GFLOP/s "
+          "are too low",
+          spec.name, f.uncounted_layers.size(), f.uncounted_layers.front(),
+          f.uncounted_layers.size() > 1 ? ", ..." : "");
+    }
+    return f;
+  }
+  f.macs_per_sample = count_macs_per_sample(model, probe);
   f.uncounted_layers = uncounted_layers(model);
   if (!f.uncounted_layers.empty()) {
     DLSCALE_LOG_WARN(

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/model_options.h"
+#include "models/op_count.h"
 #include "models/task.h"
 #include "models/units.h"
 
@@ -26,6 +28,13 @@ class Model : public torch::nn::Module {
   const std::vector<std::shared_ptr<torch::nn::Module>>& units() const { return units_; }
   /// Tells `observer` (null: nobody) about each unit's forward.
   void set_unit_observer(UnitObserver* observer) { observer_ = observer; }
+  /// The MACs of a forward pass over `probe` when the model counts them
+  /// itself (a TorchScript module, by its operators: models/op_count.h);
+  /// nullopt: its MacCounter layers count them.
+  virtual std::optional<OpCount> own_macs(const TensorMap& probe) {
+    (void)probe;
+    return std::nullopt;
+  }
 
  protected:
   /// Declares `module` (registered already) the next unit in forward order.
@@ -85,6 +94,7 @@ struct ModelSpec {
   int64_t min_image_size_aux = 0;   ///< the same with auxiliary classifiers (0: has none)
   int64_t default_classes = 1000;
   int64_t min_classes = 1;          ///< a detector needs the background and a class
+  bool fixed_classes = false;  ///< its classes are default_classes (a TorchScript module's output)
   double aux_loss_weight = 0.0;     ///< weight of each auxiliary loss (torchvision recipes)
   double default_label_smoothing = 0.0;  ///< when --label-smoothing is negative
   std::function<std::shared_ptr<Model>(const ModelOptions&)> make;  ///< resolved options
@@ -106,6 +116,11 @@ void register_model(ModelSpec spec);
 
 /// The spec named `name`; throws dlscale::Error listing the known names.
 const ModelSpec& find_model(const std::string& name);
+
+/// The spec of the model `options` names: a zoo name (find_model), or a
+/// TorchScript file, PATH.pt or script:PATH, with its --task-file
+/// (models/script_model.h). Throws dlscale::Error as those do.
+const ModelSpec& model_spec(const ModelOptions& options);
 
 /// Fills defaults (0 fields) from the spec and validates: classes >= 1,
 /// image size >= the model's minimum, aux only where the model has it.

@@ -12,9 +12,21 @@ namespace dlscale::models {
 /// the zoo needs LibTorch, so help texts name 'dlscale models' instead).
 std::string known_model_names();
 
+/// Whether `name` names a TorchScript file (models/script_model.h) rather
+/// than a model of the zoo: script:PATH, or a path ending in .pt or .pth.
+inline bool is_script_model(const std::string& name) {
+  const auto ends = [&](const std::string& tail) {
+    return name.size() > tail.size() &&
+           name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return name.rfind("script:", 0) == 0 || ends(".pt") || ends(".pth");
+}
+
 /// How to build a model. Defaults come from the model's spec when 0.
 struct ModelOptions {
-  std::string name = "resnet18";  ///< a name of the zoo (models/model.h)
+  std::string name = "resnet18";  ///< a name of the zoo (models/model.h), or a TorchScript file
+  std::string
+      task_file;  ///< a TorchScript model's task (models/task_file.h); "": image classification
   int64_t num_classes = 0;  ///< output classes; 0 = the model's default (10 or 1000)
   int64_t image_size = 0;   ///< input height = width in pixels; 0 = the model's default
   bool aux_logits = false;  ///< build auxiliary classifiers (googlenet, inception3 only)
@@ -28,10 +40,20 @@ struct ModelOptions {
   /// The options' table (core/option_table.h).
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
-    v(Option{"--model,-m", "Model to train: a name of the zoo ('dlscale models' lists them)",
+    v(Option{"--model,-m",
+             "Model to train: a name of the zoo ('dlscale models' lists them), or your own "
+             "TorchScript module, "
+             "PATH.pt or script:PATH (docs/models.md, 'Your own model')",
              record::input::kModel}
           .agreed(),
       s.name);
+    v(Option{"--task-file",
+             "A TorchScript model's task, in YAML: 'task: image-classification' (the default "
+             "without this flag) "
+             "or its inputs, target, loss, metrics and unit (docs/models.md)",
+             "task_file"}
+          .agreed(),
+      s.task_file);
     v(Option{"--image-size", "Input height = width in pixels; 0 = the model's default (see 'dlscale models')",
              "image_size"}
           .agreed(),

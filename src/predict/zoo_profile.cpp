@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "core/error.h"
 #include "models/layers.h"
 #include "models/model.h"
 
@@ -9,6 +10,12 @@ namespace dlscale::predict {
 
 BackwardProfile flops_backward_profile(const std::string& model, const models::ModelOptions& options,
                                        double& flops_per_sample) {
+  DLSCALE_CHECK(
+      !models::is_script_model(model),
+      "predict profiles the zoo's models by their layers; for TorchScript model '{}', give "
+      "--calibrate the "
+      "record of 'dlscale train --model {} --trace T --json R' (its measured backward profile)",
+      model, model);
   const models::ModelSpec& spec = models::find_model(model);
   const models::ModelOptions o = models::resolve_options(spec, options);
   const std::shared_ptr<models::Model> net = spec.make(o);

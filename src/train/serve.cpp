@@ -10,7 +10,7 @@ namespace dlscale::train {
 
 std::vector<int64_t> model_numels(const ResolvedTrainOptions& c) {
   // Only the shapes matter: a server's values come from worker 0.
-  const models::ModelSpec& spec = models::find_model(c.options.model.name);
+  const models::ModelSpec& spec = models::model_spec(c.options.model);
   const auto model = spec.make(models::resolve_options(spec, c.options.model));
   std::vector<int64_t> numels;
   for (const auto& p : model->parameters()) numels.push_back(p.numel());

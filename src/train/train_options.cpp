@@ -109,7 +109,7 @@ void check_model(const models::ModelOptions& o) {
                 "--seq-len must be in [0, {}] (got {}; 0 = the model's default)", kMaxSeqLen, o.seq_len);
   DLSCALE_CHECK(o.hidden >= 0 && o.hidden <= kMaxHidden,
                 "--hidden must be in [0, {}] (got {}; 0 = the model's default)", kMaxHidden, o.hidden);
-  models::resolve_options(models::find_model(o.name), o);
+  models::resolve_options(models::model_spec(o), o);
 }
 
 void check_sync_caps(const dp::SyncOptions& o) {
@@ -218,7 +218,7 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   data::check_data_options(o.data);
   check_recipe(o.recipe);
   check_strategy(r);
-  const models::ModelSpec& spec = models::find_model(o.model.name);
+  const models::ModelSpec& spec = models::model_spec(o.model);
   r.channels = spec.channels;
   if (o.recipe.label_smoothing < 0) o.recipe.label_smoothing = spec.default_label_smoothing;
   r.measured_steps = o.run.steps - o.run.warmup;
@@ -228,7 +228,7 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
 
 void shape_by_data(ResolvedTrainOptions& r, int64_t image_size, int64_t num_classes) {
   models::ModelOptions& m = r.options.model;
-  const models::ModelSpec& spec = models::find_model(m.name);
+  const models::ModelSpec& spec = models::model_spec(m);
   if (!spec.takes_flag("--image-size")) {  // not an image model: the data cannot shape it
     m = models::resolve_options(spec, m);
     return;
@@ -243,7 +243,7 @@ data::OpenedData open_training_data(ResolvedTrainOptions& r, int rank, const Exc
     // Every dataset format holds labelled images (DataSource::provides()'s
     // default): a model they cannot feed is named before anything is opened.
     const std::string mismatch =
-        models::feed_mismatch(models::find_model(r.options.model.name), r.options.model,
+        models::feed_mismatch(models::model_spec(r.options.model), r.options.model,
                               data::Provides{{data::kImage}, {data::kLabel}}, r.options.data.spec);
     DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
   }

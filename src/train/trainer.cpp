@@ -91,7 +91,7 @@ Trainer::Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker
   result_.argv = std::move(argv);
   // The data is opened first: it shapes the model (channels, size, classes).
   const data::OpenedData opened = open_training_data(result_.config, worker.rank, exchange_over(worker.comm));
-  spec_ = models::find_model(result_.config.options.model.name);
+  spec_ = models::model_spec(result_.config.options.model);
   task_ = spec_.task;
   setup_compute();
   const data::SourceOptions source = setup_data(opened);

@@ -1,0 +1,27 @@
+#pragma once
+// Multiply-accumulates counted from the operators a forward pass runs
+// (ATen's RecordFunction observers), for models whose layers cannot count
+// themselves: a TorchScript module (models/script_model.h). Each outermost
+// convolution, linear layer, matrix product or recurrent layer adds its
+// MACs from its operands' and result's shapes; the operators it is built
+// from are not counted again.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dlscale::models {
+
+struct OpCount {
+  int64_t macs = 0;
+  /// Operators that do arithmetic on weights or products but are not
+  /// counted (e.g. "aten::einsum x2"): the count is too low by theirs.
+  std::vector<std::string> uncounted;
+};
+
+/// Runs `forward` on this thread and counts the MACs of the operators it
+/// runs (convolutions, transposed convolutions, linear, addmm, mm, matmul,
+/// bmm, baddbmm, mv, addmv, dot, LSTM, GRU, RNN).
+OpCount count_op_macs(const std::function<void()>& forward);
+
+}  // namespace dlscale::models

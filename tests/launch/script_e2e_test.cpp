@@ -1,0 +1,131 @@
+// Your own model end to end (docs/models.md): TorchScript modules exported
+// at test time train through the real binary with real worker processes.
+// N workers on shards of a global batch reach one worker's weights under
+// every strategy, a batch-norm module matches the flat allreduce on the
+// same workers, a checkpoint resumes bit for bit, and a module that fails
+// is one line naming it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+#include "own_models.h"
+#include "process_util.h"
+#include "weights_util.h"
+
+namespace dlscale {
+namespace {
+
+using testing::closeness;
+using testing::own_model;
+using testing::run_dlscale;
+using testing::temp_path;
+using testing::train;
+using testing::TrainRun;
+
+// Global batch 12 divides by 2, 3 and 4 workers.
+std::string small_cnn() {
+  return "train --model " + own_model("small-cnn") +
+         " --image-size 32 --threads 1 --steps 3 --warmup 1 --optimizer momentum --lr 0.05 "
+         "--synthetic-batches 2 --display-every 0 --global-batch 12 --first-bucket-mb 0.01 "
+         "--bucket-mb 0.1";
+}
+
+const std::vector<torch::Tensor>& small_cnn_reference() {
+  static const std::vector<torch::Tensor> ref = train(small_cnn()).weights;
+  return ref;
+}
+
+TEST(OwnModel, EveryStrategyMatchesOneWorker) {
+  ASSERT_FALSE(small_cnn_reference().empty());
+  for (const std::string strategy :
+       {"allreduce --workers 2", "tree --workers 3", "hierarchical --workers 4 --ranks-per-node 2",
+        "ps --ps-shards 2 --workers 2", "zero --zero-stage 1 --workers 2",
+        "zero --zero-stage 3 --workers 3"}) {
+    SCOPED_TRACE(strategy);
+    const TrainRun r = train(small_cnn() + " --strategy " + strategy);
+    EXPECT_LE(closeness(r.weights, small_cnn_reference(), 1e-5, 1e-7), 1.0);
+    EXPECT_EQ(r.record["model"]["family"], "script");
+    EXPECT_EQ(r.record["model"]["parameters"],
+              testing::own_models().pytorch_parameters.at("small-cnn"));
+  }
+}
+
+// Momentum SGD: Adam's first update is about lr x sign(g), so a gradient
+// that is zero up to rounding (summed in another order over 2 workers) can
+// flip a weight's step; that measures Adam, not the exchange.
+TEST(OwnModel, ADeclaredTaskTrainsOnTwoWorkersAsOnOne) {
+  const std::string run =
+      "train --model " + own_model("encoder") + " --task-file " + DLSCALE_SOURCE_DIR +
+      "/examples/own-model/encoder.task.yaml --threads 1 --steps 3 --warmup 1 --optimizer momentum "
+      "--lr 0.05 --synthetic-batches 2 --display-every 0 --global-batch 8";
+  const TrainRun one = train(run);
+  const TrainRun two = train(run + " --workers 2");
+  ASSERT_FALSE(one.weights.empty());
+  EXPECT_LE(closeness(two.weights, one.weights, 1e-5, 1e-7), 1.0);
+  EXPECT_EQ(two.record["model"]["task"], "sequence-classification");
+  EXPECT_EQ(two.record["model"]["unit"], "sequences");
+  EXPECT_GT(two.record["model"]["forward_flops_per_sample"].get<double>(), 0);
+}
+
+// Batch norm's statistics are each worker's own: strategies match the flat
+// allreduce on the same workers (as the zoo's batch-norm models do).
+TEST(OwnModel, TorchvisionsResnet18MatchesFlatAllreduceAndResumes) {
+  const std::string base =
+      "train --model " + own_model("resnet18-10") +
+      " --image-size 32 --threads 1 --optimizer momentum --lr 0.05 --synthetic-batches 2 "
+      "--display-every 0 --global-batch 8 --workers 2 --warmup 1 --steps ";
+  const TrainRun flat = train(base + "4 --strategy allreduce --bucket-mb 0");
+  const TrainRun bucketed = train(base + "4 --strategy allreduce");
+  ASSERT_FALSE(flat.weights.empty());
+  EXPECT_LE(closeness(bucketed.weights, flat.weights, 1e-5, 1e-7), 1.0);
+  const std::string ckpt = temp_path("own.ckpt");
+  const TrainRun first = train(base + "2 --checkpoint " + ckpt + " --checkpoint-every 2");
+  const TrainRun resumed = train(base + "4 --resume " + ckpt);
+  ASSERT_EQ(resumed.weights.size(), bucketed.weights.size());
+  for (size_t i = 0; i < resumed.weights.size(); ++i)
+    EXPECT_TRUE(torch::equal(resumed.weights[i], bucketed.weights[i])) << i;
+  std::filesystem::remove(ckpt);
+}
+
+TEST(OwnModel, AModuleThatFailsIsOneLineWithExitCode2) {
+  const auto raises = run_dlscale("train --model " + own_model("raises") +
+                                  " --image-size 32 --steps 2 --warmup 1 --workers 2");
+  EXPECT_EQ(raises.code, 2) << raises.err;
+  EXPECT_NE(raises.err.find("builtins.ValueError: this module refuses every input"),
+            std::string::npos)
+      << raises.err;
+  const auto junk_path = temp_path("junk.pt");
+  write_file_atomic(junk_path, "junk");
+  const auto junk = run_dlscale("train --model " + junk_path + " --steps 2 --warmup 1");
+  EXPECT_EQ(junk.code, 2) << junk.err;
+  EXPECT_NE(junk.err.find("is not a TorchScript module that LibTorch"), std::string::npos)
+      << junk.err;
+  const auto models = run_dlscale("models " + own_model("resnet18-10") + " --image-size 32 --json");
+  ASSERT_EQ(models.code, 0) << models.err;
+  const nlohmann::json listed = nlohmann::json::parse(models.out);
+  EXPECT_EQ(listed[0]["parameters"], testing::own_models().pytorch_parameters.at("resnet18-10"));
+  EXPECT_EQ(listed[0]["num_classes"], 10);
+}
+
+// The worked example (examples/own-model/run.sh): export with PyTorch,
+// list, sweep over 1 and 2 workers, report, in a directory of its own.
+TEST(OwnModel, TheWorkedExampleExportsSweepsAndReports) {
+  const std::string dir = temp_path("own-example");
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directory_symlink(std::string(DLSCALE_SOURCE_DIR) + "/examples",
+                                            dir + "/examples");
+  const auto o = testing::run_shell("cd " + dir + " && DLSCALE=" + DLSCALE_BINARY +
+                                    " bash examples/own-model/run.sh results.db");
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  for (const std::string model :
+       {"own-models/small-cnn.pt", "own-models/resnet18-10.pt", "own-models/encoder.pt"}) {
+    EXPECT_NE(o.out.find(model), std::string::npos) << model << "\n" << o.out;
+  }
+  EXPECT_NE((o.out + o.err).find("6 completed, 0 failed"), std::string::npos) << o.out << o.err;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dlscale

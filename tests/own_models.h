@@ -1,0 +1,48 @@
+#pragma once
+// The TorchScript modules of the tests, exported at test time by
+// examples/own-model/export.py (Debian's python3-torch and -torchvision):
+// once per test binary, into a temporary directory.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "process_util.h"
+
+namespace dlscale::testing {
+
+struct OwnModels {
+  std::string dir;
+  std::map<std::string, int64_t> pytorch_parameters;  ///< as PyTorch counts them, by model
+};
+
+inline const OwnModels& own_models() {
+  static const OwnModels e = [] {
+    OwnModels x;
+    x.dir = temp_path("own-models");
+    const auto o = run_shell(
+        std::string("/usr/bin/python3 ") + DLSCALE_SOURCE_DIR + "/examples/own-model/export.py " +
+        x.dir + " resnet18 resnet18-10 small-cnn encoder two-inputs raises no-params 2>&1");
+    EXPECT_EQ(o.code, 0) << o.out << o.err;
+    std::istringstream lines(o.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      std::string path, count;
+      if (words >> path >> count && path.size() > 3 &&
+          path.compare(path.size() - 3, 3, ".pt") == 0) {
+        x.pytorch_parameters[std::filesystem::path(path).stem().string()] = std::stoll(count);
+      }
+    }
+    return x;
+  }();
+  return e;
+}
+
+/// The path of exported module `name` ("small-cnn").
+inline std::string own_model(const std::string& name) {
+  return own_models().dir + "/" + name + ".pt";
+}
+
+}  // namespace dlscale::testing
