@@ -6,7 +6,8 @@
 # worker and PyTorch eager (bench/peer_train.py) on the module; dlscale on
 # 2 workers and PyTorch DDP (bench/peer_ddp.py, gloo) on it; and dlscale's
 # zoo resnet18 on 1 worker (what the TorchScript path costs against the
-# zoo's C++ module). Prints each side's images/s per round and the ratios
+# zoo's C++ module); and dlscale on 1 worker with --no-malloc-tuning (what
+# its allocator settings give: docs/metrics.md). Prints each side's images/s per round and the ratios
 # of the medians. Run from the repository root after a build:
 #   bash bench/own_model_bench.sh [ROUNDS]      (default 5)
 set -euo pipefail
@@ -23,6 +24,7 @@ for r in $(seq 1 "$rounds"); do
   build/dlscale train --model "$pt" $C --workers 2 --display-every 0 --json "$dir/d2_$r.json" >/dev/null 2>&1
   /usr/bin/python3 bench/peer_ddp.py --model "$pt" $C --classes 10 --workers 2 > "$dir/p2_$r.json"
   build/dlscale train --model resnet18 --classes 10 $C --display-every 0 --json "$dir/z1_$r.json" >/dev/null 2>&1
+  build/dlscale train --model "$pt" $C --no-malloc-tuning --display-every 0 --json "$dir/m1_$r.json" >/dev/null 2>&1
   echo "round $r of $rounds done" >&2
 done
 /usr/bin/python3 - "$dir" "$rounds" <<'P'
@@ -32,7 +34,8 @@ def ours(k): return [json.load(open(f"{d}/{k}_{r}.json"))["results"]["items_per_
 def peer(k): return [json.loads(open(f"{d}/{k}_{r}.json").read())["items_per_sec"] for r in range(1, rounds + 1)]
 rows = [("1 worker: dlscale / PyTorch eager, same module", ours("d1"), peer("p1")),
         ("2 workers: dlscale / PyTorch DDP, same module", ours("d2"), peer("p2")),
-        ("1 worker: dlscale module / dlscale zoo resnet18", ours("d1"), ours("z1"))]
+        ("1 worker: dlscale module / dlscale zoo resnet18", ours("d1"), ours("z1")),
+        ("1 worker: dlscale --no-malloc-tuning / PyTorch eager, same module", ours("m1"), peer("p1"))]
 for name, a, b in rows:
     print(f"{name}: {[round(x, 1) for x in a]} vs {[round(x, 1) for x in b]} images/s, "
           f"median ratio {statistics.median(a) / statistics.median(b):.2f}")

@@ -233,6 +233,7 @@ ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& mo
   f.seq_len = o.seq_len;
   f.hidden = o.hidden;
   f.family = spec.family;
+  f.file_digest = spec.file_digest;
   f.parameters = count_parameters(model);
   f.task = spec.task->name();
   f.unit = spec.task->unit(spec, o);

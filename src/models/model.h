@@ -95,6 +95,9 @@ struct ModelSpec {
   int64_t default_classes = 1000;
   int64_t min_classes = 1;          ///< a detector needs the background and a class
   bool fixed_classes = false;  ///< its classes are default_classes (a TorchScript module's output)
+  /// A TorchScript model's files, "BYTES:FNV1A" of the module and of its
+  /// task file: ranks must agree on them, records carry them ("" for the zoo).
+  std::string file_digest;
   double aux_loss_weight = 0.0;     ///< weight of each auxiliary loss (torchvision recipes)
   double default_label_smoothing = 0.0;  ///< when --label-smoothing is negative
   std::function<std::shared_ptr<Model>(const ModelOptions&)> make;  ///< resolved options
@@ -160,6 +163,7 @@ struct ModelFacts {
   int64_t hidden = 0;              ///< recurrent models (--hidden)
   std::string family;
   std::string task;                ///< its task's name
+  std::string file_digest;         ///< ModelSpec::file_digest
   ThroughputUnit unit;             ///< what its throughput counts
   std::vector<TensorSpec> inputs;  ///< what it reads, per sample
   double flops_per_sample() const { return 2.0 * static_cast<double>(macs_per_sample); }

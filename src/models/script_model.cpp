@@ -4,12 +4,14 @@
 #include <torch/script.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/hash.h"
 #include "core/sysinfo.h"
 #include "core/text.h"
 #include "models/op_count.h"
@@ -157,6 +159,22 @@ std::vector<std::string> argument_order(const std::string& name, const torch::ji
   return sorted_args == sorted_declared ? arg_names : declared;
 }
 
+/// "BYTES:FNV1A" of a file's contents, read in 1 MiB pieces.
+std::string digest_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  DLSCALE_CHECK(in.good(), "cannot read '{}'", path);
+  std::vector<char> piece(size_t{1} << 20);
+  uint64_t h = kFnv1aOffset;
+  int64_t bytes = 0;
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    const auto got = static_cast<size_t>(in.gcount());
+    h = fnv1a(piece.data(), got, h);
+    bytes += static_cast<int64_t>(got);
+  }
+  return fmt::format("{}:{:016x}", bytes, h);
+}
+
 /// The module's output for `probe`, in eval mode: the main output.
 torch::Tensor probe_output(const std::string& name, torch::jit::Module& module,
                            const std::vector<std::string>& order,
@@ -231,6 +249,8 @@ ModelSpec build_spec(const ModelOptions& o) {
     const std::string mismatch = output_mismatch(decl, out);
     DLSCALE_CHECK(mismatch.empty(), "model '{}': {}", o.name, mismatch);
   }
+  s.file_digest =
+      digest_of(path_of(o.name)) + (o.task_file.empty() ? "" : " " + digest_of(o.task_file));
   s.description = fmt::format("TorchScript module, task {}{}", decl.name,
                               o.task_file.empty() ? "" : " (" + o.task_file + ")");
   s.make = [name = o.name, order](const ModelOptions&) {

@@ -309,6 +309,7 @@ nlohmann::json to_json(const TrainResult& r) {
             {"seq_len", r.model.seq_len},
             {"hidden", r.model.hidden},
             {"family", r.model.family},
+            {"file_digest", r.model.file_digest},
             {"task", r.model.task},
             {record::kModelUnit, r.model.unit.name},
             {"items_per_sample", r.model.unit.items_per_sample}}},

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "comm/tcp_store.h"
 #include "core/files.h"
 #include "own_models.h"
 #include "process_util.h"
@@ -107,6 +108,35 @@ TEST(OwnModel, AModuleThatFailsIsOneLineWithExitCode2) {
   const nlohmann::json listed = nlohmann::json::parse(models.out);
   EXPECT_EQ(listed[0]["parameters"], testing::own_models().pytorch_parameters.at("resnet18-10"));
   EXPECT_EQ(listed[0]["num_classes"], 10);
+}
+
+// Hand-started nodes see a module by its path: two nodes whose files at
+// the same path differ (here small-cnn and resnet18-10, both 10-class
+// image classifiers) are named at start, by the files' digests.
+TEST(OwnModel, NodesWhoseModulesDifferAreNamed) {
+  const std::string dir = temp_path("own-nodes");
+  for (const std::string node : {"a", "b"}) std::filesystem::create_directories(dir + "/" + node);
+  std::filesystem::copy_file(own_model("small-cnn"), dir + "/a/m.pt");
+  std::filesystem::copy_file(own_model("resnet18-10"), dir + "/b/m.pt");
+  uint16_t port = 0;
+  {
+    comm::TcpStoreServer probe("127.0.0.1", 0);  // a free port, released for the job
+    port = probe.port();
+  }
+  const std::string node =
+      std::string(DLSCALE_BINARY) +
+      " train --model m.pt --image-size 32 --batch 4 --steps 3 --warmup 1 --threads 1 "
+      "--display-every 0 --timeout 30 --workers 1 --nnodes 2 --master-addr 127.0.0.1 "
+      "--host-addr 127.0.0.1 --master-port " +
+      std::to_string(port);
+  const auto o = testing::run_shell("(cd " + dir + "/a && " + node +
+                                    " --node-rank 0 2>&1) & other=$!; cd " + dir + "/b && " + node +
+                                    " --node-rank 1 2>&1; rc=$?; wait $other; echo codes $rc $?");
+  EXPECT_NE(o.out.find("codes 2 2"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("workers disagree on the run config: rank 1 has model_file_digest="),
+            std::string::npos)
+      << o.out;
+  std::filesystem::remove_all(dir);
 }
 
 // The worked example (examples/own-model/run.sh): export with PyTorch,
