@@ -7,8 +7,9 @@
 
 #include "cli/commands.h"
 #include "cli/torch_commands.h"
-#include "core/text.h"
+#include "compute/dtype_name.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/text_table.h"
 #include "models/model.h"
 
@@ -18,6 +19,7 @@ namespace {
 struct ModelsOptions {
   std::vector<std::string> names;  ///< empty = the whole zoo
   std::string task_file;           ///< the task of TorchScript models among the names
+  bool tensors = false;            ///< also each parameter tensor's shape, dtype and bytes
   int64_t image_size = 0;
   int64_t num_classes = 0;
   bool json = false;
@@ -47,6 +49,37 @@ nlohmann::json facts_json(const models::ModelSpec& spec, const models::ModelFact
   }
   if (spec.takes_flag("--hidden")) j["hidden"] = f.hidden;
   return j;
+}
+
+/// Each parameter tensor of `model`: name, shape, dtype and bytes, in the
+/// order of parameters() (the order the strategies bucket them in).
+nlohmann::json tensors_json(const models::Model& model) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : model.named_parameters()) {
+    const torch::Tensor& t = p.value();
+    list.push_back({{"name", p.key()},
+                    {"shape", t.sizes().vec()},
+                    {"dtype", dtype_name(t.scalar_type())},
+                    {"bytes", t.numel() * static_cast<int64_t>(t.element_size())}});
+  }
+  return list;
+}
+
+void print_tensors(const std::string& model, const nlohmann::json& tensors) {
+  TextTable table({"tensor", "shape", "dtype", "bytes"},
+                  {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight});
+  int64_t total = 0;
+  for (const auto& t : tensors) {
+    std::string shape;
+    for (const auto& d : t["shape"])
+      shape += (shape.empty() ? "" : "x") + std::to_string(d.get<int64_t>());
+    table.add_row({t["name"].get<std::string>(), shape.empty() ? "-" : shape,
+                   t["dtype"].get<std::string>(), with_thousands(t["bytes"].get<int64_t>())});
+    total += t["bytes"].get<int64_t>();
+  }
+  std::cout << fmt::format("\n{}: {} parameter tensor(s), {} bytes\n", model, tensors.size(),
+                           with_thousands(total));
+  table.print(std::cout);
 }
 
 void run_models(const ModelsOptions& o) {
@@ -81,13 +114,16 @@ void run_models(const ModelsOptions& o) {
                          {"min_image_size", spec.min_image_size}});
       continue;
     }
-    const models::ModelFacts f = models::describe_model(spec, mo);
+    const models::ModelOptions resolved = models::resolve_options(spec, mo);
+    const std::shared_ptr<models::Model> net = spec.make(resolved);
+    const models::ModelFacts f = models::measure_model(spec, resolved, *net);
     table.add_row({spec.name, spec.family, with_thousands(f.parameters),
                    fmt::format("{:.3f}", f.flops_per_sample() / 1e9), models::input_text(f.inputs),
                    f.unit.items_per_sample == 1 ? f.unit.name
                                                 : fmt::format("{} ({}/sample)", f.unit.name, f.unit.items_per_sample),
                    image ? std::to_string(spec.min_image_size) : "-", spec.description});
     records.push_back(facts_json(spec, f));
+    if (o.tensors) records.back()["tensors"] = tensors_json(*net);
   }
   if (o.json) {
     std::cout << dump_json(records, 2) << '\n';
@@ -95,6 +131,9 @@ void run_models(const ModelsOptions& o) {
     table.print(std::cout);
     std::cout << "GFLOPs/sample: forward pass, 2 x multiply-accumulates of conv, FC, LSTM and attention layers "
                  "(embedding look-ups count none).\n";
+    for (const auto& r : records) {
+      if (r.contains("tensors")) print_tensors(r["name"].get<std::string>(), r["tensors"]);
+    }
   }
 }
 
@@ -115,6 +154,10 @@ void add_models_command(CLI::App& app, const std::vector<std::string>&) {
                   "The task of the TorchScript models (PATH.pt) named: YAML (docs/models.md, 'Your "
                   "own model'); "
                   "without it they are image classifiers");
+  cmd->add_flag("--tensors", opts->tensors,
+                "Also list each parameter tensor (name, shape, dtype, bytes) in the order the "
+                "strategies bucket "
+                "them");
   cmd->add_flag("--json", opts->json, "Print JSON instead of a table");
   cmd->callback([opts] { run_models(*opts); });
 }

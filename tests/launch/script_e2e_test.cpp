@@ -103,11 +103,20 @@ TEST(OwnModel, AModuleThatFailsIsOneLineWithExitCode2) {
   EXPECT_EQ(junk.code, 2) << junk.err;
   EXPECT_NE(junk.err.find("is not a TorchScript module that LibTorch"), std::string::npos)
       << junk.err;
-  const auto models = run_dlscale("models " + own_model("resnet18-10") + " --image-size 32 --json");
+  const auto models =
+      run_dlscale("models " + own_model("resnet18-10") + " --image-size 32 --tensors --json");
   ASSERT_EQ(models.code, 0) << models.err;
   const nlohmann::json listed = nlohmann::json::parse(models.out);
-  EXPECT_EQ(listed[0]["parameters"], testing::own_models().pytorch_parameters.at("resnet18-10"));
+  const int64_t parameters = testing::own_models().pytorch_parameters.at("resnet18-10");
+  EXPECT_EQ(listed[0]["parameters"], parameters);
   EXPECT_EQ(listed[0]["num_classes"], 10);
+  ASSERT_EQ(listed[0]["tensors"].size(),
+            62u);  // torchvision's resnet18: 20 convs, 20 batch norms x2, fc x2
+  EXPECT_EQ(listed[0]["tensors"][0]["name"], "conv1.weight");
+  EXPECT_EQ(listed[0]["tensors"][0]["shape"], (std::vector<int64_t>{64, 3, 7, 7}));
+  int64_t bytes = 0;
+  for (const auto& t : listed[0]["tensors"]) bytes += t["bytes"].get<int64_t>();
+  EXPECT_EQ(bytes, 4 * parameters);
 }
 
 // Hand-started nodes see a module by its path: two nodes whose files at

@@ -134,6 +134,10 @@ TEST(ScriptModel, BadModulesAreOneLineNamingWhatIsWrong) {
     std::ofstream(dir + "/truncated.pt", std::ios::binary) << whole.substr(0, whole.size() / 2);
   }
   std::filesystem::create_directories(dir + "/folder.pt");
+  {
+    std::ofstream(dir + "/huge.pt").flush();
+    std::filesystem::resize_file(dir + "/huge.pt", int64_t{1} << 40);  // sparse: a TiB on no disk
+  }
   const std::string mse3 = write_task(
       "inputs: [{name: image, shape: [3, 32, 32]}]\ntarget: {name: y, shape: [3]}\nloss: mse\n");
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -142,6 +146,7 @@ TEST(ScriptModel, BadModulesAreOneLineNamingWhatIsWrong) {
       {load_error(dir + "/junk.pt"), "is not a TorchScript module that LibTorch"},
       {load_error(dir + "/truncated.pt"), "is not a TorchScript module that LibTorch"},
       {load_error(dir + "/folder.pt"), "is a directory, not a TorchScript file"},
+      {load_error(dir + "/huge.pt"), "is 1024.0 GiB; this machine has"},
       {load_error(module("no-params")), "has no trainable parameters"},
       {load_error(module("raises")),
        "failed in forward on one sample of the declared inputs (3x32x32): "
@@ -160,6 +165,7 @@ TEST(ScriptModel, BadModulesAreOneLineNamingWhatIsWrong) {
     EXPECT_NE(error.find(want), std::string::npos) << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
+  std::filesystem::remove(dir + "/huge.pt");
 }
 
 }  // namespace
