@@ -75,7 +75,7 @@ TEST(OwnModel, ADeclaredTaskTrainsOnTwoWorkersAsOnOne) {
 TEST(OwnModel, TorchvisionsResnet18MatchesFlatAllreduceAndResumes) {
   const std::string base =
       "train --model " + own_model("resnet18-10") +
-      " --image-size 32 --threads 1 --optimizer momentum --lr 0.05 --synthetic-batches 2 "
+      " --image-size 16 --threads 1 --optimizer momentum --lr 0.05 --synthetic-batches 2 "
       "--display-every 0 --global-batch 8 --workers 2 --warmup 1 --steps ";
   const TrainRun flat = train(base + "4 --strategy allreduce --bucket-mb 0");
   const TrainRun bucketed = train(base + "4 --strategy allreduce");
