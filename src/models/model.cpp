@@ -78,7 +78,12 @@ const ModelSpec& find_model(const std::string& name) {
 }
 
 const ModelSpec& model_spec(const ModelOptions& options) {
-  return is_script_model(options.name) ? script_model_spec(options) : find_model(options.name);
+  if (is_script_model(options.name)) return script_model_spec(options);
+  DLSCALE_CHECK(options.task_file.empty(),
+                "--task-file declares the task of a TorchScript model (PATH.pt); model '{}' of the "
+                "zoo has its own",
+                options.name);
+  return find_model(options.name);
 }
 
 bool ModelSpec::takes_flag(const std::string& flag) const {

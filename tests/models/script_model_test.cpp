@@ -160,6 +160,8 @@ TEST(ScriptModel, BadModulesAreOneLineNamingWhatIsWrong) {
       {load_error(module("small-cnn"), "", -1, 5),
        "has 10 classes (its output); --classes or the data's classes (5)"},
       {load_error("script:" + dir + "/missing"), "cannot read '" + dir + "/missing'"},
+      {load_error("lenet", mse3),
+       "--task-file declares the task of a TorchScript model (PATH.pt); model 'lenet'"},
   };
   for (const auto& [error, want] : cases) {
     EXPECT_NE(error.find(want), std::string::npos) << error;
