@@ -43,7 +43,7 @@ TEST(OwnModel, EveryStrategyMatchesOneWorker) {
   for (const std::string strategy :
        {"allreduce --workers 2", "tree --workers 3", "hierarchical --workers 4 --ranks-per-node 2",
         "ps --ps-shards 2 --workers 2", "zero --zero-stage 1 --workers 2",
-        "zero --zero-stage 3 --workers 3"}) {
+        "zero --zero-stage 2 --workers 2", "zero --zero-stage 3 --workers 3"}) {
     SCOPED_TRACE(strategy);
     const TrainRun r = train(small_cnn() + " --strategy " + strategy);
     EXPECT_LE(closeness(r.weights, small_cnn_reference(), 1e-5, 1e-7), 1.0);
@@ -51,6 +51,16 @@ TEST(OwnModel, EveryStrategyMatchesOneWorker) {
     EXPECT_EQ(r.record["model"]["parameters"],
               testing::own_models().pytorch_parameters.at("small-cnn"));
   }
+}
+
+// fp16 on the wire: within fp16's precision of one worker (as the zoo's
+// CompressedStrategies), and not equal to it (compression did something).
+TEST(OwnModel, Fp16OnTheWireMatchesOneWorkerWithinItsPrecision) {
+  ASSERT_FALSE(small_cnn_reference().empty());
+  const TrainRun r = train(small_cnn() + " --workers 2 --compress fp16");
+  EXPECT_LE(closeness(r.weights, small_cnn_reference(), 1.0 / 1024, 1e-4), 1.0);
+  EXPECT_GT(closeness(r.weights, small_cnn_reference(), 1e-7, 0), 1.0);
+  EXPECT_EQ(r.record["results"]["comm"]["wire_dtype"], "float16");
 }
 
 // Momentum SGD: Adam's first update is about lr x sign(g), so a gradient
