@@ -1,7 +1,7 @@
 #pragma once
 // The TorchScript modules of the tests, exported at test time by
 // examples/own-model/export.py (Debian's python3-torch and -torchvision):
-// once per test binary, into a temporary directory.
+// once per test binary, into a temporary directory removed at its exit.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -37,6 +37,15 @@ inline const OwnModels& own_models() {
     }
     return x;
   }();
+  // The modules (about 100 MB) leave with the test binary.
+  struct RemoveAtExit {
+    std::string dir;
+    ~RemoveAtExit() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  };
+  static const RemoveAtExit cleanup{e.dir};
   return e;
 }
 
