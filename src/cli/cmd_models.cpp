@@ -151,13 +151,11 @@ void add_models_command(CLI::App& app, const std::vector<std::string>&) {
   cmd->add_option("--classes", opts->num_classes, "Image models: output classes; 0 = each model's default")
       ->capture_default_str();
   cmd->add_option("--task-file", opts->task_file,
-                  "The task of the TorchScript models (PATH.pt) named: YAML (docs/models.md, 'Your "
-                  "own model'); "
-                  "without it they are image classifiers");
+                  "The task of the TorchScript models (PATH.pt) named: YAML (docs/models.md, "
+                  "'Your own model'); without it they are image classifiers");
   cmd->add_flag("--tensors", opts->tensors,
                 "Also list each parameter tensor (name, shape, dtype, bytes) in the order the "
-                "strategies bucket "
-                "them");
+                "strategies bucket them");
   cmd->add_flag("--json", opts->json, "Print JSON instead of a table");
   cmd->callback([opts] { run_models(*opts); });
 }

@@ -122,8 +122,8 @@ void check_module_file(const std::string& name, const std::string& path) {
   const int64_t available = available_memory_bytes();
   DLSCALE_CHECK(available < 0 || size <= available / 4,
                 "model '{}' is {:.1f} GiB; this machine has {:.1f} GiB available, and a module "
-                "larger than a quarter "
-                "of that is refused (each worker holds it, its gradients and its optimizer state)",
+                "larger than a quarter of that is refused (each worker holds it, its gradients "
+                "and its optimizer state)",
                 name, static_cast<double>(size) / (1 << 30),
                 static_cast<double>(available) / (1 << 30));
 }

@@ -13,8 +13,8 @@ BackwardProfile flops_backward_profile(const std::string& model, const models::M
   DLSCALE_CHECK(
       !models::is_script_model(model),
       "predict profiles the zoo's models by their layers; for TorchScript model '{}', give "
-      "--calibrate the "
-      "record of 'dlscale train --model {} --trace T --json R' (its measured backward profile)",
+      "--calibrate the record of 'dlscale train --model {} --trace T --json R' (its measured "
+      "backward profile)",
       model, model);
   const models::ModelSpec& spec = models::find_model(model);
   const models::ModelOptions o = models::resolve_options(spec, options);
