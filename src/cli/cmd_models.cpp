@@ -70,9 +70,7 @@ void print_tensors(const std::string& model, const nlohmann::json& tensors) {
                   {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight});
   int64_t total = 0;
   for (const auto& t : tensors) {
-    std::string shape;
-    for (const auto& d : t["shape"])
-      shape += (shape.empty() ? "" : "x") + std::to_string(d.get<int64_t>());
+    const std::string shape = models::shape_text(t["shape"].get<std::vector<int64_t>>());
     table.add_row({t["name"].get<std::string>(), shape.empty() ? "-" : shape,
                    t["dtype"].get<std::string>(), with_thousands(t["bytes"].get<int64_t>())});
     total += t["bytes"].get<int64_t>();

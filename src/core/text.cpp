@@ -41,6 +41,15 @@ bool has_control(std::string_view text) {
   return false;
 }
 
+std::string join(const std::vector<std::string>& words, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += sep;
+    out += words[i];
+  }
+  return out;
+}
+
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());

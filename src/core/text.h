@@ -1,11 +1,11 @@
 #pragma once
 // Text that reaches terminals, scripts, logs and JSON: UTF-8 checks, a
 // printable form of untrusted bytes, and JSON output that no byte can fail.
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstddef>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlscale {
 
@@ -24,6 +24,9 @@ bool has_control(std::string_view text);
 /// UTF-8 written as \n, \t, \r or \xNN, and '\' as '\\': safe on one line
 /// of a message, a log or a shell comment.
 std::string printable(std::string_view text);
+
+/// `words` with `sep` between them ("" for none).
+std::string join(const std::vector<std::string>& words, std::string_view sep);
 
 /// Throws dlscale::Error unless 'value' is valid UTF-8 without control
 /// characters: "WHAT must be UTF-8 text without control characters (got ...)".

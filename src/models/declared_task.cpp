@@ -101,10 +101,10 @@ class DeclaredTask : public Task {
   TaskDecl d_;
 };
 
-std::string shape_text(torch::IntArrayRef sizes) {
-  std::string s;
-  for (const int64_t d : sizes) s += (s.empty() ? "" : "x") + std::to_string(d);
-  return s.empty() ? "a scalar" : s;
+/// A shape for messages: "a scalar" for a scalar's.
+std::string shape_words(torch::IntArrayRef sizes) {
+  const std::string text = shape_text(sizes);
+  return text.empty() ? "a scalar" : text;
 }
 
 }  // namespace
@@ -121,11 +121,8 @@ std::string output_mismatch(const TaskDecl& d, const torch::Tensor& out) {
   if (out.sizes().vec() == want && out.is_floating_point()) return "";
   return fmt::format(
       "its output for one sample is {} {}; loss {} against target '{}' needs float {}",
-      shape_text(out.sizes()), c10::toString(out.scalar_type()),
-      d.loss == LossKind::kCrossEntropy ? "cross-entropy"
-      : d.loss == LossKind::kMse        ? "mse"
-                                        : "bce-with-logits",
-      t.name, shape_text(want));
+      shape_words(out.sizes()), c10::toString(out.scalar_type()), loss_name(d.loss), t.name,
+      shape_words(want));
 }
 
 }  // namespace dlscale::models

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "models/layers.h"
 #include "models/script_model.h"
 #include "models/zoo.h"
@@ -62,9 +63,9 @@ void register_model(ModelSpec spec) {
 }
 
 std::string known_model_names() {
-  std::string names;
-  for (const auto& s : model_specs()) names += (names.empty() ? "" : ", ") + s.name;
-  return names;
+  std::vector<std::string> names;
+  for (const auto& s : model_specs()) names.push_back(s.name);
+  return join(names, ", ");
 }
 
 const ModelSpec& find_model(const std::string& name) {
@@ -95,8 +96,7 @@ namespace {
 /// A flag set for a model whose family does not take it: one line naming both.
 void check_takes(const ModelSpec& spec, const std::string& flag, bool set) {
   if (!set || spec.takes_flag(flag)) return;
-  std::string list;
-  for (const auto& f : spec.takes) list += (list.empty() ? "" : ", ") + f;
+  const std::string list = join(spec.takes, ", ");
   throw Error(fmt::format("{} does not apply to model '{}' (family {}); it takes {}", flag, spec.name,
                           spec.family, list.empty() ? "no model flag but --dropout" : list + " and --dropout"));
 }
@@ -244,26 +244,18 @@ ModelFacts measure_model(const ModelSpec& spec, const ModelOptions& o, Model& mo
   f.unit = spec.task->unit(spec, o);
   f.inputs = spec.task->inputs(spec, o);
   const TensorMap probe = probe_inputs(f.inputs);
-  if (const std::optional<OpCount> own = model.own_macs(probe)) {
-    f.macs_per_sample = own->macs;
-    f.uncounted_layers = own->uncounted;
-    if (!f.uncounted_layers.empty()) {
-      DLSCALE_LOG_WARN(
-          "model '{}': {} operator(s) count no FLOPs ({}{}); its FLOPs per sample and est. GFLOP/s "
-          "are too low",
-          spec.name, f.uncounted_layers.size(), f.uncounted_layers.front(),
-          f.uncounted_layers.size() > 1 ? ", ..." : "");
-    }
-    return f;
-  }
-  f.macs_per_sample = count_macs_per_sample(model, probe);
-  f.uncounted_layers = uncounted_layers(model);
+  // A model that counts its own MACs (a TorchScript module, by operators)
+  // names the operators it missed; the zoo's counting layers name layers.
+  const std::optional<OpCount> own = model.own_macs(probe);
+  f.macs_per_sample = own ? own->macs : count_macs_per_sample(model, probe);
+  f.uncounted_layers = own ? own->uncounted : uncounted_layers(model);
   if (!f.uncounted_layers.empty()) {
     DLSCALE_LOG_WARN(
-        "model '{}': {} layer(s) count no FLOPs ({}{}); its FLOPs per sample and est. GFLOP/s are too low. "
-        "Build them from models/layers.h's Fc and Conv, or count them (MacCounter)",
-        spec.name, f.uncounted_layers.size(), f.uncounted_layers.front(),
-        f.uncounted_layers.size() > 1 ? ", ..." : "");
+        "model '{}': {} {} count no FLOPs ({}{}); its FLOPs per sample and est. GFLOP/s are too "
+        "low{}",
+        spec.name, f.uncounted_layers.size(), own ? "operator(s)" : "layer(s)",
+        f.uncounted_layers.front(), f.uncounted_layers.size() > 1 ? ", ..." : "",
+        own ? "" : ". Build them from models/layers.h's Fc and Conv, or count them (MacCounter)");
   }
   return f;
 }

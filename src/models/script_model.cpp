@@ -60,6 +60,28 @@ void mirror(torch::nn::Module& holder, const torch::jit::Module& module) {
   }
 }
 
+/// The main output of `module`'s forward over `inputs`, taken in `order`:
+/// the tensor it returns, or the first of a tuple. A failure in forward is
+/// one line, "model 'NAME' failed in forward{where}: ...".
+torch::Tensor main_output(const std::string& name, torch::jit::Module& module,
+                          const std::vector<std::string>& order, const TensorMap& inputs,
+                          const std::string& where = "") {
+  std::vector<c10::IValue> args;
+  for (const auto& n : order) args.emplace_back(inputs.at(n));
+  c10::IValue out;
+  try {
+    out = module.forward(args);
+  } catch (const std::exception& e) {
+    throw Error(
+        fmt::format("model '{}' failed in forward{}: {}", name, where, torch_error_line(e)));
+  }
+  if (out.isTuple() && !out.toTupleRef().elements().empty()) out = out.toTupleRef().elements()[0];
+  DLSCALE_CHECK(out.isTensor(),
+                "model '{}': forward returned {}, not a tensor (or a tuple whose first is one)",
+                name, out.tagKind());
+  return out.toTensor();
+}
+
 class ScriptModel : public Model {
  public:
   ScriptModel(torch::jit::Module module, std::vector<std::string> order, std::string name)
@@ -68,19 +90,7 @@ class ScriptModel : public Model {
   }
 
   Output forward(const TensorMap& inputs) override {
-    std::vector<c10::IValue> args;
-    for (const auto& name : order_) args.emplace_back(inputs.at(name));
-    c10::IValue out;
-    try {
-      out = module_.forward(args);
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("model '{}' failed in forward: {}", name_, torch_error_line(e)));
-    }
-    if (out.isTuple() && !out.toTupleRef().elements().empty()) out = out.toTupleRef().elements()[0];
-    DLSCALE_CHECK(out.isTensor(),
-                  "model '{}': forward returned {}, not a tensor (or a tuple whose first is one)",
-                  name_, out.tagKind());
-    return {out.toTensor(), {}};
+    return {main_output(name_, module_, order_, inputs), {}};
   }
 
   void train(bool on) override {
@@ -147,9 +157,7 @@ std::vector<std::string> argument_order(const std::string& name, const torch::ji
   std::vector<std::string> arg_names, declared;
   for (size_t i = 1; i < args.size(); ++i) arg_names.push_back(args[i].name());  // [0] is self
   for (const auto& t : inputs) declared.push_back(t.name);
-  std::string args_text, declared_text;
-  for (const auto& a : arg_names) args_text += (args_text.empty() ? "" : ", ") + a;
-  for (const auto& d : declared) declared_text += (declared_text.empty() ? "" : ", ") + d;
+  const std::string args_text = join(arg_names, ", "), declared_text = join(declared, ", ");
   DLSCALE_CHECK(arg_names.size() == declared.size(),
                 "model '{}': forward({}) takes {} input(s); the task declares {}: {}", name,
                 args_text, arg_names.size(), declared.size(), declared_text);
@@ -175,34 +183,15 @@ std::string digest_of(const std::string& path) {
   return fmt::format("{}:{:016x}", bytes, h);
 }
 
-/// The module's output for `probe`, in eval mode: the main output.
+/// The module's main output for one sample of `inputs`, in eval mode.
 torch::Tensor probe_output(const std::string& name, torch::jit::Module& module,
                            const std::vector<std::string>& order,
                            const std::vector<TensorSpec>& inputs, const std::string& hint) {
-  const TensorMap probe = probe_inputs(inputs);
-  std::vector<c10::IValue> args;
-  for (const auto& n : order) args.emplace_back(probe.at(n));
   module.eval();
-  c10::IValue out;
-  try {
-    torch::NoGradGuard no_grad;
-    out = module.forward(args);
-  } catch (const std::exception& e) {
-    throw Error(
-        fmt::format("model '{}' failed in forward on one sample of the declared inputs ({}{}): {}",
-                    name, input_text(inputs), hint, torch_error_line(e)));
-  }
-  if (out.isTuple() && !out.toTupleRef().elements().empty()) out = out.toTupleRef().elements()[0];
-  DLSCALE_CHECK(out.isTensor(),
-                "model '{}': forward returned {}, not a tensor (or a tuple whose first is one)",
-                name, out.tagKind());
-  return out.toTensor();
-}
-
-std::string shape_of(const torch::Tensor& t) {
-  std::string s;
-  for (const int64_t d : t.sizes()) s += (s.empty() ? "" : "x") + std::to_string(d);
-  return s;
+  torch::NoGradGuard no_grad;
+  return main_output(
+      name, module, order, probe_inputs(inputs),
+      fmt::format(" on one sample of the declared inputs ({}{})", input_text(inputs), hint));
 }
 
 ModelSpec build_spec(const ModelOptions& o) {
@@ -241,8 +230,8 @@ ModelSpec build_spec(const ModelOptions& o) {
     DLSCALE_CHECK(out.dim() == 2 && out.size(0) == 1 && out.size(1) >= 1 && out.is_floating_point(),
                   "model '{}': its output for one {}x{}x{} image is {} {}; an image classifier's "
                   "is 1 x classes, float",
-                  o.name, s.channels, s.default_image_size, s.default_image_size, shape_of(out),
-                  c10::toString(out.scalar_type()));
+                  o.name, s.channels, s.default_image_size, s.default_image_size,
+                  shape_text(out.sizes()), c10::toString(out.scalar_type()));
     s.default_classes = out.size(1);
     s.fixed_classes = true;
   } else {

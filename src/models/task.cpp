@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/text.h"
 #include "data/sampler.h"
 #include "models/model.h"
 
@@ -21,9 +22,7 @@ torch::Tensor draw(const TensorSpec& t, at::Generator& gen) {
 }
 
 std::string joined(const std::vector<std::string>& names) {
-  std::string s;
-  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s.empty() ? "nothing" : s;
+  return names.empty() ? "nothing" : join(names, ", ");
 }
 
 /// The names of `specs` missing from `have`.
@@ -62,11 +61,16 @@ TensorMap probe_inputs(const std::vector<TensorSpec>& specs) {
   return m;
 }
 
+std::string shape_text(c10::IntArrayRef sizes) {
+  std::vector<std::string> dims;
+  for (const int64_t d : sizes) dims.push_back(std::to_string(d));
+  return join(dims, "x");
+}
+
 std::string input_text(const std::vector<TensorSpec>& inputs) {
   std::string text;
   for (const auto& t : inputs) {
-    std::string shape;
-    for (int64_t d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    const std::string shape = shape_text(t.shape);
     const std::string one = inputs.size() == 1 && !shape.empty() ? shape
                             : shape.empty()                      ? t.name
                                                                  : t.name + " " + shape;

@@ -106,6 +106,9 @@ inline constexpr uint64_t kSyntheticTestIndex = uint64_t{1} << 62;
 /// of 1: the probe a model's FLOPs are counted with.
 TensorMap probe_inputs(const std::vector<TensorSpec>& specs);
 
+/// A shape as text, "3x32x32"; "" for a scalar's.
+std::string shape_text(c10::IntArrayRef sizes);
+
 /// What a model reads per sample, for listings: a lone input as its shape
 /// ("3x224x224"), several as names and shapes ("src 128, tgt_in 128"; "user, item").
 std::string input_text(const std::vector<TensorSpec>& inputs);

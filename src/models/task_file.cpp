@@ -23,12 +23,6 @@ constexpr size_t kMaxInputs = 8;
 constexpr size_t kMaxRank = 5;
 constexpr size_t kMaxFileBytes = size_t{1} << 20;
 
-std::string join(const std::vector<std::string>& words, const char* sep) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
-  return out;
-}
-
 std::string where(const std::string& path, const YAML::Node& node) {
   const YAML::Mark m = node.Mark();
   return m.line >= 0 ? fmt::format("{}:{}", path, m.line + 1) : path;
@@ -154,9 +148,9 @@ TensorDecl tensor_of(const YAML::Node& node, const std::string& path, const std:
 
 LossKind loss_of(const YAML::Node& node, const std::string& path) {
   const std::string s = text_of(node, path, "loss");
-  if (s == "cross-entropy") return LossKind::kCrossEntropy;
-  if (s == "bce-with-logits") return LossKind::kBceWithLogits;
-  if (s == "mse") return LossKind::kMse;
+  for (const LossKind k : {LossKind::kCrossEntropy, LossKind::kBceWithLogits, LossKind::kMse}) {
+    if (s == loss_name(k)) return k;
+  }
   throw Error(fmt::format("{}: loss must be cross-entropy, bce-with-logits or mse (got '{}')",
                           where(path, node), printable(s)));
 }
@@ -180,23 +174,31 @@ void check_declared(const TaskDecl& d, const std::string& path) {
                   path, d.target.name);
   } else {
     DLSCALE_CHECK(!integer, "{}: a {} target is float32 or float64 (target '{}' is {})", path,
-                  d.loss == LossKind::kMse ? "mse" : "bce-with-logits", d.target.name,
-                  d.target.dtype);
+                  loss_name(d.loss), d.target.name, d.target.dtype);
   }
   const std::string allowed = metrics_of(d.loss);
   for (const auto& m : d.metrics) {
     DLSCALE_CHECK((" " + allowed + " ").find(" " + m + " ") != std::string::npos,
                   "{}: metric '{}' does not come with loss {}; it gives: {}", path, m,
-                  d.loss == LossKind::kCrossEntropy ? "cross-entropy"
-                  : d.loss == LossKind::kMse        ? "mse"
-                                                    : "bce-with-logits",
-                  allowed);
+                  loss_name(d.loss), allowed);
   }
   DLSCALE_CHECK(d.loss == LossKind::kCrossEntropy || d.label_smoothing == 0,
                 "{}: label_smoothing applies to cross-entropy only", path);
 }
 
 }  // namespace
+
+std::string loss_name(LossKind loss) {
+  switch (loss) {
+    case LossKind::kCrossEntropy:
+      return "cross-entropy";
+    case LossKind::kBceWithLogits:
+      return "bce-with-logits";
+    case LossKind::kMse:
+      return "mse";
+  }
+  return "";
+}
 
 std::string metrics_of(LossKind loss) {
   switch (loss) {

@@ -39,6 +39,9 @@ struct TaskDecl {
   int64_t items_per_sample = 1;
 };
 
+/// A loss's name as a task file writes it: cross-entropy, bce-with-logits, mse.
+std::string loss_name(LossKind loss);
+
 /// The metrics a loss allows, for errors and --help.
 std::string metrics_of(LossKind loss);
 
