@@ -317,10 +317,10 @@ nlohmann::json agreed_inputs(const ResolvedTrainOptions& c) {
   for (const auto& [key, value] : recipe.items()) j["recipe." + key] = value;
   j["global_batch"] = c.global_batch;
   j[record::input::kWorldSize] = c.world_size;
-  // A TorchScript model's module and task file, by contents: hand-started
-  // nodes may hold different files at the same path.
-  if (models::is_script_model(o.model.name))
-    j["model_file_digest"] = models::model_spec(o.model).file_digest;
+  // A model read from files (a TorchScript module and its task file), by
+  // their contents: hand-started nodes may hold different files at one path.
+  const std::string& digest = models::model_spec(o.model).file_digest;
+  if (!digest.empty()) j["model_file_digest"] = digest;
   return j;
 }
 
