@@ -1,5 +1,6 @@
 #pragma once
 // Runs the real dlscale binary (or mpirun) for end-to-end tests.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,9 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -51,11 +51,17 @@ struct Outcome {
   std::string err;  // stderr
 };
 
-/// A unique path in the temp directory (not created).
+/// A unique path in the temp directory (not created). The pid alone is not
+/// unique: pids are reused, and a path an earlier process left behind would
+/// be taken for this one's; a random token drawn once per process is.
 inline std::string temp_path(const std::string& name) {
   static int counter = 0;
-  return std::filesystem::temp_directory_path().string() + "/dlscale_test_" +
-         std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + name;
+  static const std::string token = [] {
+    std::random_device device;
+    return std::to_string(::getpid()) + "_" + std::to_string(device() % 1000000000U);
+  }();
+  return std::filesystem::temp_directory_path().string() + "/dlscale_test_" + token + "_" +
+         std::to_string(counter++) + "_" + name;
 }
 
 /// Runs `command` through the shell; captures stdout, stderr and exit code.

@@ -33,9 +33,7 @@ inline void write_test_png(const std::string& path, int64_t side, int64_t k) {
 /// into a new directory; gzip-compressed when `gz`. Returns the directory.
 inline std::string write_idx_dataset(int64_t n_train, int64_t n_test, int64_t side, bool gz) {
   const std::string dir = temp_path("idx");
-  // temp_path names by pid, and pids are reused: a directory another
-  // process left (say with .gz files, which the reader prefers) must not
-  // mix with this one's files.
+  // Nothing else may share the directory: the reader prefers .gz files.
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string ext = gz ? ".gz" : "";
