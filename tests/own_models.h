@@ -22,9 +22,10 @@ inline const OwnModels& own_models() {
   static const OwnModels e = [] {
     OwnModels x;
     x.dir = temp_path("own-models");
-    const auto o = run_shell(
-        std::string("/usr/bin/python3 ") + DLSCALE_SOURCE_DIR + "/examples/own-model/export.py " +
-        x.dir + " resnet18 resnet18-10 small-cnn encoder two-inputs raises no-params 2>&1");
+    const auto o = run_shell(std::string("/usr/bin/python3 ") + DLSCALE_SOURCE_DIR +
+                             "/examples/own-model/export.py " + x.dir +
+                             " resnet18 resnet18-10 small-cnn encoder translator recommender "
+                             "mnist-mlp two-inputs raises no-params 2>&1");
     EXPECT_EQ(o.code, 0) << o.out << o.err;
     std::istringstream lines(o.out);
     for (std::string line; std::getline(lines, line);) {

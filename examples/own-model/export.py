@@ -8,9 +8,12 @@ which has python3-torch and python3-torchvision:
 MODEL is one of: resnet18 (torchvision's, 1000 classes), resnet18-10
 (10 classes), small-cnn (a CNN without batch norm, 10 classes, for 32x32),
 encoder (a Transformer encoder classifying token sequences, with
-examples/own-model/encoder.task.yaml), two-inputs (forward(self, b, a):
-inputs matched by name), and the broken ones the tests feed dlscale:
-raises, no-params. Without MODEL it writes resnet18-10, small-cnn and
+examples/own-model/encoder.task.yaml), translator (forward(src, tgt_in) to
+logits over 64 tokens, for 'task: translation'), recommender
+(forward(user, item), 600 users and 2000 items, for 'task:
+recommendation'), mnist-mlp (1x28x28 images to 10 classes, for a declared
+task on IDX data), two-inputs (forward(self, b, a): inputs matched by
+name), and the broken ones the tests feed dlscale: raises, no-params. Without MODEL it writes resnet18-10, small-cnn and
 encoder. It prints each file and its parameter count as PyTorch counts it.
 """
 import os
@@ -49,6 +52,50 @@ class Encoder(nn.Module):
         return self.head(self.encoder(x).mean(1))
 
 
+class Translator(nn.Module):
+    """Token sequences to logits over `vocab` tokens at each position. The
+    source is read reversed, so the synthetic translation task (each token
+    mapped, the sequence reversed) is a per-position dictionary to learn."""
+
+    def __init__(self, vocab: int = 64, d: int = 32):
+        super().__init__()
+        self.source = nn.Embedding(vocab, d)
+        self.target = nn.Embedding(vocab, d)
+        self.hidden = nn.Linear(d, d)
+        self.out = nn.Linear(d, vocab)
+
+    def forward(self, src, tgt_in):
+        x = self.source(src).flip(1) + self.target(tgt_in)
+        return self.out(torch.relu(self.hidden(x)))
+
+
+class Recommender(nn.Module):
+    """A user and an item to a score (matrix factorization); for evaluation
+    a user ([batch]) and candidate items ([batch, candidates])."""
+
+    def __init__(self, users: int = 600, items: int = 2000, d: int = 16):
+        super().__init__()
+        self.users = nn.Embedding(users, d)
+        self.items = nn.Embedding(items, d)
+        self.bias = nn.Parameter(torch.zeros(1))
+
+    def forward(self, user, item):
+        u = self.users(user)
+        if item.dim() > user.dim():
+            u = u.unsqueeze(1)
+        return (u * self.items(item)).sum(-1) + self.bias
+
+
+class MnistMlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(28 * 28, 32)
+        self.out = nn.Linear(32, 10)
+
+    def forward(self, image):
+        return self.out(torch.relu(self.hidden(torch.flatten(image, 1))))
+
+
 class TwoInputs(nn.Module):
     def __init__(self):
         super().__init__()
@@ -80,7 +127,8 @@ def make(name):
     if name in ("resnet18", "resnet18-10"):
         import torchvision
         return torchvision.models.resnet18(num_classes=1000 if name == "resnet18" else 10)
-    return {"small-cnn": SmallCnn, "encoder": Encoder, "two-inputs": TwoInputs,
+    return {"small-cnn": SmallCnn, "encoder": Encoder, "translator": Translator,
+            "recommender": Recommender, "mnist-mlp": MnistMlp, "two-inputs": TwoInputs,
             "raises": Raises, "no-params": NoParams}[name]()
 
 

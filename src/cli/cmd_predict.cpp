@@ -167,13 +167,25 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
   predict_and_write(f, w, n, specs, o, tta_run, argv);
 }
 
+/// --model and what shapes it.
+void add_model_flags(CLI::App* cmd, PredictFlags& f) {
+  cmd->add_option(
+      "--model,-m", f.model,
+      "Zoo model, or a TorchScript module (PATH.pt; with --device-rate or a --system rate)");
+  cmd->add_option("--image-size", f.model_options.image_size,
+                  "Input size of the zoo model; 0 = its default");
+  cmd->add_option(
+      "--task-file", f.model_options.task_file,
+      "The task of a TorchScript --model (YAML, docs/models.md 'Your own model'); without it, "
+      "an image classifier");
+}
+
 }  // namespace
 
 void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto f = std::make_shared<PredictFlags>();
   CLI::App* cmd = app.add_subcommand("predict", kPredictAbout);
-  cmd->add_option("--model,-m", f->model, "Zoo model (with --device-rate or a --system rate)");
-  cmd->add_option("--image-size", f->model_options.image_size, "Input size of the zoo model; 0 = its default");
+  add_model_flags(cmd, *f);
   cmd->add_option("--calibrate", f->calibrate,
                   "A 1-worker 'dlscale train --trace T --json FILE' record: forward, backward, optimizer, data "
                   "and when each gradient became ready");

@@ -118,6 +118,9 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   check_takes(spec, "--sparse-embeddings", o.sparse_embeddings);
   DLSCALE_CHECK(o.dropout < 1, "--dropout must be < 1 (got {}; negative = the model's own)", o.dropout);
   if (spec.takes_flag("--vocab")) {
+    DLSCALE_CHECK(!spec.fixed_vocab || o.vocab == 0 || o.vocab == spec.default_vocab,
+                  "model '{}' has a vocabulary of {} (its output); --vocab must match (got {})",
+                  spec.name, spec.default_vocab, o.vocab);
     if (o.vocab == 0) o.vocab = spec.default_vocab;
     if (o.seq_len == 0) o.seq_len = spec.default_seq_len;
     DLSCALE_CHECK(o.vocab >= 4, "--vocab must be >= 4 (got {})", o.vocab);

@@ -95,6 +95,11 @@ struct ModelSpec {
   int64_t default_classes = 1000;
   int64_t min_classes = 1;          ///< a detector needs the background and a class
   bool fixed_classes = false;  ///< its classes are default_classes (a TorchScript module's output)
+  bool fixed_vocab = false;    ///< its vocabulary is default_vocab (a TorchScript module's output)
+  /// The first training batch is checked against the task's tensors (dtype,
+  /// sizes) before the model reads it: a TorchScript module's task states
+  /// its own shapes, which real data must have; the zoo's data is made to fit.
+  bool checks_batches = false;
   /// A TorchScript model's files, "BYTES:FNV1A" of the module and of its
   /// task file: ranks must agree on them, records carry them ("" for the zoo).
   std::string file_digest;

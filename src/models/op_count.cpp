@@ -142,7 +142,18 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
   if (s == nullptr) return;
   const Op op = op_of(fn.name());
   if (op == Op::kNone || --s->depth > 0) return;
-  s->count.macs += macs_of(op, s->inputs, fn.outputs());
+  OpCount::OpMacs counted;
+  counted.macs = macs_of(op, s->inputs, fn.outputs());
+  for (const auto& v : s->inputs) {
+    if (v.isTensor() && v.toTensor().has_storage()) {
+      counted.operands.push_back(v.toTensor().storage().unsafeGetStorageImpl());
+    } else if (v.isTensorList()) {
+      for (const torch::Tensor& t : v.toTensorVector())
+        if (t.has_storage()) counted.operands.push_back(t.storage().unsafeGetStorageImpl());
+    }
+  }
+  s->count.macs += counted.macs;
+  s->count.ops.push_back(std::move(counted));
   s->inputs.clear();
 }
 

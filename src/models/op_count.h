@@ -14,6 +14,14 @@ namespace dlscale::models {
 
 struct OpCount {
   int64_t macs = 0;
+  /// Each counted operator's MACs with the storages of its tensor operands
+  /// (lists included), in the order they ran: what predict's backward
+  /// profile charges to each parameter (predict/zoo_profile.cpp).
+  struct OpMacs {
+    std::vector<const void*> operands;
+    int64_t macs = 0;
+  };
+  std::vector<OpMacs> ops;
   /// Operators that do arithmetic on weights or products but are not
   /// counted (e.g. "aten::einsum x2"): the count is too low by theirs.
   std::vector<std::string> uncounted;

@@ -15,12 +15,15 @@
 #include "core/sysinfo.h"
 #include "core/text.h"
 #include "models/op_count.h"
+#include "models/recommendation.h"
+#include "models/seq2seq.h"
 
 namespace dlscale::models {
 
 namespace {
 
 constexpr int64_t kDefaultImageSize = 224;
+constexpr int64_t kDefaultSeqLen = 128;
 
 /// The line of a LibTorch or TorchScript error that says what went wrong:
 /// the interpreter's last line ("builtins.ValueError: ..."), or the first.
@@ -194,6 +197,101 @@ torch::Tensor probe_output(const std::string& name, torch::jit::Module& module,
       fmt::format(" on one sample of the declared inputs ({}{})", input_text(inputs), hint));
 }
 
+/// The spec of a declared task's module. Where it declares what an image
+/// dataset gives (an `image` of C x S x S floats, a `label` of int64
+/// classes [0, K)), the spec says so too, so that real images are read at
+/// that size and their labels checked against K (not --image-size or
+/// --classes: the task file fixes them).
+ModelSpec declared_spec(const ModelOptions& o, const TaskDecl& decl) {
+  ModelSpec s = non_image_spec(o.name, "", declared_task(decl), "script", {});
+  for (const auto& t : decl.inputs) {
+    if (t.name == data::kImage && t.dtype == "float32" && t.shape.size() == 3 &&
+        t.shape[1] == t.shape[2]) {
+      s.channels = t.shape[0];
+      s.default_image_size = t.shape[1];
+    }
+  }
+  const TensorDecl& y = decl.target;
+  if (y.name == data::kLabel && y.dtype == "int64" && y.shape.empty() && y.low == 0) {
+    s.takes = {"--classes"};
+    s.default_classes = y.high;
+    s.fixed_classes = true;
+  }
+  return s;
+}
+
+/// The spec of a module of task `decl` before its probe: the task, the
+/// flags it takes and the input sizes the probe is built at.
+ModelSpec spec_before_probe(const ModelOptions& o, const TaskDecl& decl) {
+  if (decl.builtin.empty()) return declared_spec(o, decl);
+  if (decl.builtin == "translation") {
+    ModelSpec s = non_image_spec(o.name, "", translation(), "script",
+                                 {"--vocab", "--seq-len", "--min-seq-len"});
+    s.default_seq_len = o.seq_len > 0      ? o.seq_len
+                        : decl.seq_len > 0 ? decl.seq_len
+                                           : kDefaultSeqLen;
+    s.default_vocab =
+        kFirstWord + 2;  // the probe's tokens are kFirstWord and kBeginToken; the output says
+    return s;
+  }
+  if (decl.builtin == "recommendation") {
+    return non_image_spec(o.name, "", recommendation(decl.users, decl.items), "script", {});
+  }
+  ModelSpec s;
+  s.takes = {"--image-size", "--classes"};
+  s.channels = decl.channels;
+  s.default_image_size = o.image_size > 0      ? o.image_size
+                         : decl.image_size > 0 ? decl.image_size
+                                               : kDefaultImageSize;
+  s.default_classes = 1;  // until the probe says
+  return s;
+}
+
+/// Checks the probe's output `out` against the task and takes from it what
+/// the module fixes (an image classifier's classes, a translator's
+/// vocabulary). A recommender is probed again as evaluation calls it: a
+/// user with its candidate items.
+void adopt_output(ModelSpec& s, const TaskDecl& decl, const torch::Tensor& out,
+                  torch::jit::Module& module, const std::vector<std::string>& order) {
+  const std::string& name = s.name;
+  const std::string got =
+      fmt::format("{} {}", shape_text(out.sizes()), c10::toString(out.scalar_type()));
+  if (decl.builtin.empty()) {
+    const std::string mismatch = output_mismatch(decl, out);
+    DLSCALE_CHECK(mismatch.empty(), "model '{}': {}", name, mismatch);
+  } else if (decl.builtin == "translation") {
+    DLSCALE_CHECK(out.dim() == 3 && out.size(0) == 1 && out.size(1) == s.default_seq_len &&
+                      out.size(2) > kFirstWord + 1 && out.is_floating_point(),
+                  "model '{}': its output for one sequence of {} tokens is {}; translation's is "
+                  "1 x {} x vocabulary (> {}), float",
+                  name, s.default_seq_len, got, s.default_seq_len, kFirstWord + 1);
+    s.default_vocab = out.size(2);
+    s.fixed_vocab = true;
+  } else if (decl.builtin == "recommendation") {
+    DLSCALE_CHECK(out.dim() == 1 && out.size(0) == 1 && out.is_floating_point(),
+                  "model '{}': its output for one user and item is {}; recommendation's is 1 "
+                  "score, float",
+                  name, got);
+    const torch::Tensor ranked = main_output(
+        name, module, order,
+        {{kUser, torch::zeros({1}, torch::kInt64)},
+         {kItem, torch::zeros({1, kEvalCandidates}, torch::kInt64)}},
+        fmt::format(" on one user with {} candidate items (as HR@10 evaluates)", kEvalCandidates));
+    DLSCALE_CHECK(ranked.dim() == 2 && ranked.size(0) == 1 && ranked.size(1) == kEvalCandidates,
+                  "model '{}': its output for one user and {} candidate items ([1] and [1, {}]) "
+                  "is {}; HR@10 needs 1 x {} scores",
+                  name, kEvalCandidates, kEvalCandidates, shape_text(ranked.sizes()),
+                  kEvalCandidates);
+  } else {
+    DLSCALE_CHECK(out.dim() == 2 && out.size(0) == 1 && out.size(1) >= 1 && out.is_floating_point(),
+                  "model '{}': its output for one {}x{}x{} image is {}; an image classifier's "
+                  "is 1 x classes, float",
+                  name, s.channels, s.default_image_size, s.default_image_size, got);
+    s.default_classes = out.size(1);
+    s.fixed_classes = true;
+  }
+}
+
 ModelSpec build_spec(const ModelOptions& o) {
   DLSCALE_CHECK(o.dropout < 0,
                 "--dropout does not apply to model '{}': a TorchScript module's dropout is its own",
@@ -205,39 +303,23 @@ ModelSpec build_spec(const ModelOptions& o) {
   int64_t trainable = 0;
   for (const auto& p : module.parameters()) trainable += p.requires_grad() ? p.numel() : 0;
   DLSCALE_CHECK(trainable > 0, "model '{}' has no trainable parameters: nothing to train", o.name);
-  const bool image = !decl.builtin.empty();
-  ModelSpec s = image ? ModelSpec{} : non_image_spec(o.name, "", declared_task(decl), "script", {});
+  ModelSpec s = spec_before_probe(o, decl);
   s.name = o.name;
   s.family = "script";
-  if (image) {
-    s.takes = {"--image-size", "--classes"};
-    s.channels = decl.channels;
-    s.default_image_size = o.image_size > 0      ? o.image_size
-                           : decl.image_size > 0 ? decl.image_size
-                                                 : kDefaultImageSize;
-    s.default_classes = 1;  // until the probe says
-  }
+  s.checks_batches = true;
   s.default_label_smoothing = decl.label_smoothing;
   ModelOptions shaped = o;
   shaped.image_size = s.default_image_size;
   shaped.num_classes = s.default_classes;
+  shaped.vocab = s.default_vocab;
+  shaped.seq_len = s.default_seq_len;
   const std::vector<TensorSpec> inputs = s.task->inputs(s, shaped);
   const std::vector<std::string> order = argument_order(o.name, module, inputs);
-  const bool default_size = image && o.image_size == 0 && decl.image_size == 0;
+  const bool default_size =
+      decl.builtin == "image-classification" && o.image_size == 0 && decl.image_size == 0;
   const torch::Tensor out = probe_output(o.name, module, order, inputs,
                                          default_size ? "; --image-size sets the size" : "");
-  if (image) {
-    DLSCALE_CHECK(out.dim() == 2 && out.size(0) == 1 && out.size(1) >= 1 && out.is_floating_point(),
-                  "model '{}': its output for one {}x{}x{} image is {} {}; an image classifier's "
-                  "is 1 x classes, float",
-                  o.name, s.channels, s.default_image_size, s.default_image_size,
-                  shape_text(out.sizes()), c10::toString(out.scalar_type()));
-    s.default_classes = out.size(1);
-    s.fixed_classes = true;
-  } else {
-    const std::string mismatch = output_mismatch(decl, out);
-    DLSCALE_CHECK(mismatch.empty(), "model '{}': {}", o.name, mismatch);
-  }
+  adopt_output(s, decl, out, module, order);
   s.file_digest =
       digest_of(path_of(o.name)) + (o.task_file.empty() ? "" : " " + digest_of(o.task_file));
   s.description = fmt::format("TorchScript module, task {}{}", decl.name,
@@ -263,8 +345,8 @@ const ModelSpec& script_model_spec(const ModelOptions& o) {
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<ModelSpec>> specs;
   const std::string key =
-      fmt::format("{}\n{}\n{}\n{}\n{}", o.name, o.task_file, o.image_size, stamp(path_of(o.name)),
-                  o.task_file.empty() ? "" : stamp(o.task_file));
+      fmt::format("{}\n{}\n{}\n{}\n{}\n{}", o.name, o.task_file, o.image_size, o.seq_len,
+                  stamp(path_of(o.name)), o.task_file.empty() ? "" : stamp(o.task_file));
   const std::lock_guard<std::mutex> lock(mutex);
   auto& spec = specs[key];
   if (spec == nullptr) {

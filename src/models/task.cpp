@@ -92,4 +92,45 @@ std::string feed_mismatch(const ModelSpec& spec, const ModelOptions& options, co
                      task.name(), joined(lacks));
 }
 
+namespace {
+
+/// A sample's tensor in words: "1x28x28 Float", "one Long".
+std::string tensor_words(c10::IntArrayRef sizes, torch::ScalarType dtype) {
+  return fmt::format("{} {}", sizes.empty() ? "one" : shape_text(sizes), c10::toString(dtype));
+}
+
+/// What is wrong with `t` (a batch's tensor) for `spec`, or "".
+std::string tensor_mismatch(const TensorSpec& spec, const torch::Tensor& t) {
+  const std::vector<int64_t> sizes(t.sizes().begin() + std::min<int64_t>(1, t.dim()),
+                                   t.sizes().end());
+  if (t.scalar_type() != spec.dtype || (!spec.varies && sizes != spec.shape)) {
+    return fmt::format("'{}' is {} a sample; the task declares {}", spec.name,
+                       tensor_words(sizes, t.scalar_type()), tensor_words(spec.shape, spec.dtype));
+  }
+  if (!isIntegralType(spec.dtype, /*includeBool=*/false) || spec.high <= spec.low || t.numel() == 0)
+    return "";
+  const int64_t low = t.min().item<int64_t>(), high = t.max().item<int64_t>();
+  if (low >= spec.low && high < spec.high) return "";
+  return fmt::format("'{}' holds values in [{}, {}]; the task declares [{}, {})", spec.name, low,
+                     high, spec.low, spec.high);
+}
+
+}  // namespace
+
+std::string batch_mismatch(const ModelSpec& spec, const ModelOptions& options,
+                           const data::Batch& batch, const std::string& data_name) {
+  const Task& task = *spec.task;
+  for (const auto& [specs, tensors] : {std::pair{task.inputs(spec, options), &batch.inputs},
+                                       std::pair{task.targets(spec, options), &batch.targets}}) {
+    for (const auto& t : specs) {
+      const auto it = tensors->find(t.name);
+      if (it == tensors->end()) continue;  // feed_mismatch() named it
+      const std::string what = tensor_mismatch(t, it->second);
+      if (!what.empty())
+        return fmt::format("data '{}' does not fit model '{}': {}", data_name, spec.name, what);
+    }
+  }
+  return "";
+}
+
 }  // namespace dlscale::models

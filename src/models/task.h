@@ -118,6 +118,13 @@ std::string input_text(const std::vector<TensorSpec>& inputs);
 std::string feed_mismatch(const ModelSpec& spec, const ModelOptions& options, const data::Provides& provides,
                           const std::string& data_name);
 
+/// One line naming the first tensor of `batch` that does not fit the task
+/// (dtype, sizes after the batch dimension unless they vary, integer IDs
+/// outside [low, high)), or "" when it fits: "data X does not fit model M:
+/// 'image' is 1x28x28 float a sample; the task declares 3x32x32 float".
+std::string batch_mismatch(const ModelSpec& spec, const ModelOptions& options,
+                           const data::Batch& batch, const std::string& data_name);
+
 /// The task of every image classifier of the zoo.
 std::shared_ptr<const Task> image_classification();
 

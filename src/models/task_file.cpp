@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -186,6 +187,47 @@ void check_declared(const TaskDecl& d, const std::string& path) {
                 "{}: label_smoothing applies to cross-entropy only", path);
 }
 
+/// The keys each kind of task file takes besides task and name.
+const std::map<std::string, std::vector<std::string>> kTaskKeys = {
+    {"image-classification", {"channels", "image_size"}},
+    {"translation", {"seq_len", "label_smoothing"}},
+    {"recommendation", {"users", "items"}},
+    {"declared",
+     {"inputs", "target", "loss", "label_smoothing", "metrics", "unit", "items_per_sample"}},
+};
+
+/// Reads one key of a task file other than task and name into `d`.
+void parse_key(TaskDecl& d, const std::string& key, const YAML::Node& v, const std::string& path) {
+  if (key == "channels") {
+    d.channels = integer_of(v, path, "channels", 1, 64);
+  } else if (key == "image_size") {
+    d.image_size = integer_of(v, path, "image_size", 1, 4096);
+  } else if (key == "seq_len") {
+    d.seq_len = integer_of(v, path, "seq_len", 1, kMaxDim);
+  } else if (key == "users" || key == "items") {
+    // recommendation's synthetic data plants 16 taste groups among them.
+    (key == "users" ? d.users : d.items) = integer_of(v, path, key, 16, kMaxId);
+  } else if (key == "inputs") {
+    DLSCALE_CHECK(v.IsSequence() && v.size() >= 1 && v.size() <= kMaxInputs,
+                  "{}: inputs must be a list of 1 to {} tensors", where(path, v), kMaxInputs);
+    for (const auto& t : v) d.inputs.push_back(tensor_of(t, path, "an input"));
+  } else if (key == "target") {
+    d.target = tensor_of(v, path, "the target");
+  } else if (key == "loss") {
+    d.loss = loss_of(v, path);
+  } else if (key == "label_smoothing") {
+    d.label_smoothing = number_of(v, path, "label_smoothing", 0, 1);
+  } else if (key == "metrics") {
+    DLSCALE_CHECK(v.IsSequence() && v.size() <= 4, "{}: metrics must be a list, e.g. [top1, top5]",
+                  where(path, v));
+    for (const auto& m : v) d.metrics.push_back(name_of(m, path, "metrics"));
+  } else if (key == "unit") {
+    d.unit = name_of(v, path, "unit");
+  } else {
+    d.items_per_sample = integer_of(v, path, "items_per_sample", 1, kMaxId);
+  }
+}
+
 }  // namespace
 
 std::string loss_name(LossKind loss) {
@@ -221,65 +263,42 @@ TaskDecl parse_task_file(const std::string& text, const std::string& path) {
     throw Error(fmt::format("{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.msg));
   }
   TaskDecl d;
-  const std::vector<std::string> keys = {"task",
-                                         "name",
-                                         "channels",
-                                         "image_size",
-                                         "inputs",
-                                         "target",
-                                         "loss",
-                                         "label_smoothing",
-                                         "metrics",
-                                         "unit",
-                                         "items_per_sample"};
+  std::vector<std::string> keys = {"task", "name"};
+  for (const auto& [task, own] : kTaskKeys) keys.insert(keys.end(), own.begin(), own.end());
+  std::sort(keys.begin() + 2, keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   for_keys(root, path, "a task file", keys, [&](const std::string& key, const YAML::Node& v) {
     if (key == "task") {
       d.builtin = text_of(v, path, "task");
-      DLSCALE_CHECK(
-          d.builtin == "image-classification",
-          "{}: the built-in tasks a TorchScript module can take: image-classification (got '{}'); "
-          "declare any other with inputs, target, loss and metrics",
-          where(path, v), printable(d.builtin));
+      DLSCALE_CHECK(d.builtin != "declared" && kTaskKeys.count(d.builtin) == 1,
+                    "{}: the built-in tasks a TorchScript module can take: image-classification, "
+                    "translation, recommendation (got '{}'); declare any other with inputs, "
+                    "target, loss and metrics",
+                    where(path, v), printable(d.builtin));
     } else if (key == "name") {
       d.name = name_of(v, path, "name");
-    } else if (key == "channels") {
-      d.channels = integer_of(v, path, "channels", 1, 64);
-    } else if (key == "image_size") {
-      d.image_size = integer_of(v, path, "image_size", 1, 4096);
-    } else if (key == "inputs") {
-      DLSCALE_CHECK(v.IsSequence() && v.size() >= 1 && v.size() <= kMaxInputs,
-                    "{}: inputs must be a list of 1 to {} tensors", where(path, v), kMaxInputs);
-      for (const auto& t : v) d.inputs.push_back(tensor_of(t, path, "an input"));
-    } else if (key == "target") {
-      d.target = tensor_of(v, path, "the target");
-    } else if (key == "loss") {
-      d.loss = loss_of(v, path);
-    } else if (key == "label_smoothing") {
-      d.label_smoothing = number_of(v, path, "label_smoothing", 0, 1);
-    } else if (key == "metrics") {
-      DLSCALE_CHECK(v.IsSequence() && v.size() <= 4,
-                    "{}: metrics must be a list, e.g. [top1, top5]", where(path, v));
-      for (const auto& m : v) d.metrics.push_back(name_of(m, path, "metrics"));
-    } else if (key == "unit") {
-      d.unit = name_of(v, path, "unit");
     } else {
-      d.items_per_sample = integer_of(v, path, "items_per_sample", 1, kMaxId);
+      parse_key(d, key, v, path);
     }
   });
-  if (!d.builtin.empty()) {
-    for (const char* k :
-         {"inputs", "target", "loss", "label_smoothing", "metrics", "unit", "items_per_sample"}) {
-      DLSCALE_CHECK(!root[k], "{}: '{}' does not go with 'task: {}' (it declares its own)", path, k,
-                    d.builtin);
-    }
-    d.name = d.builtin;
+  const std::string task = d.builtin.empty() ? "declared" : d.builtin;
+  const std::vector<std::string>& own = kTaskKeys.at(task);
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    DLSCALE_CHECK(
+        key == "task" || key == "name" || std::find(own.begin(), own.end(), key) != own.end(),
+        "{}: '{}' does not go with {}; it takes: {}", where(path, kv.first), key,
+        d.builtin.empty() ? "a declared task" : "'task: " + d.builtin + "'", join(own, ", "));
+  }
+  if (d.builtin.empty()) {
+    check_declared(d, path);
     return d;
   }
-  DLSCALE_CHECK(!root["channels"] && !root["image_size"],
-                "{}: channels and image_size go with 'task: image-classification'; "
-                "a declared task gives its inputs' shapes",
+  d.name = d.builtin;
+  DLSCALE_CHECK(d.builtin != "recommendation" || (d.users > 0 && d.items > 0),
+                "{}: 'task: recommendation' needs 'users' and 'items' (the ID ranges the module's "
+                "embeddings hold)",
                 path);
-  check_declared(d, path);
   return d;
 }
 

@@ -23,17 +23,23 @@ struct TensorDecl {
 enum class LossKind { kCrossEntropy, kBceWithLogits, kMse };
 
 struct TaskDecl {
-  /// A built-in task ("image-classification"), or "" when the file declares
-  /// inputs, target, loss and metrics itself.
+  /// A built-in task (image-classification, translation, recommendation),
+  /// or "" when the file declares inputs, target, loss and metrics itself.
   std::string builtin;
   std::string name = "declared";  ///< the task's name in records and listings
   /// image-classification: input channels and height = width (0: --image-size or 224).
   int64_t channels = 3;
   int64_t image_size = 0;
+  /// translation: tokens per sequence (0: --seq-len or 128); its vocabulary
+  /// is the module's output's last size.
+  int64_t seq_len = 0;
+  /// recommendation: user and item IDs are in [0, users) and [0, items).
+  int64_t users = 0;
+  int64_t items = 0;
   std::vector<TensorDecl> inputs;  ///< in the order forward() takes them (or by name)
   TensorDecl target;               ///< what the loss compares the output with
   LossKind loss = LossKind::kCrossEntropy;
-  double label_smoothing = 0;        ///< cross-entropy only
+  double label_smoothing = 0;        ///< cross-entropy and translation only
   std::vector<std::string> metrics;  ///< top1, top5 (cross-entropy); accuracy (bce); mse
   std::string unit = "samples";      ///< what throughput counts
   int64_t items_per_sample = 1;

@@ -8,29 +8,59 @@
 
 namespace dlscale::predict {
 
-BackwardProfile flops_backward_profile(const std::string& model, const models::ModelOptions& options,
-                                       double& flops_per_sample) {
-  DLSCALE_CHECK(
-      !models::is_script_model(model),
-      "predict profiles the zoo's models by their layers; for TorchScript model '{}', give "
-      "--calibrate the record of 'dlscale train --model {} --trace T --json R' (its measured "
-      "backward profile)",
-      model, model);
-  const models::ModelSpec& spec = models::find_model(model);
-  const models::ModelOptions o = models::resolve_options(spec, options);
-  const std::shared_ptr<models::Model> net = spec.make(o);
-  const models::ModelFacts facts = models::measure_model(spec, o, *net);  // runs the probe: each layer's MACs
-  flops_per_sample = facts.flops_per_sample();
-  // Each parameter's cost is the MACs of the layer that owns it (a layer's
-  // weight carries them, the rest of its tensors none).
+namespace {
+
+/// Each parameter's forward MACs (by tensor): for a zoo model those of the
+/// layer that owns it (a layer's weight carries them, the rest of its
+/// tensors none); for a model that counts its operators (a TorchScript
+/// module), each operator's go to the largest parameter among its operands.
+std::map<const void*, double> macs_by_parameter(const models::ModelSpec& spec,
+                                                const models::ModelOptions& o, models::Model& net) {
   std::map<const void*, double> macs_of;
-  for (const auto& m : net->modules(/*include_self=*/false)) {
+  const std::optional<models::OpCount> ops =
+      net.own_macs(models::probe_inputs(spec.task->inputs(spec, o)));
+  if (ops) {
+    std::map<const void*, torch::Tensor> by_storage;
+    for (const auto& p : net.parameters()) {
+      const void* storage = p.storage().unsafeGetStorageImpl();
+      auto& held = by_storage[storage];
+      if (!held.defined() || p.numel() > held.numel()) held = p;
+    }
+    for (const auto& op : ops->ops) {
+      const torch::Tensor* owner = nullptr;
+      for (const void* operand : op.operands) {
+        const auto it = by_storage.find(operand);
+        if (it != by_storage.end() && (owner == nullptr || it->second.numel() > owner->numel()))
+          owner = &it->second;
+      }
+      if (owner != nullptr) macs_of[owner->unsafeGetTensorImpl()] += static_cast<double>(op.macs);
+    }
+    return macs_of;
+  }
+  for (const auto& m : net.modules(/*include_self=*/false)) {
     const auto* counter = dynamic_cast<const models::MacCounter*>(m.get());
     const auto own = m->parameters(/*recurse=*/false);
     if (counter != nullptr && !own.empty()) {
       macs_of[own.front().unsafeGetTensorImpl()] = static_cast<double>(counter->last_macs_per_sample());
     }
   }
+  return macs_of;
+}
+
+}  // namespace
+
+BackwardProfile flops_backward_profile(const std::string& model,
+                                       const models::ModelOptions& options,
+                                       double& flops_per_sample) {
+  models::ModelOptions named = options;
+  named.name = model;
+  const models::ModelSpec& spec = models::model_spec(named);
+  const models::ModelOptions o = models::resolve_options(spec, named);
+  const std::shared_ptr<models::Model> net = spec.make(o);
+  const models::ModelFacts facts =
+      models::measure_model(spec, o, *net);  // runs the probe: each layer's MACs
+  flops_per_sample = facts.flops_per_sample();
+  const std::map<const void*, double> macs_of = macs_by_parameter(spec, o, *net);
   const std::vector<torch::Tensor> params = net->parameters();
   std::vector<double> cost(params.size(), 0.0);
   double total = 0;

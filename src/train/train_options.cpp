@@ -242,10 +242,19 @@ data::OpenedData open_training_data(ResolvedTrainOptions& r, int rank, const Exc
   if (data::parse_data_spec(r.options.data.spec).kind != "synthetic") {
     // Every dataset format holds labelled images (DataSource::provides()'s
     // default): a model they cannot feed is named before anything is opened.
-    const std::string mismatch =
-        models::feed_mismatch(models::model_spec(r.options.model), r.options.model,
-                              data::Provides{{data::kImage}, {data::kLabel}}, r.options.data.spec);
+    const models::ModelSpec& spec = models::model_spec(r.options.model);
+    const std::string mismatch = models::feed_mismatch(
+        spec, r.options.model, data::Provides{{data::kImage}, {data::kLabel}}, r.options.data.spec);
     DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
+    // A declared task's 'image' that is not C x S x S floats: no size to read images at.
+    DLSCALE_CHECK(spec.channels > 0,
+                  "data '{}' holds images; model '{}' ({}) reads {}: declare 'image' as C x S x S "
+                  "float32 to read them",
+                  r.options.data.spec, spec.name, spec.task->name(),
+                  models::input_text(spec.task->inputs(spec, r.options.model)));
+    DLSCALE_CHECK(spec.channels == 1 || spec.channels == 3,
+                  "data '{}' holds images of 1 or 3 channels; model '{}' takes {}",
+                  r.options.data.spec, spec.name, spec.channels);
   }
   const bool own_shards =
       r.options.data.order == data::DataOrder::kStreaming && r.world_size > 1 && exchange != nullptr;

@@ -9,6 +9,7 @@
 #include "compute/phase_clock.h"
 #include "compute/torch_compat.h"
 #include "core/clock.h"
+#include "core/error.h"
 #include "dp/grad_clip.h"
 #include "dp/gradient_sync.h"
 #include "train/accumulate.h"
@@ -49,6 +50,12 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
     clock.mark(mark);
     observer.on_phase(step, "data");
     const data::Batch batch = data_->batch(step * k + m);  // micro-batch m of the step
+    if (step == start_step_ && m == 0 &&
+        spec_.checks_batches) {  // real data against a declared task
+      const TrainOptions& o = result_.config.options;
+      const std::string mismatch = models::batch_mismatch(spec_, o.model, batch, o.data.spec);
+      DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
+    }
     rec.items += step_items(batch);
     clock.mark(mark + 1);
     observer.on_phase(step, "forward");

@@ -11,6 +11,7 @@
 
 #include "comm/tcp_store.h"
 #include "core/files.h"
+#include "data/data_util.h"
 #include "own_models.h"
 #include "process_util.h"
 #include "weights_util.h"
@@ -78,6 +79,79 @@ TEST(OwnModel, ADeclaredTaskTrainsOnTwoWorkersAsOnOne) {
   EXPECT_EQ(two.record["model"]["task"], "sequence-classification");
   EXPECT_EQ(two.record["model"]["unit"], "sequences");
   EXPECT_GT(two.record["model"]["forward_flops_per_sample"].get<double>(), 0);
+}
+
+std::string task_file(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
+  write_file_atomic(path, text);
+  return path;
+}
+
+// The built-in tasks named in a task file train as the zoo's do: a
+// translator (tokens, its vocabulary from its output) and a recommender
+// (evaluated on HR@10 over candidate lists).
+TEST(OwnModel, NamedTasksTrainOnTwoWorkersAsOnOne) {
+  const std::string common =
+      " --threads 1 --warmup 1 --optimizer momentum --lr 0.05 --synthetic-batches 2 "
+      "--display-every 0 --global-batch 8";
+  const std::string translator = "train --model " + own_model("translator") + " --task-file " +
+                                 task_file("translation.yaml", "task: translation\nseq_len: 12\n") +
+                                 common;
+  const std::string recommender =
+      "train --model " + own_model("recommender") + " --task-file " +
+      task_file("recommendation.yaml", "task: recommendation\nusers: 600\nitems: 2000\n") + common;
+  for (const std::string& run : {translator, recommender}) {
+    const TrainRun one = train(run + " --steps 3");
+    const TrainRun two = train(run + " --steps 3 --workers 2");
+    ASSERT_FALSE(one.weights.empty()) << run;
+    EXPECT_LE(closeness(two.weights, one.weights, 1e-5, 1e-7), 1.0) << run;
+  }
+  const TrainRun t = train(translator + " --steps 3 --workers 2");
+  EXPECT_EQ(t.record["model"]["task"], "translation");
+  EXPECT_EQ(t.record["model"]["unit"], "tokens");
+  const TrainRun r = train(recommender + " --epochs 1 --synthetic-test 16 --eval-every 1");
+  const nlohmann::json& c = r.record["results"]["convergence"];
+  ASSERT_TRUE(c.is_object()) << r.record.dump();
+  EXPECT_EQ(c["metric"], "hr10");
+  EXPECT_EQ(c["evals"].back()["samples"], 16);
+}
+
+// A declared task reads real data whose tensors fit it, to a target on its
+// own metric; data that does not fit is named before the module sees it.
+TEST(OwnModel, ADeclaredTaskReadsRealDataToItsTarget) {
+  const std::string data = testing::write_idx_dataset(36, 17, 28, false);
+  const std::string declared =
+      "inputs: [{name: image, shape: [1, 28, 28]}]\n"
+      "target: {name: label, dtype: int64, high: 10}\nloss: cross-entropy\nmetrics: [top1]\n";
+  const std::string run = "train --model " + own_model("mnist-mlp") +
+                          " --threads 1 --warmup 1 --global-batch 12 --display-every 0 --lr 0.05 "
+                          "--data idx:" +
+                          data + " --task-file ";
+  const TrainRun missed =
+      train(run + task_file("mnist.yaml", declared) +
+            " --workers 2 --epochs 2 --target-accuracy 1.0 --eval-every-steps 2");
+  const nlohmann::json& m = missed.record["results"]["convergence"];
+  ASSERT_TRUE(m.is_object()) << missed.record.dump();
+  EXPECT_EQ(m["metric"], "top1");
+  EXPECT_EQ(m["status"], "aborted");
+  ASSERT_EQ(m["evals"].size(), 3u);  // after steps 2, 4 and 6
+  EXPECT_EQ(m["evals"][0]["samples"], 17);
+  const TrainRun hit =
+      train(run + task_file("mnist.yaml", declared) + " --epochs 3 --target-accuracy 0.0001");
+  EXPECT_EQ(hit.record["results"]["convergence"]["status"], "success");
+  EXPECT_EQ(hit.record["results"]["convergence"]["steps_done"], 3);
+  // Declared flat (784 floats a sample), which the module's forward would
+  // take but an image dataset cannot give: named before training, exit 2.
+  std::string flat = declared;
+  flat.replace(flat.find("[1, 28, 28]"), 11, "[784]");
+  const auto refused = run_dlscale(run + task_file("flat.yaml", flat) + " --steps 2 --workers 2");
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(
+      refused.err.find("data 'idx:" + data + "' holds images; model '" + own_model("mnist-mlp") +
+                       "' (declared) reads 784: declare 'image' as C x S x S float32"),
+      std::string::npos)
+      << refused.err;
+  std::filesystem::remove_all(data);
 }
 
 // Batch norm's statistics are each worker's own: strategies match the flat

@@ -14,6 +14,7 @@
 #include "core/files.h"
 #include "models/op_count.h"
 #include "own_models.h"
+#include "predict/zoo_profile.h"
 #include "process_util.h"
 
 namespace dlscale::models {
@@ -109,6 +110,86 @@ TEST(ScriptModel, TheEncoderCountsItsAttentionAndLinearLayers) {
   EXPECT_EQ(f.macs_per_sample, 2 * t * (4 * d * d + 8 * d * d + 2 * t * d) + d * 8);
 }
 
+// predict without a record: each operator's MACs are charged to the largest
+// parameter among its operands (a layer's weight), and backward makes them
+// ready from the last layer to the first.
+TEST(ScriptModel, PredictsProfileChargesEachOperatorToItsWeight) {
+  ModelOptions o;
+  o.image_size = 32;
+  double flops = 0;
+  const predict::BackwardProfile p = predict::flops_backward_profile(module("small-cnn"), o, flops);
+  EXPECT_DOUBLE_EQ(flops, facts_of(module("small-cnn"), 32).flops_per_sample());
+  const double conv1 = 32 * 32 * 16 * 27, conv2 = 16 * 16 * 32 * 144, fc = 8192 * 10;
+  const double total = conv1 + conv2 + fc;
+  // conv1.weight, conv1.bias, conv2.weight, conv2.bias, fc.weight, fc.bias
+  const std::vector<double> ready = {1.0,        (conv2 + fc) / total, (conv2 + fc) / total,
+                                     fc / total, fc / total,           0.0};
+  ASSERT_EQ(p.ready_fraction.size(), ready.size());
+  for (size_t k = 0; k < ready.size(); ++k) EXPECT_NEAR(p.ready_fraction[k], ready[k], 1e-12) << k;
+  EXPECT_EQ(p.bytes[0], 16 * 3 * 3 * 3 * 4);
+  EXPECT_EQ(p.bytes[4], 10 * 8192 * 4);
+}
+
+// A built-in task named in the task file: the module's output fixes the
+// translator's vocabulary; the recommender is probed as HR@10 evaluates it.
+TEST(ScriptModel, NamedTasksTakeTheirSizesFromTheModule) {
+  const std::string translation = write_task("task: translation\nseq_len: 12\n");
+  const ModelFacts t = facts_of(module("translator"), 0, translation);
+  EXPECT_EQ(t.task, "translation");
+  EXPECT_EQ(t.unit.name, "tokens");
+  EXPECT_EQ(t.unit.items_per_sample, 12);
+  EXPECT_EQ(t.parameters, own_models().pytorch_parameters.at("translator"));
+  EXPECT_EQ(t.macs_per_sample, 12 * (32 * 32 + 32 * 64));  // two linear layers a token
+  ModelOptions o;
+  o.name = module("translator");
+  o.task_file = translation;
+  const ModelSpec& spec = model_spec(o);
+  EXPECT_EQ(resolve_options(spec, o).vocab, 64);
+  EXPECT_EQ(resolve_options(spec, o).seq_len, 12);
+  o.vocab = 99;
+  try {
+    resolve_options(spec, o);
+    ADD_FAILURE() << "--vocab 99 was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "has a vocabulary of 64 (its output); --vocab must match (got 99)"),
+              std::string::npos)
+        << e.what();
+  }
+  const ModelFacts r = facts_of(module("recommender"), 0,
+                                write_task("task: recommendation\nusers: 600\nitems: 2000\n"));
+  EXPECT_EQ(r.task, "recommendation");
+  EXPECT_EQ(r.parameters, own_models().pytorch_parameters.at("recommender"));
+  EXPECT_EQ(input_text(r.inputs), "user, item");
+}
+
+TEST(ScriptModel, ABatchThatDoesNotFitTheDeclaredTaskIsNamed) {
+  ModelOptions o;
+  o.name = module("mnist-mlp");
+  o.task_file = write_task(
+      "inputs: [{name: image, shape: [1, 28, 28]}]\n"
+      "target: {name: label, dtype: int64, high: 10}\nloss: cross-entropy\nmetrics: [top1]\n");
+  const ModelSpec& spec = model_spec(o);
+  EXPECT_TRUE(spec.checks_batches);
+  const auto mismatch = [&](const torch::Tensor& image, const torch::Tensor& label) {
+    data::Batch b;
+    b.inputs["image"] = image;
+    b.targets["label"] = label;
+    return batch_mismatch(spec, o, b, "idx:d");
+  };
+  const torch::Tensor image = torch::zeros({4, 1, 28, 28});
+  EXPECT_EQ(mismatch(image, torch::arange(4)), "");
+  EXPECT_EQ(mismatch(image, torch::arange(4) * 4),
+            "data 'idx:d' does not fit model '" + o.name +
+                "': 'label' holds values in [0, 12]; the task declares [0, 10)");
+  EXPECT_EQ(mismatch(image.to(torch::kFloat64), torch::arange(4)),
+            "data 'idx:d' does not fit model '" + o.name +
+                "': 'image' is 1x28x28 Double a sample; the task declares 1x28x28 Float");
+  EXPECT_EQ(mismatch(torch::zeros({4, 28, 28}), torch::arange(4)),
+            "data 'idx:d' does not fit model '" + o.name +
+                "': 'image' is 28x28 Float a sample; the task declares 1x28x28 Float");
+}
+
 std::string load_error(const std::string& name, const std::string& task_file = "",
                        double dropout = -1, int64_t classes = 0) {
   try {
@@ -157,6 +238,12 @@ TEST(ScriptModel, BadModulesAreOneLineNamingWhatIsWrong) {
        "its output for one sample is 1x10 Float; loss mse against target "
        "'y' needs float 1x3"},
       {load_error(module("small-cnn"), "", 0.1), "--dropout does not apply to model"},
+      {load_error(module("recommender"), write_task("task: translation\nseq_len: 12\n")),
+       "its output for one sequence of 12 tokens is 1x12 Float; translation's is 1 x 12 x "
+       "vocabulary"},
+      {load_error(module("translator"),
+                  write_task("task: recommendation\nusers: 600\nitems: 2000\n")),
+       "its output for one user and item is 1x64 Float; recommendation's is 1 score, float"},
       {load_error(module("small-cnn"), "", -1, 5),
        "has 10 classes (its output); --classes or the data's classes (5)"},
       {load_error("script:" + dir + "/missing"), "cannot read '" + dir + "/missing'"},

@@ -58,18 +58,39 @@ TEST(TaskFile, ABuiltInTaskTakesItsChannelsAndSize) {
   EXPECT_EQ(d.image_size, 28);
 }
 
+TEST(TaskFile, TranslationAndRecommendationTakeTheirOwnKeys) {
+  const TaskDecl t =
+      parse_task_file("task: translation\nseq_len: 24\nlabel_smoothing: 0.1\n", "t.yaml");
+  EXPECT_EQ(t.builtin, "translation");
+  EXPECT_EQ(t.name, "translation");
+  EXPECT_EQ(t.seq_len, 24);
+  EXPECT_DOUBLE_EQ(t.label_smoothing, 0.1);
+  const TaskDecl r = parse_task_file("task: recommendation\nusers: 600\nitems: 2000\n", "t.yaml");
+  EXPECT_EQ(r.builtin, "recommendation");
+  EXPECT_EQ(r.users, 600);
+  EXPECT_EQ(r.items, 2000);
+}
+
 TEST(TaskFile, MistakesAreOneLineNamingFileLineAndWhat) {
   const std::string x = "inputs: [{name: x, shape: [4]}]\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "a task file must be a mapping"},
       {"task: [\n", "not valid YAML"},
       {"colour: red\n", "t.yaml:1: unknown key 'colour' in a task file"},
-      {"task: translation\n",
-       "the built-in tasks a TorchScript module can take: image-classification"},
+      {"task: detection\n",
+       "the built-in tasks a TorchScript module can take: image-classification, translation, "
+       "recommendation (got 'detection')"},
+      {"task: declared\n", "the built-in tasks a TorchScript module can take"},
+      {"task: recommendation\nusers: 100\n", "'task: recommendation' needs 'users' and 'items'"},
+      {"task: recommendation\nusers: 100\nitems: 8\n", "'items' must be in [16, "},
+      {"task: translation\nchannels: 3\n",
+       "t.yaml:2: 'channels' does not go with 'task: translation'; it takes: seq_len, "
+       "label_smoothing"},
+      {"task: translation\nseq_len: 0\n", "'seq_len' must be in [1, "},
       {"task: image-classification\nloss: mse\n",
        "'loss' does not go with 'task: image-classification'"},
       {x + "target: {name: y, shape: [1]}\nloss: mse\nchannels: 3\n",
-       "channels and image_size go with"},
+       "t.yaml:4: 'channels' does not go with a declared task; it takes: inputs, target"},
       {x + "target: {name: y, shape: [1]}\nloss: l1\n",
        "t.yaml:3: loss must be cross-entropy, bce-with-logits or mse"},
       {x + "target: {name: y, dtype: float32}\nloss: cross-entropy\n",
