@@ -1,6 +1,7 @@
 // libFuzzer harness: a task file (models/task_file.h, `--task-file`), as a
 // user's hand-written YAML meets it. Any input must parse or throw
-// dlscale::Error; what parses is checked further: a declared task has
+// dlscale::Error; what parses is checked further: a built-in task has only
+// its own keys' values, in range; a declared task has
 // inputs and a target with unique names, shapes and ID ranges in bounds,
 // a target that fits its loss and metrics the loss gives.
 #include <cstddef>
@@ -40,8 +41,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const auto d = dlscale::models::parse_task_file(text, "fuzz.yaml");
     if (!d.builtin.empty()) {
-      check(d.builtin == "image-classification" && d.channels >= 1 && d.channels <= 64);
-      check(d.image_size >= 0 && d.image_size <= 4096 && d.inputs.empty());
+      check(d.inputs.empty() && d.target.name.empty() && d.name == d.builtin);
+      check(d.channels >= 1 && d.channels <= 64 && d.image_size >= 0 && d.image_size <= 4096);
+      check(d.channels * d.image_size * d.image_size <= (int64_t{1} << 26));
+      check(d.seq_len >= 0 && d.seq_len <= 65536);
+      if (d.builtin == "recommendation") {
+        check(d.users >= 16 && d.items >= 16);
+      } else {
+        check(d.builtin == "image-classification" || d.builtin == "translation");
+        check(d.users == 0 && d.items == 0);
+      }
+      check(d.builtin == "translation" || d.seq_len == 0);
+      check(d.label_smoothing >= 0 && d.label_smoothing < 1);
       return 0;
     }
     check(!d.inputs.empty() && d.inputs.size() <= 8 && d.items_per_sample >= 1);

@@ -52,9 +52,11 @@ seed() {
       # and a whole checkpoint file with empty tensor sections (even).
       cp "$root"/fuzz/seeds/fuzz_checkpoint/* "$dir/" ;;
     fuzz_task_file)
-      # the worked example's declared task, and the built-in one.
+      # the worked example's declared task, and the three built-in ones.
       cp "$root"/examples/own-model/encoder.task.yaml "$dir/"
-      printf 'task: image-classification\nchannels: 1\nimage_size: 28\n' > "$dir/image" ;;
+      printf 'task: image-classification\nchannels: 1\nimage_size: 28\n' > "$dir/image"
+      printf 'task: translation\nseq_len: 24\nlabel_smoothing: 0.1\n' > "$dir/translation"
+      printf 'task: recommendation\nusers: 600\nitems: 2000\n' > "$dir/recommendation" ;;
   esac
 }
 

@@ -50,6 +50,15 @@ inline const OwnModels& own_models() {
   return e;
 }
 
+/// Writes `text` into a new file named after `name` beside the modules
+/// (removed with them) and returns its path: the tests' task files.
+inline std::string own_file(const std::string& name, const std::string& text) {
+  static int counter = 0;
+  const std::string path = own_models().dir + "/" + std::to_string(counter++) + "_" + name;
+  write_file_atomic(path, text);
+  return path;
+}
+
 /// The path of exported module `name` ("small-cnn").
 inline std::string own_model(const std::string& name) {
   return own_models().dir + "/" + name + ".pt";

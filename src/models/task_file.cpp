@@ -20,6 +20,7 @@ namespace {
 constexpr int64_t kMaxDim = int64_t{1} << 24;             // one dimension of a sample's tensor
 constexpr int64_t kMaxSampleElements = int64_t{1} << 26;  // a sample's tensor: 256 MiB of float32
 constexpr int64_t kMaxId = int64_t{1} << 31;
+constexpr int64_t kMaxSeqLen = 65536;  // as --seq-len
 constexpr size_t kMaxInputs = 8;
 constexpr size_t kMaxRank = 5;
 constexpr size_t kMaxFileBytes = size_t{1} << 20;
@@ -203,7 +204,7 @@ void parse_key(TaskDecl& d, const std::string& key, const YAML::Node& v, const s
   } else if (key == "image_size") {
     d.image_size = integer_of(v, path, "image_size", 1, 4096);
   } else if (key == "seq_len") {
-    d.seq_len = integer_of(v, path, "seq_len", 1, kMaxDim);
+    d.seq_len = integer_of(v, path, "seq_len", 1, kMaxSeqLen);
   } else if (key == "users" || key == "items") {
     // recommendation's synthetic data plants 16 taste groups among them.
     (key == "users" ? d.users : d.items) = integer_of(v, path, key, 16, kMaxId);
@@ -295,6 +296,9 @@ TaskDecl parse_task_file(const std::string& text, const std::string& path) {
     return d;
   }
   d.name = d.builtin;
+  DLSCALE_CHECK(d.channels * d.image_size * d.image_size <= kMaxSampleElements,
+                "{}: an image of {} x {} x {} would hold over {} elements", path, d.channels,
+                d.image_size, d.image_size, kMaxSampleElements);
   DLSCALE_CHECK(d.builtin != "recommendation" || (d.users > 0 && d.items > 0),
                 "{}: 'task: recommendation' needs 'users' and 'items' (the ID ranges the module's "
                 "embeddings hold)",

@@ -81,12 +81,6 @@ TEST(OwnModel, ADeclaredTaskTrainsOnTwoWorkersAsOnOne) {
   EXPECT_GT(two.record["model"]["forward_flops_per_sample"].get<double>(), 0);
 }
 
-std::string task_file(const std::string& name, const std::string& text) {
-  const std::string path = temp_path(name);
-  write_file_atomic(path, text);
-  return path;
-}
-
 // The built-in tasks named in a task file train as the zoo's do: a
 // translator (tokens, its vocabulary from its output) and a recommender
 // (evaluated on HR@10 over candidate lists).
@@ -94,12 +88,13 @@ TEST(OwnModel, NamedTasksTrainOnTwoWorkersAsOnOne) {
   const std::string common =
       " --threads 1 --warmup 1 --optimizer momentum --lr 0.05 --synthetic-batches 2 "
       "--display-every 0 --global-batch 8";
-  const std::string translator = "train --model " + own_model("translator") + " --task-file " +
-                                 task_file("translation.yaml", "task: translation\nseq_len: 12\n") +
-                                 common;
+  const std::string translator =
+      "train --model " + own_model("translator") + " --task-file " +
+      testing::own_file("translation.yaml", "task: translation\nseq_len: 12\n") + common;
   const std::string recommender =
       "train --model " + own_model("recommender") + " --task-file " +
-      task_file("recommendation.yaml", "task: recommendation\nusers: 600\nitems: 2000\n") + common;
+      testing::own_file("recommendation.yaml", "task: recommendation\nusers: 600\nitems: 2000\n") +
+      common;
   for (const std::string& run : {translator, recommender}) {
     const TrainRun one = train(run + " --steps 3");
     const TrainRun two = train(run + " --steps 3 --workers 2");
@@ -128,7 +123,7 @@ TEST(OwnModel, ADeclaredTaskReadsRealDataToItsTarget) {
                           "--data idx:" +
                           data + " --task-file ";
   const TrainRun missed =
-      train(run + task_file("mnist.yaml", declared) +
+      train(run + testing::own_file("mnist.yaml", declared) +
             " --workers 2 --epochs 2 --target-accuracy 1.0 --eval-every-steps 2");
   const nlohmann::json& m = missed.record["results"]["convergence"];
   ASSERT_TRUE(m.is_object()) << missed.record.dump();
@@ -136,15 +131,16 @@ TEST(OwnModel, ADeclaredTaskReadsRealDataToItsTarget) {
   EXPECT_EQ(m["status"], "aborted");
   ASSERT_EQ(m["evals"].size(), 3u);  // after steps 2, 4 and 6
   EXPECT_EQ(m["evals"][0]["samples"], 17);
-  const TrainRun hit =
-      train(run + task_file("mnist.yaml", declared) + " --epochs 3 --target-accuracy 0.0001");
+  const TrainRun hit = train(run + testing::own_file("mnist.yaml", declared) +
+                             " --epochs 3 --target-accuracy 0.0001");
   EXPECT_EQ(hit.record["results"]["convergence"]["status"], "success");
   EXPECT_EQ(hit.record["results"]["convergence"]["steps_done"], 3);
   // Declared flat (784 floats a sample), which the module's forward would
   // take but an image dataset cannot give: named before training, exit 2.
   std::string flat = declared;
   flat.replace(flat.find("[1, 28, 28]"), 11, "[784]");
-  const auto refused = run_dlscale(run + task_file("flat.yaml", flat) + " --steps 2 --workers 2");
+  const auto refused =
+      run_dlscale(run + testing::own_file("flat.yaml", flat) + " --steps 2 --workers 2");
   EXPECT_EQ(refused.code, 2) << refused.err;
   EXPECT_NE(
       refused.err.find("data 'idx:" + data + "' holds images; model '" + own_model("mnist-mlp") +
@@ -181,8 +177,7 @@ TEST(OwnModel, AModuleThatFailsIsOneLineWithExitCode2) {
   EXPECT_NE(raises.err.find("builtins.ValueError: this module refuses every input"),
             std::string::npos)
       << raises.err;
-  const auto junk_path = temp_path("junk.pt");
-  write_file_atomic(junk_path, "junk");
+  const auto junk_path = testing::own_file("junk.pt", "junk");
   const auto junk = run_dlscale("train --model " + junk_path + " --steps 2 --warmup 1");
   EXPECT_EQ(junk.code, 2) << junk.err;
   EXPECT_NE(junk.err.find("is not a TorchScript module that LibTorch"), std::string::npos)

@@ -25,11 +25,7 @@ using testing::own_models;
 
 std::string module(const std::string& name) { return own_model(name); }
 
-std::string write_task(const std::string& text) {
-  const std::string path = testing::temp_path("task.yaml");
-  std::ofstream(path) << text;
-  return path;
-}
+std::string write_task(const std::string& text) { return testing::own_file("task.yaml", text); }
 
 ModelFacts facts_of(const std::string& name, int64_t image_size,
                     const std::string& task_file = "") {

@@ -86,7 +86,9 @@ TEST(TaskFile, MistakesAreOneLineNamingFileLineAndWhat) {
       {"task: translation\nchannels: 3\n",
        "t.yaml:2: 'channels' does not go with 'task: translation'; it takes: seq_len, "
        "label_smoothing"},
-      {"task: translation\nseq_len: 0\n", "'seq_len' must be in [1, "},
+      {"task: translation\nseq_len: 0\n", "'seq_len' must be in [1, 65536] (got 0)"},
+      {"task: image-classification\nchannels: 64\nimage_size: 4096\n",
+       "an image of 64 x 4096 x 4096 would hold over 67108864 elements"},
       {"task: image-classification\nloss: mse\n",
        "'loss' does not go with 'task: image-classification'"},
       {x + "target: {name: y, shape: [1]}\nloss: mse\nchannels: 3\n",
