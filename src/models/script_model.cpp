@@ -230,8 +230,8 @@ ModelSpec spec_before_probe(const ModelOptions& o, const TaskDecl& decl) {
     s.default_seq_len = o.seq_len > 0      ? o.seq_len
                         : decl.seq_len > 0 ? decl.seq_len
                                            : kDefaultSeqLen;
-    s.default_vocab =
-        kFirstWord + 2;  // the probe's tokens are kFirstWord and kBeginToken; the output says
+    // The probe's tokens are kFirstWord and kBeginToken; its output says the vocabulary.
+    s.default_vocab = kFirstWord + 2;
     return s;
   }
   if (decl.builtin == "recommendation") {

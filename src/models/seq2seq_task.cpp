@@ -29,12 +29,12 @@ class Translation : public Task {
   std::string name() const override { return "translation"; }
 
   std::vector<TensorSpec> inputs(const ModelSpec&, const ModelOptions& o) const override {
-    return {{kSourceTokens, torch::kInt64, {o.seq_len}, kFirstWord, o.vocab},
-            {kTargetIn, torch::kInt64, {o.seq_len}, kBeginToken, o.vocab}};
+    return {{kSourceTokens, torch::kInt64, {o.seq_len}, kFirstWord, o.vocab, varies(o)},
+            {kTargetIn, torch::kInt64, {o.seq_len}, kBeginToken, o.vocab, varies(o)}};
   }
 
   std::vector<TensorSpec> targets(const ModelSpec&, const ModelOptions& o) const override {
-    return {{kTargetTokens, torch::kInt64, {o.seq_len}, kFirstWord, o.vocab}};
+    return {{kTargetTokens, torch::kInt64, {o.seq_len}, kFirstWord, o.vocab, varies(o)}};
   }
 
   torch::Tensor loss(const Output& out, const TensorMap& targets, const LossOptions& o) const override {
@@ -81,6 +81,11 @@ class Translation : public Task {
   }
 
  private:
+  /// With --min-seq-len below --seq-len, a batch's length is its own.
+  static bool varies(const ModelOptions& o) {
+    return o.min_seq_len > 0 && o.min_seq_len < o.seq_len;
+  }
+
   static constexpr uint64_t kLengthStream = 0x6c656e67746873ULL;  // "lengths": the batches' lengths
 
   /// The permutation of the words, from the seed.

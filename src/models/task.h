@@ -121,7 +121,7 @@ std::string feed_mismatch(const ModelSpec& spec, const ModelOptions& options, co
 /// One line naming the first tensor of `batch` that does not fit the task
 /// (dtype, sizes after the batch dimension unless they vary, integer IDs
 /// outside [low, high)), or "" when it fits: "data X does not fit model M:
-/// 'image' is 1x28x28 float a sample; the task declares 3x32x32 float".
+/// 'image' is 1x28x28 Float a sample; the task declares 3x32x32 Float".
 std::string batch_mismatch(const ModelSpec& spec, const ModelOptions& options,
                            const data::Batch& batch, const std::string& data_name);
 

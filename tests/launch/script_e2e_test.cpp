@@ -104,6 +104,9 @@ TEST(OwnModel, NamedTasksTrainOnTwoWorkersAsOnOne) {
   const TrainRun t = train(translator + " --steps 3 --workers 2");
   EXPECT_EQ(t.record["model"]["task"], "translation");
   EXPECT_EQ(t.record["model"]["unit"], "tokens");
+  // Batches of their own lengths (6 to 12 tokens) pass the first batch's check.
+  const TrainRun lengths = train(translator + " --steps 3 --min-seq-len 6");
+  EXPECT_FALSE(lengths.weights.empty());
   const TrainRun r = train(recommender + " --epochs 1 --synthetic-test 16 --eval-every 1");
   const nlohmann::json& c = r.record["results"]["convergence"];
   ASSERT_TRUE(c.is_object()) << r.record.dump();
