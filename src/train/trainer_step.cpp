@@ -50,8 +50,8 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
     clock.mark(mark);
     observer.on_phase(step, "data");
     const data::Batch batch = data_->batch(step * k + m);  // micro-batch m of the step
-    if (step == start_step_ && m == 0 &&
-        spec_.checks_batches) {  // real data against a declared task
+    // The first batch against the task's tensors (real data for a TorchScript model).
+    if (step == start_step_ && m == 0 && spec_.checks_batches) {
       const TrainOptions& o = result_.config.options;
       const std::string mismatch = models::batch_mismatch(spec_, o.model, batch, o.data.spec);
       DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
