@@ -7,6 +7,7 @@
 
 #include "cli/app.h"
 #include "core/error.h"
+#include "launch/job.h"
 
 namespace {
 
@@ -20,6 +21,11 @@ std::optional<dlscale::cli::ExitError> torch_error(const std::exception& e) {
   return dlscale::cli::ExitError{oom ? dlscale::kExitOutOfMemory : dlscale::kExitInternal, "LibTorch: " + msg};
 }
 
+int run(int argc, char** argv) { return dlscale::cli::run_cli(argc, argv, torch_error); }
+
 }  // namespace
 
-int main(int argc, char** argv) { return dlscale::cli::run_cli(argc, argv, torch_error); }
+int main(int argc, char** argv) {
+  dlscale::launch::set_worker_entry(run);  // local workers: forks that run it
+  return run(argc, argv);
+}

@@ -114,7 +114,8 @@ sockaddr_in resolve(const std::string& host, uint16_t port) {
 
 }  // namespace
 
-TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string secret)
+TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string secret,
+                               bool serve_now)
     : secret_(std::move(secret)) {
   const sockaddr_in addr = resolve(host, port);
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -132,7 +133,11 @@ TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::stri
   socklen_t len = sizeof(bound);
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len);
   port_ = ntohs(bound.sin_port);
-  accept_thread_ = std::thread([this] { accept_loop(); });
+  if (serve_now) serve();
+}
+
+void TcpStoreServer::serve() {
+  if (!accept_thread_.joinable()) accept_thread_ = std::thread([this] { accept_loop(); });
 }
 
 TcpStoreServer::~TcpStoreServer() {

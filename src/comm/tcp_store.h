@@ -33,12 +33,18 @@ class TcpStoreServer {
   /// every interface). Only clients that present `secret` are served (an
   /// empty secret admits every client). Throws dlscale::Error naming the
   /// address when it cannot listen.
-  TcpStoreServer(const std::string& host, uint16_t port, std::string secret = "");
+  /// With `serve_now` false it listens but accepts nobody until serve():
+  /// until then this process has no thread of its own (to fork safely),
+  /// and clients wait in the listen queue.
+  TcpStoreServer(const std::string& host, uint16_t port, std::string secret = "",
+                 bool serve_now = true);
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
 
   uint16_t port() const { return port_; }
+  /// Starts serving, once (see the constructor).
+  void serve();
 
  private:
   struct Client {

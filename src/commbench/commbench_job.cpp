@@ -18,6 +18,7 @@ namespace dlscale::commbench {
 void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions& job,
                        const launch::LaunchEnv& env, const std::vector<std::string>& argv,
                        std::ostream& out) {
+  launch::prepare_launcher(env);
   const CommbenchOptions o = resolve_commbench_options(options);
   if (!o.json_path.empty()) check_output_path(o.json_path);
   // Once per node, before any rank allocates: the starting process for

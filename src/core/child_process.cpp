@@ -1,6 +1,8 @@
 #include "core/child_process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -8,10 +10,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -86,6 +88,35 @@ void redirect(int target, int fd, int null_mode) {
   ::dup2(fd, target);
 }
 
+/// In the child: closes what exec would, the descriptors marked close-on-exec.
+void close_on_exec_descriptors() {
+  std::vector<int> marked;
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    const int own = ::dirfd(dir);
+    while (const dirent* e = ::readdir(dir)) {
+      const int fd = std::atoi(e->d_name);
+      if (fd > STDERR_FILENO && fd != own && (::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0)
+        marked.push_back(fd);
+    }
+    ::closedir(dir);
+  }
+  for (const int fd : marked) ::close(fd);
+}
+
+/// In the child, instead of exec: runs o.run as exec would have started the
+/// program, then exits with its code as returning from main would.
+[[noreturn]] void run_instead_of_exec(const SpawnOptions& o, const Prepared& p) {
+  close_on_exec_descriptors();
+  if (!p.envp.empty()) environ = const_cast<char**>(p.envp.data());
+  int code = 1;
+  try {
+    code = o.run(static_cast<int>(p.argv.size()) - 1, const_cast<char**>(p.argv.data()));
+  } catch (...) {
+    put("internal error: an exception escaped a forked child's entry\n");
+  }
+  std::exit(code);
+}
+
 [[noreturn]] void run_child(const SpawnOptions& o, const Prepared& p, pid_t parent) {
   if (o.die_with_parent) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -109,6 +140,7 @@ void redirect(int target, int fd, int null_mode) {
     const char* what = "";
     if (const int err = o.enter(&what); err != 0) child_fail(p.enter_head, what, err, 2);
   }
+  if (o.run != nullptr) run_instead_of_exec(o, p);
   char* const* envp = p.envp.empty() ? environ : p.envp.data();
   if (p.search_path) {
     ::execvpe(p.program.c_str(), p.argv.data(), envp);
@@ -123,6 +155,7 @@ void redirect(int target, int fd, int null_mode) {
 ChildProcess::ChildProcess(const SpawnOptions& o) : own_group_(o.own_group) {
   const Prepared p = prepare(o);
   const pid_t parent = ::getpid();
+  if (o.run != nullptr) std::fflush(nullptr);  // else the child writes what is buffered here again
   pid_ = ::fork();
   if (pid_ == 0) run_child(o, p, parent);
   if (pid_ < 0) {

@@ -3,7 +3,9 @@
 // it — a sweep's runs, `ip`/`tc`, local workers, the cluster's node
 // launchers. Everything the child needs is prepared before fork; after it
 // the child makes system calls only. A ChildProcess that is destroyed while
-// its process runs kills and reaps it: no orphan, no zombie.
+// its process runs kills and reaps it: no orphan, no zombie. A child given
+// `run` instead of a program to exec is the exception: it goes on running
+// this process's code.
 #include <sys/types.h>
 
 #include <functional>
@@ -42,6 +44,14 @@ struct SpawnOptions {
   std::string name = "child";  ///< for those messages ("host 2")
   /// Starts the line the child writes when exec fails ("cannot run 'X': why", exit 127).
   std::string error_prefix;
+  /// Instead of exec: the child runs run(argc, argv) with `argv`, and exits
+  /// with what it returns (an exception that escapes it: exit 1). It is this
+  /// program already loaded (LibTorch's ~1 s of loading a process, saved).
+  /// As exec would, the child first closes the descriptors marked
+  /// close-on-exec and takes the environment with `set_env`. Only for a
+  /// caller whose other threads hold no lock the child needs (stdio is
+  /// flushed before fork); `program` is then only named in messages.
+  int (*run)(int argc, char** argv) = nullptr;
 };
 
 /// Exit code of a child whose exec failed.

@@ -9,13 +9,25 @@
 #include "cluster/cluster.h"
 #include "comm/session.h"
 #include "compute/devices.h"
+#include "compute/threads.h"
+#include "compute/torch_compat.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "compute/torch_compat.h"
 #include "launch/cluster_launcher.h"
 
 namespace dlscale::launch {
 namespace {
+
+int (*g_worker_entry)(int, char**) = nullptr;
+
+/// The entry local workers run as forks of this launcher, or null to
+/// exec them (set_worker_entry says when).
+int (*fork_entry(const JobOptions& options))(int, char**) {
+  const char* exec = std::getenv(kEnvWorkerExec);
+  const bool forced = exec != nullptr && std::string(exec) == "1";
+  if (forced || options.device != "cpu" || options.launch.backend == "mpi") return nullptr;
+  return g_worker_entry;
+}
 
 std::string this_host_name() {
   char host[256] = {};
@@ -102,6 +114,7 @@ void run_launcher(const JobOptions& options, const std::vector<std::string>& arg
                 "multi-node jobs need --master-port");
   LaunchPlan plan;
   plan.binary = "/proc/self/exe";
+  plan.run = fork_entry(options);
   plan.argv = argv;
   plan.workers = options.launch.workers;
   plan.servers = options.servers;
@@ -135,6 +148,12 @@ void run_on_cluster(const JobOptions& options, const std::vector<std::string>& a
 }
 
 }  // namespace
+
+void set_worker_entry(int (*entry)(int argc, char** argv)) { g_worker_entry = entry; }
+
+void prepare_launcher(const LaunchEnv& env) {
+  if (!env.is_worker()) set_compute_threads(1);
+}
 
 void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<std::string>& argv,
              const WorkerBody& body) {

@@ -28,6 +28,19 @@ struct WorkerSlot {
 };
 using WorkerBody = std::function<void(WorkerSlot&)>;
 
+/// The program's entry (its main): a launcher of a CPU job then starts its
+/// workers as forks of itself that run it, instead of exec'ing
+/// /proc/self/exe, which would load LibTorch again (~1 s of CPU a worker).
+/// Not for a GPU job (CUDA does not survive fork), nor --backend mpi, nor
+/// with DLSCALE_WORKER_EXEC=1. Set once, before the command runs.
+void set_worker_entry(int (*entry)(int argc, char** argv));
+
+/// Before a command that may launch workers computes anything: a process
+/// that is not a worker computes on one thread, so that no thread pool
+/// lives in it when it forks its workers (a lone process sets its own
+/// threads when it trains).
+void prepare_launcher(const LaunchEnv& env);
+
 /// Runs the job this process is part of: a worker joins the communicator
 /// and runs `body`; a launcher (workers > 1 or nnodes > 1) spawns workers
 /// that re-run `argv`; a lone process runs `body` without a communicator.

@@ -276,6 +276,7 @@ std::vector<Child> start_children(const LaunchPlan& plan, int port, const std::s
     LinePipe pipe(/*nonblocking_write=*/true);  // a worker drops a status line rather than wait
     SpawnOptions spawn;
     spawn.program = plan.binary;
+    spawn.run = plan.run;
     spawn.argv = plan.argv;
     spawn.set_env = worker_env(plan, c.rank, local, local_world, world, port, secret);
     spawn.stdin_fd = SpawnOptions::kInherit;
@@ -294,12 +295,13 @@ std::vector<Child> start_children(const LaunchPlan& plan, int port, const std::s
     c.status = std::move(pipe.reader);
     children.push_back(std::move(c));
   }
-  DLSCALE_LOG_INFO("started {} worker(s){} on this node (ranks {}-{} of {}), rendezvous {}:{}",
-                   plan.workers,
-                   plan.node_rank == 0 && plan.servers > 0
-                       ? fmt::format(" and {} server(s) (ranks 0-{})", plan.servers, plan.servers - 1)
-                       : std::string(),
-                   children.front().rank, children.back().rank, world, plan.master_addr, port);
+  DLSCALE_LOG_INFO(
+      "started {} worker(s){} on this node (ranks {}-{} of {}, {}), rendezvous {}:{}", plan.workers,
+      plan.node_rank == 0 && plan.servers > 0
+          ? fmt::format(" and {} server(s) (ranks 0-{})", plan.servers, plan.servers - 1)
+          : std::string(),
+      children.front().rank, children.back().rank, world,
+      plan.run != nullptr ? "forks of this process" : "executed", plan.master_addr, port);
   return children;
 }
 
@@ -331,13 +333,16 @@ void run_local_workers(const LaunchPlan& plan) {
   const std::string secret = job_secret(plan);
   if (plan.node_rank == 0) {
     store = std::make_unique<comm::TcpStoreServer>(
-        plan.master_bind.empty() ? plan.master_addr : plan.master_bind,
-        static_cast<uint16_t>(port), secret);
+        plan.master_bind.empty() ? plan.master_addr : plan.master_bind, static_cast<uint16_t>(port),
+        secret, /*serve_now=*/false);
     port = store->port();
   }
   const InterruptGuard interrupts;
-  // A worker that fails to start stops those started before it (their destructors).
+  // A worker that fails to start stops those started before it (their
+  // destructors). The store serves once all are started: until then this
+  // process has no other thread (workers may be its forks).
   std::vector<Child> children = start_children(plan, port, secret);
+  if (store) store->serve();
   int exit_code = 0;
   FailureCause cause = FailureCause::kUnknown;
   const std::string failure = supervise(children, plan, interrupts, exit_code, cause);

@@ -21,6 +21,10 @@ namespace dlscale::launch {
 
 struct LaunchPlan {
   std::string binary;             ///< executable to run (usually /proc/self/exe)
+  /// When set, workers are forks of this process that run it with `argv`
+  /// instead of exec'ing `binary` (SpawnOptions::run); this process must
+  /// then have computed on one thread only (set_compute_threads(1)).
+  int (*run)(int argc, char** argv) = nullptr;
   std::vector<std::string> argv;  ///< its arguments, argv[0] included
   int workers = 1;                ///< local workers
   int servers = 0;                ///< extra processes on node 0, ranks 0..servers-1 (PS shards)

@@ -88,6 +88,7 @@ std::pair<int, int> job_size(const TrainJobOptions& options, const LaunchEnv& en
 
 void run_train(const TrainJobOptions& options, const LaunchEnv& env,
                const std::vector<std::string>& argv, std::ostream& out) {
+  prepare_launcher(env);
   // Validated once here, so bad input is one error, not one per worker.
   const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(options.train.sync);
   check_job_options(job_of(options, options.train.compute.threads, strategy->servers()));

@@ -3,13 +3,13 @@
 // slurm_drills_test.cpp): whether clusters can be built here, the processes
 // in a host, and a dlscale job in the background.
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -55,11 +55,30 @@ inline bool has_env(pid_t pid, const std::string& var) {
   return env.find(var + "=") != std::string::npos;
 }
 
-/// Worker processes (they carry a rank) or launchers on one host.
+/// The parent of `pid` (/proc/PID/stat), or 0.
+inline pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const size_t close = line.rfind(')');  // the name may hold spaces and ')'
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string state;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+/// Worker processes or launchers on one host. A worker's parent is its
+/// host's launcher; the launcher's is the cluster launcher, outside the
+/// host. (Forked workers carry their rank in an environment that
+/// /proc/PID/environ does not show: it shows the one they were executed with.)
 inline std::vector<pid_t> processes(const std::string& name, int host, bool workers) {
+  const std::vector<pid_t> all = pids_in(cluster::host_namespace(name, host));
   std::vector<pid_t> out;
-  for (pid_t p : pids_in(cluster::host_namespace(name, host))) {
-    if (has_env(p, "DLSCALE_RANK") == workers) out.push_back(p);
+  for (pid_t p : all) {
+    const bool parent_here = std::find(all.begin(), all.end(), parent_of(p)) != all.end();
+    if (parent_here == workers) out.push_back(p);
   }
   return out;
 }

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <thread>
 
 #include "../process_util.h"
@@ -85,6 +87,49 @@ TEST(ChildProcess, EnvironmentDescriptorsAndTheEnterHook) {
   ChildProcess r(refused);
   r.wait();
   EXPECT_EQ(r.exit_code(), 2);
+}
+
+// A forked child's entry (SpawnOptions::run): which of its checks failed is
+// its exit code; 7 when all held.
+int forked_entry(int argc, char** argv) {
+  if (argc != 4 || std::string(argv[1]) != "hello") return 10;
+  const char* var = std::getenv("DLSCALE_TEST_VAR");
+  if (var == nullptr || std::string(var) != "set") return 11;
+  if (::fcntl(std::atoi(argv[2]), F_GETFD) != -1)
+    return 12;  // close-on-exec: closed, as exec closes it
+  if (::fcntl(std::atoi(argv[3]), F_GETFD) == -1) return 13;  // kept, as exec keeps it
+  if (::write(20, "via-fd\n", 7) != 7) return 14;
+  return 7;
+}
+
+int throwing_entry(int, char**) { throw std::runtime_error("escaped"); }
+
+TEST(ChildProcess, RunInsteadOfExecGetsArgvEnvironmentAndTheDescriptorsExecWouldKeep) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  const int closed = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int kept = ::open("/dev/null", O_RDONLY);
+  SpawnOptions o;
+  o.argv = {"self", "hello", std::to_string(closed), std::to_string(kept)};
+  o.run = forked_entry;
+  o.set_env = {{"DLSCALE_TEST_VAR", "set"}};
+  o.pass_fds = {{fds[1], 20}};  // above the others
+  ChildProcess c(o);
+  ::close(fds[1]);
+  char buf[16] = {};
+  EXPECT_EQ(::read(fds[0], buf, sizeof(buf) - 1), 7);
+  c.wait();
+  EXPECT_EQ(c.exit_code(), 7);
+  EXPECT_EQ(std::string(buf), "via-fd\n");
+  EXPECT_EQ(std::getenv("DLSCALE_TEST_VAR"), nullptr);  // this process's environment is its own
+  for (const int fd : {fds[0], closed, kept}) ::close(fd);
+  SpawnOptions thrown;
+  thrown.argv = {"self"};
+  thrown.run = throwing_entry;
+  thrown.stderr_fd = SpawnOptions::kDevNull;
+  ChildProcess t(thrown);
+  t.wait();
+  EXPECT_EQ(t.exit_code(), 1);
 }
 
 TEST(ChildProcess, TerminateGivesGraceThenKillsAndReachesTheGroup) {
