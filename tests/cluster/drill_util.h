@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -55,20 +56,6 @@ inline bool has_env(pid_t pid, const std::string& var) {
   return env.find(var + "=") != std::string::npos;
 }
 
-/// The parent of `pid` (/proc/PID/stat), or 0.
-inline pid_t parent_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  const size_t close = line.rfind(')');  // the name may hold spaces and ')'
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 2));
-  std::string state;
-  pid_t ppid = 0;
-  rest >> state >> ppid;
-  return ppid;
-}
-
 /// Worker processes or launchers on one host. A worker's parent is its
 /// host's launcher; the launcher's is the cluster launcher, outside the
 /// host. (Forked workers carry their rank in an environment that
@@ -77,7 +64,8 @@ inline std::vector<pid_t> processes(const std::string& name, int host, bool work
   const std::vector<pid_t> all = pids_in(cluster::host_namespace(name, host));
   std::vector<pid_t> out;
   for (pid_t p : all) {
-    const bool parent_here = std::find(all.begin(), all.end(), parent_of(p)) != all.end();
+    const std::optional<ProcState> state = proc_state(p);
+    const bool parent_here = state && std::find(all.begin(), all.end(), state->ppid) != all.end();
     if (parent_here == workers) out.push_back(p);
   }
   return out;

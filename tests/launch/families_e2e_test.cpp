@@ -154,7 +154,7 @@ TEST(FamilyLengths, BatchesOfTheirOwnLengthMatchOneWorkerAndCountTheirTokens) {
 // optimizer's, the strategies') is the smaller models' tests' to check. The
 // weights before training are a run's at lr 1e-30. Two tests of 7 and 6
 // runs: a run of two or three workers takes 10-20 s of CPU, and one test of
-// all 12 runs at two steps ran past ctest's 300 s on a loaded 2-core machine.
+// all 13 runs at two steps ran past ctest's 300 s on a loaded 2-core machine.
 const std::string kSsd =
     "train --model ssd300 --classes 5 --threads 1 --optimizer momentum --display-every 0 "
     "--sync-buffers step --first-bucket-mb 1 --synthetic-batches 2";

@@ -2,15 +2,15 @@
 // mpirun with MPI, equivalence with one worker, and failing workers.
 #include <dirent.h>
 #include <gtest/gtest.h>
-
-#include <chrono>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -18,6 +18,7 @@
 #include "comm/tcp_store.h"
 #include "core/clock.h"
 #include "core/files.h"
+#include "core/subprocess.h"
 #include "process_util.h"
 #include "weights_util.h"
 
@@ -92,17 +93,16 @@ TEST_F(Processes, GlooWorkersMatchOneWorkerAndReport) {
 // Workers are forks of the launcher (LibTorch is loaded once), unless
 // DLSCALE_WORKER_EXEC=1 asks for executed ones: both reach the same weights.
 TEST_F(Processes, ExecutedWorkersMatchForkedOnes) {
-  for (const std::string env : {"env -u DLSCALE_WORKER_EXEC ", "env DLSCALE_WORKER_EXEC=1 "}) {
+  for (const auto& [env, started] :
+       {std::pair{"env -u DLSCALE_WORKER_EXEC ", "forks of this process"},
+        std::pair{"env DLSCALE_WORKER_EXEC=1 ", "executed"}}) {
     SCOPED_TRACE(env);
     const std::string w = temp_path("w.pt");
-    const auto o = run_shell(env + DLSCALE_BINARY + " " + kCommon +
+    const auto o = run_shell(std::string(env) + DLSCALE_BINARY + " " + kCommon +
                              " --workers 2 --global-batch 16 --bucket-mb 0.2 --save-weights " + w);
     ASSERT_EQ(o.code, 0) << o.err;
     expect_same_weights(load_weights(w), *reference_);
-    EXPECT_NE(
-        o.err.find(env.find("=1") == std::string::npos ? "forks of this process" : "executed"),
-        std::string::npos)
-        << o.err;
+    EXPECT_NE(o.err.find(started), std::string::npos) << o.err;
   }
 }
 
@@ -277,16 +277,8 @@ std::vector<pid_t> children_of(pid_t parent) {
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(e.path() / "stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    std::string state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent && state != "Z") out.push_back(std::stoi(name));
+    const std::optional<ProcState> p = proc_state(std::stol(name));
+    if (p && p->ppid == parent && p->state != 'Z') out.push_back(std::stoi(name));
   }
   return out;
 }
