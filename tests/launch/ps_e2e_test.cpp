@@ -4,8 +4,10 @@
 // keeps its staleness bound and, with one worker, is exactly synchronous.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <vector>
 
 #include "process_util.h"
 #include "weights_util.h"
@@ -135,51 +137,61 @@ TEST(PsAsync, OneWorkerIsExactlySynchronous) {
   EXPECT_EQ(r.record["results"]["ps"]["staleness_max"], 0);
 }
 
-double mean_of_last(const nlohmann::json& record, size_t count) {
+// The median of rank 0's last `count` losses: one step that met a very stale
+// gradient can spike (3.5 from 2.3 was seen), and one spike must not decide.
+double median_of_last(const nlohmann::json& record, size_t count) {
   const nlohmann::json& loss = record["steps"]["loss"];
-  double sum = 0;
-  for (size_t i = loss.size() - count; i < loss.size(); ++i) sum += loss[i].get<double>();
-  return sum / static_cast<double>(count);
+  std::vector<double> last;
+  for (size_t i = loss.size() - count; i < loss.size(); ++i) last.push_back(loss[i].get<double>());
+  std::nth_element(last.begin(), last.begin() + count / 2, last.end());
+  return last[count / 2];
 }
 
-// Async learns. Plain SGD at lr 0.02 on 2 memorizable synthetic batches;
-// 3 workers x 12 steps. Async applies 3 updates (batch 4 each) per shard
-// for every synchronous one (batch 12): on the same samples it takes 3x the
-// steps, while a gradient is at most 2 versions stale (N - 1 with one
-// outstanding gradient per worker), and at lr 0.02 the error a stale
-// gradient adds (about lr x staleness x curvature) is small next to the
-// progress of the extra steps. So after the same samples async's loss (mean
-// of rank 0's last 3 steps) must not exceed sync's by more than 25%, and
-// must have fallen by at least a quarter. Every applied gradient's
-// staleness stays within --max-staleness; with 0, none is stale.
+// Async learns. Plain SGD at lr 0.02 on 2 learnable synthetic batches;
+// 3 workers x 20 steps. Async applies 3 updates (batch 4 each) per shard
+// for every synchronous one (batch 12), so on the same samples it takes 3x
+// the steps. How stale a gradient is depends on the scheduler: about 4
+// versions on an idle machine, up to 28 here when workers are paused with
+// SIGSTOP for tenths of a second at random. At 12 steps the bounds were
+// too close (a CI run's mean of the last 3 losses was 0.87 of the first).
+// At 20, the median of the last 5 is 0.42 of the first loss for sync and
+// 0.02 to 0.22 for async in 40 runs here with paused workers, on an idle
+// machine and beside a compiler or busy loops. So async's loss (median of rank 0's
+// last 5 steps) must not exceed sync's by more than 25%, and must have
+// fallen by at least a quarter. Every applied gradient's staleness stays
+// within --max-staleness; with 0, none is stale.
 TEST(PsAsync, LearnsAndKeepsTheStalenessBound) {
+  constexpr int kSteps = 20;
   const std::string base =
-      "train --model lenet --dropout 0 --threads 1 --steps 12 --warmup 1 --optimizer sgd --lr 0.02 "
+      "train --model lenet --dropout 0 --threads 1 --steps " + std::to_string(kSteps) +
+      " --warmup 1 --optimizer sgd --lr 0.02 "
       "--synthetic-batches 2 --display-every 0 --global-batch 12 --workers 3 --strategy ps "
       "--ps-shards 2 --ps-partition-mb 2 --timeout 30";
   const TrainRun sync = train(base);
   ASSERT_FALSE(sync.record.is_null());
-  const double sync_loss = mean_of_last(sync.record, 3);
+  const double sync_loss = median_of_last(sync.record, 5);
   for (const int bound : {-1, 2, 1, 0}) {
     SCOPED_TRACE("max staleness " + std::to_string(bound));
     const TrainRun r = train(base + " --ps-mode async --max-staleness " + std::to_string(bound));
     ASSERT_FALSE(r.record.is_null());
     const nlohmann::json& ps = r.record["results"]["ps"];
+    SCOPED_TRACE("losses " + r.record["steps"]["loss"].dump() + ", staleness histograms " +
+                 ps["per_shard"].dump());
     const double first = r.record["steps"]["loss"][0].get<double>();
-    EXPECT_LT(mean_of_last(r.record, 3), 0.75 * first);
-    EXPECT_LE(mean_of_last(r.record, 3), 1.25 * sync_loss);
+    EXPECT_LT(median_of_last(r.record, 5), 0.75 * first);
+    EXPECT_LE(median_of_last(r.record, 5), 1.25 * sync_loss);
     int64_t applied = 0;
     for (const auto& shard : ps["per_shard"]) {
-      EXPECT_EQ(shard["updates"], 3 * 12);  // every worker's every gradient, applied
+      EXPECT_EQ(shard["updates"], 3 * kSteps);  // every worker's every gradient, applied
       int64_t in_histogram = 0;
       for (const auto& h : shard["staleness_histogram"]) in_histogram += h.get<int64_t>();
-      EXPECT_EQ(in_histogram, 3 * 12);
+      EXPECT_EQ(in_histogram, 3 * kSteps);
       applied += shard["updates"].get<int64_t>();
       if (bound >= 0) {
         EXPECT_LE(shard["staleness_max"].get<int64_t>(), bound);
       }
     }
-    EXPECT_EQ(applied, 2 * 3 * 12);
+    EXPECT_EQ(applied, 2 * 3 * kSteps);
     if (bound == 0) {
       EXPECT_EQ(ps["staleness_mean"], 0.0);
     }
