@@ -293,9 +293,6 @@ void adopt_output(ModelSpec& s, const TaskDecl& decl, const torch::Tensor& out,
 }
 
 ModelSpec build_spec(const ModelOptions& o) {
-  DLSCALE_CHECK(o.dropout < 0,
-                "--dropout does not apply to model '{}': a TorchScript module's dropout is its own",
-                o.name);
   TaskDecl decl;
   decl.builtin = decl.name = "image-classification";
   if (!o.task_file.empty()) decl = read_task_file(o.task_file);
@@ -342,6 +339,11 @@ std::string stamp(const std::string& path) {
 }  // namespace
 
 const ModelSpec& script_model_spec(const ModelOptions& o) {
+  // Checked on every call: the specs below are kept by what builds them,
+  // which --dropout is not.
+  DLSCALE_CHECK(o.dropout < 0,
+                "--dropout does not apply to model '{}': a TorchScript module's dropout is its own",
+                o.name);
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<ModelSpec>> specs;
   const std::string key =

@@ -247,7 +247,7 @@ TEST(ScriptModel, BadModulesAreOneLineNamingWhatIsWrong) {
        "--task-file declares the task of a TorchScript model (PATH.pt); model 'lenet'"},
   };
   for (const auto& [error, want] : cases) {
-    EXPECT_NE(error.find(want), std::string::npos) << error;
+    EXPECT_NE(error.find(want), std::string::npos) << error << "\nwanted: " << want;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
   std::filesystem::remove(dir + "/huge.pt");
