@@ -50,13 +50,15 @@ check data_loader_fashion_mnist "^samples/s: $number" \
 check make_image_folder "^wrote 16 " $py bench/make_image_folder.py "$tmp/jpeg" --images 16 --size 48
 check data_loader_folder "^samples/s: $number" \
   $py bench/data_loader_peer.py --data "folder:$tmp/jpeg" --batch 4 --workers 0 --steps 2 --warmup 1 --image-size 32
-check torchvision_reference "\"parameters\": [1-9]" $py bench/torchvision_reference.py --image-size 32
+check torchvision_reference "\"parameters\": [1-9]" \
+  $py bench/torchvision_reference.py --image-size 32 --models lenet,resnet18,ncf
 check run_peer_bench "^lenet +8 +28 .* $number$" \
   $py bench/run_peer_bench.py --dlscale "$dlscale" --case lenet:8:28 --runs 3 --threads 1 --steps 3 --warmup 1
 check scaling "^lenet +8 weak .*%$" \
   $py bench/scaling.py --dlscale "$dlscale" --case lenet:8:28 --workers 2 --threads 1 --runs 1 --steps 3 --warmup 1
 check tta_peer "^time to accuracy: $number s" \
-  $py bench/tta_peer.py --epochs 1 --target 0.5 --threads 2 --batch 256
+  $py bench/tta_peer.py --epochs 1 --target 0.5 --threads 2 --batch 64 --train-samples 4096 \
+  --test-samples 1024
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

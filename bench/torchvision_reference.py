@@ -43,13 +43,23 @@ def count_macs(model, channels, size):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--image-size", type=int, default=0, help="0 = each model's default")
+    ap.add_argument("--models", default="",
+                    help="comma-separated names to print (default: all; bench/peer_smoke.sh's quick run "
+                         "names two)")
     args = ap.parse_args()
-    rows = []
-    for name, default_size, channels in [
+    images = [
         ("lenet", 28, 1), ("alexnet", 224, 3), ("vgg11", 224, 3), ("vgg16", 224, 3),
         ("vgg19", 224, 3), ("resnet18", 224, 3), ("resnet34", 224, 3), ("resnet50", 224, 3),
         ("resnet101", 224, 3), ("resnet152", 224, 3), ("googlenet", 224, 3),
-        ("inception3", 299, 3)]:
+        ("inception3", 299, 3)]
+    others = ("transformer", "transformer-big", "gnmt", "ncf")
+    known = [i[0] for i in images] + ["ssd300"] + list(others)
+    wanted = set(filter(None, args.models.split(","))) or set(known)
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        ap.error("unknown model %s; known: %s" % (", ".join(unknown), ", ".join(known)))
+    rows = []
+    for name, default_size, channels in [i for i in images if i[0] in wanted]:
         size = args.image_size or default_size
         for aux in ([False, True] if name in ("googlenet", "inception3") else [False]):
             model = build_model(name, size, aux_logits=aux)
@@ -62,10 +72,12 @@ def main():
                 continue
             rows.append({"name": name, "aux_logits": aux, "image_size": size, "parameters": params,
                          "macs_per_sample": macs})
-    ssd = build_model("ssd300")
-    rows.append({"name": "ssd300", "image_size": 300, "parameters": sum(p.numel() for p in ssd.parameters()),
-                 "macs_per_sample": count_macs(ssd, 3, 300)})
-    for name in ("transformer", "transformer-big", "gnmt", "ncf"):
+    if "ssd300" in wanted:
+        ssd = build_model("ssd300")
+        rows.append({"name": "ssd300", "image_size": 300,
+                     "parameters": sum(p.numel() for p in ssd.parameters()),
+                     "macs_per_sample": count_macs(ssd, 3, 300)})
+    for name in [o for o in others if o in wanted]:
         model = build_model(name)
         rows.append({"name": name, "parameters": sum(p.numel() for p in model.parameters())})
     for r in rows:

@@ -81,10 +81,17 @@ def main():
     p.add_argument("--target", type=float, default=0.9)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--train-samples", type=int, default=0,
+                   help="train on the first N training images only (0 = all 60,000; "
+                        "bench/peer_smoke.sh's quick run)")
+    p.add_argument("--test-samples", type=int, default=0,
+                   help="evaluate on the first N test images only (0 = all 10,000)")
     p.add_argument("--contiguous", action="store_true",
                    help="NCHW tensors (default: channels-last, as dlscale's default)")
     p.add_argument("--cache-root", default=os.path.join(tempfile.gettempdir(), "dlscale-peer-data"))
     a = p.parse_args()
+    if a.train_samples < 0 or a.test_samples < 0:
+        p.error("--train-samples and --test-samples must be >= 0")
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     channels_last = not a.contiguous
@@ -94,6 +101,12 @@ def main():
     mean, std = train_x.mean().item(), train_x.std().item()
     train_x.sub_(mean).div_(std)
     test_x.sub_(mean).div_(std)
+    if a.train_samples:
+        train_x, train_y = train_x[:a.train_samples], train_y[:a.train_samples]
+    if a.test_samples:
+        test_x, test_y = test_x[:a.test_samples], test_y[:a.test_samples]
+    if len(train_y) < a.batch:
+        p.error("--batch %d is more than the %d training images" % (a.batch, len(train_y)))
     model = TinyCnn()
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
