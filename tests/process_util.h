@@ -1,5 +1,6 @@
 #pragma once
 // Runs the real dlscale binary (or mpirun) for end-to-end tests.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,9 +11,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "core/child_process.h"
 #include "core/error.h"
 #include "core/files.h"
 
@@ -81,8 +85,110 @@ inline Outcome run_shell(const std::string& command) {
   return o;
 }
 
-/// Runs dlscale with `args` (a shell-quoted string).
+/// dlscale-torch's entry, where this test binary has it (dlscale_tests:
+/// tests/launch/forked_runs.cpp registers it): run_dlscale then runs a
+/// command in a fork of this process, which has LibTorch loaded already,
+/// instead of executing the binary, which loads it again (about 1 s of CPU a
+/// run, most of ctest's time). `can_fork` says whether this process may fork
+/// now (no other thread: an OpenMP pool would not survive it).
+struct ForkedEntry {
+  int (*run)(int argc, char** argv) = nullptr;
+  bool (*can_fork)() = nullptr;
+};
+inline ForkedEntry& forked_entry() {
+  static ForkedEntry entry;
+  return entry;
+}
+
+/// How many commands run_forked has run in this process.
+inline int& forked_runs() {
+  static int runs = 0;
+  return runs;
+}
+
+/// `args` split into words as the shell would, when they are plain words,
+/// quotes ('…', and "…" holding none of $ ` \) and escaped characters;
+/// nullopt when they use anything else of the shell (redirections, pipes,
+/// variables, globs…).
+inline std::optional<std::vector<std::string>> shell_words(const std::string& args) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const char c = args[i];
+    if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'' || c == '"') {
+      const size_t end = args.find(c, i + 1);
+      if (end == std::string::npos) return std::nullopt;
+      const std::string quoted = args.substr(i + 1, end - i - 1);
+      if (c == '"' && quoted.find_first_of("$`\\") != std::string::npos) return std::nullopt;
+      word += quoted;
+      i = end;
+    } else if (c == '\\' && i + 1 < args.size() && args[i + 1] != '\n') {
+      word += args[++i];
+    } else if (std::string("|&;<>()$`*?[]{}~#!\n\\").find(c) != std::string::npos) {
+      return std::nullopt;
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+/// Runs `argv` (argv[0] included) in a fork of this process through
+/// forked_entry(), as the shell would run the binary: stdin inherited,
+/// stdout captured, stderr captured through a file.
+inline Outcome run_forked(const std::vector<std::string>& argv) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return {};
+  const std::string err_path = temp_path("stderr");
+  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.program = argv.at(0);
+  spawn.run = forked_entry().run;
+  spawn.stdin_fd = SpawnOptions::kInherit;
+  spawn.stdout_fd = out[1];
+  spawn.stderr_fd = err;
+  spawn.die_with_parent = false;  // as a shell's child
+  ChildProcess child(spawn);
+  ++forked_runs();
+  ::close(out[1]);
+  ::close(err);
+  Outcome o;
+  std::array<char, 4096> buf{};
+  ssize_t n = 0;
+  while ((n = ::read(out[0], buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) o.out.append(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  child.wait();
+  o.code = child.term_signal() != 0 ? -1 : child.exit_code();
+  o.err = read_file(err_path);
+  std::filesystem::remove(err_path);
+  return o;
+}
+
+/// Runs dlscale with `args` (a shell-quoted string): in a fork of this
+/// process where it can (forked_entry(); plain words), else through the
+/// shell. DLSCALE_TEST_EXEC=1 executes the binary always.
 inline Outcome run_dlscale(const std::string& args) {
+  const ForkedEntry& entry = forked_entry();
+  const char* exec = std::getenv("DLSCALE_TEST_EXEC");
+  const bool fork = entry.run != nullptr && (exec == nullptr || std::string(exec) != "1");
+  if (fork && entry.can_fork()) {
+    if (auto words = shell_words(args)) {
+      words->insert(words->begin(), DLSCALE_BINARY);
+      return run_forked(*words);
+    }
+  }
   return run_shell(std::string(DLSCALE_BINARY) + " " + args);
 }
 

@@ -5,10 +5,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cluster/cluster.h"
+#include "core/child_process.h"
 #include "core/error.h"
 #include "core/text_table.h"
 #include "launch/launch_env.h"
@@ -49,10 +51,10 @@ void run_list() {
 
 /// This program's own path, for the remote-shell agent's command line.
 std::string self_path() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  DLSCALE_CHECK(n > 0, "cannot find this program's path: {}", std::strerror(errno));
-  return std::string(buf, static_cast<size_t>(n));
+  std::error_code ec;
+  const std::filesystem::path path = std::filesystem::canonical(self_executable(), ec);
+  DLSCALE_CHECK(!ec, "cannot find this program's path: {}", ec.message());
+  return path.string();
 }
 
 /// Enters host `h` and replaces this process by `argv`.

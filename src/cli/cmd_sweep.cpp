@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "core/build_info.h"
+#include "core/child_process.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "report/html.h"
@@ -83,7 +84,7 @@ int run(CLI::App& app, const SweepFlags& f) {
   gethostname(host, sizeof(host) - 1);
   sweep::SweepRunOptions o;
   o.sweep_name = spec.name;
-  o.dlscale_binary = std::filesystem::read_symlink("/proc/self/exe").string();
+  o.dlscale_binary = std::filesystem::canonical(self_executable()).string();
   o.output_dir = f.output_dir;
   o.rerun = rerun;
   o.live_progress = f.progress == "live" || (f.progress == "auto" && isatty(STDOUT_FILENO));

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <thread>
 
 #include "core/clock.h"
@@ -104,7 +105,10 @@ void close_on_exec_descriptors() {
 }
 
 /// In the child, instead of exec: runs o.run as exec would have started the
-/// program, then exits with its code as returning from main would.
+/// program, then exits with its code as returning from main would, its
+/// output flushed, but without the static destructors and exit handlers of
+/// the process it was forked from: those belong to that process (a test
+/// binary's, removing its files at exit) and would run in every child.
 [[noreturn]] void run_instead_of_exec(const SpawnOptions& o, const Prepared& p) {
   close_on_exec_descriptors();
   if (!p.envp.empty()) environ = const_cast<char**>(p.envp.data());
@@ -114,7 +118,10 @@ void close_on_exec_descriptors() {
   } catch (...) {
     put("internal error: an exception escaped a forked child's entry\n");
   }
-  std::exit(code);
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  ::_exit(code);
 }
 
 [[noreturn]] void run_child(const SpawnOptions& o, const Prepared& p, pid_t parent) {
@@ -268,5 +275,19 @@ void terminate_all(const std::vector<ChildProcess*>& children, double grace_s,
     c->wait();
   }
 }
+
+namespace {
+std::string& self_executable_override() {
+  static std::string path;
+  return path;
+}
+}  // namespace
+
+std::string self_executable() {
+  const std::string& path = self_executable_override();
+  return path.empty() ? std::string("/proc/self/exe") : path;
+}
+
+void set_self_executable(std::string path) { self_executable_override() = std::move(path); }
 
 }  // namespace dlscale

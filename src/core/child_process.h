@@ -110,4 +110,11 @@ class ChildProcess {
 void terminate_all(const std::vector<ChildProcess*>& children, double grace_s,
                    const std::function<void()>& while_waiting = {});
 
+/// The executable that starts this program again (executed workers, a
+/// sweep's runs, a host's agent): "/proc/self/exe", unless set_self_executable
+/// named another. A process that runs dlscale-torch's entry without being
+/// that binary (a test's fork, tests/process_util.h) names the binary.
+std::string self_executable();
+void set_self_executable(std::string path);
+
 }  // namespace dlscale

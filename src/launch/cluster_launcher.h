@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/child_process.h"
+
 namespace dlscale::launch {
 
 struct ClusterPlan {
@@ -18,7 +20,7 @@ struct ClusterPlan {
   int workers_per_host = 1;       ///< worker processes in each host
   int servers = 0;                ///< dedicated PS shards (on host 0)
   int master_port = 29500;        ///< the rendezvous port on host 0
-  std::string binary = "/proc/self/exe";
+  std::string binary = self_executable();
   std::vector<std::string> argv;  ///< this command's arguments, argv[0] included
   /// After the first host fails, how long the others get to end by themselves
   /// (and say why) before they are stopped.

@@ -113,7 +113,7 @@ void run_launcher(const JobOptions& options, const std::vector<std::string>& arg
   DLSCALE_CHECK(options.launch.nnodes == 1 || options.launch.master_port > 0,
                 "multi-node jobs need --master-port");
   LaunchPlan plan;
-  plan.binary = "/proc/self/exe";
+  plan.binary = self_executable();
   plan.run = fork_entry(options);
   plan.argv = argv;
   plan.workers = options.launch.workers;

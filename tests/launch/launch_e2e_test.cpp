@@ -25,6 +25,7 @@
 namespace dlscale {
 namespace {
 
+using testing::forked_runs;
 using testing::load_weights;
 using testing::run_dlscale;
 using testing::run_shell;
@@ -103,6 +104,29 @@ TEST_F(Processes, ExecutedWorkersMatchForkedOnes) {
     ASSERT_EQ(o.code, 0) << o.err;
     expect_same_weights(load_weights(w), *reference_);
     EXPECT_NE(o.err.find(started), std::string::npos) << o.err;
+  }
+}
+
+// run_dlscale runs a command in a fork of this test process (tests/launch/
+// forked_runs.cpp), unless DLSCALE_TEST_EXEC=1 has it execute the binary:
+// both ways reach the one-worker weights exactly.
+TEST_F(Processes, TestRunsForkedMatchExecutedOnes) {
+  const char* before = std::getenv("DLSCALE_TEST_EXEC");
+  const std::string saved = before == nullptr ? "" : before;
+  for (const bool exec : {false, true}) {
+    SCOPED_TRACE(exec ? "executed" : "forked");
+    ::setenv("DLSCALE_TEST_EXEC", exec ? "1" : "0", 1);
+    const int forked = forked_runs();
+    const std::string w = temp_path("w.pt");
+    const auto o = run_dlscale(kCommon + " --workers 2 --global-batch 16 --save-weights " + w);
+    ASSERT_EQ(o.code, 0) << o.err;
+    expect_same_weights(load_weights(w), *reference_);
+    EXPECT_EQ(forked_runs() - forked, exec ? 0 : 1);
+  }
+  if (before == nullptr) {
+    ::unsetenv("DLSCALE_TEST_EXEC");
+  } else {
+    ::setenv("DLSCALE_TEST_EXEC", saved.c_str(), 1);
   }
 }
 
