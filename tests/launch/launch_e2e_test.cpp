@@ -542,12 +542,16 @@ TEST(LaunchErrors, MpirunStalledRankFailsWithinTheTimeout) {
   for (const std::string mode : {"blocking", "polled"}) {
     SCOPED_TRACE(mode);
     const std::string err = temp_path("mpi.err");
+    const std::string out = temp_path("mpi.out");
     const std::string script = temp_path("stall.sh");
+    // Rank 1 is stopped once rank 0 has printed 3 steps: stopped before its
+    // steps (a loaded machine took longer than the 3 s this waited before),
+    // it hung in MPI's start-up, which no --timeout covers.
     write_file_atomic(
         script, "mpirun --oversubscribe --allow-run-as-root -np 2 " + std::string(DLSCALE_BINARY) +
                     " train --model lenet --batch 8 --steps 1000000 --warmup 1 --threads 1"
-                    " --display-every 0 --timeout 3 --mpi-collectives " +
-                    mode + " >/dev/null 2>" + err + " & job=$!\n" + R"sh(
+                    " --display-every 1 --timeout 3 --mpi-collectives " +
+                    mode + " >" + out + " 2>" + err + " & job=$!\nout=" + out + R"sh(
 r1=
 for i in $(seq 300); do  # up to 30 s for rank 1 to start
   for p in $(pgrep -f 'lenet --batch 8 --steps 1000000'); do
@@ -556,7 +560,10 @@ for i in $(seq 300); do  # up to 30 s for rank 1 to start
   [ -n "$r1" ] && break
   sleep 0.1
 done
-sleep 3  # into the steps
+for i in $(seq 1200); do  # up to 120 s for rank 0's third step
+  [ "$(grep -c '^step' "$out")" -ge 3 ] && break
+  sleep 0.1
+done
 kill -STOP $r1
 start=$(date +%s%N); wait $job; rc=$?; end=$(date +%s%N)
 kill -CONT $r1 2>/dev/null
@@ -565,6 +572,7 @@ echo "$rc $(( (end - start) / 1000000 ))"
     const auto o = run_shell("bash " + script);
     const std::string log = read_file(err);
     std::filesystem::remove(err);
+    std::filesystem::remove(out);
     std::filesystem::remove(script);
     int rc = -1;
     long ms = 0;
