@@ -150,6 +150,11 @@ inline Outcome run_forked(const std::vector<std::string>& argv) {
   if (::pipe2(out, O_CLOEXEC) != 0) return {};
   const std::string err_path = temp_path("stderr");
   const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (err < 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return {-1, "", "cannot create " + err_path};
+  }
   SpawnOptions spawn;
   spawn.argv = argv;
   spawn.program = argv.at(0);
