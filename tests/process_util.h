@@ -19,6 +19,7 @@
 #include "core/child_process.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/subprocess.h"
 
 namespace dlscale::testing {
 
@@ -146,35 +147,26 @@ inline std::optional<std::vector<std::string>> shell_words(const std::string& ar
 /// forked_entry(), as the shell would run the binary: stdin inherited,
 /// stdout captured, stderr captured through a file.
 inline Outcome run_forked(const std::vector<std::string>& argv) {
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return {};
   const std::string err_path = temp_path("stderr");
   const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (err < 0) {
-    ::close(out[0]);
-    ::close(out[1]);
-    return {-1, "", "cannot create " + err_path};
-  }
+  if (err < 0) return {-1, "", "cannot create " + err_path};
   SpawnOptions spawn;
   spawn.argv = argv;
   spawn.program = argv.at(0);
   spawn.run = forked_entry().run;
   spawn.stdin_fd = SpawnOptions::kInherit;
-  spawn.stdout_fd = out[1];
   spawn.stderr_fd = err;
   spawn.die_with_parent = false;  // as a shell's child
-  ChildProcess child(spawn);
-  ++forked_runs();
-  ::close(out[1]);
-  ::close(err);
   Outcome o;
-  std::array<char, 4096> buf{};
-  ssize_t n = 0;
-  while ((n = ::read(out[0], buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) o.out.append(buf.data(), static_cast<size_t>(n));
+  ChildProcess child;
+  try {
+    child = run_reading_output(spawn, false, &o.out);
+  } catch (...) {
+    ::close(err);
+    throw;
   }
-  ::close(out[0]);
-  child.wait();
+  ::close(err);
+  ++forked_runs();
   o.code = child.term_signal() != 0 ? -1 : child.exit_code();
   o.err = read_file(err_path);
   std::filesystem::remove(err_path);

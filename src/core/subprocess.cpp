@@ -98,12 +98,11 @@ int run_captured(const std::vector<std::string>& argv, std::string* output) {
   return run_captured(std::move(spawn), output);
 }
 
-int run_captured(SpawnOptions spawn, std::string* output) {
+ChildProcess run_reading_output(SpawnOptions spawn, bool with_stderr, std::string* output) {
   int fds[2];
   DLSCALE_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "cannot create a pipe: {}", std::strerror(errno));
-  spawn.stdin_fd = SpawnOptions::kDevNull;
   spawn.stdout_fd = fds[1];
-  spawn.stderr_fd = fds[1];
+  if (with_stderr) spawn.stderr_fd = fds[1];
   ChildProcess child = [&] {
     try {
       return ChildProcess(spawn);
@@ -124,6 +123,12 @@ int run_captured(SpawnOptions spawn, std::string* output) {
   }
   ::close(fds[0]);
   child.wait();
+  return child;
+}
+
+int run_captured(SpawnOptions spawn, std::string* output) {
+  spawn.stdin_fd = SpawnOptions::kDevNull;
+  const ChildProcess child = run_reading_output(std::move(spawn), true, output);
   return child.term_signal() != 0 ? 128 + child.term_signal() : child.exit_code();
 }
 

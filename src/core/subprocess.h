@@ -56,4 +56,10 @@ int run_captured(const std::vector<std::string>& argv, std::string* output);
 /// enter); its stdin, stdout and stderr are set here.
 int run_captured(SpawnOptions spawn, std::string* output);
 
+/// Starts `spawn` with its stdout (and its stderr too, `with_stderr`) into a
+/// pipe, reads it into `output` until every holder has closed it, waits for
+/// the child and returns it, ended; its stdin (and stderr) are as `spawn`
+/// says. Throws dlscale::Error when the pipe or the child cannot be made.
+ChildProcess run_reading_output(SpawnOptions spawn, bool with_stderr, std::string* output);
+
 }  // namespace dlscale
