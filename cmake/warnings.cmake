@@ -4,11 +4,12 @@ function(dlscale_warnings target)
                                            -Wnon-virtual-dtor -Wno-unused-parameter)
 endfunction()
 
-# A LibTorch target's units compiled DLSCALE_UNITY_BATCH at a time: each
-# unit that includes LibTorch spends about 20 s of CPU parsing it, most of
-# its compile time, and a batch pays that once (bench/README.md, "A
-# newcomer's build"). Names in a unit's anonymous namespace must then be
-# unique within its batch.
+# A target's units compiled DLSCALE_UNITY_BATCH at a time: each unit that
+# includes LibTorch spends about 20 s of CPU parsing it, most of its compile
+# time, and a torch-free one most of its 5-20 s in fmt, nlohmann/json and
+# CLI11; a batch pays that once (bench/README.md, "A newcomer's build").
+# Names in a unit's anonymous namespace must then be unique within its
+# batch.
 function(dlscale_unity target)
   if(DLSCALE_UNITY)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${DLSCALE_UNITY_BATCH})

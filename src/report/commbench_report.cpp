@@ -15,9 +15,9 @@ namespace {
 using sweep::RunRecord;
 
 /// Parameters that do not change what a commbench run measures.
-const std::set<std::string> kNotLabels = {"kind",      "repeats",       "timeout", "scaling",
-                                          "command",   "launcher-args", "op",      "min-bytes",
-                                          "max-bytes", "factor",        "iters",   "warmup"};
+const std::set<std::string> kCommbenchNotLabels = {
+    "kind", "repeats",   "timeout",   "scaling", "command", "launcher-args",
+    "op",   "min-bytes", "max-bytes", "factor",  "iters",   "warmup"};
 
 /// Median over completed repeats of every metric.
 std::map<std::string, double> median_metrics(const RunRecord& run) {
@@ -59,7 +59,7 @@ std::vector<RunView> commbench_views(const std::vector<RunRecord>& runs) {
   for (const RunRecord& r : runs) {
     if (is_commbench_run(r)) params.push_back(&r.params);
   }
-  const std::vector<std::string> vary = sweep::varying_params(params, kNotLabels);
+  const std::vector<std::string> vary = sweep::varying_params(params, kCommbenchNotLabels);
   std::vector<RunView> out;
   for (const RunRecord& r : runs) {
     if (!is_commbench_run(r)) continue;

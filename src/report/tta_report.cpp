@@ -20,7 +20,7 @@ using sweep::RunRecord;
 /// Parameters that are the table's axes, steer the sweep, or only name a
 /// run's output files: runs differing only in these are the same
 /// configuration (seeds and repeats of it).
-const std::set<std::string> kNotLabels = {
+const std::set<std::string> kTtaNotLabels = {
     "workers",    "batch",         "global-batch",       "scaling", "repeats", "timeout",
     "command",    "launcher-args", "throughput-pattern", "model",   "seed",    "mllog",
     "checkpoint", "trace",         "save-weights",       "json"};
@@ -194,7 +194,7 @@ std::vector<TtaRow> tta_rows(const std::vector<RunRecord>& runs) {
     params.push_back(&r->params);
     modes.insert(sweep::param_text(r->params, "scaling", "weak"));
   }
-  const std::vector<std::string> extra = sweep::varying_params(params, kNotLabels);
+  const std::vector<std::string> extra = sweep::varying_params(params, kTtaNotLabels);
   std::vector<Config> configs;
   for (const auto& entry : selected) {
     const RunRecord* r = entry.first;

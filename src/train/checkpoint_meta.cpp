@@ -13,7 +13,7 @@ namespace {
 constexpr size_t kMagicSize = sizeof(kCheckpointMagic) - 1;
 constexpr const char* kSchema = "dlscale.checkpoint/1";
 // Beyond these a value was not written by dlscale (docs/errors.md, "Limits").
-constexpr int64_t kMaxSteps = 1000000000;
+constexpr int64_t kMaxCheckpointSteps = 1000000000;
 constexpr int64_t kMaxCount = int64_t{1} << 30;
 
 void put_u64(std::string& out, uint64_t v) {
@@ -140,7 +140,7 @@ std::vector<std::pair<int64_t, double>> read_lr_curve(const FieldReader& f, cons
     const auto step = point[0].get<int64_t>();
     const auto rate = point[1].get<double>();
     const int64_t after = out.empty() ? next_step : out.back().first + 1;
-    if (step < after || step > kMaxSteps) {
+    if (step < after || step > kMaxCheckpointSteps) {
       f.damaged("lr_curve", fmt::format("has step {} out of order (expected >= {})", step, after));
     }
     if (!std::isfinite(rate) || rate < 0) {
@@ -225,7 +225,7 @@ CheckpointMeta parse_checkpoint_meta(const nlohmann::json& meta, const std::stri
   m.buffers = f.integer("buffers", 0, kMaxCount);
   m.seed = f.unsigned_integer("seed");
   m.data = f.text("data");
-  m.steps = f.integer("steps", 1, kMaxSteps);
+  m.steps = f.integer("steps", 1, kMaxCheckpointSteps);
   m.next_step = f.integer("next_step", 0, m.steps);
   m.run_seconds = f.real("run_seconds", 0, 1e12);
   // Written by every dlscale since checkpoints kept the rate curve; older
