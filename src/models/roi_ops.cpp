@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "models/task.h"
 
 namespace dlscale::models {
 namespace {
@@ -225,9 +226,7 @@ bool float_or_double(const torch::Tensor& t) {
 }
 
 std::string sizes_of(const torch::Tensor& t) {
-  std::string s;
-  for (const int64_t d : t.sizes()) s += (s.empty() ? "" : "x") + std::to_string(d);
-  return "[" + s + "] " + std::string(c10::toString(t.scalar_type()));
+  return "[" + shape_text(t.sizes()) + "] " + std::string(c10::toString(t.scalar_type()));
 }
 
 void check_boxes(const char* op, const char* what, const torch::Tensor& boxes) {

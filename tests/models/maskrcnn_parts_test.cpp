@@ -11,13 +11,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "models/anchors.h"
 #include "models/maskrcnn_net.h"
 #include "models/roi_ops.h"
@@ -504,14 +502,7 @@ TEST(MaskRcnnNet, PyramidAndHeadsHaveTheirShapesAndOnlyParametersLearn) {
 }
 
 TEST(RoiOps, RefuseWhatDoesNotFitInOneLine) {
-  const auto message = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
+  const auto message = testing::error_of;  // the one-line error, "" when accepted
   const torch::Tensor features = torch::zeros({2, 3, 8, 8});
   const torch::Tensor roi = torch::tensor({{0.0f, 1.0f, 1.0f, 4.0f, 4.0f}});
   EXPECT_EQ(message([&] {
