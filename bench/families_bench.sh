@@ -8,7 +8,9 @@
 #   bash bench/families_bench.sh --gpu    # GPU machine: bf16, full-sized models,
 #                                         # build-gpu/dlscale against python3's torch
 # (t: transformer, g: gnmt, n: ncf, s: ssd300 with both sides in
-# channels-last). FAMILIES="s" runs some of them only; ROUNDS=N sets rounds.
+# channels-last, m: maskrcnn at 128x213 with 64 RoIs an image, on the CPU
+# only: its RoIAlign has no CUDA kernel). FAMILIES="s" runs some of them
+# only; ROUNDS=N sets rounds.
 set -e
 cd "$(dirname "$0")/.."
 families=${FAMILIES:-t g n s}
@@ -50,12 +52,14 @@ args() {  # args KEY: the family's model flags on this device
       g) echo --model gnmt --vocab 8192 --seq-len 32 --hidden 512 --batch 8 --steps 8 --warmup 2 --lr 0.01 ;;
       n) echo --model ncf --batch 4096 --steps 12 --warmup 2 --lr 0.01 ;;
       s) echo --model ssd300 --batch 4 --steps 6 --warmup 2 --lr 0.001 ;;
+      m) echo --model maskrcnn --image-size 128 --rois 64 --batch 2 --steps 6 --warmup 2 --lr 0.0005 ;;
     esac
   fi
 }
 for r in $(seq 1 "$rounds"); do
   for f in $families; do
-    case $f in t|g|n|s) ;; *) echo "families_bench.sh: unknown family '$f' (t g n s)" >&2; exit 2 ;; esac
+    case $f in t|g|n|s) ;; m) [ $gpu = 0 ] || { echo "families_bench.sh: maskrcnn runs on the CPU only" >&2; exit 2; } ;;
+      *) echo "families_bench.sh: unknown family '$f' (t g n s m)" >&2; exit 2 ;; esac
     # shellcheck disable=SC2046
     run "$f" "$r" $(args "$f")
   done
@@ -63,7 +67,7 @@ for r in $(seq 1 "$rounds"); do
 done
 FAMILIES="$families" ROUNDS="$rounds" OUT="$out" "$python" - <<'P'
 import json, os, statistics
-units = {"t": "tokens", "g": "tokens", "n": "samples", "s": "images"}
+units = {"t": "tokens", "g": "tokens", "n": "samples", "s": "images", "m": "images"}
 out, rounds = os.environ["OUT"], int(os.environ["ROUNDS"])
 def rates(m, side):
     got = []

@@ -4,13 +4,15 @@
 # threads): 2 local workers, 1 thread each, weak scaling, alternating, 3
 # rounds; prints each side's items/s (tokens, samples) and the ratio of the
 # medians; ncf also with sparse embedding gradients on both sides
-# (--sparse-embeddings; DDP allreduces sparse tensors over gloo). Run from
-# the repository root after a build:
+# (--sparse-embeddings; DDP allreduces sparse tensors over gloo), and
+# maskrcnn (128x213, 64 RoIs an image, 1 image a worker). Run from the
+# repository root after a build:
 #   bash bench/families_ddp_bench.sh
 set -e
 cd "$(dirname "$0")/.."
 T="--model transformer --vocab 8192 --seq-len 32 --batch 8 --steps 8 --warmup 2 --optimizer momentum --lr 0.001"
 N="--model ncf --batch 2048 --steps 10 --warmup 2 --optimizer momentum --lr 0.01"
+M="--model maskrcnn --image-size 128 --rois 64 --batch 1 --steps 6 --warmup 2 --optimizer momentum --lr 0.0005"
 for r in 1 2 3; do
   build/dlscale train $T --workers 2 --threads 1 --display-every 0 --json /tmp/ddp_t_d$r.json >/dev/null 2>&1
   /usr/bin/python3 bench/peer_ddp.py $T --workers 2 --threads 1 > /tmp/ddp_t_p$r.json
@@ -18,12 +20,14 @@ for r in 1 2 3; do
   /usr/bin/python3 bench/peer_ddp.py $N --workers 2 --threads 1 > /tmp/ddp_n_p$r.json
   build/dlscale train $N --sparse-embeddings --workers 2 --threads 1 --display-every 0 --json /tmp/ddp_s_d$r.json >/dev/null 2>&1
   /usr/bin/python3 bench/peer_ddp.py $N --sparse-embeddings --workers 2 --threads 1 > /tmp/ddp_s_p$r.json
+  build/dlscale train $M --workers 2 --threads 1 --display-every 0 --json /tmp/ddp_m_d$r.json >/dev/null 2>&1
+  /usr/bin/python3 bench/peer_ddp.py $M --workers 2 --threads 1 > /tmp/ddp_m_p$r.json
 done
 python3 - <<'P'
 import json, statistics
-for m, k in [("t", "tokens"), ("n", "samples"), ("s", "samples, sparse embeddings")]:
+for m, k in [("t", "tokens"), ("n", "samples"), ("s", "samples, sparse embeddings"), ("m", "images")]:
     d = [json.load(open(f"/tmp/ddp_{m}_d{r}.json"))["results"]["items_per_sec"] for r in (1, 2, 3)]
     p = [json.loads(open(f"/tmp/ddp_{m}_p{r}.json").read())["items_per_sec"] for r in (1, 2, 3)]
-    print(m, k, "dlscale", [round(x) for x in d], "ddp", [round(x) for x in p],
+    print(m, k, "dlscale", [round(x, 2) for x in d], "ddp", [round(x, 2) for x in p],
           "median ratio %.2f" % (statistics.median(d) / statistics.median(p)))
 P

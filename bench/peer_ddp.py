@@ -28,7 +28,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from peer_models import build_model  # noqa: E402
-from peer_train import DEFAULT_SIZE, make_optimizer, synthetic_batch, timed_steps  # noqa: E402
+from peer_train import DEFAULT_CLASSES, DEFAULT_SIZE, make_optimizer, synthetic_batch, timed_steps  # noqa: E402
 
 
 def state_bytes(optimizer):
@@ -44,9 +44,9 @@ def worker(rank, args, store, queue):
                             world_size=args.workers)
     torch.manual_seed(args.seed)
     size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
-    classes = args.classes or (10 if args.model == "lenet" else 1000)
+    classes = args.classes or DEFAULT_CLASSES.get(args.model, 1000)
     model = build_model(args.model, size, num_classes=classes, vocab=args.vocab, hidden=args.hidden,
-                        sparse=args.sparse_embeddings)
+                        sparse=args.sparse_embeddings, rois=args.rois)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     model.train()
@@ -94,6 +94,7 @@ def main():
     ap.add_argument("--vocab", type=int, default=0, help="transformer, gnmt: 0 = 32768, 32320")
     ap.add_argument("--seq-len", type=int, default=0, help="transformer, gnmt: 0 = 128, 50")
     ap.add_argument("--hidden", type=int, default=0, help="gnmt: 0 = 1024")
+    ap.add_argument("--rois", type=int, default=512, help="maskrcnn: RoIs sampled per image")
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--momentum", type=float, default=0.9)

@@ -160,13 +160,47 @@ class Ssd300(torch.nn.Module):
         return torch.cat([loc, conf], 1)
 
 
+def maskrcnn_width(height):
+    """dlscale's maskrcnn input width for its --image-size (height)."""
+    return (height * 1333 + 400) // 800
+
+
+def mask_rcnn(classes, height, rois):
+    """torchvision's Mask R-CNN in MLPerf's configuration (ResNet-50 on frozen
+    batch norm, stem and first stage frozen), taking height x maskrcnn_width
+    images as they are (its transform's sizes are theirs), sampling `rois`
+    RoIs an image. Its frozen batch norms take the statistics of one forward
+    pass over noise, as dlscale's stand-in for pretrained weights does
+    (identity statistics let the activations grow to overflow)."""
+    from torchvision.models.detection.backbone_utils import _resnet_fpn_extractor
+    from torchvision.models.detection.mask_rcnn import MaskRCNN
+    from torchvision.ops.misc import FrozenBatchNorm2d
+    backbone = _resnet_fpn_extractor(tv.resnet50(norm_layer=FrozenBatchNorm2d), 3)
+
+    def calibrate(module, inputs):
+        x = inputs[0]
+        module.running_mean.copy_(x.mean((0, 2, 3)))
+        module.running_var.copy_(x.var((0, 2, 3), unbiased=False))
+
+    hooks = [m.register_forward_pre_hook(calibrate) for m in backbone.modules()
+             if isinstance(m, FrozenBatchNorm2d)]
+    with torch.no_grad():
+        backbone(torch.randn(2, 3, 128, 128))
+    for h in hooks:
+        h.remove()
+    return MaskRCNN(backbone, classes, min_size=height, max_size=maskrcnn_width(height),
+                    box_batch_size_per_image=rois)
+
+
 def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab=None, hidden=None,
-                sparse=False):
+                sparse=False, rois=512):
     """torchvision model `name` (untrained), the LeNet above, the
     Transformer, GNMT or NeuMF above, or a TorchScript module saved at
     `name` (PATH.pt, as `dlscale train --model PATH.pt` takes it)."""
     if name.endswith((".pt", ".pth")):
         return torch.jit.load(name)
+    if name == "maskrcnn":
+        return mask_rcnn(num_classes or 81, image_size or 800, rois)
     if name == "transformer":
         return Transformer(vocab or 32768)
     if name == "transformer-big":

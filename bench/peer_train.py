@@ -19,10 +19,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from peer_models import build_model  # noqa: E402
+from peer_models import build_model, maskrcnn_width  # noqa: E402
 
 CHANNELS = {"lenet": 1}
-DEFAULT_SIZE = {"lenet": 28, "inception3": 299}
+DEFAULT_SIZE = {"lenet": 28, "inception3": 299, "maskrcnn": 800}
+DEFAULT_CLASSES = {"lenet": 10, "ssd300": 81, "maskrcnn": 81}
 
 
 def make_optimizer(name, params, lr, momentum):
@@ -58,6 +59,29 @@ def multibox_loss(out, offsets, labels):
     return (total * (matched > 0) / matched.float().clamp(min=1e-6)).mean()
 
 
+def maskrcnn_batch(args, device):
+    """Images of 2 objects each (dlscale's stream draws 1 to 3), each an
+    ellipse filling a random box, with its box, class and mask; the loss is
+    the sum of torchvision's five."""
+    h = args.image_size or 800
+    w = maskrcnn_width(h)
+    classes = args.classes or 81
+    images, targets = [], []
+    ys = torch.arange(h, dtype=torch.float32).view(h, 1) + 0.5
+    xs = torch.arange(w, dtype=torch.float32).view(1, w) + 0.5
+    for _ in range(args.batch):
+        side = (0.15 + 0.45 * torch.rand(2, 2)) * torch.tensor([w, h])
+        start = torch.rand(2, 2) * (torch.tensor([w, h]) - side)
+        boxes = torch.cat([start, start + side], 1).round()
+        centre, half = (boxes[:, :2] + boxes[:, 2:]) / 2, (boxes[:, 2:] - boxes[:, :2]) / 2
+        masks = torch.stack([(((xs - c[0]) / a[0]) ** 2 + ((ys - c[1]) / a[1]) ** 2 <= 1).to(torch.uint8)
+                             for c, a in zip(centre, half)])
+        images.append(torch.randn(3, h, w, device=device))
+        targets.append({"boxes": boxes.to(device), "labels": torch.randint(1, classes, (2,), device=device),
+                        "masks": masks.to(device)})
+    return (images, targets), lambda out: sum(out.values()), 1
+
+
 def synthetic_batch(args, device):
     """The model's inputs (a tuple) and its loss function of the output, for
     one synthetic batch made once, as dlscale's synthetic data."""
@@ -81,6 +105,8 @@ def synthetic_batch(args, device):
                              torch.randint(1, classes, (b, 8732), device=device), 0)
         offsets = torch.randn(b, 8732, 4, device=device) * 0.5 * (labels > 0).unsqueeze(2)
         return (images,), lambda out: multibox_loss(out, offsets, labels), 1
+    if args.model == "maskrcnn":
+        return maskrcnn_batch(args, device)
     if args.model == "ncf":
         user = torch.randint(138493, (b,), device=device)
         item = torch.randint(26744, (b,), device=device)
@@ -103,7 +129,8 @@ def timed_steps(model, opt, inputs, loss_fn, steps, warmup, amp="none"):
     back every step; with --amp, autocast of the forward pass and for fp16 a
     GradScaler). Returns (per-step seconds, wall seconds of the steps after
     `warmup`)."""
-    device_type = inputs[0].device.type
+    first = inputs[0][0] if isinstance(inputs[0], list) else inputs[0]  # maskrcnn: a list of images
+    device_type = first.device.type
     scaler = torch.amp.GradScaler(device_type) if amp == "fp16" else None
     times = []
     start = None
@@ -143,6 +170,7 @@ def main():
     ap.add_argument("--seq-len", type=int, default=0, help="transformer, gnmt: 0 = 128, 50")
     ap.add_argument("--hidden", type=int, default=0, help="gnmt: 0 = 1024")
     ap.add_argument("--dropout", type=float, default=-1, help="transformer, gnmt: < 0 = the model's own")
+    ap.add_argument("--rois", type=int, default=512, help="maskrcnn: RoIs sampled per image")
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--momentum", type=float, default=0.9)
@@ -158,8 +186,9 @@ def main():
     torch.backends.cudnn.benchmark = args.device.startswith("cuda")
     torch.manual_seed(args.seed)
     size = args.image_size or DEFAULT_SIZE.get(args.model, 224)
-    classes = args.classes or {"lenet": 10, "ssd300": 81}.get(args.model, 1000)
-    model = build_model(args.model, size, num_classes=classes, vocab=args.vocab, hidden=args.hidden).to(args.device)
+    classes = args.classes or DEFAULT_CLASSES.get(args.model, 1000)
+    model = build_model(args.model, size, num_classes=classes, vocab=args.vocab, hidden=args.hidden,
+                        rois=args.rois).to(args.device)
     if args.dropout >= 0:
         for m in model.modules():
             if isinstance(m, torch.nn.Dropout):

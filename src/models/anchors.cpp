@@ -57,7 +57,8 @@ torch::Tensor match_boxes(const torch::Tensor& quality, const MatchOptions& o) {
 }
 
 std::pair<torch::Tensor, torch::Tensor> sample_balanced(const torch::Tensor& labels, int64_t batch,
-                                                        double positive_fraction) {
+                                                        double positive_fraction,
+                                                        c10::optional<at::Generator> generator) {
   DLSCALE_CHECK(batch >= 1 && positive_fraction >= 0 && positive_fraction <= 1,
                 "balanced sampling needs a batch of at least 1 and a positive fraction in [0, 1]; "
                 "got {} and {}",
@@ -67,8 +68,10 @@ std::pair<torch::Tensor, torch::Tensor> sample_balanced(const torch::Tensor& lab
   const int64_t n_pos = std::min(
       positive.numel(), static_cast<int64_t>(static_cast<double>(batch) * positive_fraction));
   const int64_t n_neg = std::min(negative.numel(), batch - n_pos);
-  const torch::Tensor pick_pos = torch::randperm(positive.numel(), torch::kLong).slice(0, 0, n_pos);
-  const torch::Tensor pick_neg = torch::randperm(negative.numel(), torch::kLong).slice(0, 0, n_neg);
+  const torch::Tensor pick_pos =
+      torch::randperm(positive.numel(), generator, torch::kLong).slice(0, 0, n_pos);
+  const torch::Tensor pick_neg =
+      torch::randperm(negative.numel(), generator, torch::kLong).slice(0, 0, n_neg);
   return {positive.index_select(0, pick_pos), negative.index_select(0, pick_neg)};
 }
 

@@ -49,8 +49,10 @@ torch::Tensor match_boxes(const torch::Tensor& quality, const MatchOptions& opti
 /// A balanced sample of `labels` ([N]: 1 or more positive, 0 negative,
 /// below 0 ignored): at most batch x positive_fraction positives, then
 /// negatives up to `batch` in all, each drawn uniformly without
-/// replacement (torch's generator). The positives' and negatives' indices.
-std::pair<torch::Tensor, torch::Tensor> sample_balanced(const torch::Tensor& labels, int64_t batch,
-                                                        double positive_fraction);
+/// replacement (`generator`, or torch's default one). The positives' and
+/// negatives' indices.
+std::pair<torch::Tensor, torch::Tensor> sample_balanced(
+    const torch::Tensor& labels, int64_t batch, double positive_fraction,
+    c10::optional<at::Generator> generator = c10::nullopt);
 
 }  // namespace dlscale::models

@@ -41,6 +41,11 @@ std::pair<torch::Tensor, torch::Tensor> ssd_encode(const torch::Tensor& ltrb,
 /// Boxes (cx, cy, w, h) from offsets ([..., 8732, 4]) against the default boxes.
 torch::Tensor ssd_decode(const torch::Tensor& offsets);
 
+/// A colour per class ([classes, channels], unit Gaussian) drawn from
+/// `seed`: the detection tasks' synthetic streams (ssd300's, maskrcnn's)
+/// paint each object in its class's.
+torch::Tensor class_colours(int64_t classes, int64_t channels, uint64_t seed);
+
 /// IoU of boxes `a` and `b` given as (cx, cy, w, h), elementwise ([..., 4]).
 torch::Tensor box_iou_cxcywh(const torch::Tensor& a, const torch::Tensor& b);
 

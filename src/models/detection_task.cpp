@@ -122,9 +122,8 @@ class Detection : public Task {
 
   data::SampleFn synthetic(const ModelSpec& spec, const ModelOptions& o,
                            uint64_t seed) const override {
-    at::Generator colour_gen = at::detail::createCPUGenerator(seed);
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
-    const torch::Tensor colours = torch::randn({o.num_classes, spec.channels}, colour_gen, f32);
+    const torch::Tensor colours = class_colours(o.num_classes, spec.channels, seed);
     return [colours, seed, o, channels = spec.channels, f32](uint64_t index) {
       const uint64_t h = data::mix_seed(seed, index);
       at::Generator gen = at::detail::createCPUGenerator(h);
@@ -225,6 +224,11 @@ torch::Tensor ssd_decode(const torch::Tensor& offsets) {
   return torch::cat({d.narrow(1, 0, 2) + offsets.narrow(-1, 0, 2) * kSsdScaleXy * dwh,
                      dwh * (offsets.narrow(-1, 2, 2) * kSsdScaleWh).exp()},
                     -1);
+}
+
+torch::Tensor class_colours(int64_t classes, int64_t channels, uint64_t seed) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  return torch::randn({classes, channels}, gen, torch::TensorOptions().dtype(torch::kFloat32));
 }
 
 torch::Tensor box_iou_cxcywh(const torch::Tensor& a, const torch::Tensor& b) {

@@ -3,8 +3,10 @@
 // stage.
 #include "models/maskrcnn_net.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string>
 
 namespace dlscale::models {
@@ -55,6 +57,12 @@ FrozenBatchNormImpl::FrozenBatchNormImpl(int64_t channels) {
 }
 
 torch::Tensor FrozenBatchNormImpl::forward(const torch::Tensor& x) {
+  if (calibrating_) {
+    torch::NoGradGuard no_grad;
+    const auto [var, mean] = torch::var_mean(x.to(torch::kFloat32), {0, 2, 3}, /*unbiased=*/false);
+    running_mean_.copy_(mean);
+    running_var_.copy_(var);
+  }
   const torch::Tensor scale = weight_ * (running_var_ + 1e-5).rsqrt();
   const torch::Tensor shift = bias_ - running_mean_ * scale;
   return x * scale.view({1, -1, 1, 1}) + shift.view({1, -1, 1, 1});
@@ -105,6 +113,25 @@ ResnetFpnImpl::ResnetFpnImpl() {
     inner_.push_back(register_module(fmt::format("fpn_inner{}", stage + 1), inner));
     layer_.push_back(register_module(fmt::format("fpn_layer{}", stage + 1), out));
   }
+  stand_in_for_pretrained();
+}
+
+void ResnetFpnImpl::stand_in_for_pretrained() {
+  constexpr uint64_t kPretrainedSeed = 0x5eed'0f'1a6e'0e7ULL;
+  at::Generator gen = at::detail::createCPUGenerator(kPretrainedSeed);
+  torch::NoGradGuard no_grad;
+  std::vector<FrozenBatchNormImpl*> norms;
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* bn = m->as<FrozenBatchNormImpl>()) norms.push_back(bn);
+    auto* conv = m->as<BackboneConvImpl>();
+    if (conv == nullptr) continue;
+    torch::Tensor w = conv->weight();
+    const double fan_out = static_cast<double>(w.size(0) * w.size(2) * w.size(3));
+    w.normal_(0, std::sqrt(2.0 / fan_out), gen);
+  }
+  for (auto* bn : norms) bn->set_calibrating(true);
+  forward(torch::randn({2, 3, 128, 128}, gen, torch::kFloat32));
+  for (auto* bn : norms) bn->set_calibrating(false);
 }
 
 std::vector<torch::Tensor> ResnetFpnImpl::forward(const torch::Tensor& images) {

@@ -26,9 +26,13 @@ class FrozenBatchNormImpl : public torch::nn::Module {
  public:
   explicit FrozenBatchNormImpl(int64_t channels);
   torch::Tensor forward(const torch::Tensor& x);
+  /// While on, each forward first sets the statistics to its input's
+  /// (per channel over batch and pixels, biased variance).
+  void set_calibrating(bool on) { calibrating_ = on; }
 
  private:
   torch::Tensor weight_, bias_, running_mean_, running_var_;
+  bool calibrating_ = false;
 };
 TORCH_MODULE(FrozenBatchNorm);
 
@@ -41,6 +45,7 @@ class BackboneConvImpl : public torch::nn::Module, public MacCounter {
   torch::Tensor forward(const torch::Tensor& x);
   int64_t last_macs_per_sample() const override { return out_positions_ * weight_.numel(); }
   void clear_macs() override { out_positions_ = 0; }
+  const torch::Tensor& weight() const { return weight_; }
 
  private:
   torch::Tensor weight_;
@@ -67,12 +72,23 @@ inline constexpr int64_t kFpnChannels = 256;
 inline constexpr int64_t kRpnAnchorsPerPosition = 3;
 
 /// ResNet-50 and its FPN: an image batch in, P2-P6 out (strides 4 to 64).
+/// The reference starts the ResNet from ImageNet's weights, which this
+/// project does not ship. Its stand-in is the same on every worker and for
+/// every --seed, as pretrained weights are: convolutions drawn (Kaiming,
+/// fan-out) from a generator of a fixed seed, and frozen batch norms whose
+/// statistics are those of a forward pass over two 128 x 128 images of
+/// unit Gaussian noise from it, so that each normalises its input as a
+/// trained batch norm does (identity statistics let the residual stream
+/// grow block by block, and the first steps diverge). The FPN's weights
+/// follow --seed, as the rest of the network's.
 class ResnetFpnImpl : public torch::nn::Module {
  public:
   ResnetFpnImpl();
   std::vector<torch::Tensor> forward(const torch::Tensor& images);
 
  private:
+  void stand_in_for_pretrained();
+
   BackboneConv conv1_{nullptr};
   FrozenBatchNorm bn1_{nullptr};
   std::vector<torch::nn::Sequential> stages_;

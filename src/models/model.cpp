@@ -30,6 +30,7 @@ std::vector<ModelSpec>& registry() {
     all.push_back(gnmt_spec());
     all.push_back(ncf_spec());
     all.push_back(ssd300_spec());
+    all.push_back(maskrcnn_spec());
     return all;
   }();
   return specs;
@@ -116,6 +117,7 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   check_takes(spec, "--min-seq-len", o.min_seq_len != 0);
   check_takes(spec, "--hidden", o.hidden != 0);
   check_takes(spec, "--sparse-embeddings", o.sparse_embeddings);
+  check_takes(spec, "--rois", o.rois != 0);
   DLSCALE_CHECK(o.dropout < 1, "--dropout must be < 1 (got {}; negative = the model's own)", o.dropout);
   if (spec.takes_flag("--vocab")) {
     DLSCALE_CHECK(!spec.fixed_vocab || o.vocab == 0 || o.vocab == spec.default_vocab,
@@ -133,6 +135,10 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   if (spec.takes_flag("--hidden")) {
     if (o.hidden == 0) o.hidden = spec.default_hidden;
     DLSCALE_CHECK(o.hidden >= 1, "--hidden must be >= 1 (got {})", o.hidden);
+  }
+  if (spec.takes_flag("--rois")) {
+    if (o.rois == 0) o.rois = spec.default_rois;
+    DLSCALE_CHECK(o.rois >= 1, "--rois must be >= 1 (got {})", o.rois);
   }
   if (spec.takes_flag("--classes")) {
     DLSCALE_CHECK(

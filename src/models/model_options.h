@@ -35,6 +35,8 @@ struct ModelOptions {
   int64_t seq_len = 0;      ///< tokens per source and per target sequence; 0 = the model's default
   int64_t min_seq_len = 0;  ///< synthetic batches' shortest length (one a batch); 0 = seq_len
   int64_t hidden = 0;       ///< hidden size (gnmt's LSTMs, the transformer's d_model); 0 = the model's default
+  int64_t rois =
+      0;  ///< RoIs sampled per image for the box head (maskrcnn); 0 = the model's default
   bool sparse_embeddings = false;  ///< ncf: the embedding tables' gradients are sparse (dp/sparse_sync.h)
 
   /// The options' table (core/option_table.h).
@@ -95,6 +97,13 @@ struct ModelOptions {
              "hidden"}
           .agreed(),
       s.hidden);
+    v(Option{"--rois",
+             "maskrcnn: RoIs sampled per image for the box head, at most a quarter of them "
+             "positive and through the mask head (the reference's 512); fewer make a CPU-sized "
+             "step; 0 = the model's default",
+             "rois"}
+          .agreed(),
+      s.rois);
     v(Option{"--sparse-embeddings",
              "ncf: the embedding tables' gradients hold only the rows a batch looked up, and travel as "
              "(indices, values) gathered from every worker instead of a dense allreduce of the tables "

@@ -17,5 +17,6 @@ std::vector<ModelSpec> transformer_specs();
 ModelSpec gnmt_spec();
 ModelSpec ncf_spec();
 ModelSpec ssd300_spec();
+ModelSpec maskrcnn_spec();
 
 }  // namespace dlscale::models

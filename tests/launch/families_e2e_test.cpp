@@ -207,6 +207,53 @@ TEST(Ssd300Strategies, MatchFlatAllreduceOnThreeWorkers) {
   EXPECT_EQ(independent.record["results"]["comm"]["replicas_identical"], false);
 }
 
+// maskrcnn: its backbone's batch norm is frozen, each image's pyramid and
+// proposals are computed alone, its random draws come from a generator
+// seeded by its ground truth and its losses are its own (models/maskrcnn.h):
+// N workers match one worker on the global batch, whichever strategy adds
+// their gradients. One step: a later step's proposals decide on comparisons
+// of values that carry the first step's rounding (another order of adding
+// the gradients), and a flipped near-tie changes which RoIs are sampled
+// (tests/models/maskrcnn_test.cpp checks the per-image losses exactly).
+// A CPU-sized run: 64 x 107 images, 16 RoIs an image.
+const std::string kMaskRcnn =
+    "train --model maskrcnn --image-size 64 --rois 16 --classes 5 --threads 1 --optimizer momentum "
+    "--display-every 0 --first-bucket-mb 1 --synthetic-batches 1 --steps 1 --warmup 0 "
+    "--global-batch 4";
+
+TEST(MaskRcnnStrategies, MatchOneWorkerOnTheGlobalBatch) {
+  const TrainRun one = train(kMaskRcnn + " --lr 0.0005");
+  ASSERT_FALSE(one.weights.empty());
+  EXPECT_EQ(one.record["model"]["unit"], "images");
+  EXPECT_EQ(one.record["model"]["family"], "detection");
+  for (const std::string run :
+       {"--workers 2 --strategy allreduce --bucket-mb 0", "--workers 2 --strategy allreduce",
+        "--workers 2 --strategy tree", "--workers 2 --strategy ps --ps-shards 2",
+        "--workers 2 --strategy zero --zero-stage 3"}) {
+    SCOPED_TRACE(run);
+    const TrainRun r = train(kMaskRcnn + " --lr 0.0005 " + run);
+    EXPECT_LE(closeness(r.weights, one.weights, 1e-5, 1e-7), 1.0);
+    EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
+  }
+}
+
+TEST(MaskRcnnStrategies, HierarchicalCompressedAndIndependentWorkers) {
+  const TrainRun one = train(kMaskRcnn + " --lr 0.0005");
+  ASSERT_FALSE(one.weights.empty());
+  const TrainRun initial = train(kMaskRcnn + " --lr 1e-30");
+  const TrainRun fp16 = train(kMaskRcnn + " --lr 0.0005 --workers 2 --compress fp16");
+  // fp16 keeps 11 bits, fewer below 6e-5 (subnormal), where many of this
+  // small step's gradients lie: 2% of an update here; a wrong average: 50-100%.
+  EXPECT_LE(share_of_update(fp16.weights, one.weights, initial.weights), 0.05);
+  EXPECT_EQ(fp16.record["results"]["comm"]["wire_dtype"], "float16");
+  const TrainRun hierarchical =
+      train(kMaskRcnn + " --lr 0.0005 --workers 4 --strategy hierarchical --ranks-per-node 2");
+  EXPECT_LE(closeness(hierarchical.weights, one.weights, 1e-5, 1e-7), 1.0);
+  const TrainRun independent = train(kMaskRcnn + " --lr 0.0005 --workers 2 --strategy independent");
+  EXPECT_EQ(independent.record["results"]["comm"]["replicas_identical"], false);
+  EXPECT_GT(share_of_update(independent.weights, one.weights, initial.weights), 0.2);
+}
+
 // --sparse-embeddings: ncf's four tables' gradients travel as the rows the
 // batch looked up, gathered from every worker, instead of a dense allreduce
 // of 127 MB. The weights are one worker's dense run's (the same sums in
@@ -267,6 +314,16 @@ TEST(FamilyErrors, FlagsAndDataThatDoNotFitAreOneLine) {
   o = run_dlscale("train --model ssd300 --data fashion-mnist --steps 4 --threads 1");
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("model 'ssd300' (detection) needs boxes, box_labels too"), std::string::npos)
+      << o.err;
+  o = run_dlscale("train --model maskrcnn --image-size 48 --steps 4");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, "dlscale: error: model 'maskrcnn' needs --image-size >= 64 (got 48)\n");
+  o = run_dlscale("train --model maskrcnn --classes 1 --steps 4");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--classes must be >= 2 for model 'maskrcnn'"), std::string::npos) << o.err;
+  o = run_dlscale("train --model maskrcnn --data fashion-mnist --steps 4 --threads 1");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("model 'maskrcnn' (instance-segmentation) needs"), std::string::npos)
       << o.err;
   o = run_dlscale("train --model ssd300 --image-size 512 --steps 4");
   EXPECT_EQ(o.code, 2);

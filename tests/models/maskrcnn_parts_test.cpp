@@ -4,8 +4,9 @@
 // values and gradients over one map or a pyramid, NMS for one category and
 // per category, box IoU, clipping, the size filter and the box coding, over
 // random boxes that include empty, inverted, sub-pixel and out-of-image
-// ones), the anchors and the matcher (models/anchors.h), and the network's
-// parameters (models/maskrcnn_net.h).
+// ones), the anchors and the matcher (models/anchors.h), the network's
+// parameters (models/maskrcnn_net.h), and the RPN's proposals and the box
+// and mask losses (models/rcnn_losses.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 
 #include "models/anchors.h"
 #include "models/maskrcnn_net.h"
+#include "models/rcnn_losses.h"
 #include "models/roi_ops.h"
 #include "process_util.h"
 
@@ -140,6 +142,47 @@ torch::Tensor positive_boxes(int64_t n) {
   return torch::cat({xy, xy + torch::rand({n, 2}, torch::kFloat64) * 30 + 1}, 1);
 }
 
+std::vector<int64_t> indices(const torch::Tensor& t) {
+  const torch::Tensor l = t.to(torch::kLong).contiguous();
+  return std::vector<int64_t>(l.data_ptr<int64_t>(), l.data_ptr<int64_t>() + l.numel());
+}
+
+/// Two images' decoded anchor boxes on three levels (60, 30 and 12 anchors;
+/// odd ones among them) and their objectness: the top 25 a level, NMS, 60 kept.
+json proposals_case() {
+  json c{{"op", "proposals"},
+         {"image_size", {100, 132}},
+         {"per_level", {60, 30, 12}},
+         {"pre_nms_top_n", 25},
+         {"post_nms_top_n", 60}};
+  put(c, "boxes", torch::stack({random_boxes(102, 132, 100), random_boxes(102, 132, 100)}));
+  put(c, "objectness", torch::randn({2, 102}, torch::kFloat64));
+  return c;
+}
+
+/// The box head's loss over 20 sampled RoIs of 5 classes, the first 6 positive.
+json fastrcnn_case() {
+  json c{{"op", "fastrcnn_loss"}};
+  put(c, "logits", torch::randn({20, 5}, torch::kFloat64));
+  put(c, "codes", torch::randn({20, 20}, torch::kFloat64));
+  put(c, "targets", torch::randn({20, 4}, torch::kFloat64));
+  torch::Tensor labels = torch::zeros({20}, torch::kLong);
+  labels.slice(0, 0, 6).copy_(torch::randint(1, 5, {6}, torch::kLong));
+  c["labels"] = indices(labels);
+  return c;
+}
+
+/// The mask loss of 5 positives of 3 objects (40 x 50 masks; some boxes
+/// reach beyond them).
+json mask_loss_case() {
+  json c{{"op", "maskrcnn_loss"}, {"gt_labels", {2, 4, 1}}};
+  put(c, "masks", torch::rand({3, 40, 50}, torch::kFloat64).gt(0.5).to(torch::kFloat64));
+  put(c, "proposals", positive_boxes(5) * 0.5);
+  put(c, "logits", torch::randn({5, 5, 28, 28}, torch::kFloat64));
+  c["objects"] = indices(torch::randint(0, 3, {5}, torch::kLong));
+  return c;
+}
+
 /// Every case of the suite and torchvision's results, computed once.
 struct Reference {
   json cases = json::array();
@@ -211,6 +254,9 @@ const Reference& reference() {
     }
     for (const int64_t classes : {81, 5})
       x.cases.push_back(json{{"op", "counts"}, {"classes", classes}});
+    x.cases.push_back(proposals_case());
+    x.cases.push_back(fastrcnn_case());
+    x.cases.push_back(mask_loss_case());
     const std::string in = testing::temp_path("roi-cases.json");
     const std::string out = testing::temp_path("roi-results.json");
     std::ofstream(in) << x.cases.dump();
@@ -261,11 +307,6 @@ torch::Tensor as(const json& result, const std::string& key, const torch::Tensor
   return torch::tensor(v, torch::kFloat64)
       .reshape({static_cast<int64_t>(v.size())})
       .reshape(like.sizes());
-}
-
-std::vector<int64_t> indices(const torch::Tensor& t) {
-  const torch::Tensor l = t.to(torch::kLong).contiguous();
-  return std::vector<int64_t>(l.data_ptr<int64_t>(), l.data_ptr<int64_t>() + l.numel());
 }
 
 TEST(RoiOps, RoiAlignValuesAndGradientsAreTorchvisions) {
@@ -499,6 +540,52 @@ TEST(MaskRcnnNet, PyramidAndHeadsHaveTheirShapesAndOnlyParametersLearn) {
   loss.backward();
   for (const auto& p : net->named_parameters()) EXPECT_TRUE(p.value().grad().defined()) << p.key();
   for (const auto& b : net->named_buffers()) EXPECT_FALSE(b.value().requires_grad()) << b.key();
+}
+
+TEST(RcnnLosses, ProposalsAreTorchvisionsRpnFilter) {
+  EXPECT_EQ(1, for_each_case("proposals", [](const json& c, const json& r) {
+              ProposalOptions o;
+              o.pre_nms_top_n = c.at("pre_nms_top_n").get<int64_t>();
+              o.post_nms_top_n = c.at("post_nms_top_n").get<int64_t>();
+              const std::vector<torch::Tensor> out =
+                  filter_proposals(get(c, "boxes"), get(c, "objectness"),
+                                   c.at("per_level").get<std::vector<int64_t>>(), 100, 132, o);
+              ASSERT_EQ(out.size(), 2u);
+              for (size_t i = 0; i < out.size(); ++i) {
+                SCOPED_TRACE("image " + std::to_string(i));
+                const json& theirs = r.at("out" + std::to_string(i));
+                ASSERT_EQ(static_cast<int64_t>(theirs.size()), out[i].numel());
+                EXPECT_GT(out[i].size(0), 10) << "kept some";
+                EXPECT_LT(out[i].size(0), 60) << "NMS dropped some of the 62";
+                EXPECT_LE(closeness(out[i], as(r, "out" + std::to_string(i), out[i]), 1e-6, 1e-5),
+                          1.0);
+              }
+            }));
+}
+
+TEST(RcnnLosses, BoxAndMaskLossesAreTorchvisions) {
+  EXPECT_EQ(1, for_each_case("fastrcnn_loss", [](const json& c, const json& r) {
+              RoiSample s;
+              s.labels = torch::tensor(c.at("labels").get<std::vector<int64_t>>(), torch::kLong);
+              s.targets = get(c, "targets");
+              s.positives = 6;
+              const LossPair loss = box_head_loss(get(c, "logits"), get(c, "codes"), s);
+              EXPECT_NEAR(loss.classification.item<double>(), r.at("classification").get<double>(),
+                          1e-5);
+              EXPECT_NEAR(loss.box.item<double>(), r.at("box").get<double>(), 1e-5);
+            }));
+  EXPECT_EQ(1, for_each_case("maskrcnn_loss", [](const json& c, const json& r) {
+              const torch::Tensor objects =
+                  torch::tensor(c.at("objects").get<std::vector<int64_t>>(), torch::kLong);
+              const torch::Tensor classes =
+                  torch::tensor(c.at("gt_labels").get<std::vector<int64_t>>(), torch::kLong);
+              const torch::Tensor targets =
+                  mask_targets(get(c, "masks"), get(c, "proposals"), objects, 28);
+              EXPECT_EQ(targets.sizes(), (std::vector<int64_t>{5, 28, 28}));
+              const torch::Tensor loss =
+                  mask_loss(get(c, "logits"), classes.index_select(0, objects), targets);
+              EXPECT_NEAR(loss.item<double>(), r.at("loss").get<double>(), 1e-5);
+            }));
 }
 
 TEST(RoiOps, RefuseWhatDoesNotFitInOneLine) {

@@ -21,6 +21,8 @@ from torchvision.models.detection.backbone_utils import _resnet_fpn_extractor
 from torchvision.models.detection.mask_rcnn import MaskRCNN
 from torchvision.models.detection.anchor_utils import AnchorGenerator
 from torchvision.models.detection.image_list import ImageList
+from torchvision.models.detection.roi_heads import fastrcnn_loss, maskrcnn_loss
+from torchvision.models.detection.rpn import RegionProposalNetwork
 from torchvision.ops import MultiScaleRoIAlign, box_iou, clip_boxes_to_image, nms, remove_small_boxes, roi_align
 from torchvision.ops.boxes import _batched_nms_vanilla
 from torchvision.ops.misc import FrozenBatchNorm2d
@@ -90,6 +92,24 @@ def run(case):
         return {"matches": matcher(tensor(case, "quality", dtype)).tolist()}
     if op == "counts":
         return counts(case)
+    if op == "proposals":
+        top = {"training": case["pre_nms_top_n"], "testing": case["pre_nms_top_n"]}
+        kept = {"training": case["post_nms_top_n"], "testing": case["post_nms_top_n"]}
+        rpn = RegionProposalNetwork(None, None, 0.7, 0.3, 256, 0.5, top, kept, 0.7)
+        boxes = tensor(case, "boxes", dtype)
+        shapes = [tuple(case["image_size"])] * boxes.shape[0]
+        out, _ = rpn.filter_proposals(boxes, tensor(case, "objectness", dtype), shapes, case["per_level"])
+        return {f"out{i}": flat(b) for i, b in enumerate(out)}
+    if op == "fastrcnn_loss":
+        classification, box = fastrcnn_loss(tensor(case, "logits", dtype), tensor(case, "codes", dtype),
+                                             [torch.tensor(case["labels"])], [tensor(case, "targets", dtype)])
+        return {"classification": classification.item(), "box": box.item()}
+    if op == "maskrcnn_loss":
+        objects = torch.tensor(case["objects"])
+        gt_labels = torch.tensor(case["gt_labels"])
+        loss = maskrcnn_loss(tensor(case, "logits", dtype), [tensor(case, "proposals", dtype)],
+                             [tensor(case, "masks", dtype)], [gt_labels], [objects])
+        return {"loss": loss.item()}
     if op == "nms":
         return {"keep": nms(tensor(case, "boxes", dtype), tensor(case, "scores", dtype),
                             case["threshold"]).tolist()}

@@ -1,0 +1,158 @@
+// Mask R-CNN in the zoo (models/maskrcnn.h): its spec and weights, its
+// per-image losses (what lets N workers match one worker), an image without
+// objects, the evaluation's shares, the FLOP count and the options it
+// refuses. The parts and losses against torchvision: maskrcnn_parts_test.cpp.
+#include "models/maskrcnn.h"
+
+#include <gtest/gtest.h>
+
+#include "models/maskrcnn_net.h"
+#include "models/model.h"
+#include "process_util.h"
+
+namespace dlscale::models {
+namespace {
+
+ModelOptions small_options(int64_t rois = 32) {
+  ModelOptions o;
+  o.name = "maskrcnn";
+  o.image_size = 64;
+  o.num_classes = 5;
+  o.rois = rois;
+  return resolve_options(find_model("maskrcnn"), o);
+}
+
+/// Synthetic samples `first` .. `first + n - 1` as one batch.
+TensorMap batch_of(const ModelOptions& o, uint64_t first, int64_t n) {
+  const ModelSpec& spec = find_model("maskrcnn");
+  const data::SampleFn sample = spec.task->synthetic(spec, o, 11);
+  std::map<std::string, std::vector<torch::Tensor>> parts;
+  for (int64_t i = 0; i < n; ++i) {
+    for (const auto& [name, t] : sample(first + static_cast<uint64_t>(i)).inputs)
+      parts[name].push_back(t);
+  }
+  TensorMap batch;
+  for (const auto& [name, list] : parts) batch[name] = torch::stack(list);
+  return batch;
+}
+
+TEST(MaskRcnn, InTheZooWithTorchvisionsWeights) {
+  const ModelSpec& spec = find_model("maskrcnn");
+  EXPECT_EQ(spec.family, "detection");
+  EXPECT_EQ(spec.task->name(), "instance-segmentation");
+  ModelOptions named;
+  named.name = "maskrcnn";
+  const ModelOptions o = resolve_options(spec, named);
+  EXPECT_EQ(o.image_size, 800);
+  EXPECT_EQ(o.num_classes, 81);
+  EXPECT_EQ(o.rois, 512);
+  const std::vector<TensorSpec> inputs = spec.task->inputs(spec, o);
+  ASSERT_EQ(inputs.size(), 4u);
+  EXPECT_EQ(inputs[0].shape, (std::vector<int64_t>{3, 800, 1333}));
+  const std::shared_ptr<Model> model = make_model(spec, o);
+  EXPECT_EQ(count_parameters(*model), 44125173);
+  EXPECT_EQ(count_parameters(*model) + frozen_weight_count(*model), 44400693);
+}
+
+TEST(MaskRcnn, ABatchsLossesAreEachImagesAlone) {
+  torch::manual_seed(5);
+  const ModelOptions o = small_options();
+  const std::shared_ptr<Model> model = make_model(find_model("maskrcnn"), o);
+  model->train();
+  const TensorMap batch = batch_of(o, 0, 3);
+  const torch::Tensor together = model->forward(batch).main;
+  ASSERT_EQ(together.sizes(), (std::vector<int64_t>{3, 5}));
+  EXPECT_TRUE(together.isfinite().all().item<bool>());
+  EXPECT_TRUE(together.gt(0).all().item<bool>()) << together;
+  for (int64_t i = 0; i < 3; ++i) {
+    const torch::Tensor alone = model->forward(batch_of(o, static_cast<uint64_t>(i), 1)).main;
+    EXPECT_TRUE(torch::allclose(alone[0], together[i].detach(), 1e-4, 1e-6))
+        << "image " << i << ": " << alone << " in the batch: " << together[i];
+  }
+  const torch::Tensor loss = find_model("maskrcnn").task->loss({together, {}}, {}, LossOptions{});
+  EXPECT_NEAR(loss.item<double>(), together.sum(1).mean().item<double>(), 1e-6);
+  loss.backward();
+  for (const auto& p : model->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_TRUE(p.value().grad().isfinite().all().item<bool>()) << p.key();
+  }
+}
+
+TEST(MaskRcnn, AnImageWithoutObjectsTrains) {
+  torch::manual_seed(6);
+  const ModelOptions o = small_options();
+  const std::shared_ptr<Model> model = make_model(find_model("maskrcnn"), o);
+  model->train();
+  TensorMap batch = batch_of(o, 4, 2);
+  batch[kGtClasses][1].zero_();  // the second image has no object
+  const torch::Tensor parts = model->forward(batch).main;
+  // Objectness and class losses remain (everything is background); the
+  // box losses and the mask loss are zero.
+  EXPECT_GT(parts[1][0].item<double>(), 0);
+  EXPECT_EQ(parts[1][1].item<double>(), 0);
+  EXPECT_GT(parts[1][2].item<double>(), 0);
+  EXPECT_EQ(parts[1][3].item<double>(), 0);
+  EXPECT_EQ(parts[1][4].item<double>(), 0);
+  batch[kGtClasses][0].zero_();  // a batch without any object
+  const torch::Tensor none = model->forward(batch).main;
+  none.sum().backward();
+  for (const auto& p : model->named_parameters()) {
+    if (p.value().grad().defined()) {
+      EXPECT_TRUE(p.value().grad().isfinite().all().item<bool>()) << p.key();
+    }
+  }
+}
+
+TEST(MaskRcnn, EvaluationGivesSharesOfMatchedRois) {
+  torch::manual_seed(7);
+  const ModelOptions o = small_options();
+  const ModelSpec& spec = find_model("maskrcnn");
+  const std::shared_ptr<Model> model = make_model(spec, o);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor shares = model->forward(batch_of(o, 8, 2)).main;
+  ASSERT_EQ(shares.sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(shares.ge(0).all().item<bool>() && shares.le(1).all().item<bool>()) << shares;
+  EXPECT_GT(shares.select(1, 2).min().item<double>(), 0) << "the mask's pixels: some right";
+  const std::vector<double> sums = spec.task->evaluate({shares, {}}, {});
+  EXPECT_NEAR(sums[2], shares.select(1, 2).sum().item<double>(), 1e-12);
+  EXPECT_EQ(spec.task->metrics().front().name, "box_acc");
+}
+
+TEST(MaskRcnn, FlopsCountEachSampledRoiThroughTheHeads) {
+  const ModelSpec& spec = find_model("maskrcnn");
+  const int64_t classes = 5;
+  const int64_t box = 256 * 7 * 7 * 1024 + 1024 * 1024 + 1024 * classes + 1024 * 4 * classes;
+  const int64_t mask =
+      4 * (256 * 256 * 9 * 14 * 14) + 256 * 256 * 4 * 14 * 14 + 256 * classes * 28 * 28;
+  const int64_t fewer = describe_model(spec, small_options(64)).macs_per_sample;
+  const int64_t more = describe_model(spec, small_options(128)).macs_per_sample;
+  EXPECT_EQ(more - fewer, 64 * box + 16 * mask);
+  EXPECT_GT(fewer, 64 * box + 16 * mask) << "and the backbone, FPN and RPN";
+}
+
+TEST(MaskRcnn, RefusesSizesClassesAndRoisThatDoNotFit) {
+  const auto message = testing::error_of;
+  const ModelSpec& spec = find_model("maskrcnn");
+  ModelOptions o;
+  o.name = "maskrcnn";
+  o.image_size = 32;
+  EXPECT_EQ(message([&] { resolve_options(spec, o); }),
+            "model 'maskrcnn' needs --image-size >= 64 (got 32)");
+  o.image_size = 64;
+  o.num_classes = 1;
+  EXPECT_EQ(message([&] { resolve_options(spec, o); }),
+            "--classes must be >= 2 for model 'maskrcnn' (the background and a class) (got 1)");
+  o.num_classes = 0;
+  o.rois = -3;
+  EXPECT_EQ(message([&] { resolve_options(spec, o); }), "--rois must be >= 1 (got -3)");
+  ModelOptions resnet;
+  resnet.name = "resnet18";
+  resnet.rois = 64;
+  EXPECT_EQ(message([&] { resolve_options(find_model("resnet18"), resnet); }),
+            "--rois does not apply to model 'resnet18' (family cnn); it takes --image-size, "
+            "--classes and --dropout");
+}
+
+}  // namespace
+}  // namespace dlscale::models
