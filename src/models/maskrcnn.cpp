@@ -161,6 +161,15 @@ class MaskRcnn : public Model {
                                       const torch::Tensor& logits, const torch::Tensor& codes,
                                       const std::vector<torch::Tensor>& maps, const Truth& truth);
 
+  /// 0 on every weight of the mask head: a batch without positives gives
+  /// them zero gradients (as a worker whose batch has some gives them
+  /// gradients), not none.
+  torch::Tensor no_mask_loss() {
+    torch::Tensor zero = torch::zeros({});
+    for (const auto& p : net_->mask->parameters()) zero = zero + p.sum() * 0;
+    return zero;
+  }
+
   int64_t rois_;
   MaskRcnnNet net_{nullptr};
 };
@@ -182,7 +191,12 @@ torch::Tensor MaskRcnn::losses(const RpnOut& rpn, const std::vector<torch::Tenso
     positive.push_back(samples.back().boxes.slice(0, 0, samples.back().positives));
   }
   const auto [logits, codes] = net_->box(pooled(maps, with_batch_index(sampled), kBoxPool));
-  const torch::Tensor masks = net_->mask(pooled(maps, with_batch_index(positive), kMaskPool));
+  // No positive in the whole batch: the mask head does not run (LibTorch
+  // 1.13's convolution refuses an empty batch with channels-last weights).
+  const torch::Tensor positive_rois = with_batch_index(positive);
+  const torch::Tensor masks = positive_rois.size(0) > 0
+                                  ? net_->mask(pooled(maps, positive_rois, kMaskPool))
+                                  : torch::Tensor();
   std::vector<torch::Tensor> per_image;
   int64_t at = 0, at_mask = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -191,8 +205,10 @@ torch::Tensor MaskRcnn::losses(const RpnOut& rpn, const std::vector<torch::Tenso
     const LossPair box = box_head_loss(logits.narrow(0, at, count), codes.narrow(0, at, count), s);
     const torch::Tensor positives = s.boxes.slice(0, 0, s.positives);
     const torch::Tensor mask =
-        mask_loss(masks.narrow(0, at_mask, s.positives), s.labels.slice(0, 0, s.positives),
-                  mask_targets(truth[i].masks, positives, s.objects, kMaskSide));
+        masks.defined()
+            ? mask_loss(masks.narrow(0, at_mask, s.positives), s.labels.slice(0, 0, s.positives),
+                        mask_targets(truth[i].masks, positives, s.objects, kMaskSide))
+            : no_mask_loss();
     per_image.push_back(torch::stack(
         {rpn_parts[i].classification, rpn_parts[i].box, box.classification, box.box, mask}));
     at += count;
