@@ -44,13 +44,17 @@ struct RpnOut {
   std::vector<torch::Tensor> proposals;  ///< per image
 };
 
+/// RoIAlign's regions ([K, 5]) of image `image`'s `boxes` ([K, 4]).
+torch::Tensor regions_of(int64_t image, const torch::Tensor& boxes) {
+  return torch::cat(
+      {torch::full({boxes.size(0), 1}, static_cast<double>(image), boxes.options()), boxes}, 1);
+}
+
+/// The regions of each image's boxes (`boxes[i]`: image i's), image by image.
 torch::Tensor with_batch_index(const std::vector<torch::Tensor>& boxes) {
   std::vector<torch::Tensor> rows;
-  for (size_t i = 0; i < boxes.size(); ++i) {
-    rows.push_back(torch::cat(
-        {torch::full({boxes[i].size(0), 1}, static_cast<double>(i), boxes[i].options()), boxes[i]},
-        1));
-  }
+  for (size_t i = 0; i < boxes.size(); ++i)
+    rows.push_back(regions_of(static_cast<int64_t>(i), boxes[i]));
   return torch::cat(rows);
 }
 
@@ -248,11 +252,10 @@ std::array<double, 3> MaskRcnn::image_metrics(int64_t i, const torch::Tensor& pr
              .mean()
              .item<double>();
   const int64_t k = std::min<int64_t>(hit.numel(), kEvalMasks);
-  const torch::Tensor rois = torch::cat(
-      {torch::full({k, 1}, static_cast<double>(i), boxes.options()), boxes.slice(0, 0, k)}, 1);
-  const torch::Tensor mask = net_->mask(pooled(maps, rois, kMaskPool))
-                                 .to(torch::kFloat32)
-                                 .index({all.slice(0, 0, k), classes.slice(0, 0, k)});
+  const torch::Tensor mask =
+      net_->mask(pooled(maps, regions_of(i, boxes.slice(0, 0, k)), kMaskPool))
+          .to(torch::kFloat32)
+          .index({all.slice(0, 0, k), classes.slice(0, 0, k)});
   const torch::Tensor target =
       mask_targets(truth.masks, boxes.slice(0, 0, k), objects.slice(0, 0, k), kMaskSide);
   m[2] = mask.gt(0).eq(target.ge(0.5)).to(torch::kFloat64).mean().item<double>();

@@ -119,12 +119,8 @@ RoiSample sample_rois(const torch::Tensor& proposals, const torch::Tensor& gt_bo
   s.labels = labels.index_select(0, sampled);
   s.positives = pos.numel();
   s.objects = matches.index_select(0, pos);
-  const torch::Tensor matched_boxes =
-      gt_boxes.size(0) == 0
-          ? torch::zeros_like(s.boxes)
-          : gt_boxes.index_select(0, matches.index_select(0, sampled).clamp_min(0))
-                .to(s.boxes.scalar_type());
-  s.targets = kRoiBoxCoder.encode(matched_boxes, s.boxes);
+  s.targets = kRoiBoxCoder.encode(gt_boxes.index_select(0, s.objects).to(candidates.scalar_type()),
+                                  candidates.index_select(0, pos));
   return s;
 }
 
@@ -137,7 +133,7 @@ LossPair box_head_loss(const torch::Tensor& class_logits, const torch::Tensor& c
   const torch::Tensor mine = codes.to(torch::kFloat32)
                                  .view({n, -1, 4})
                                  .index({positive, sample.labels.slice(0, 0, sample.positives)});
-  loss.box = smooth_l1_sum(mine, sample.targets.slice(0, 0, sample.positives).to(torch::kFloat32)) /
+  loss.box = smooth_l1_sum(mine, sample.targets.to(torch::kFloat32)) /
              static_cast<double>(std::max<int64_t>(n, 1));
   return loss;
 }

@@ -60,7 +60,7 @@ LossPair rpn_loss(const torch::Tensor& objectness, const torch::Tensor& codes,
 struct RoiSample {
   torch::Tensor boxes;    ///< [S, 4] proposals (detached)
   torch::Tensor labels;   ///< [S] int64: the matched object's class, 0 background
-  torch::Tensor targets;  ///< [S, 4] the matched object's codes (weights 10, 10, 5, 5)
+  torch::Tensor targets;  ///< [P, 4] each positive's object's codes (weights 10, 10, 5, 5)
   torch::Tensor objects;  ///< [P] int64: each positive's object
   int64_t positives = 0;
 };
