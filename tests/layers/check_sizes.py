@@ -39,7 +39,11 @@ def functions(text):
         elif ch == "{":
             before = text[statement:i].strip()
             last = before.split("\n")[-1] if before else ""
-            opens = (not any(f for f, _, _ in stack) and SIGNATURE.search(before) is not None
+            # Whitespace runs collapsed: the signature's optional parts, each
+            # around \s*, backtrack over long runs (a macro's aligned
+            # continuation backslashes took 24 s).
+            signature = SIGNATURE.search(" ".join(before.split())) is not None
+            opens = (not any(f for f, _, _ in stack) and signature
                      and NOT_A_FUNCTION.match(last) is None and "=" not in before.split("(")[0])
             names = re.findall(r"([\w:~]+)\s*\(", before)
             stack.append((opens, line, names[0] if names else "?"))
