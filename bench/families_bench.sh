@@ -9,8 +9,9 @@
 #                                         # build-gpu/dlscale against python3's torch
 # (t: transformer, g: gnmt, n: ncf, s: ssd300 with both sides in
 # channels-last, m: maskrcnn at 128x213 with 64 RoIs an image, on the CPU
-# only: its RoIAlign has no CUDA kernel). FAMILIES="s" runs some of them
-# only; ROUNDS=N sets rounds.
+# only: its RoIAlign has no CUDA kernel; both sides also print the
+# positive RoIs an image their mask heads ran on). FAMILIES="s" runs some
+# of them only; ROUNDS=N sets rounds.
 set -e
 cd "$(dirname "$0")/.."
 families=${FAMILIES:-t g n s}
@@ -32,7 +33,9 @@ fi
 out=$(mktemp -d)
 run() {  # run KEY ROUND DLSCALE_AND_PEER_FLAGS...
   local key=$1 r=$2; shift 2
-  "$dlscale" train "$@" "${common[@]}" --display-every 0 --json "$out/${key}_d$r.json" >/dev/null 2>"$out/${key}_d$r.err" ||
+  # maskrcnn's debug lines name each image's positive RoIs (bench/maskrcnn_positives.py)
+  DLSCALE_LOG_LEVEL=$([ "$key" = m ] && echo debug || echo info) \
+    "$dlscale" train "$@" "${common[@]}" --display-every 0 --json "$out/${key}_d$r.json" >/dev/null 2>"$out/${key}_d$r.err" ||
     echo "families_bench.sh: dlscale $key round $r failed: $(tail -n 1 "$out/${key}_d$r.err")" >&2
   "$python" bench/peer_train.py "$@" "${common[@]}" $([ "$key" = s ] && echo --channels-last) \
     >"$out/${key}_p$r.json" 2>"$out/${key}_p$r.err" ||
@@ -66,7 +69,9 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r done" >&2
 done
 FAMILIES="$families" ROUNDS="$rounds" OUT="$out" "$python" - <<'P'
-import json, os, statistics
+import json, os, statistics, sys
+sys.path.insert(0, "bench")
+from maskrcnn_positives import mean_positives
 units = {"t": "tokens", "g": "tokens", "n": "samples", "s": "images", "m": "images"}
 out, rounds = os.environ["OUT"], int(os.environ["ROUNDS"])
 def rates(m, side):
@@ -81,6 +86,12 @@ def rates(m, side):
 for m in os.environ["FAMILIES"].split():
     d, p = rates(m, "d"), rates(m, "p")
     ratio = "%.2f" % (statistics.median(d) / statistics.median(p)) if d and p else "n/a"
-    print(m, units[m], "dlscale", [round(x, 1) for x in d], "peer", [round(x, 1) for x in p],
+    print(m, units[m], "dlscale", [round(x, 2) for x in d], "peer", [round(x, 2) for x in p],
           "median ratio", ratio)
+    if m == "m":  # the RoIs both mask heads ran on; skip 2 warm-up steps x 2 images
+        dp = [mean_positives(f"{out}/m_d{r}.err", 2 * 2) for r in range(1, rounds + 1)]
+        pp = [json.loads(open(f"{out}/m_p{r}.json").read())["positive_rois_per_image"]
+              for r in range(1, rounds + 1)]
+        print("m positive RoIs an image, measured steps: dlscale", [round(x, 1) for x in dp if x is not None],
+              "peer", [round(x, 1) for x in pp if x is not None])
 P

@@ -5,7 +5,8 @@
 # rounds; prints each side's items/s (tokens, samples) and the ratio of the
 # medians; ncf also with sparse embedding gradients on both sides
 # (--sparse-embeddings; DDP allreduces sparse tensors over gloo), and
-# maskrcnn (128x213, 64 RoIs an image, 1 image a worker). Run from the
+# maskrcnn (128x213, 64 RoIs an image, 1 image a worker; with the positive
+# RoIs an image both mask heads ran on). Run from the
 # repository root after a build:
 #   bash bench/families_ddp_bench.sh
 set -e
@@ -20,14 +21,21 @@ for r in 1 2 3; do
   /usr/bin/python3 bench/peer_ddp.py $N --workers 2 --threads 1 > /tmp/ddp_n_p$r.json
   build/dlscale train $N --sparse-embeddings --workers 2 --threads 1 --display-every 0 --json /tmp/ddp_s_d$r.json >/dev/null 2>&1
   /usr/bin/python3 bench/peer_ddp.py $N --sparse-embeddings --workers 2 --threads 1 > /tmp/ddp_s_p$r.json
-  build/dlscale train $M --workers 2 --threads 1 --display-every 0 --json /tmp/ddp_m_d$r.json >/dev/null 2>&1
+  DLSCALE_LOG_LEVEL=debug build/dlscale train $M --workers 2 --threads 1 --display-every 0 --json /tmp/ddp_m_d$r.json \
+    >/dev/null 2>/tmp/ddp_m_d$r.err
   /usr/bin/python3 bench/peer_ddp.py $M --workers 2 --threads 1 > /tmp/ddp_m_p$r.json
 done
 python3 - <<'P'
-import json, statistics
+import json, statistics, sys
+sys.path.insert(0, "bench")
+from maskrcnn_positives import mean_positives
 for m, k in [("t", "tokens"), ("n", "samples"), ("s", "samples, sparse embeddings"), ("m", "images")]:
     d = [json.load(open(f"/tmp/ddp_{m}_d{r}.json"))["results"]["items_per_sec"] for r in (1, 2, 3)]
     p = [json.loads(open(f"/tmp/ddp_{m}_p{r}.json").read())["items_per_sec"] for r in (1, 2, 3)]
     print(m, k, "dlscale", [round(x, 2) for x in d], "ddp", [round(x, 2) for x in p],
           "median ratio %.2f" % (statistics.median(d) / statistics.median(p)))
+# The RoIs both mask heads ran on (rank 0's for the peer); skip 2 warm-up steps x 1 image.
+print("m positive RoIs an image, measured steps: dlscale",
+      [round(mean_positives(f"/tmp/ddp_m_d{r}.err", 2), 1) for r in (1, 2, 3)], "peer",
+      [round(json.loads(open(f"/tmp/ddp_m_p{r}.json").read())["positive_rois_per_image"], 1) for r in (1, 2, 3)])
 P

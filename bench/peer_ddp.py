@@ -28,7 +28,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from peer_models import build_model  # noqa: E402
-from peer_train import DEFAULT_CLASSES, DEFAULT_SIZE, make_optimizer, synthetic_batch, timed_steps  # noqa: E402
+from peer_train import (DEFAULT_CLASSES, DEFAULT_SIZE, count_positive_rois, make_optimizer,  # noqa: E402
+                        synthetic_batch, timed_steps)
 
 
 def state_bytes(optimizer):
@@ -61,8 +62,10 @@ def worker(rank, args, store, queue):
         opt = make_optimizer(args.optimizer, ddp.parameters(), args.lr, args.momentum)
     torch.manual_seed(args.seed + rank)  # each rank its own batch, made once
     inputs, loss_fn, items = synthetic_batch(args, "cpu")
+    positives = count_positive_rois(model) if args.model == "maskrcnn" else []
     dist.barrier()
     times, wall = timed_steps(ddp, opt, inputs, loss_fn, args.steps, args.warmup)
+    positives = positives[args.warmup * args.batch:]  # rank 0's measured steps
     # The most optimizer state any rank keeps (ZeroRedundancyOptimizer places
     # whole tensors, so the ranks' shares differ).
     most = torch.tensor([state_bytes(opt.optim if args.zero else opt)], dtype=torch.int64)
@@ -76,6 +79,7 @@ def worker(rank, args, store, queue):
                    "samples_per_sec": len(measured) * args.batch * args.workers / wall,
                    "items_per_sec": len(measured) * args.batch * args.workers * items / wall,
                    "step_time_p50_ms": statistics.median(measured) * 1e3,
+                   "positive_rois_per_image": statistics.mean(positives) if positives else None,
                    "zero": args.zero,
                    "optimizer_state_bytes_max": int(most.item())})
     dist.destroy_process_group()

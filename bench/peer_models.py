@@ -188,8 +188,11 @@ def mask_rcnn(classes, height, rois):
         backbone(torch.randn(2, 3, 128, 128))
     for h in hooks:
         h.remove()
+    # Images go in as they are (mean 0, std 1), as dlscale's maskrcnn takes
+    # them: torchvision's ImageNet normalisation would scale them ~4x away
+    # from the statistics calibrated above.
     return MaskRCNN(backbone, classes, min_size=height, max_size=maskrcnn_width(height),
-                    box_batch_size_per_image=rois)
+                    box_batch_size_per_image=rois, image_mean=[0.0, 0.0, 0.0], image_std=[1.0, 1.0, 1.0])
 
 
 def build_model(name, image_size=None, num_classes=None, aux_logits=False, vocab=None, hidden=None,

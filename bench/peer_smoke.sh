@@ -37,6 +37,10 @@ check peer_train_transformer "\"items_per_sec\": $number" \
   $py bench/peer_train.py --model transformer --vocab 64 --seq-len 8 --batch 2 --steps 2 --warmup 1 --threads 1
 check peer_train_ncf "\"samples_per_sec\": $number" \
   $py bench/peer_train.py --model ncf --batch 64 --steps 2 --warmup 1 --threads 1
+# maskrcnn: images with objects drawn in, and the positive RoIs it counts
+check peer_train_maskrcnn "\"positive_rois_per_image\": [1-9]" \
+  $py bench/peer_train.py --model maskrcnn --image-size 64 --rois 16 --classes 5 --batch 1 --steps 2 \
+  --warmup 1 --threads 1 --lr 1e-30 --optimizer momentum
 check peer_ddp "\"samples_per_sec\": $number" \
   $py bench/peer_ddp.py --model lenet --batch 4 --workers 2 --steps 3 --warmup 1
 check peer_ddp_zero "\"optimizer_state_bytes_max\": [1-9]" \

@@ -60,26 +60,48 @@ def multibox_loss(out, offsets, labels):
 
 
 def maskrcnn_batch(args, device):
-    """Images of 2 objects each (dlscale's stream draws 1 to 3), each an
-    ellipse filling a random box, with its box, class and mask; the loss is
-    the sum of torchvision's five."""
+    """Images as dlscale's synthetic stream draws them (models/maskrcnn_task.cpp):
+    1 to 3 objects each, an ellipse filling a box of sides 0.15 to 0.6 of the
+    image's, painted in its class's colour over unit Gaussian noise, later
+    objects over earlier ones, with its box, class and mask; the loss is the
+    sum of torchvision's five."""
     h = args.image_size or 800
     w = maskrcnn_width(h)
     classes = args.classes or 81
+    colours = torch.randn(classes, 3)
     images, targets = [], []
     ys = torch.arange(h, dtype=torch.float32).view(h, 1) + 0.5
     xs = torch.arange(w, dtype=torch.float32).view(1, w) + 0.5
     for _ in range(args.batch):
-        side = (0.15 + 0.45 * torch.rand(2, 2)) * torch.tensor([w, h])
-        start = torch.rand(2, 2) * (torch.tensor([w, h]) - side)
+        n = int(torch.randint(1, 4, ()))
+        side = (0.15 + 0.45 * torch.rand(n, 2)) * torch.tensor([w, h])
+        start = torch.rand(n, 2) * (torch.tensor([w, h]) - side)
         boxes = torch.cat([start, start + side], 1).round()
         centre, half = (boxes[:, :2] + boxes[:, 2:]) / 2, (boxes[:, 2:] - boxes[:, :2]) / 2
-        masks = torch.stack([(((xs - c[0]) / a[0]) ** 2 + ((ys - c[1]) / a[1]) ** 2 <= 1).to(torch.uint8)
-                             for c, a in zip(centre, half)])
-        images.append(torch.randn(3, h, w, device=device))
-        targets.append({"boxes": boxes.to(device), "labels": torch.randint(1, classes, (2,), device=device),
-                        "masks": masks.to(device)})
+        labels = torch.randint(1, classes, (n,))
+        image, masks = torch.randn(3, h, w), torch.zeros(n, h, w, dtype=torch.uint8)
+        for k in range(n):
+            inside = ((xs - centre[k, 0]) / half[k, 0]) ** 2 + ((ys - centre[k, 1]) / half[k, 1]) ** 2 <= 1
+            masks[:k].masked_fill_(inside, 0)
+            masks[k].masked_fill_(inside, 1)
+            image = torch.where(inside, colours[labels[k]].view(3, 1, 1), image)
+        images.append(image.to(device))
+        targets.append({"boxes": boxes.to(device), "labels": labels.to(device), "masks": masks.to(device)})
     return (images, targets), lambda out: sum(out.values()), 1
+
+
+def count_positive_rois(model):
+    """Wraps the RoI heads' sampling to count the positive RoIs (those the
+    mask head runs on); returns the list it appends each image's count to."""
+    counts, sample = [], model.roi_heads.select_training_samples
+
+    def counted(proposals, targets):
+        out = sample(proposals, targets)
+        counts.extend(int((labels > 0).sum()) for labels in out[2])
+        return out
+
+    model.roi_heads.select_training_samples = counted
+    return counts
 
 
 def synthetic_batch(args, device):
@@ -200,8 +222,11 @@ def main():
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     inputs, loss_fn, items_per_sample = synthetic_batch(args, args.device)
+    positives = count_positive_rois(model) if args.model == "maskrcnn" else []
     times, wall = timed_steps(model, opt, inputs, loss_fn, args.steps, args.warmup, args.amp)
     measured = times[args.warmup:]
+    # maskrcnn: each measured step's positive RoIs per image (what its mask head ran on)
+    positives = positives[args.warmup * args.batch:]
     print(json.dumps({
         "peer": "pytorch-eager",
         "torch_version": torch.__version__,
@@ -216,6 +241,7 @@ def main():
         "samples_per_sec": len(measured) * args.batch / wall,
         "items_per_sec": len(measured) * args.batch * items_per_sample / wall,
         "step_time_p50_ms": statistics.median(measured) * 1e3,
+        "positive_rois_per_image": statistics.mean(positives) if positives else None,
     }))
 
 

@@ -16,6 +16,7 @@
 #include "cli/numbers.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "launch/launch_env.h"
 #include "launch/local_launcher.h"
 
@@ -94,6 +95,8 @@ int run_cli(int argc, char** argv, const ErrorClassifier& classify) {
                "training scales over many workers.",
                "dlscale"};
   add_commands(app, args);
+  if (const std::string bad = log_level_environment_error(); !bad.empty())
+    return fail(kExitUsage, bad);
   if (argc == 1) {
     std::fputs(app.help().c_str(), stdout);
     return kExitUsage;

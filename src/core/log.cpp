@@ -1,18 +1,40 @@
 #include "core/log.h"
 
-#include "core/clock.h"
-
 #include <unistd.h>
 
+#include <cstdlib>
+#include <optional>
 #include <string>
+
+#include "core/clock.h"
 
 namespace dlscale {
 namespace {
 
+std::string log_level_variable() {
+  const char* given = std::getenv("DLSCALE_LOG_LEVEL");
+  return given != nullptr ? given : "";
+}
+
+std::optional<LogLevel> parse_log_level(const std::string& value) {
+  if (value.empty() || value == "info") return LogLevel::kInfo;
+  if (value == "debug") return LogLevel::kDebug;
+  if (value == "warn") return LogLevel::kWarn;
+  if (value == "error") return LogLevel::kError;
+  return std::nullopt;
+}
+
+/// DLSCALE_LOG_LEVEL, read once per process; info when unset or invalid
+/// (the front refuses an invalid one: log_level_environment_error).
+LogLevel level_from_environment() {
+  static const LogLevel level = parse_log_level(log_level_variable()).value_or(LogLevel::kInfo);
+  return level;
+}
+
 struct ThreadLogState {
   int rank = 0;
   int world = 1;
-  LogLevel level = LogLevel::kInfo;
+  LogLevel level = level_from_environment();
 };
 
 ThreadLogState& state() {
@@ -38,6 +60,12 @@ void log_set_rank(int rank, int world_size) {
 }
 
 void log_set_level(LogLevel level) { state().level = level; }
+
+std::string log_level_environment_error() {
+  const std::string value = log_level_variable();
+  if (parse_log_level(value)) return "";
+  return "DLSCALE_LOG_LEVEL='" + value + "' must be debug, info, warn or error";
+}
 
 bool log_enabled(LogLevel level) { return level >= state().level; }
 

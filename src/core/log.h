@@ -4,6 +4,7 @@
 // The rank tag is per thread, so ranks run as threads in tests tag correctly.
 #include <fmt/format.h>
 
+#include <string>
 #include <string_view>
 
 namespace dlscale {
@@ -12,8 +13,12 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
 /// Sets the rank tag of the calling thread (default "rank 0/1").
 void log_set_rank(int rank, int world_size);
-/// Sets the minimum level printed by the calling thread (default kInfo).
+/// Sets the minimum level printed by the calling thread (default: the
+/// environment's DLSCALE_LOG_LEVEL, debug|info|warn|error, or kInfo).
 void log_set_level(LogLevel level);
+/// "" when DLSCALE_LOG_LEVEL is unset or valid; otherwise one line naming
+/// it (the front exits 2 with it).
+std::string log_level_environment_error();
 /// True when `level` would be printed by the calling thread.
 bool log_enabled(LogLevel level);
 /// Writes one tagged line to stderr; thread-safe (one write per line).

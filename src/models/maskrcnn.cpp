@@ -10,6 +10,7 @@
 
 #include <array>
 
+#include "core/log.h"
 #include "data/data_source.h"
 #include "models/anchors.h"
 #include "models/maskrcnn_net.h"
@@ -193,6 +194,9 @@ torch::Tensor MaskRcnn::losses(const RpnOut& rpn, const std::vector<torch::Tenso
     samples.push_back(sample_rois(rpn.proposals[i], truth[i].boxes, truth[i].classes, rois_, gen));
     sampled.push_back(samples.back().boxes);
     positive.push_back(samples.back().boxes.slice(0, 0, samples.back().positives));
+    DLSCALE_LOG_DEBUG(
+        "maskrcnn: image {}: {} proposals, {} RoIs sampled, {} positive (the mask head's)", i,
+        rpn.proposals[i].size(0), samples.back().boxes.size(0), samples.back().positives);
   }
   const auto [logits, codes] = net_->box(pooled(maps, with_batch_index(sampled), kBoxPool));
   // No positive in the whole batch: the mask head does not run (LibTorch

@@ -60,6 +60,20 @@ TEST(Cli, BadInputIsOneLineErrorWithExitCode2) {
                      "--mllog-platform must be UTF-8 text without control characters (got 'a\\nb')");
 }
 
+// DLSCALE_LOG_LEVEL (docs/errors.md): a value that is not a level is named
+// in one line, exit 2; a level runs.
+TEST(Cli, ALogLevelThatIsNotOneIsAUsageError) {
+  const std::string binary = DLSCALE_BINARY;
+  const Outcome bad =
+      dlscale::testing::run_shell("DLSCALE_LOG_LEVEL=loud " + binary + " models --help");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err,
+            "dlscale: error: DLSCALE_LOG_LEVEL='loud' must be debug, info, warn or error\n");
+  const Outcome debug =
+      dlscale::testing::run_shell("DLSCALE_LOG_LEVEL=debug " + binary + " models --help");
+  EXPECT_EQ(debug.code, 0) << debug.err;
+}
+
 // Numbers out of range are one-line errors naming the flag, exit 2: never a
 // wrapped value, an overflow inside LibTorch (exit 1), an allocation that
 // fails (exit 3), an infinite timeout or thousands of forked workers.

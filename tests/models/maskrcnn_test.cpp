@@ -4,8 +4,17 @@
 // refuses. The parts and losses against torchvision: maskrcnn_parts_test.cpp.
 #include "models/maskrcnn.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+#include "core/files.h"
+#include "core/log.h"
 #include "models/maskrcnn_net.h"
 #include "models/model.h"
 #include "process_util.h"
@@ -76,6 +85,44 @@ TEST(MaskRcnn, ABatchsLossesAreEachImagesAlone) {
     ASSERT_TRUE(p.value().grad().defined()) << p.key();
     EXPECT_TRUE(p.value().grad().isfinite().all().item<bool>()) << p.key();
   }
+}
+
+// DLSCALE_LOG_LEVEL=debug: each image's sampled and positive RoIs, a line
+// each (what bench/families_bench.sh compares with torchvision's).
+TEST(MaskRcnn, DebugLogNamesEachImagesPositiveRois) {
+  torch::manual_seed(5);
+  const ModelOptions o = small_options();
+  const std::shared_ptr<Model> model = make_model(find_model("maskrcnn"), o);
+  model->train();
+  const TensorMap batch = batch_of(o, 0, 2);
+  const std::string path = testing::temp_path("debug.log");
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(file, 0);
+  ::dup2(file, STDERR_FILENO);
+  ::close(file);
+  log_set_level(LogLevel::kDebug);
+  model->forward(batch);
+  log_set_level(LogLevel::kInfo);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::istringstream lines(read_file(path));
+  std::filesystem::remove(path);
+  const std::regex line(
+      R"(maskrcnn: image (\d): \d+ proposals, (\d+) RoIs sampled, (\d+) positive)");
+  int images = 0;
+  for (std::string text; std::getline(lines, text);) {
+    std::smatch m;
+    if (!std::regex_search(text, m, line)) continue;
+    EXPECT_EQ(std::stoi(m[1]), images++);
+    EXPECT_EQ(std::stoi(m[2]), 32) << text;
+    // At least each object's own box (the ground truth joins the proposals),
+    // at most a quarter of the sample.
+    EXPECT_GE(std::stoi(m[3]), 1) << text;
+    EXPECT_LE(std::stoi(m[3]), 8) << text;
+  }
+  EXPECT_EQ(images, 2);
 }
 
 TEST(MaskRcnn, AnImageWithoutObjectsTrains) {
