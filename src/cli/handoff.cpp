@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/torch_commands.h"
 #include "core/error.h"
+#include "core/sysinfo.h"
 
 namespace dlscale::cli {
 namespace {
@@ -25,6 +26,7 @@ namespace {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  default_openmp_wait();
   ::execv(torch.c_str(), args.data());
   const int err = errno;
   // There but not executable (EACCES): the fix is its mode, not a build.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -93,6 +94,11 @@ SystemInfo collect_system_info() {
   info.logical_cores = available_cores();
   info.online_cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   info.blas = loaded_blas_library();
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    if (const char* value = std::getenv(name)) {
+      info.openmp_wait += (info.openmp_wait.empty() ? "" : " ") + std::string(name) + "=" + value;
+    }
+  }
   const BuildInfo& b = build_info();
   info.dlscale_version = b.version;
   info.git_revision = b.git_revision;
@@ -108,10 +114,16 @@ nlohmann::json to_json(const SystemInfo& info) {
           {"logical_cores", info.logical_cores},
           {record::kOnlineCores, info.online_cores},
           {"blas", info.blas},
+          {"openmp_wait", info.openmp_wait},
           {"dlscale_version", info.dlscale_version},
           {"git_revision", info.git_revision},
           {"build_type", info.build_type},
           {"compiler", info.compiler}};
+}
+
+void default_openmp_wait() {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  ::setenv("GOMP_SPINCOUNT", kDefaultGompSpincount, 0);
 }
 
 }  // namespace dlscale

@@ -15,6 +15,10 @@ struct SystemInfo {
   int logical_cores = 0;      ///< CPUs this process may run on (affinity mask)
   int online_cores = 0;       ///< CPUs online on the machine
   std::string blas;           ///< BLAS library actually loaded into the process
+  /// OpenMP's wait settings in this process's environment
+  /// ("GOMP_SPINCOUNT=10000", "OMP_WAIT_POLICY=passive"), "" for libgomp's
+  /// own default (see default_openmp_wait)
+  std::string openmp_wait;
   std::string dlscale_version;
   std::string git_revision;
   std::string build_type;
@@ -37,5 +41,15 @@ SystemInfo collect_system_info();
 std::string loaded_blas_library();
 
 nlohmann::json to_json(const SystemInfo& info);
+
+/// libgomp's threads spin for about 300,000 rounds after a parallel region
+/// before they sleep. Beside Debian's pthread OpenBLAS, whose GEMM threads
+/// then wait for the cores, that cost BLAS-bound models up to half their
+/// speed (bench/README.md, "OpenMP's wait policy"). Sets GOMP_SPINCOUNT to
+/// kDefaultGompSpincount unless the environment sets it or
+/// OMP_WAIT_POLICY; called by the front before it starts dlscale-torch,
+/// whose libgomp reads it when it loads.
+void default_openmp_wait();
+inline constexpr const char* kDefaultGompSpincount = "10000";
 
 }  // namespace dlscale

@@ -74,6 +74,26 @@ TEST(Cli, ALogLevelThatIsNotOneIsAUsageError) {
   EXPECT_EQ(debug.code, 0) << debug.err;
 }
 
+// The front starts dlscale-torch with a short OpenMP spin unless the
+// environment sets the wait itself (core/sysinfo.h, default_openmp_wait);
+// the record says which was in effect.
+TEST(Cli, TheFrontShortensOpenMpsSpinUnlessTheEnvironmentSetsIt) {
+  const std::string record = dlscale::testing::temp_path("omp.json");
+  for (const auto& [env, expected] :
+       {std::pair{"env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT", "GOMP_SPINCOUNT=10000"},
+        std::pair{"env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=passive", "OMP_WAIT_POLICY=passive"}}) {
+    const Outcome o =
+        dlscale::testing::run_shell(std::string(env) + " " + DLSCALE_BINARY +
+                                    " train --model lenet --batch 4 --steps 2 --warmup 1 --threads "
+                                    "1 --display-every 0 --json " +
+                                    record);
+    ASSERT_EQ(o.code, 0) << o.err;
+    const auto r = nlohmann::json::parse(dlscale::read_file(record));
+    EXPECT_EQ(r["environment"]["openmp_wait"], expected) << env;
+  }
+  std::filesystem::remove(record);
+}
+
 // Numbers out of range are one-line errors naming the flag, exit 2: never a
 // wrapped value, an overflow inside LibTorch (exit 1), an allocation that
 // fails (exit 3), an infinite timeout or thousands of forked workers.
