@@ -175,6 +175,13 @@ void add_model_flags(CLI::App* cmd, PredictFlags& f) {
   cmd->add_option("--image-size", f.model_options.image_size,
                   "Input size of the zoo model; 0 = its default");
   cmd->add_option(
+      "--classes", f.model_options.num_classes,
+      "Output classes of the zoo model (a detector's with its background); 0 = its default");
+  cmd->add_option(
+      "--rois", f.model_options.rois,
+      "maskrcnn: RoIs sampled per image, which its FLOP profile counts through the box head (a "
+      "quarter through the mask head); 0 = the reference's 512");
+  cmd->add_option(
       "--task-file", f.model_options.task_file,
       "The task of a TorchScript --model (YAML, docs/models.md 'Your own model'); without it, "
       "an image classifier");

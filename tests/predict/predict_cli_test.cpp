@@ -159,6 +159,39 @@ TEST(PredictCli, TimeToAccuracyAtEachNFromARunThatReachedItsTarget) {
   refused("--tta " + reached_record() + " --global-batch 64", "--tta predicts weak scaling");
 }
 
+// maskrcnn's FLOP profile follows --rois and --classes (issue 46): fewer
+// RoIs put less of the backward pass in the box and mask heads, so its
+// gradients are ready at other times; fewer classes, fewer gradient bytes.
+TEST(PredictCli, MaskRcnnsProfileFollowsItsRoisAndClasses) {
+  const auto predict = [](const std::string& flags) {
+    const std::string json = temp_path("maskrcnn.json");
+    const Outcome o = run_dlscale(
+        "predict --model maskrcnn --image-size 64 --device-rate 1 --batch 1 "
+        "--link-gbps 1 -n 1,2 -s allreduce --json " +
+        json + " " + flags);
+    EXPECT_EQ(o.code, 0) << o.err;
+    const nlohmann::json j = nlohmann::json::parse(read_file(json));
+    std::filesystem::remove(json);
+    return j;
+  };
+  const nlohmann::json few = predict("--classes 5 --rois 16"),
+                       many = predict("--classes 5 --rois 64"), reference = predict("--rois 64");
+  EXPECT_EQ(few["workload"]["gradient_bytes"], many["workload"]["gradient_bytes"]);
+  EXPECT_LT(many["workload"]["gradient_bytes"].get<double>(),
+            reference["workload"]["gradient_bytes"].get<double>());
+  const auto step_at_two = [](const nlohmann::json& j) {
+    return j["strategies"][0]["points"][1]["step_ms"];
+  };
+  ASSERT_EQ(few["strategies"][0]["points"][1]["workers"], 2);
+  EXPECT_NE(step_at_two(few), step_at_two(many));
+  EXPECT_NE(fails("predict --model maskrcnn --rois -3 --device-rate 1 --batch 1 --link-gbps 1")
+                .find("--rois must be >= 1 (got -3)"),
+            std::string::npos);
+  EXPECT_NE(fails("predict --model maskrcnn --classes 1 --device-rate 1 --batch 1 --link-gbps 1")
+                .find("--classes must be >= 2 for model 'maskrcnn'"),
+            std::string::npos);
+}
+
 TEST(PredictCli, BadInputGetsOneLineNamingIt) {
   const std::string rec = lenet_record();
   EXPECT_NE(fails("predict --calibrate " + rec + " --link-gbps 1 --workers 0").find("must be >= 1"), std::string::npos);
