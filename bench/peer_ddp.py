@@ -61,7 +61,7 @@ def worker(rank, args, store, queue):
     else:
         opt = make_optimizer(args.optimizer, ddp.parameters(), args.lr, args.momentum)
     torch.manual_seed(args.seed + rank)  # each rank its own batch, made once
-    inputs, loss_fn, items = synthetic_batch(args, "cpu")
+    inputs, loss_fn, items = synthetic_batch(args, "cpu", first=rank * args.batch)  # maskrcnn: dlscale's rank's images
     positives = count_positive_rois(model) if args.model == "maskrcnn" else []
     dist.barrier()
     times, wall = timed_steps(ddp, opt, inputs, loss_fn, args.steps, args.warmup)

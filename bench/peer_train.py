@@ -10,6 +10,7 @@ Run with Debian's interpreter: /usr/bin/python3 bench/peer_train.py --help
 import argparse
 import contextlib
 import json
+import math
 import os
 import statistics
 import sys
@@ -59,34 +60,69 @@ def multibox_loss(out, offsets, labels):
     return (total * (matched > 0) / matched.float().clamp(min=1e-6)).mean()
 
 
-def maskrcnn_batch(args, device):
-    """Images as dlscale's synthetic stream draws them (models/maskrcnn_task.cpp):
-    1 to 3 objects each, an ellipse filling a box of sides 0.15 to 0.6 of the
+def mix_seed(seed, value):
+    """dlscale's data::mix_seed: two rounds of splitmix64."""
+    mask = (1 << 64) - 1
+
+    def splitmix64(state):
+        state = (state + 0x9E3779B97F4A7C15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return state, z ^ (z >> 31)
+
+    state, a = splitmix64(seed & mask)
+    _, b = splitmix64(a ^ value)
+    return b
+
+
+def maskrcnn_sample(index, seed, classes, h, w):
+    """dlscale's synthetic maskrcnn sample `index` of data seed `seed`
+    (models/maskrcnn_task.cpp), drawn from the same generators: 1 to 3
+    objects, each an ellipse filling a box of sides 0.15 to 0.6 of the
     image's, painted in its class's colour over unit Gaussian noise, later
-    objects over earlier ones, with its box, class and mask; the loss is the
-    sum of torchvision's five."""
+    objects over earlier ones; the same pixels, boxes, classes and masks."""
+    colours = torch.randn(classes, 3, generator=torch.Generator().manual_seed(seed))
+    sample_seed = mix_seed(seed, index)
+    gen = torch.Generator().manual_seed(sample_seed)
+    image = torch.randn(3, h, w, generator=gen)
+    n = 1 + sample_seed % 3
+    u = torch.rand(n, 4, generator=gen)
+    labels = torch.randint(1, classes, (n,), generator=gen)
+    boxes, masks = torch.zeros(n, 4), torch.zeros(n, h, w, dtype=torch.uint8)
+
+    def span(side_u, start_u, extent):
+        length = max(2, math.floor((0.15 + 0.45 * side_u) * extent + 0.5))
+        start = math.floor(start_u * (extent - length) + 0.5)
+        return start, start + length
+
+    for k in range(n):
+        r = [float(v) for v in u[k]]
+        x0, x1 = span(r[0], r[2], w)
+        y0, y1 = span(r[1], r[3], h)
+        cx, cy, a, b = 0.5 * (x0 + x1), 0.5 * (y0 + y1), 0.5 * (x1 - x0), 0.5 * (y1 - y0)
+        dx = ((torch.arange(w, dtype=torch.float32) + 0.5 - cx) / a).square()
+        dy = ((torch.arange(h, dtype=torch.float32) + 0.5 - cy) / b).square()
+        inside = (dy.unsqueeze(1) + dx.unsqueeze(0)) <= 1.0
+        masks[:k].masked_fill_(inside, 0)
+        masks[k].masked_fill_(inside, 1)
+        image = torch.where(inside.unsqueeze(0), colours[labels[k]].view(3, 1, 1), image)
+        boxes[k] = torch.tensor([x0, y0, x1, y1], dtype=torch.float32)
+    return image, {"boxes": boxes, "labels": labels, "masks": masks}
+
+
+def maskrcnn_batch(args, device, first=0):
+    """dlscale's own images (maskrcnn_sample) `first` .. `first + batch - 1`,
+    those dlscale's rank first / batch trains on with the same --seed (its
+    data seed is --seed + 1, its synthetic pool one global batch); the loss
+    is the sum of torchvision's five."""
     h = args.image_size or 800
-    w = maskrcnn_width(h)
     classes = args.classes or 81
-    colours = torch.randn(classes, 3)
     images, targets = [], []
-    ys = torch.arange(h, dtype=torch.float32).view(h, 1) + 0.5
-    xs = torch.arange(w, dtype=torch.float32).view(1, w) + 0.5
-    for _ in range(args.batch):
-        n = int(torch.randint(1, 4, ()))
-        side = (0.15 + 0.45 * torch.rand(n, 2)) * torch.tensor([w, h])
-        start = torch.rand(n, 2) * (torch.tensor([w, h]) - side)
-        boxes = torch.cat([start, start + side], 1).round()
-        centre, half = (boxes[:, :2] + boxes[:, 2:]) / 2, (boxes[:, 2:] - boxes[:, :2]) / 2
-        labels = torch.randint(1, classes, (n,))
-        image, masks = torch.randn(3, h, w), torch.zeros(n, h, w, dtype=torch.uint8)
-        for k in range(n):
-            inside = ((xs - centre[k, 0]) / half[k, 0]) ** 2 + ((ys - centre[k, 1]) / half[k, 1]) ** 2 <= 1
-            masks[:k].masked_fill_(inside, 0)
-            masks[k].masked_fill_(inside, 1)
-            image = torch.where(inside, colours[labels[k]].view(3, 1, 1), image)
+    for index in range(first, first + args.batch):
+        image, target = maskrcnn_sample(index, args.seed + 1, classes, h, maskrcnn_width(h))
         images.append(image.to(device))
-        targets.append({"boxes": boxes.to(device), "labels": labels.to(device), "masks": masks.to(device)})
+        targets.append({k: v.to(device) for k, v in target.items()})
     return (images, targets), lambda out: sum(out.values()), 1
 
 
@@ -104,9 +140,10 @@ def count_positive_rois(model):
     return counts
 
 
-def synthetic_batch(args, device):
+def synthetic_batch(args, device, first=0):
     """The model's inputs (a tuple) and its loss function of the output, for
-    one synthetic batch made once, as dlscale's synthetic data."""
+    one synthetic batch made once, as dlscale's synthetic data (maskrcnn:
+    dlscale's samples from `first` on)."""
     b = args.batch
     if args.model.startswith("transformer") or args.model == "gnmt":
         gnmt = args.model == "gnmt"
@@ -128,7 +165,7 @@ def synthetic_batch(args, device):
         offsets = torch.randn(b, 8732, 4, device=device) * 0.5 * (labels > 0).unsqueeze(2)
         return (images,), lambda out: multibox_loss(out, offsets, labels), 1
     if args.model == "maskrcnn":
-        return maskrcnn_batch(args, device)
+        return maskrcnn_batch(args, device, first)
     if args.model == "ncf":
         user = torch.randint(138493, (b,), device=device)
         item = torch.randint(26744, (b,), device=device)
