@@ -76,19 +76,19 @@ def mix_seed(seed, value):
     return b
 
 
-def maskrcnn_sample(index, seed, classes, h, w):
-    """dlscale's synthetic maskrcnn sample `index` of data seed `seed`
-    (models/maskrcnn_task.cpp), drawn from the same generators: 1 to 3
-    objects, each an ellipse filling a box of sides 0.15 to 0.6 of the
-    image's, painted in its class's colour over unit Gaussian noise, later
-    objects over earlier ones; the same pixels, boxes, classes and masks."""
-    colours = torch.randn(classes, 3, generator=torch.Generator().manual_seed(seed))
+def maskrcnn_sample(index, seed, colours, h, w):
+    """dlscale's synthetic maskrcnn sample `index` of data seed `seed`, with
+    its classes' `colours` (models/maskrcnn_task.cpp), drawn from the same
+    generators: 1 to 3 objects, each an ellipse filling a box of sides 0.15
+    to 0.6 of the image's, painted in its class's colour over unit Gaussian
+    noise, later objects over earlier ones; the same pixels, boxes, classes
+    and masks."""
     sample_seed = mix_seed(seed, index)
     gen = torch.Generator().manual_seed(sample_seed)
     image = torch.randn(3, h, w, generator=gen)
     n = 1 + sample_seed % 3
     u = torch.rand(n, 4, generator=gen)
-    labels = torch.randint(1, classes, (n,), generator=gen)
+    labels = torch.randint(1, colours.shape[0], (n,), generator=gen)
     boxes, masks = torch.zeros(n, 4), torch.zeros(n, h, w, dtype=torch.uint8)
 
     def span(side_u, start_u, extent):
@@ -118,9 +118,12 @@ def maskrcnn_batch(args, device, first=0):
     is the sum of torchvision's five."""
     h = args.image_size or 800
     classes = args.classes or 81
+    seed = args.seed + 1
+    # dlscale's class_colours: drawn once per stream, from the data seed
+    colours = torch.randn(classes, 3, generator=torch.Generator().manual_seed(seed))
     images, targets = [], []
     for index in range(first, first + args.batch):
-        image, target = maskrcnn_sample(index, args.seed + 1, classes, h, maskrcnn_width(h))
+        image, target = maskrcnn_sample(index, seed, colours, h, maskrcnn_width(h))
         images.append(image.to(device))
         targets.append({k: v.to(device) for k, v in target.items()})
     return (images, targets), lambda out: sum(out.values()), 1

@@ -205,6 +205,7 @@ torch::Tensor MaskRcnn::losses(const RpnOut& rpn, const std::vector<torch::Tenso
   const torch::Tensor masks = positive_rois.size(0) > 0
                                   ? net_->mask(pooled(maps, positive_rois, kMaskPool))
                                   : torch::Tensor();
+  const torch::Tensor no_mask = masks.defined() ? torch::Tensor() : no_mask_loss();
   std::vector<torch::Tensor> per_image;
   int64_t at = 0, at_mask = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -216,7 +217,7 @@ torch::Tensor MaskRcnn::losses(const RpnOut& rpn, const std::vector<torch::Tenso
         masks.defined()
             ? mask_loss(masks.narrow(0, at_mask, s.positives), s.labels.slice(0, 0, s.positives),
                         mask_targets(truth[i].masks, positives, s.objects, kMaskSide))
-            : no_mask_loss();
+            : no_mask;
     per_image.push_back(torch::stack(
         {rpn_parts[i].classification, rpn_parts[i].box, box.classification, box.box, mask}));
     at += count;

@@ -4,16 +4,11 @@
 // refuses. The parts and losses against torchvision: maskrcnn_parts_test.cpp.
 #include "models/maskrcnn.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
 #include <regex>
 #include <sstream>
 
-#include "core/files.h"
 #include "core/log.h"
 #include "models/maskrcnn_net.h"
 #include "models/model.h"
@@ -95,20 +90,11 @@ TEST(MaskRcnn, DebugLogNamesEachImagesPositiveRois) {
   const std::shared_ptr<Model> model = make_model(find_model("maskrcnn"), o);
   model->train();
   const TensorMap batch = batch_of(o, 0, 2);
-  const std::string path = testing::temp_path("debug.log");
-  std::fflush(stderr);
-  const int saved = ::dup(STDERR_FILENO);
-  const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  ASSERT_GE(file, 0);
-  ::dup2(file, STDERR_FILENO);
-  ::close(file);
+  ::testing::internal::CaptureStderr();
   log_set_level(LogLevel::kDebug);
   model->forward(batch);
   log_set_level(LogLevel::kInfo);
-  ::dup2(saved, STDERR_FILENO);
-  ::close(saved);
-  std::istringstream lines(read_file(path));
-  std::filesystem::remove(path);
+  std::istringstream lines(::testing::internal::GetCapturedStderr());
   const std::regex line(
       R"(maskrcnn: image (\d): \d+ proposals, (\d+) RoIs sampled, (\d+) positive)");
   int images = 0;
