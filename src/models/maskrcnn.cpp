@@ -8,6 +8,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <array>
 
 #include "core/log.h"
@@ -61,7 +62,8 @@ torch::Tensor with_batch_index(const std::vector<torch::Tensor>& boxes) {
 
 class MaskRcnn : public Model {
  public:
-  MaskRcnn(int64_t classes, int64_t rois) : rois_(rois) {
+  MaskRcnn(int64_t classes, int64_t rois, int64_t backbone_batch)
+      : rois_(rois), backbone_batch_(backbone_batch) {
     net_ = register_module("maskrcnn", MaskRcnnNet(classes));
   }
 
@@ -95,22 +97,24 @@ class MaskRcnn : public Model {
             in.at(kGtMasks)[i].index_select(0, filled).to(torch::kFloat32)};
   }
 
-  /// The pyramid (`maps`) and the RPN's outputs of `images`, image by image:
-  /// a convolution's rounding may depend on the batch's size, and the
-  /// proposals' top-k and NMS decide on comparisons, so an image's
-  /// proposals must not depend on what else is in its batch.
+  /// The pyramid (`maps`) and the RPN's outputs of `images`, in passes of
+  /// `backbone_batch_` images (the first of the batch, the next, ...): a
+  /// convolution's rounding may depend on the batch's size, and the
+  /// proposals' top-k and NMS decide on comparisons, so an image's proposals
+  /// depend on the images of its pass, never on how many passes a worker's
+  /// batch makes.
   RpnOut propose(const torch::Tensor& images, std::vector<torch::Tensor>& maps) {
     const int64_t n = images.size(0), height = images.size(2), width = images.size(3);
     std::vector<std::vector<torch::Tensor>> levels, objectness_of, codes_of;
-    for (int64_t i = 0; i < n; ++i) {
-      levels.push_back(net_->backbone(pad(images.narrow(0, i, 1))));
+    for (int64_t i = 0; i < n; i += backbone_batch_) {
+      levels.push_back(net_->backbone(pad(images.narrow(0, i, std::min(backbone_batch_, n - i)))));
       auto [o, c] = net_->rpn(levels.back());
       objectness_of.push_back(std::move(o));
       codes_of.push_back(std::move(c));
     }
-    const auto by_level = [n](const std::vector<std::vector<torch::Tensor>>& per_image, size_t l) {
+    const auto by_level = [](const std::vector<std::vector<torch::Tensor>>& per_pass, size_t l) {
       std::vector<torch::Tensor> parts;
-      for (int64_t i = 0; i < n; ++i) parts.push_back(per_image[static_cast<size_t>(i)][l]);
+      for (const auto& pass : per_pass) parts.push_back(pass[l]);
       return torch::cat(parts);
     };
     std::vector<torch::Tensor> objectness, codes;
@@ -176,6 +180,7 @@ class MaskRcnn : public Model {
   }
 
   int64_t rois_;
+  int64_t backbone_batch_;  ///< images a backbone and RPN pass takes (--backbone-batch)
   MaskRcnnNet net_{nullptr};
 };
 
@@ -321,14 +326,17 @@ ModelSpec maskrcnn_spec() {
       "on RoIAlign; 800x1333 (--image-size is the height)";
   s.task = instance_segmentation();
   s.family = "detection";
-  s.takes = {"--image-size", "--classes", "--rois"};
+  s.takes = {"--image-size", "--classes", "--rois", "--backbone-batch"};
   s.default_image_size = kMaskRcnnHeight;
   // P6's stride: a smaller image has no pixel of its own at the pyramid's top.
   s.min_image_size = 64;
   s.default_classes = 81;  // COCO's 80 and the background
   s.min_classes = 2;
   s.default_rois = kMaskRcnnRois;
-  s.make = [](const ModelOptions& o) { return std::make_shared<MaskRcnn>(o.num_classes, o.rois); };
+  s.default_backbone_batch = kMaskRcnnBackboneBatch;
+  s.make = [](const ModelOptions& o) {
+    return std::make_shared<MaskRcnn>(o.num_classes, o.rois, o.backbone_batch);
+  };
   return s;
 }
 

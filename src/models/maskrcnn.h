@@ -21,6 +21,9 @@ inline constexpr int64_t kMaskRcnnHeight = 800;
 inline constexpr int64_t kMaskRcnnWidth = 1333;
 /// RoIs sampled per image for the box head (--rois): the reference's 512.
 inline constexpr int64_t kMaskRcnnRois = 512;
+/// Images a backbone, FPN and RPN pass takes together (--backbone-batch):
+/// the reference's 2 images a GPU.
+inline constexpr int64_t kMaskRcnnBackboneBatch = 2;
 
 /// An input's width for its height (--image-size): the reference's aspect,
 /// round(height x 1333 / 800).

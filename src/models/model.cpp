@@ -118,6 +118,7 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   check_takes(spec, "--hidden", o.hidden != 0);
   check_takes(spec, "--sparse-embeddings", o.sparse_embeddings);
   check_takes(spec, "--rois", o.rois != 0);
+  check_takes(spec, "--backbone-batch", o.backbone_batch != 0);
   DLSCALE_CHECK(o.dropout < 1, "--dropout must be < 1 (got {}; negative = the model's own)", o.dropout);
   if (spec.takes_flag("--vocab")) {
     DLSCALE_CHECK(!spec.fixed_vocab || o.vocab == 0 || o.vocab == spec.default_vocab,
@@ -139,6 +140,11 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   if (spec.takes_flag("--rois")) {
     if (o.rois == 0) o.rois = spec.default_rois;
     DLSCALE_CHECK(o.rois >= 1, "--rois must be >= 1 (got {})", o.rois);
+  }
+  if (spec.takes_flag("--backbone-batch")) {
+    if (o.backbone_batch == 0) o.backbone_batch = spec.default_backbone_batch;
+    DLSCALE_CHECK(o.backbone_batch >= 1, "--backbone-batch must be >= 1 (got {})",
+                  o.backbone_batch);
   }
   if (spec.takes_flag("--classes")) {
     DLSCALE_CHECK(

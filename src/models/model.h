@@ -93,7 +93,8 @@ struct ModelSpec {
   int64_t min_image_size = 1;       ///< smallest height = width the architecture accepts
   int64_t min_image_size_aux = 0;   ///< the same with auxiliary classifiers (0: has none)
   int64_t default_classes = 1000;
-  int64_t default_rois = 0;         ///< RoIs sampled per image (two-stage detectors, --rois)
+  int64_t default_rois = 0;            ///< RoIs sampled per image (two-stage detectors, --rois)
+  int64_t default_backbone_batch = 0;  ///< images a backbone pass takes (--backbone-batch)
   int64_t min_classes = 1;          ///< a detector needs the background and a class
   bool fixed_classes = false;  ///< its classes are default_classes (a TorchScript module's output)
   bool fixed_vocab = false;    ///< its vocabulary is default_vocab (a TorchScript module's output)

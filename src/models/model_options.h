@@ -37,6 +37,8 @@ struct ModelOptions {
   int64_t hidden = 0;       ///< hidden size (gnmt's LSTMs, the transformer's d_model); 0 = the model's default
   int64_t rois =
       0;  ///< RoIs sampled per image for the box head (maskrcnn); 0 = the model's default
+  int64_t backbone_batch =
+      0;  ///< images a backbone pass takes together (maskrcnn); 0 = the model's default
   bool sparse_embeddings = false;  ///< ncf: the embedding tables' gradients are sparse (dp/sparse_sync.h)
 
   /// The options' table (core/option_table.h).
@@ -104,6 +106,14 @@ struct ModelOptions {
              "rois"}
           .agreed(),
       s.rois);
+    v(Option{"--backbone-batch",
+             "maskrcnn: images the backbone, FPN and RPN take together in one pass (the "
+             "reference's 2 a GPU); a worker's batch goes through in passes of this many, the "
+             "last one shorter. N workers match one worker on the global batch when each "
+             "worker's batch is a multiple of it; 0 = the model's default (2)",
+             "backbone_batch"}
+          .agreed(),
+      s.backbone_batch);
     v(Option{"--sparse-embeddings",
              "ncf: the embedding tables' gradients hold only the rows a batch looked up, and travel as "
              "(indices, values) gathered from every worker instead of a dense allreduce of the tables "

@@ -215,7 +215,10 @@ TEST(Ssd300Strategies, MatchFlatAllreduceOnThreeWorkers) {
 // of values that carry the first step's rounding (another order of adding
 // the gradients), and a flipped near-tie changes which RoIs are sampled
 // (tests/models/maskrcnn_test.cpp checks the per-image losses exactly).
-// A CPU-sized run: 64 x 107 images, 16 RoIs an image.
+// A CPU-sized run: 64 x 107 images, 16 RoIs an image. The backbone takes
+// its default passes of 2 images here, so that every worker's batch (2 or
+// 4 images) makes the same passes; the second test's passes are of one
+// image, as 4 workers of one image each make.
 const std::string kMaskRcnn =
     "train --model maskrcnn --image-size 64 --rois 16 --classes 5 --threads 1 --optimizer momentum "
     "--display-every 0 --first-bucket-mb 1 --synthetic-batches 1 --steps 1 --warmup 0 "
@@ -238,18 +241,20 @@ TEST(MaskRcnnStrategies, MatchOneWorkerOnTheGlobalBatch) {
 }
 
 TEST(MaskRcnnStrategies, HierarchicalCompressedAndIndependentWorkers) {
-  const TrainRun one = train(kMaskRcnn + " --lr 0.0005");
+  const std::string alone = kMaskRcnn + " --backbone-batch 1";
+  const TrainRun one = train(alone + " --lr 0.0005");
   ASSERT_FALSE(one.weights.empty());
-  const TrainRun initial = train(kMaskRcnn + " --lr 1e-30");
-  const TrainRun fp16 = train(kMaskRcnn + " --lr 0.0005 --workers 2 --compress fp16");
+  EXPECT_EQ(one.record["inputs"]["backbone_batch"], 1);
+  const TrainRun initial = train(alone + " --lr 1e-30");
+  const TrainRun fp16 = train(alone + " --lr 0.0005 --workers 2 --compress fp16");
   // fp16 keeps 11 bits, fewer below 6e-5 (subnormal), where many of this
   // small step's gradients lie: 2% of an update here; a wrong average: 50-100%.
   EXPECT_LE(share_of_update(fp16.weights, one.weights, initial.weights), 0.05);
   EXPECT_EQ(fp16.record["results"]["comm"]["wire_dtype"], "float16");
   const TrainRun hierarchical =
-      train(kMaskRcnn + " --lr 0.0005 --workers 4 --strategy hierarchical --ranks-per-node 2");
+      train(alone + " --lr 0.0005 --workers 4 --strategy hierarchical --ranks-per-node 2");
   EXPECT_LE(closeness(hierarchical.weights, one.weights, 1e-5, 1e-7), 1.0);
-  const TrainRun independent = train(kMaskRcnn + " --lr 0.0005 --workers 2 --strategy independent");
+  const TrainRun independent = train(alone + " --lr 0.0005 --workers 2 --strategy independent");
   EXPECT_EQ(independent.record["results"]["comm"]["replicas_identical"], false);
   EXPECT_GT(share_of_update(independent.weights, one.weights, initial.weights), 0.2);
 }

@@ -17,12 +17,13 @@
 namespace dlscale::models {
 namespace {
 
-ModelOptions small_options(int64_t rois = 32) {
+ModelOptions small_options(int64_t rois = 32, int64_t backbone_batch = 0) {
   ModelOptions o;
   o.name = "maskrcnn";
   o.image_size = 64;
   o.num_classes = 5;
   o.rois = rois;
+  o.backbone_batch = backbone_batch;
   return resolve_options(find_model("maskrcnn"), o);
 }
 
@@ -58,9 +59,10 @@ TEST(MaskRcnn, InTheZooWithTorchvisionsWeights) {
   EXPECT_EQ(count_parameters(*model) + frozen_weight_count(*model), 44400693);
 }
 
+// --backbone-batch 1: each image's pyramid and proposals alone.
 TEST(MaskRcnn, ABatchsLossesAreEachImagesAlone) {
   torch::manual_seed(5);
-  const ModelOptions o = small_options();
+  const ModelOptions o = small_options(32, 1);
   const std::shared_ptr<Model> model = make_model(find_model("maskrcnn"), o);
   model->train();
   const TensorMap batch = batch_of(o, 0, 3);
@@ -79,6 +81,26 @@ TEST(MaskRcnn, ABatchsLossesAreEachImagesAlone) {
   for (const auto& p : model->named_parameters()) {
     ASSERT_TRUE(p.value().grad().defined()) << p.key();
     EXPECT_TRUE(p.value().grad().isfinite().all().item<bool>()) << p.key();
+  }
+}
+
+// The default passes of 2 images: a batch of 5's losses are those of its
+// passes, [0, 1], [2, 3] and [4], each given as a batch of its own (what
+// lets 2 workers of 2 images match one worker of 4), up to the rounding of
+// the heads, which take every RoI of the batch at once.
+TEST(MaskRcnn, ABatchsLossesAreThoseOfItsBackbonePasses) {
+  torch::manual_seed(5);
+  const ModelOptions o = small_options();
+  ASSERT_EQ(o.backbone_batch, 2);
+  const std::shared_ptr<Model> model = make_model(find_model("maskrcnn"), o);
+  model->train();
+  const torch::Tensor together = model->forward(batch_of(o, 0, 5)).main.detach();
+  ASSERT_EQ(together.sizes(), (std::vector<int64_t>{5, 5}));
+  for (int64_t first = 0; first < 5; first += 2) {
+    const int64_t n = std::min<int64_t>(2, 5 - first);
+    const torch::Tensor pass = model->forward(batch_of(o, static_cast<uint64_t>(first), n)).main;
+    EXPECT_TRUE(torch::allclose(pass.detach(), together.narrow(0, first, n), 1e-4, 1e-6))
+        << "images " << first << "+" << n << ": " << pass << " in the batch: " << together;
   }
 }
 
@@ -190,12 +212,22 @@ TEST(MaskRcnn, RefusesSizesClassesAndRoisThatDoNotFit) {
   o.num_classes = 0;
   o.rois = -3;
   EXPECT_EQ(message([&] { resolve_options(spec, o); }), "--rois must be >= 1 (got -3)");
+  o.rois = 0;
+  o.backbone_batch = -1;
+  EXPECT_EQ(message([&] { resolve_options(spec, o); }), "--backbone-batch must be >= 1 (got -1)");
   ModelOptions resnet;
   resnet.name = "resnet18";
   resnet.rois = 64;
   EXPECT_EQ(message([&] { resolve_options(find_model("resnet18"), resnet); }),
             "--rois does not apply to model 'resnet18' (family cnn); it takes --image-size, "
             "--classes and --dropout");
+  ModelOptions ssd;
+  ssd.name = "ssd300";
+  ssd.backbone_batch = 2;
+  EXPECT_NE(message([&] {
+              resolve_options(find_model("ssd300"), ssd);
+            }).find("--backbone-batch does not apply to model 'ssd300'"),
+            std::string::npos);
 }
 
 }  // namespace
