@@ -102,6 +102,15 @@ void check_takes(const ModelSpec& spec, const std::string& flag, bool set) {
                           spec.family, list.empty() ? "no model flag but --dropout" : list + " and --dropout"));
 }
 
+/// A count flag of `spec` (--hidden, --rois, --backbone-batch): when the
+/// model takes it, 0 becomes `fallback` (the model's default), and the
+/// count must be at least 1.
+void resolve_count(const ModelSpec& spec, const char* flag, int64_t& value, int64_t fallback) {
+  if (!spec.takes_flag(flag)) return;
+  if (value == 0) value = fallback;
+  DLSCALE_CHECK(value >= 1, "{} must be >= 1 (got {})", flag, value);
+}
+
 }  // namespace
 
 ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
@@ -133,19 +142,9 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
                   "--min-seq-len must be in [1, --seq-len = {}] (got {})", o.seq_len,
                   o.min_seq_len);
   }
-  if (spec.takes_flag("--hidden")) {
-    if (o.hidden == 0) o.hidden = spec.default_hidden;
-    DLSCALE_CHECK(o.hidden >= 1, "--hidden must be >= 1 (got {})", o.hidden);
-  }
-  if (spec.takes_flag("--rois")) {
-    if (o.rois == 0) o.rois = spec.default_rois;
-    DLSCALE_CHECK(o.rois >= 1, "--rois must be >= 1 (got {})", o.rois);
-  }
-  if (spec.takes_flag("--backbone-batch")) {
-    if (o.backbone_batch == 0) o.backbone_batch = spec.default_backbone_batch;
-    DLSCALE_CHECK(o.backbone_batch >= 1, "--backbone-batch must be >= 1 (got {})",
-                  o.backbone_batch);
-  }
+  resolve_count(spec, "--hidden", o.hidden, spec.default_hidden);
+  resolve_count(spec, "--rois", o.rois, spec.default_rois);
+  resolve_count(spec, "--backbone-batch", o.backbone_batch, spec.default_backbone_batch);
   if (spec.takes_flag("--classes")) {
     DLSCALE_CHECK(
         !spec.fixed_classes || o.num_classes == 0 || o.num_classes == spec.default_classes,
