@@ -70,11 +70,17 @@ void PsShard::fail(int w, const std::string& what) {
 
 void PsShard::serve(int w) {
   try {
+    // Each push's receives are posted before the values that the push
+    // answers go out, so the "ready" notes travel ahead of bulk data
+    // (docs/strategies.md, "Both directions of a link").
+    std::vector<std::unique_ptr<comm::Request>> push = post_push(w);
     grant(w, false);  // steps >= 1: the first pull is never the last
     for (int64_t step = 0; step < config_.steps; ++step) {
-      receive_push(w, step);
+      receive_push(step, push);
       apply(w, step);
-      grant(w, step + 1 == config_.steps);
+      const bool last = step + 1 == config_.steps;
+      if (!last) push = post_push(w);
+      grant(w, last);
     }
   } catch (const std::exception& e) {
     fail(w, e.what());
@@ -132,16 +138,22 @@ void PsShard::grant(int w, bool last) {
   link.comm->send(out, link.peer, kPsValuesTag);
 }
 
-void PsShard::receive_push(int w, int64_t step) {
+std::vector<std::unique_ptr<comm::Request>> PsShard::post_push(int w) {
+  // slots_[w] is free here: sync rounds sum it before any link's grant, and
+  // async applies it on its own link before that link's grant.
   const PsEndpoint& link = config_.workers[w];
   std::vector<std::unique_ptr<comm::Request>> requests;
-  std::vector<torch::Tensor> parts;
   for (size_t b = 0; b < config_.plan.buckets.size(); ++b) {
     const PsBucket& bucket = config_.plan.buckets[b];
-    parts.push_back(slots_[w].narrow(0, bucket.offset, bucket.length));
-    requests.push_back(link.comm->irecv(parts.back(), link.peer, static_cast<uint32_t>(b)));
+    torch::Tensor part = slots_[w].narrow(0, bucket.offset, bucket.length);
+    requests.push_back(link.comm->irecv(part, link.peer, static_cast<uint32_t>(b)));
   }
-  for (auto& r : requests) r->wait();
+  return requests;
+}
+
+void PsShard::receive_push(int64_t step, std::vector<std::unique_ptr<comm::Request>>& push) {
+  for (auto& r : push) r->wait();
+  push.clear();
   if (step >= config_.warmup) {
     std::lock_guard<std::mutex> lock(mu_);
     report_.bytes_in_per_step += static_cast<double>(report_.bytes);

@@ -76,7 +76,8 @@ class PsShard {
  private:
   void serve(int w);
   void grant(int w, bool last);
-  void receive_push(int w, int64_t step);
+  std::vector<std::unique_ptr<comm::Request>> post_push(int w);
+  void receive_push(int64_t step, std::vector<std::unique_ptr<comm::Request>>& push);
   void apply(int w, int64_t step);
   void step_optimizer(const torch::Tensor& grad);
   bool gate_open() const;  // with mu_ held

@@ -40,6 +40,7 @@ class PsSync : public GradientSync {
   void fill_info(const PsLayout& layout);
   void send_initial_values();
   void pull();
+  void post_pull();
   void pack(size_t k, const torch::Tensor& grad);
   void push_bucket(int s, int b);
   /// Runs `fn` (a wait on shard `s`), naming the shard in a failure.
@@ -65,6 +66,10 @@ class PsSync : public GradientSync {
   std::vector<BucketTiming> timings_;
   double step_bytes_ = 0;
   bool pulled_ = false;  // the first pull happened
+  // Unbounded modes: the next pull's receives, posted as soon as the last
+  // pull was copied out (see pull()), and the pulls still to come.
+  std::vector<std::unique_ptr<comm::Request>> pull_recvs_;
+  int64_t pulls_left_ = 0;
 
   // Colocated: this process's shard and the in-memory link to it.
   std::shared_ptr<comm::InProcGroup> local_group_;
@@ -74,13 +79,14 @@ class PsSync : public GradientSync {
   std::thread shard_thread_;
 };
 
-PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options, const PsLayout& layout,
-               const SyncContext& context)
+PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options,
+               const PsLayout& layout, const SyncContext& context)
     : params_(std::move(params)),
       options_(options.ps),
       overlap_(options.bucket_mb > 0),
       bounded_(options.ps.mode == PsMode::kAsync && options.ps.max_staleness >= 0),
-      shard_ranks_(layout.shard_ranks) {
+      shard_ranks_(layout.shard_ranks),
+      pulls_left_(context.steps + 1) {
   for (const auto& p : params_) {
     DLSCALE_CHECK(p.scalar_type() == torch::kFloat32 && p.device().is_cpu() &&
                       p.is_non_overlapping_and_dense(),
@@ -218,6 +224,14 @@ void PsSync::send_initial_values() {
   }
 }
 
+void PsSync::post_pull() {
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    on_shard(static_cast<int>(s), [&] {
+      pull_recvs_.push_back(shards_[s].comm->irecv(values_[s], shards_[s].peer, kPsValuesTag));
+    });
+  }
+}
+
 void PsSync::pull() {
   const int k = static_cast<int>(shards_.size());
   if (bounded_) {
@@ -231,19 +245,27 @@ void PsSync::pull() {
       });
     }
   } else {
-    std::vector<std::unique_ptr<comm::Request>> recvs;
-    for (int s = 0; s < k; ++s) {
-      recvs.push_back(shards_[s].comm->irecv(values_[s], shards_[s].peer, kPsValuesTag));
-    }
-    for (int s = 0; s < k; ++s) on_shard(s, [&] { recvs[s]->wait(); });
+    if (pull_recvs_.empty()) post_pull();
+    for (int s = 0; s < k; ++s) on_shard(s, [&] { pull_recvs_[s]->wait(); });
+    pull_recvs_.clear();
   }
   pulled_ = true;
-  torch::NoGradGuard no_grad;
-  for (const PsPiece& piece : plan_.pieces) {
-    flat(params_[piece.param])
-        .narrow(0, piece.offset, piece.length)
-        .copy_(values_[piece.shard].narrow(0, piece.shard_offset, piece.length));
+  --pulls_left_;
+  {
+    torch::NoGradGuard no_grad;
+    for (const PsPiece& piece : plan_.pieces) {
+      flat(params_[piece.param])
+          .narrow(0, piece.offset, piece.length)
+          .copy_(values_[piece.shard].narrow(0, piece.shard_offset, piece.length));
+    }
   }
+  // Post the next pull now, while this worker computes: a receive posted
+  // late tells its shard "ready" behind whatever bulk data this process is
+  // then sending on the same connection (its pushes, the pulls its own shard
+  // serves), so that shard's pull would wait for the other direction's
+  // traffic and the link would carry one direction at a time
+  // (docs/strategies.md, "Both directions of a link").
+  if (!bounded_ && pulls_left_ > 0) post_pull();
 }
 
 void PsSync::begin_backward() {

@@ -197,6 +197,37 @@ TEST_F(ClusterDrill, MpirunCrossesTheShapedLinks) {
   std::filesystem::remove(record);
 }
 
+TEST_F(ClusterDrill, AParameterServerUsesBothDirectionsOfALink) {
+  // Two colocated shards on two hosts: each host sends its push to the other
+  // host's shard while receiving the other worker's push, then both shards
+  // answer the pulls at once. Each host sends as many bytes as it receives
+  // per step, so a link carrying one direction at a time needs at least
+  // (sent + received) / rate a step; both at once need half that.
+  up(2, 100);
+  const std::string record = temp_path("ps-duplex.json");
+  const auto o = run_dlscale(
+      fmt::format("train --cluster {} --model lenet --image-size 28 --batch 16 --steps 4 --warmup "
+                  "1 --threads 1 "
+                  "--display-every 0 --strategy ps --ps-shards 2 --ps-partition-mb 1 --json {}",
+                  name_, record));
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json r = nlohmann::json::parse(read_file(record));
+  const double rate =
+      r["inputs"]["cluster"]["link_mbit"].get<double>() * 1e6 / 8;  // bytes/s each way
+  double sent = 0;
+  for (const auto& b : r["results"]["comm"]["bytes_sent_per_step_tcp"])
+    sent = std::max(sent, b.get<double>());
+  ASSERT_GT(sent, 10e6);  // lenet's 13 MB crossed the link each step
+  const double one_direction_at_a_time = 2 * sent / rate;
+  const double step = r["results"]["step_time_p50_ms"].get<double>() / 1e3;
+  EXPECT_LT(step, 0.8 * one_direction_at_a_time)
+      << "the step (" << step
+      << " s) is not below the time to move its bytes one direction at a time ("
+      << one_direction_at_a_time << " s): push and pull did not overlap";
+  expect_no_process_left(name_, 2);
+  std::filesystem::remove(record);
+}
+
 enum class Fault { kKillWorker, kStopWorker, kLinkDown, kUnreachable, kKillMaster };
 
 /// One randomised fault on a 3-host cluster: the job must end within its
