@@ -51,6 +51,7 @@ inline constexpr const char* kPsPlacement = "ps_placement";
 inline constexpr const char* kPsAssign = "ps_assign";
 inline constexpr const char* kPsPartitionMb = "ps_partition_mb";
 inline constexpr const char* kPsMode = "ps_mode";
+inline constexpr const char* kCommbenchDtype = "dtype";  ///< commbench: the messages' element type
 /// The emulated cluster a job ran on (null without one): its name, hosts,
 /// workers per host and shaped link.
 inline constexpr const char* kCluster = "cluster";

@@ -208,6 +208,15 @@ Link link_from_commbench(const nlohmann::json& record, const std::string& what, 
       record.contains(record::kInputs) ? record[record::kInputs] : nlohmann::json();
   const double p = inputs.is_object() ? inputs.value(in::kWorldSize, 0.0) : 0.0;
   DLSCALE_CHECK(p >= 2, "{}: the allreduce was timed on {} rank(s); 2 or more are needed", what, p);
+  // A float16 or bfloat16 allreduce folds its slower summing into the rate,
+  // which the model would then charge to float32 gradients too.
+  const std::string dtype =
+      inputs.value(in::kCommbenchDtype, std::string("float32"));  // an object: p >= 2
+  DLSCALE_CHECK(dtype == "float32",
+                "{}: the allreduce was timed in {}; the link's rate comes from a float32 commbench "
+                "(--compress "
+                "halves the bytes; a rate per wire type is not modelled yet)",
+                what, dtype);
   const double bw = fit->value(record::kFitBandwidthGbps, 0.0);
   DLSCALE_CHECK(bw > 0, "{}: the allreduce fit has no bandwidth (time did not grow with size: use larger "
                 "--max-bytes)", what);

@@ -368,6 +368,50 @@ TEST(PredictSystemFile, ShippedSystemsParseAndBadFilesAreRefusedNamingTheKey) {
   EXPECT_THROW(load_system("no-such-system", DLSCALE_SOURCE_DIR "/examples/systems"), Error);
 }
 
+TEST(PredictSystemFile, ACommbenchRecordGivesOneRingLinkAndBadOnesAreRefused) {
+  nlohmann::json r = nlohmann::json::parse(R"({
+    "kind": "commbench",
+    "inputs": {"world_size": 4, "dtype": "float32", "cluster": {"hosts": 4}},
+    "results": {"fits": {"allreduce": {"alpha_us": 600.0, "bandwidth_gbps": 1.5}}}})");
+  bool inter = false;
+  const Link l = link_from_commbench(r, "cb.json", inter);
+  EXPECT_TRUE(inter);
+  EXPECT_DOUBLE_EQ(l.bytes_per_s, 1.5e9 * 2 * 3 / 4);  // B x 2(p-1)/p
+  EXPECT_DOUBLE_EQ(l.alpha_s, 600e-6 / 6);             // alpha / 2(p-1)
+  nlohmann::json local = r;
+  local["inputs"].erase("cluster");
+  local["inputs"].erase("dtype");  // records before the key: float32
+  link_from_commbench(local, "cb.json", inter);
+  EXPECT_FALSE(inter);
+  auto refused = [](const nlohmann::json& bad, const std::string& needle) {
+    bool ignored = false;
+    try {
+      link_from_commbench(bad, "cb.json", ignored);
+      ADD_FAILURE() << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json train = r;
+  train["kind"] = "train";
+  refused(train, "cb.json: not a 'dlscale commbench --json' record");
+  nlohmann::json tree_only = r;
+  tree_only["results"]["fits"] = {{"tree", r["results"]["fits"]["allreduce"]}};
+  refused(tree_only, "cb.json: no allreduce fit");
+  nlohmann::json one_rank = r;
+  one_rank["inputs"]["world_size"] = 1;
+  refused(one_rank, "timed on 1 rank(s)");
+  nlohmann::json flat = r;
+  flat["results"]["fits"]["allreduce"]["bandwidth_gbps"] = 0.0;
+  refused(flat, "the allreduce fit has no bandwidth");
+  for (const std::string dtype : {"float16", "bfloat16"}) {
+    nlohmann::json half = r;
+    half["inputs"]["dtype"] = dtype;
+    refused(half, "cb.json: the allreduce was timed in " + dtype +
+                      "; the link's rate comes from a float32");
+  }
+}
+
 nlohmann::json toy_record() {
   return nlohmann::json::parse(R"({
     "kind": "train", "status": "ok",
