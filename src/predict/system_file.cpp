@@ -213,9 +213,8 @@ Link link_from_commbench(const nlohmann::json& record, const std::string& what, 
   const std::string dtype =
       inputs.value(in::kCommbenchDtype, std::string("float32"));  // an object: p >= 2
   DLSCALE_CHECK(dtype == "float32",
-                "{}: the allreduce was timed in {}; the link's rate comes from a float32 commbench "
-                "(--compress "
-                "halves the bytes; a rate per wire type is not modelled yet)",
+                "{}: the allreduce was timed in {}; the link's rate comes from a float32 "
+                "commbench (--compress halves the bytes; a rate per wire type is not modelled yet)",
                 what, dtype);
   const double bw = fit->value(record::kFitBandwidthGbps, 0.0);
   DLSCALE_CHECK(bw > 0, "{}: the allreduce fit has no bandwidth (time did not grow with size: use larger "

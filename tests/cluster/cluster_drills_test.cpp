@@ -206,9 +206,9 @@ TEST_F(ClusterDrill, AParameterServerUsesBothDirectionsOfALink) {
   up(2, 100);
   const std::string record = temp_path("ps-duplex.json");
   const auto o = run_dlscale(
-      fmt::format("train --cluster {} --model lenet --image-size 28 --batch 16 --steps 4 --warmup "
-                  "1 --threads 1 "
-                  "--display-every 0 --strategy ps --ps-shards 2 --ps-partition-mb 1 --json {}",
+      fmt::format("train --cluster {} --model lenet --image-size 28 --batch 16 --steps 4 "
+                  "--warmup 1 --threads 1 --display-every 0 "
+                  "--strategy ps --ps-shards 2 --ps-partition-mb 1 --json {}",
                   name_, record));
   ASSERT_EQ(o.code, 0) << o.err;
   const nlohmann::json r = nlohmann::json::parse(read_file(record));

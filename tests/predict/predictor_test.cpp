@@ -18,6 +18,18 @@ constexpr double kTol = 1e-12;
 
 Link link(double alpha_s, double bytes_per_s) { return {alpha_s, bytes_per_s}; }
 
+/// Expects `fn` to throw a dlscale::Error whose message contains `needle`;
+/// `input` names what was given, for the failure's message.
+template <typename Fn>
+void expect_refused(Fn&& fn, const std::string& input, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << input << " was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
 TEST(PredictFormulas, RingHalvingDoublingTreeAndReduceScatterCostWhatTheirFormulasSay) {
   const Link l = link(1e-5, 1e9);
   const double s = 1e6;
@@ -244,12 +256,8 @@ TEST(Predict, BadInputIsRefusedNamingIt) {
   PredictOptions o;
   o.workers = {1, 2};
   auto refused = [&](const std::string& strategy, const Network& n, const std::string& needle) {
-    try {
-      predict(two_tensors(), n, {parse_strategy(strategy)}, o);
-      ADD_FAILURE() << strategy << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    expect_refused([&] { predict(two_tensors(), n, {parse_strategy(strategy)}, o); }, strategy,
+                   needle);
   };
   refused("ps:4", one_node(), "4 colocated shards need at least 4 workers");
   refused("hierarchical", one_node(1), "hierarchical needs 2 or more workers per node");
@@ -338,12 +346,7 @@ TEST(PredictSystemFile, ShippedSystemsParseAndBadFilesAreRefusedNamingTheKey) {
   EXPECT_DOUBLE_EQ(s.network.intra.bytes_per_s, 2e9);
   EXPECT_DOUBLE_EQ(s.rate("resnet50"), 100);
   auto refused = [](const std::string& yaml, const std::string& needle) {
-    try {
-      parse_system(yaml, "t.yaml");
-      ADD_FAILURE() << yaml;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    expect_refused([&] { parse_system(yaml, "t.yaml"); }, yaml, needle);
   };
   refused("name: x\ninter: {gbit_s: 1}\nlink: 3\n", "unknown key 'link'");
   refused("name: x\n", "needs 'name' and 'inter'");
@@ -385,12 +388,7 @@ TEST(PredictSystemFile, ACommbenchRecordGivesOneRingLinkAndBadOnesAreRefused) {
   EXPECT_FALSE(inter);
   auto refused = [](const nlohmann::json& bad, const std::string& needle) {
     bool ignored = false;
-    try {
-      link_from_commbench(bad, "cb.json", ignored);
-      ADD_FAILURE() << bad.dump();
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    expect_refused([&] { link_from_commbench(bad, "cb.json", ignored); }, bad.dump(), needle);
   };
   nlohmann::json train = r;
   train["kind"] = "train";
