@@ -192,7 +192,9 @@ SystemSpec load_system(const std::string& name_or_path, const std::string& syste
                           systems_dir));
 }
 
-Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter) {
+namespace {
+
+Link commbench_link(const nlohmann::json& record, const std::string& what, bool& inter) {
   namespace in = record::input;
   DLSCALE_CHECK(record.is_object() && record.value(record::kKind, "") == record::kKindCommbench,
                 "{}: not a 'dlscale commbench --json' record (kind must be 'commbench')", what);
@@ -226,6 +228,17 @@ Link link_from_commbench(const nlohmann::json& record, const std::string& what, 
   l.bytes_per_s = bw * 1e9 * 2 * (p - 1) / p;
   l.alpha_s = fit->value(record::kFitAlphaUs, 0.0) * 1e-6 / (2 * (p - 1));
   return l;
+}
+
+}  // namespace
+
+Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter) {
+  try {
+    return commbench_link(record, what, inter);
+  } catch (const nlohmann::json::exception& e) {
+    // A key of the wrong type (a hand-edited record): one line naming the file.
+    throw Error(fmt::format("{}: a malformed commbench record: {}", what, e.what()));
+  }
 }
 
 namespace {

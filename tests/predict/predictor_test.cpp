@@ -402,6 +402,12 @@ TEST(PredictSystemFile, ACommbenchRecordGivesOneRingLinkAndBadOnesAreRefused) {
   nlohmann::json flat = r;
   flat["results"]["fits"]["allreduce"]["bandwidth_gbps"] = 0.0;
   refused(flat, "the allreduce fit has no bandwidth");
+  nlohmann::json numeric_dtype = r;
+  numeric_dtype["inputs"]["dtype"] = 5;
+  refused(numeric_dtype, "cb.json: a malformed commbench record: ");
+  nlohmann::json text_ranks = r;
+  text_ranks["inputs"]["world_size"] = "four";
+  refused(text_ranks, "cb.json: a malformed commbench record: ");
   for (const std::string dtype : {"float16", "bfloat16"}) {
     nlohmann::json half = r;
     half["inputs"]["dtype"] = dtype;
