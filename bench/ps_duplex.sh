@@ -26,6 +26,7 @@ flags() {
     *) echo "ps_duplex.sh: unknown setup '$1' (ar ps1 split rr)" >&2; exit 2 ;;
   esac
 }
+for s in $setups; do flags "$s" > /dev/null || exit 2; done  # before any run: $(flags) cannot stop the script
 results=$(mktemp)
 for round in $(seq "$rounds"); do
   for m in $models; do
