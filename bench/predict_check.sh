@@ -4,13 +4,18 @@
 # --trace, as the sweep's settings), commbench of the unshaped emulated
 # link, the measured sweep examples/predict-check.yaml, then
 # `report --type predict`. As root (the emulated cluster). Everything goes
-# to $OUT (default /tmp/dlscale-predict-check).
+# to $OUT (default /tmp/dlscale-SWEEP). SWEEP=fabric-check runs
+# examples/fabric-check.yaml instead: 4 hosts in one switch or in racks
+# with shared uplinks (docs/predict.md, "A shared fabric").
 #
-#   sudo bench/predict_check.sh            # about 30 minutes on 2 cores
+#   sudo bench/predict_check.sh                      # about 30 minutes on 2 cores
+#   sudo SWEEP=fabric-check bench/predict_check.sh   # about 17 minutes
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 dlscale=${DLSCALE:-$here/build/dlscale}
-out=${OUT:-/tmp/dlscale-predict-check}
+sweep=${SWEEP:-predict-check}
+[ -f "$here/examples/$sweep.yaml" ] || { echo "SWEEP=$sweep: no examples/$sweep.yaml" >&2; exit 2; }
+out=${OUT:-/tmp/dlscale-$sweep}
 mkdir -p "$out"
 cd "$out"
 
@@ -27,8 +32,8 @@ trap '"$dlscale" cluster down --name pcheck > /dev/null 2>&1 || true' EXIT
 "$dlscale" cluster down --name pcheck > /dev/null
 
 echo "== the measured sweep" >&2
-"$dlscale" sweep "$here/examples/predict-check.yaml" --db results.db
+"$dlscale" sweep "$here/examples/$sweep.yaml" --db results.db
 
 echo "== predicted against measured" >&2
-"$dlscale" report --db results.db --sweep predict-check --type predict --calibrate lenet.json \
-  --calibrate resnet18.json --commbench commbench.json --system local-cluster | tee predict-check.txt
+"$dlscale" report --db results.db --sweep "$sweep" --type predict --calibrate lenet.json \
+  --calibrate resnet18.json --commbench commbench.json --system local-cluster | tee "$sweep.txt"

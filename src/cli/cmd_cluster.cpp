@@ -34,6 +34,16 @@ void run_down(const std::string& name) {
   fmt::print(existed ? "cluster '{}' removed\n" : "cluster '{}' did not exist\n", name);
 }
 
+/// "100 Mbit/s", "unshaped", then ", racks of 2, uplinks 50 Mbit/s".
+std::string links_text(const cluster::ClusterSpec& s) {
+  const auto rate = [](double mbit) {
+    return mbit > 0 ? fmt::format("{:g} Mbit/s", mbit) : std::string("unshaped");
+  };
+  if (s.rack_hosts == 0) return rate(s.link_mbit);
+  return fmt::format("{}, racks of {}, uplinks {}", rate(s.link_mbit), s.rack_hosts,
+                     rate(s.uplink_mbit));
+}
+
 void run_list() {
   TextTable table({"name", "hosts", "link", "state", "slurm", "namespaces"},
                   {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft});
@@ -41,9 +51,7 @@ void run_list() {
     std::string names;
     for (const std::string& ns : c.namespaces) names += (names.empty() ? "" : " ") + ns;
     table.add_row({c.spec.name, c.spec.hosts > 0 ? std::to_string(c.spec.hosts) : "?",
-                   c.spec.link_mbit > 0 ? fmt::format("{:g} Mbit/s", c.spec.link_mbit)
-                                        : "unshaped",
-                   c.complete ? "up" : "incomplete (cluster down removes it)",
+                   links_text(c.spec), c.complete ? "up" : "incomplete (cluster down removes it)",
                    c.spec.slurm ? slurm::slurm_state(c.spec.name) : "-", names});
   }
   table.print(std::cout);
@@ -129,6 +137,14 @@ void add_cluster_command(CLI::App& app) {
       ->capture_default_str();
   up->add_option("--link-mbit", spec->link_mbit,
                  "Each host's link rate in Mbit/s, each way (tbf); 0 = unshaped")
+      ->capture_default_str();
+  up->add_option(
+        "--rack-hosts", spec->rack_hosts,
+        "A shared fabric: hosts in racks of this many (host h in rack h / N), each rack's switch "
+        "joined to a spine by one uplink that all its cross-rack traffic shares; 0 = one switch")
+      ->capture_default_str();
+  up->add_option("--uplink-mbit", spec->uplink_mbit,
+                 "--rack-hosts: each rack's uplink rate in Mbit/s, each way (tbf); 0 = unshaped")
       ->capture_default_str();
   up->add_flag("--slurm", spec->slurm,
                "Also run a real Slurm on the hosts: munged and slurmctld in host 0, a slurmd in each "

@@ -187,6 +187,33 @@ void add_model_flags(CLI::App* cmd, PredictFlags& f) {
       "an image classifier");
 }
 
+/// The network: commbench records, links, workers per node, casts, fabric.
+void add_network_flags(CLI::App* cmd, predict::NetworkFlags& net) {
+  cmd->add_option(
+      "--commbench", net.commbench,
+      "A 'dlscale commbench --json' record (repeatable): its allreduce fit gives the "
+      "inside-node link, or the between-nodes link when it ran on an emulated cluster of 2+ "
+      "hosts");
+  cmd->add_option("--link-gbps", net.link_gbps, "Between nodes: Gbit/s of each node's link");
+  cmd->add_option("--latency-us", net.latency_us,
+                  "Between nodes: latency of one message, microseconds");
+  cmd->add_option("--intra-gbps", net.intra_gbps, "Inside a node: Gbit/s of each worker's link");
+  cmd->add_option("--intra-latency-us", net.intra_latency_us,
+                  "Inside a node: latency, microseconds");
+  cmd->add_option("--workers-per-node,--gpus-per-node", net.workers_per_node,
+                  "Workers per node; 0 = the system's (1)");
+  cmd->add_option("--cast-gbyte-s", net.cast_gbyte_s,
+                  "fp32 GB/s of a cast to fp16/bf16 (+fp16, +bf16); < 0 = the system's");
+  cmd->add_option(
+      "--fabric-nodes", net.fabric_nodes,
+      "A shared fabric: nodes under one leaf switch, whose one uplink all their traffic to other "
+      "groups shares (node i in group i / G); 0 = none (a non-blocking switch); default: the "
+      "system's");
+  cmd->add_option(
+      "--fabric-gbps", net.fabric_gbps,
+      "With --fabric-nodes: Gbit/s of each group's uplink, each way; default: the system's");
+}
+
 }  // namespace
 
 void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
@@ -204,15 +231,7 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--system", f->system,
                   "A system file, or the name of a shipped one (examples/systems/NAME.yaml): network, workers per "
                   "node, strategy and published rates");
-  cmd->add_option("--commbench", f->network.commbench,
-                  "A 'dlscale commbench --json' record (repeatable): its allreduce fit gives the inside-node link, "
-                  "or the between-nodes link when it ran on an emulated cluster of 2+ hosts");
-  cmd->add_option("--link-gbps", f->network.link_gbps, "Between nodes: Gbit/s of each node's link");
-  cmd->add_option("--latency-us", f->network.latency_us, "Between nodes: latency of one message, microseconds");
-  cmd->add_option("--intra-gbps", f->network.intra_gbps, "Inside a node: Gbit/s of each worker's link");
-  cmd->add_option("--intra-latency-us", f->network.intra_latency_us, "Inside a node: latency, microseconds");
-  cmd->add_option("--workers-per-node,--gpus-per-node", f->network.workers_per_node, "Workers per node; 0 = the system's (1)");
-  cmd->add_option("--cast-gbyte-s", f->network.cast_gbyte_s, "fp32 GB/s of a cast to fp16/bf16 (+fp16, +bf16); < 0 = the system's");
+  add_network_flags(cmd, f->network);
   cmd->add_option("--strategy,-s", f->strategies,
                   "Strategies, comma-separated or repeated: allreduce | allreduce-hd | tree | hierarchical | ps[:K] "
                   "| zero[:1|2|3], with +flat, +fp16, +bf16 and for ps +dedicated, +async, +node-aggregate, +greedy; "

@@ -85,6 +85,8 @@ std::optional<ClusterSpec> read_state(const std::string& name) {
     s.name = j.at("name").get<std::string>();
     s.hosts = j.at("hosts").get<int>();
     s.link_mbit = j.at("link_mbit").get<double>();
+    s.rack_hosts = j.value("rack_hosts", 0);
+    s.uplink_mbit = j.value("uplink_mbit", 0.0);
     s.slurm = j.value("slurm", false);
     s.slurm_cpus = j.value("slurm_cpus", 0);
     s.slurm_memory_mb = j.value("slurm_memory_mb", 0LL);
@@ -174,12 +176,41 @@ void shape(const std::string& ns, const std::string& dev, double mbit) {
             "latency", "100ms"});
 }
 
+void add_bridge(const std::string& sw, const std::string& bridge) {
+  run_tool({"ip", "-n", sw, "link", "add", bridge, "type", "bridge"});
+  run_tool({"ip", "-n", sw, "link", "set", bridge, "up"});
+}
+
+/// The racks' bridges rR, each joined to the spine br0 by the veth pair
+/// uR (rack side) - sR (spine side), both shaped: uR carries what leaves
+/// the rack, sR what enters it.
+void build_racks(const ClusterSpec& spec, const std::string& sw) {
+  for (int r = 0; r < spec.racks(); ++r) {
+    const std::string rack = "r" + std::to_string(r), up = "u" + std::to_string(r),
+                      down = "s" + std::to_string(r);
+    add_bridge(sw, rack);
+    run_tool({"ip", "-n", sw, "link", "add", up, "type", "veth", "peer", "name", down});
+    run_tool({"ip", "-n", sw, "link", "set", up, "master", rack});
+    run_tool({"ip", "-n", sw, "link", "set", down, "master", "br0"});
+    for (const std::string& dev : {up, down}) run_tool({"ip", "-n", sw, "link", "set", dev, "up"});
+    if (spec.uplink_mbit > 0) {
+      shape(sw, up, spec.uplink_mbit);
+      shape(sw, down, spec.uplink_mbit);
+    }
+  }
+}
+
+/// The bridge host `h`'s link plugs into: its rack's, or br0.
+std::string host_bridge(const ClusterSpec& spec, int h) {
+  return spec.rack_hosts > 0 ? "r" + std::to_string(h / spec.rack_hosts) : "br0";
+}
+
 void build(const ClusterSpec& spec) {
   const std::string sw = switch_namespace(spec.name);
   run_tool({"ip", "netns", "add", sw});
   run_tool({"ip", "-n", sw, "link", "set", "lo", "up"});
-  run_tool({"ip", "-n", sw, "link", "add", "br0", "type", "bridge"});
-  run_tool({"ip", "-n", sw, "link", "set", "br0", "up"});
+  add_bridge(sw, "br0");
+  if (spec.rack_hosts > 0) build_racks(spec, sw);
   for (int h = 0; h < spec.hosts; ++h) {
     const std::string ns = host_namespace(spec.name, h);
     const std::string port = "p" + std::to_string(h);
@@ -188,7 +219,7 @@ void build(const ClusterSpec& spec) {
     // among the machine's own interfaces.
     run_tool({"ip", "link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", port,
               "netns", sw});
-    run_tool({"ip", "-n", sw, "link", "set", port, "master", "br0"});
+    run_tool({"ip", "-n", sw, "link", "set", port, "master", host_bridge(spec, h)});
     run_tool({"ip", "-n", sw, "link", "set", port, "up"});
     run_tool({"ip", "-n", ns, "addr", "add", host_address(h) + "/24", "dev", "eth0"});
     run_tool({"ip", "-n", ns, "link", "set", "eth0", "up"});
@@ -203,13 +234,15 @@ void build(const ClusterSpec& spec) {
 }  // namespace
 
 nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
-                            double link_mbit) {
+                            double link_mbit, int rack_hosts, double uplink_mbit) {
   if (name.empty()) return nullptr;
   namespace in = record::input;
   return {{in::kClusterName, name},
           {in::kClusterHosts, hosts},
           {in::kClusterWorkersPerHost, workers_per_host},
-          {in::kClusterLinkMbit, link_mbit}};
+          {in::kClusterLinkMbit, link_mbit},
+          {in::kClusterRackHosts, rack_hosts},
+          {in::kClusterUplinkMbit, uplink_mbit}};
 }
 
 void check_cluster_name(const std::string& name) {
@@ -226,6 +259,14 @@ void check_cluster_spec(const ClusterSpec& s) {
   DLSCALE_CHECK(s.link_mbit == 0 || (s.link_mbit >= 1 && s.link_mbit <= kMaxMbit),
                 "--link-mbit must be 0 (unshaped) or in [1, {:g}] Mbit/s (got {:g})", kMaxMbit,
                 s.link_mbit);
+  DLSCALE_CHECK(s.rack_hosts == 0 || (s.rack_hosts >= 1 && s.rack_hosts < s.hosts),
+                "--rack-hosts must be 0 (one switch) or in [1, --hosts - 1] = [1, {}] (got {})",
+                s.hosts - 1, s.rack_hosts);
+  DLSCALE_CHECK(s.uplink_mbit == 0 || (s.uplink_mbit >= 1 && s.uplink_mbit <= kMaxMbit),
+                "--uplink-mbit must be 0 (unshaped) or in [1, {:g}] Mbit/s (got {:g})", kMaxMbit,
+                s.uplink_mbit);
+  DLSCALE_CHECK(s.rack_hosts > 0 || s.uplink_mbit == 0,
+                "--uplink-mbit needs --rack-hosts (the racks it joins)");
   DLSCALE_CHECK(s.slurm_cpus >= 0 && s.slurm_cpus <= 4096, "--slurm-cpus must be in [0, 4096] (got {})",
                 s.slurm_cpus);
   DLSCALE_CHECK(s.slurm_memory_mb >= 0 && s.slurm_memory_mb <= (1LL << 30),
@@ -236,9 +277,15 @@ void check_cluster_spec(const ClusterSpec& s) {
 
 std::string describe(const ClusterSpec& s) {
   const std::string hosts = fmt::format("{} host{}", s.hosts, s.hosts == 1 ? "" : "s");
-  const std::string slurm = s.slurm ? ", with Slurm" : "";
-  if (s.link_mbit <= 0) return hosts + ", unshaped links" + slurm;
-  return fmt::format("{}, links of {:g} Mbit/s each way{}", hosts, s.link_mbit, slurm);
+  std::string more;
+  if (s.rack_hosts > 0) {
+    more = fmt::format(", racks of {} host{} with {}", s.rack_hosts, s.rack_hosts == 1 ? "" : "s",
+                       s.uplink_mbit > 0 ? fmt::format("uplinks of {:g} Mbit/s", s.uplink_mbit)
+                                         : "unshaped uplinks");
+  }
+  if (s.slurm) more += ", with Slurm";
+  if (s.link_mbit <= 0) return hosts + ", unshaped links" + more;
+  return fmt::format("{}, links of {:g} Mbit/s each way{}", hosts, s.link_mbit, more);
 }
 
 std::string host_namespace(const std::string& name, int host) {
@@ -293,9 +340,14 @@ UpOutcome cluster_up(const ClusterSpec& spec, const StartServices& services) {
     fs::create_directories(kStateDir, ec);
     write_hosts_file(spec);
     if (spec.slurm) services(spec);
-    nlohmann::json state = {{"name", spec.name},   {"hosts", spec.hosts},
-                            {"link_mbit", spec.link_mbit}, {"subnet", kSubnet},
-                            {"slurm", spec.slurm}, {"slurm_cpus", spec.slurm_cpus},
+    nlohmann::json state = {{"name", spec.name},
+                            {"hosts", spec.hosts},
+                            {"link_mbit", spec.link_mbit},
+                            {"subnet", kSubnet},
+                            {"rack_hosts", spec.rack_hosts},
+                            {"uplink_mbit", spec.uplink_mbit},
+                            {"slurm", spec.slurm},
+                            {"slurm_cpus", spec.slurm_cpus},
                             {"slurm_memory_mb", spec.slurm_memory_mb}};
     write_file_atomic(state_path(spec.name), dump_json(state, 2) + "\n");
   } catch (...) {
@@ -363,10 +415,12 @@ bool link_down(const std::string& ns, const std::string& dev) {
 
 std::vector<int> hosts_with_link_down(const ClusterSpec& spec) {
   std::vector<int> down;
+  const std::string sw = switch_namespace(spec.name);
   for (int h = 0; h < spec.hosts; ++h) {
-    if (link_down(host_namespace(spec.name, h), "eth0") ||
-        link_down(switch_namespace(spec.name), "p" + std::to_string(h))) {
-      down.push_back(h);
+    const std::string rack = spec.rack_hosts > 0 ? std::to_string(h / spec.rack_hosts) : "";
+    if (link_down(host_namespace(spec.name, h), "eth0") || link_down(sw, "p" + std::to_string(h)) ||
+        (!rack.empty() && (link_down(sw, "u" + rack) || link_down(sw, "s" + rack)))) {
+      down.push_back(h);  // its own link, or its rack's uplink
     }
   }
   return down;

@@ -24,13 +24,20 @@ struct ClusterSpec {
   std::string name = "dls";  ///< [a-z0-9], 1..12 characters
   int hosts = 2;             ///< namespaces with one address each, 1..kMaxHosts
   double link_mbit = 0;      ///< each host's link rate each way; 0 = unshaped
+  /// A shared fabric: hosts in racks of `rack_hosts` (host h in rack
+  /// h / rack_hosts), each rack's switch joined to a spine by one uplink
+  /// that all its cross-rack traffic shares; 0 = one switch for all.
+  int rack_hosts = 0;
+  double uplink_mbit = 0;  ///< each rack's uplink rate each way; 0 = unshaped
+  int racks() const { return rack_hosts > 0 ? (hosts + rack_hosts - 1) / rack_hosts : 1; }
   /// A real Slurm on the hosts (slurm/slurm_cluster.h): slurmctld in host 0,
   /// one slurmd per host.
   bool slurm = false;
   int slurm_cpus = 0;           ///< CPUs of each Slurm node; 0 = this machine's cores
   long long slurm_memory_mb = 0;  ///< memory of each Slurm node; 0 = this machine's ÷ hosts
   bool operator==(const ClusterSpec& o) const {
-    return name == o.name && hosts == o.hosts && link_mbit == o.link_mbit && slurm == o.slurm &&
+    return name == o.name && hosts == o.hosts && link_mbit == o.link_mbit &&
+           rack_hosts == o.rack_hosts && uplink_mbit == o.uplink_mbit && slurm == o.slurm &&
            slurm_cpus == o.slurm_cpus && slurm_memory_mb == o.slurm_memory_mb;
   }
 };
@@ -43,10 +50,10 @@ std::string cluster_state_dir();
 /// namespaces first). Throws dlscale::Error for a bad cluster name.
 std::string cluster_service_dir(const std::string& name, const std::string& service);
 
-/// A record's `inputs.cluster`: {name, hosts, workers_per_host, link_mbit},
-/// or null outside a cluster job (`name` empty).
+/// A record's `inputs.cluster`: {name, hosts, workers_per_host, link_mbit,
+/// rack_hosts, uplink_mbit}, or null outside a cluster job (`name` empty).
 nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
-                            double link_mbit);
+                            double link_mbit, int rack_hosts = 0, double uplink_mbit = 0);
 
 /// Throws dlscale::Error (one line; the CLI exits 2) unless `name` is 1 to
 /// 12 lower-case letters or digits. Every function below that takes a name
@@ -55,12 +62,14 @@ nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_
 void check_cluster_name(const std::string& name);
 /// Throws dlscale::Error naming the bad value.
 void check_cluster_spec(const ClusterSpec& spec);
-/// "2 hosts, links of 100 Mbit/s" / "2 hosts, unshaped links".
+/// "2 hosts, links of 100 Mbit/s" / "2 hosts, unshaped links", then
+/// ", racks of 2 hosts with uplinks of 50 Mbit/s" with racks.
 std::string describe(const ClusterSpec& spec);
 
 /// The namespace of host `host` of cluster `name`: "dls-NAME-hHOST".
 std::string host_namespace(const std::string& name, int host);
-/// The namespace holding the cluster's bridge: "dls-NAME-sw".
+/// The namespace holding the cluster's bridges (the hosts' or the racks'
+/// and the spine's) and the uplinks: "dls-NAME-sw".
 std::string switch_namespace(const std::string& name);
 /// Host `host`'s address: "10.77.0.(host+1)".
 std::string host_address(int host);
@@ -102,7 +111,8 @@ std::optional<ClusterSpec> find_cluster(const std::string& name);
 ClusterSpec require_cluster(const std::string& name);
 
 /// Hosts whose link is down at either end (`ip link set ... down` on the
-/// host's eth0 or the switch's port): what a failed job's error names first.
+/// host's eth0 or the switch's port), or whose rack's uplink is: what a
+/// failed job's error names first.
 std::vector<int> hosts_with_link_down(const ClusterSpec& spec);
 
 /// `dlscale cluster mpirun`: the mpirun command line that runs `command` as

@@ -62,8 +62,8 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
       nlohmann::json record = to_json(o, result, *comm, argv);
       record["inputs"]["mpi_collectives"] = option_json(job.launch.mpi_collectives);
       record["inputs"]["device"] = job.device;
-      record[record::kInputs][record::input::kCluster] = cluster::cluster_json(
-          env.cluster.name, env.cluster.hosts, job.launch.workers_per_host, env.cluster.link_mbit);
+      record[record::kInputs][record::input::kCluster] =
+          env.cluster.to_json(job.launch.workers_per_host);
       record["inputs"]["slurm"] = env.slurm.to_json();
       record[record::kEnvironment] = dlscale::to_json(collect_system_info());
       record[record::kEnvironment]["torch_version"] = compat::torch_version();

@@ -53,12 +53,16 @@ inline constexpr const char* kPsPartitionMb = "ps_partition_mb";
 inline constexpr const char* kPsMode = "ps_mode";
 inline constexpr const char* kCommbenchDtype = "dtype";  ///< commbench: the messages' element type
 /// The emulated cluster a job ran on (null without one): its name, hosts,
-/// workers per host and shaped link.
+/// workers per host, shaped link and racks.
 inline constexpr const char* kCluster = "cluster";
 inline constexpr const char* kClusterName = "name";
 inline constexpr const char* kClusterHosts = "hosts";
 inline constexpr const char* kClusterWorkersPerHost = "workers_per_host";
 inline constexpr const char* kClusterLinkMbit = "link_mbit";  ///< 0 = unshaped
+/// Hosts in each rack of a shared fabric (0 = one switch) and each rack's
+/// uplink to the spine (0 = unshaped); docs/cluster.md.
+inline constexpr const char* kClusterRackHosts = "rack_hosts";
+inline constexpr const char* kClusterUplinkMbit = "uplink_mbit";
 
 }  // namespace input
 

@@ -85,8 +85,7 @@ NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, i
                     {"--nnodes", std::to_string(spec.hosts), "--node-rank", std::to_string(h),
                      "--workers", std::to_string(plan.workers_per_host), "--master-addr",
                      cluster::host_address(0), "--host-addr", cluster::host_address(h)});
-  spawn.set_env = {{kEnvJobSecret, secret},
-                   {kEnvCluster, fmt::format("{}:{}:{}:{:g}", spec.name, h, spec.hosts, spec.link_mbit)}};
+  spawn.set_env = {{kEnvJobSecret, secret}, {kEnvCluster, ClusterHost::env_value(spec, h)}};
   spawn.stdin_fd = SpawnOptions::kInherit;
   spawn.stderr_fd = pipe.write_fd;
   const cluster::HostEntry entry = cluster::host_entry(spec.name, h);
@@ -185,7 +184,9 @@ Diagnosis diagnose(const cluster::ClusterSpec& spec, const std::vector<NodeProc>
   Diagnosis d = find_stopped_worker(nodes);
   if (d.host >= 0) return d;
   const std::vector<int> down = cluster::hosts_with_link_down(spec);
-  if (!down.empty()) return {down.front(), "its link is down"};
+  if (!down.empty())
+    return {down.front(),
+            spec.rack_hosts > 0 ? "its link or its rack's uplink is down" : "its link is down"};
   return d;
 }
 

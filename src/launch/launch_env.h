@@ -26,6 +26,13 @@ struct ClusterHost {
   int host = -1;         ///< this host's index
   int hosts = 0;         ///< hosts in the cluster
   double link_mbit = 0;  ///< each link's rate; 0 = unshaped
+  int rack_hosts = 0;    ///< hosts in each rack; 0 = one switch
+  double uplink_mbit = 0;  ///< each rack's uplink; 0 = unshaped
+  /// DLSCALE_CLUSTER's value for host `host` of `spec`:
+  /// NAME:HOST:HOSTS:LINK_MBIT:RACK_HOSTS:UPLINK_MBIT.
+  static std::string env_value(const cluster::ClusterSpec& spec, int host);
+  /// The record's inputs.cluster (cluster::cluster_json), null outside a cluster.
+  nlohmann::json to_json(int workers_per_host) const;
 };
 
 using cluster::cluster_json;  ///< cluster/cluster.h

@@ -39,11 +39,11 @@ void check_job_options(const JobOptions& j) {
                 "--backend gloo");
 }
 
-nlohmann::json launch_inputs(const LaunchOptions& o, int cluster_hosts, double cluster_link_mbit) {
+nlohmann::json launch_inputs(const LaunchOptions& o, const ClusterShape& c) {
   nlohmann::json j = nlohmann::json::object();
   record_inputs(o, j);
-  j[record::input::kCluster] =
-      cluster::cluster_json(o.cluster, cluster_hosts, o.workers_per_host, cluster_link_mbit);
+  j[record::input::kCluster] = cluster::cluster_json(o.cluster, c.hosts, o.workers_per_host,
+                                                     c.link_mbit, c.rack_hosts, c.uplink_mbit);
   return j;
 }
 

@@ -126,7 +126,15 @@ struct JobOptions {
 void check_job_options(const JobOptions& options);
 
 /// The record's part of the launch (inputs: workers, nodes, backend,
-/// timeout, the cluster and its `hosts` and `link_mbit`).
-nlohmann::json launch_inputs(const LaunchOptions& options, int cluster_hosts, double cluster_link_mbit);
+/// timeout, the cluster and its topology: `hosts`, `link_mbit`, racks).
+/// `cluster` is cluster::ClusterSpec's shape (hosts, links, racks) of the
+/// cluster the job runs on; its name is options.cluster.
+struct ClusterShape {
+  int hosts = 0;
+  double link_mbit = 0;
+  int rack_hosts = 0;
+  double uplink_mbit = 0;
+};
+nlohmann::json launch_inputs(const LaunchOptions& options, const ClusterShape& cluster);
 
 }  // namespace dlscale::launch

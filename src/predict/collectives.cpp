@@ -10,6 +10,8 @@ const char* link_name(LinkKind kind) {
     case LinkKind::kIntra: return "intra-node link";
     case LinkKind::kInter: return "inter-node link";
     case LinkKind::kShard: return "ps-shard link";
+    case LinkKind::kFabric:
+      return "fabric uplink";
   }
   return "?";
 }
@@ -79,6 +81,46 @@ Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, LinkKi
   if (ranks <= 1) return {};
   const double p = static_cast<double>(ranks);
   return terms(p - 1, (p - 1) / p * bytes, link, kind);
+}
+
+Cost ring_over_fabric(const Cost& ring, const Link& link, const Fabric& fabric, long long nodes) {
+  if (!fabric.spans(nodes) || fabric.bytes_per_s >= link.bytes_per_s) return ring;
+  Cost c;
+  c.latency_s = ring.latency_s;
+  c.cast_s = ring.cast_s;
+  c.add_transfer(LinkKind::kFabric, ring.transfer_s * link.bytes_per_s / fabric.bytes_per_s);
+  return c;
+}
+
+long long Placement::on_nodes(long long lo, long long hi) const {
+  const long long from = std::max(lo, first_node), to = std::min(hi, last_node() + 1);
+  if (to <= from || count <= 0) return 0;
+  const long long before = (from - first_node) * per_node;  // members on nodes before `from`
+  return std::min(count, (to - first_node) * per_node) - std::min(count, before);
+}
+
+double all_to_all_uplink_bytes(const Placement& senders, const Placement& receivers, double bytes,
+                               const Fabric& fabric) {
+  const long long g = fabric.nodes_per_group;
+  const long long last = std::max(senders.last_node(), receivers.last_node());
+  if (g <= 0 || last < g || receivers.count <= 0) return 0;
+  // A group's load changes only where a side starts or ends: the groups
+  // holding those nodes, and their neighbours, cover every distinct value.
+  const long long marks[] = {
+      0,   senders.first_node, senders.last_node(), receivers.first_node, receivers.last_node(),
+      last};
+  const double s_all = static_cast<double>(senders.count),
+               r_all = static_cast<double>(receivers.count);
+  double most = 0;
+  for (const long long node : marks) {
+    for (long long group = node / g - 1; group <= node / g + 1; ++group) {
+      if (group < 0 || group * g > last) continue;
+      const double s = static_cast<double>(senders.on_nodes(group * g, (group + 1) * g));
+      const double r = static_cast<double>(receivers.on_nodes(group * g, (group + 1) * g));
+      most = std::max({most, s * (r_all - r) * bytes / r_all, (s_all - s) * r * bytes / r_all});
+    }
+  }
+  return most;
 }
 
 }  // namespace dlscale::predict

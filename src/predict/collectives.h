@@ -15,9 +15,21 @@ struct Link {
 };
 
 /// Which link a transfer crosses, for naming the bottleneck.
-enum class LinkKind { kIntra, kInter, kShard };
-/// "intra-node link", "inter-node link", "ps-shard link".
+enum class LinkKind { kIntra, kInter, kShard, kFabric };
+/// "intra-node link", "inter-node link", "ps-shard link", "fabric uplink".
 const char* link_name(LinkKind kind);
+
+/// A fabric the nodes share (docs/predict.md, "A shared fabric"): a
+/// two-tier tree whose leaf switches each hold `nodes_per_group` nodes
+/// (node i in group i / nodes_per_group) and reach the others through one
+/// uplink of `bytes_per_s` each way. Without it (nodes_per_group 0) the
+/// switch is non-blocking: only each node's own link counts.
+struct Fabric {
+  long long nodes_per_group = 0;
+  double bytes_per_s = 0;  ///< each group's uplink, each way
+  /// Whether traffic among `nodes` nodes (0 .. nodes-1) crosses an uplink.
+  bool spans(long long nodes) const { return nodes_per_group > 0 && nodes > nodes_per_group; }
+};
 
 /// The network a job runs on: two levels and how many workers share a node.
 struct Network {
@@ -25,6 +37,7 @@ struct Network {
   Link inter;                    ///< each node's link to the others (its NIC)
   int workers_per_node = 1;      ///< >= 1
   double cast_bytes_per_s = 0;   ///< fp32 read rate of a cast to fp16/bf16; 0 = casts cost nothing
+  Fabric fabric;                 ///< above the nodes' links; none by default
 
   /// The link a collective over all `ranks` workers is bound by: inter when
   /// they span more than one node.
@@ -40,7 +53,7 @@ struct Cost {
   double latency_s = 0;    ///< the α terms
   double transfer_s = 0;   ///< the bytes / bandwidth terms, all links
   double cast_s = 0;       ///< fp32 <-> fp16/bf16 casts
-  std::array<double, 3> transfer_by{};  ///< transfer_s per LinkKind
+  std::array<double, 4> transfer_by{};  ///< transfer_s per LinkKind
   double total() const { return latency_s + transfer_s + cast_s; }
   /// Adds `transfer` seconds on `kind`'s link.
   void add_transfer(LinkKind kind, double transfer);
@@ -62,5 +75,30 @@ Cost tree_reduce(double bytes, long long ranks, const Link& link, LinkKind kind)
 /// Reduce-scatter (or all-gather) of a total of `bytes` over `ranks` as a
 /// ring: (p−1)·(α + S/(p·B)).
 Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, LinkKind kind);
+
+/// A ring collective `ring` (one of the above, over `link`) among `nodes`
+/// nodes, with the fabric: the ring's ranks lie in order on the nodes, so
+/// each group's uplink carries one ring edge each way, as many bytes as one
+/// node's link. Its transfer becomes S/min(B, B_uplink) (named the fabric
+/// uplink when that binds) once the ring spans more than one group.
+Cost ring_over_fabric(const Cost& ring, const Link& link, const Fabric& fabric, long long nodes);
+
+/// Where the members of one side of an all-to-all (a PS's workers or its
+/// shards) live: `count` members on consecutive nodes from `first_node`,
+/// `per_node` on each (the last node may hold fewer).
+struct Placement {
+  long long first_node = 0;
+  long long per_node = 1;
+  long long count = 0;
+  /// Members on nodes [lo, hi).
+  long long on_nodes(long long lo, long long hi) const;
+  long long last_node() const { return first_node + (count + per_node - 1) / per_node - 1; }
+};
+/// The bytes on the busiest group uplink, one direction, when every sender
+/// sends `bytes` spread evenly over every receiver (a PS push; a pull is the
+/// same with the sides swapped, so the same bytes): the largest over
+/// groups g of senders(g)·receivers(not g)·S/R, and of the reverse.
+double all_to_all_uplink_bytes(const Placement& senders, const Placement& receivers, double bytes,
+                               const Fabric& fabric);
 
 }  // namespace dlscale::predict

@@ -27,10 +27,14 @@ std::vector<std::string> prediction_header(const Prediction& p) {
                               w.model, static_cast<double>(w.param_bytes()) / 1e6, w.grads.size(), w.batch,
                               w.forward_s * 1e3, w.backward_s * 1e3, w.optimizer_s * 1e3, w.data_s * 1e3));
   lines.push_back("compute from " + w.source);
-  lines.push_back(fmt::format("network: {} worker(s) per node; inside a node {}; between nodes {}{}",
-                              n.workers_per_node, link_text(n.intra), link_text(n.inter),
-                              n.cast_bytes_per_s > 0 ? fmt::format("; casts {:.3g} GB/s", n.cast_bytes_per_s / 1e9)
-                                                     : ""));
+  lines.push_back(fmt::format(
+      "network: {} worker(s) per node; inside a node {}; between nodes {}{}{}", n.workers_per_node,
+      link_text(n.intra), link_text(n.inter),
+      n.fabric.nodes_per_group > 0
+          ? fmt::format("; a fabric of {} node(s) a group, each group's uplink {:.3g} Gbit/s",
+                        n.fabric.nodes_per_group, n.fabric.bytes_per_s * 8 / 1e9)
+          : "",
+      n.cast_bytes_per_s > 0 ? fmt::format("; casts {:.3g} GB/s", n.cast_bytes_per_s / 1e9) : ""));
   const PredictOptions& o = p.options;
   lines.push_back(fmt::format("{} scaling, batch {}{}; buckets {:g} MiB (first {:g} MiB); efficiency against one "
                               "worker without exchange ({:.2f} ms a step)",
@@ -115,6 +119,10 @@ nlohmann::json prediction_json(const Prediction& p, const std::vector<std::strin
            {{"workers_per_node", n.workers_per_node},
             {"intra", link(n.intra)},
             {"inter", link(n.inter)},
+            {"fabric", n.fabric.nodes_per_group > 0
+                           ? nlohmann::json{{"nodes_per_group", n.fabric.nodes_per_group},
+                                            {"uplink_gbit_s", n.fabric.bytes_per_s * 8 / 1e9}}
+                           : nlohmann::json()},
             {"cast_gbyte_s", n.cast_bytes_per_s / 1e9}}},
           {"options",
            {{"scaling", p.options.scaling},

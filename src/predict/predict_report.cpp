@@ -32,7 +32,8 @@ struct Checked {
 };
 
 /// The network a run's record describes: its emulated cluster's shaped
-/// link and workers per host over the base.
+/// link, workers per host and racks (a shaped uplink is the fabric) over
+/// the base.
 Network run_network(const nlohmann::json& inputs, const Network& base, std::string& link) {
   Network n = base;
   const nlohmann::json& cluster =
@@ -42,6 +43,12 @@ Network run_network(const nlohmann::json& inputs, const Network& base, std::stri
     const double mbit = cluster.value(input::kClusterLinkMbit, 0.0);
     if (mbit > 0) n.inter.bytes_per_s = mbit * 1e6 / 8;
     link = mbit > 0 ? fmt::format("{:g} Mbit/s", mbit) : "unshaped";
+    const int rack = cluster.value(input::kClusterRackHosts, 0);
+    const double uplink = cluster.value(input::kClusterUplinkMbit, 0.0);
+    if (rack > 0 && uplink > 0) {
+      n.fabric = {rack, uplink * 1e6 / 8};
+      link += fmt::format(", racks of {} at {:g} Mbit/s", rack, uplink);
+    }
   } else {
     n.workers_per_node = std::max(1, inputs.value(input::kWorldSize, 1));
     link = "one host";

@@ -62,23 +62,60 @@ double largest_shard_share(const Workload& w, long long shards, bool greedy, dou
 
 namespace {
 
+/// `c` (one message over the nodes' links) bounded by the fabric's busiest
+/// uplink when that carries `uplink_bytes` for longer.
+Cost with_uplink(Cost c, double uplink_bytes, const Fabric& f) {
+  if (uplink_bytes <= 0 || f.bytes_per_s <= 0 || uplink_bytes / f.bytes_per_s <= c.transfer_s)
+    return c;
+  Cost out;
+  out.latency_s = c.latency_s;
+  out.cast_s = c.cast_s;
+  out.add_transfer(LinkKind::kFabric, uplink_bytes / f.bytes_per_s);
+  return out;
+}
+
 /// Moving `bytes` (one push, or one pull) between N workers and K shards,
-/// the busiest shard holding `share` of every exchange.
+/// the busiest shard holding `share` of every exchange. With a fabric, the
+/// shards live as dlscale places them: colocated on ranks 0..K-1, dedicated
+/// on nodes of their own before the workers' (docs/predict.md).
 Cost ps_transfer(const StrategySpec& s, const Network& n, long long workers, double bytes, double share) {
-  const double k = static_cast<double>(s.shards(n.nodes(workers)));
+  const long long shards = s.shards(n.nodes(workers));
+  const double k = static_cast<double>(shards);
+  const long long per_node = std::max(1, n.workers_per_node);
   if (s.node_aggregate) {
-    const long long local = std::min<long long>(workers, std::max(1, n.workers_per_node));
-    const double m = static_cast<double>(n.nodes(workers));
+    const long long local = std::min<long long>(workers, per_node);
+    const long long nodes = n.nodes(workers);
+    const double m = static_cast<double>(nodes);
     // The node's host takes the other local workers' gradients.
     Cost c;
     c.latency_s = n.intra.alpha_s;
     c.add_transfer(kIntra, static_cast<double>(local - 1) * bytes / n.intra.bytes_per_s);
-    if (m > 1) c.add(busiest((m - 1) * bytes * share, (k - 1) / k * bytes, n.inter, kInter));
+    if (m > 1) {
+      const double uplink = all_to_all_uplink_bytes({0, 1, nodes}, {0, 1, shards}, bytes, n.fabric);
+      c.add(with_uplink(busiest((m - 1) * bytes * share, (k - 1) / k * bytes, n.inter, kInter),
+                        uplink, n.fabric));
+    }
     return c;
   }
   const double w = static_cast<double>(workers);
-  if (s.ps_dedicated) return busiest(w * bytes * share, bytes, n.inter, kInter);
-  return busiest((w - 1) * bytes * share, (k - 1) / k * bytes, n.flat_link(workers), n.flat_kind(workers));
+  if (s.ps_dedicated) {
+    const double uplink =
+        all_to_all_uplink_bytes({shards, per_node, workers}, {0, 1, shards}, bytes, n.fabric);
+    return with_uplink(busiest(w * bytes * share, bytes, n.inter, kInter), uplink, n.fabric);
+  }
+  const double uplink =
+      all_to_all_uplink_bytes({0, per_node, workers}, {0, per_node, shards}, bytes, n.fabric);
+  return with_uplink(busiest((w - 1) * bytes * share, (k - 1) / k * bytes, n.flat_link(workers),
+                             n.flat_kind(workers)),
+                     uplink, n.fabric);
+}
+
+/// A ring over `ranks` workers on the flat link, through the fabric.
+Cost flat_ring(Cost (*ring)(double, long long, const Link&, LinkKind), double bytes,
+               const Network& n, long long ranks) {
+  const Link& link = n.flat_link(ranks);
+  return ring_over_fabric(ring(bytes, ranks, link, n.flat_kind(ranks)), link, n.fabric,
+                          n.nodes(ranks));
 }
 
 /// The exchange of one bucket of `bytes` fp32 bytes during backward.
@@ -90,7 +127,7 @@ Cost bucket_cost(const StrategySpec& s, const Network& n, long long workers, dou
   if (s.compress != "none" && n.cast_bytes_per_s > 0) c.cast_s = 2 * bytes / n.cast_bytes_per_s;  // down, then up
   switch (s.algorithm) {
     case Algorithm::kRing:
-      return c.add(ring_allreduce(wire, workers, flat, name));
+      return c.add(flat_ring(ring_allreduce, wire, n, workers));
     case Algorithm::kHalvingDoubling:
       return c.add(halving_doubling_allreduce(wire, workers, flat, name));
     case Algorithm::kTree:
@@ -98,12 +135,15 @@ Cost bucket_cost(const StrategySpec& s, const Network& n, long long workers, dou
     case Algorithm::kHierarchical: {
       const long long local = std::min<long long>(workers, n.workers_per_node);
       const Cost inside = tree_reduce(wire, local, n.intra, kIntra);
-      return c.add(inside).add(ring_allreduce(wire, n.nodes(workers), n.inter, kInter)).add(inside);
+      const long long nodes = n.nodes(workers);
+      const Cost across =
+          ring_over_fabric(ring_allreduce(wire, nodes, n.inter, kInter), n.inter, n.fabric, nodes);
+      return c.add(inside).add(across).add(inside);
     }
     case Algorithm::kPs:
       return c.add(ps_transfer(s, n, workers, wire, share));
     case Algorithm::kZero:
-      return c.add(ring_reduce_scatter(wire, workers, flat, name));
+      return c.add(flat_ring(ring_reduce_scatter, wire, n, workers));
   }
   return c;
 }
@@ -231,6 +271,16 @@ void check_strategy(const StrategySpec& s, const Network& n, long long workers) 
   DLSCALE_CHECK(s.algorithm != Algorithm::kHierarchical || n.workers_per_node >= 2,
                 "strategy '{}': hierarchical needs 2 or more workers per node (the system has {})", s.label,
                 n.workers_per_node);
+  // The fabric term covers rings and a PS's all-to-all (docs/predict.md).
+  const long long nodes = n.nodes(workers) + (s.ps_dedicated ? s.shards(n.nodes(workers)) : 0);
+  const bool modelled = s.algorithm != Algorithm::kTree &&
+                        s.algorithm != Algorithm::kHalvingDoubling &&
+                        !(s.algorithm == Algorithm::kPs && s.ps_async);
+  DLSCALE_CHECK(modelled || !n.fabric.spans(nodes),
+                "strategy '{}': with a shared fabric only rings (allreduce, hierarchical, zero) "
+                "and a synchronous "
+                "ps are modelled; N = {} spans {} nodes, more than a group of {}",
+                s.label, workers, nodes, n.fabric.nodes_per_group);
 }
 
 double ShardShares::operator()(long long shards) {
@@ -283,8 +333,8 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
     if (s.algorithm == Algorithm::kPs) after = ps_transfer(s, n, workers, total * s.wire_fraction(), share);
     if (s.algorithm == Algorithm::kZero) {
       optimizer_s /= static_cast<double>(workers);
-      for (const Bucket& b : buckets) after.add(ring_reduce_scatter(b.bytes, workers, n.flat_link(workers),
-                                                                    n.flat_kind(workers)));
+      for (const Bucket& b : buckets)
+        after.add(flat_ring(ring_reduce_scatter, b.bytes, n, workers));
     }
     comm.add(after);
     step = c.data_s + c.forward_s + std::max(c.backward_s, r.end_s) + optimizer_s + after.total();

@@ -38,6 +38,8 @@ constexpr Range kBatch{1, 1 << 20};          // as train's --batch
 constexpr Range kRate{1e-9, 1e12};           // samples/s
 constexpr Range kWorkers{1, 1e8};            // as predict's --workers
 constexpr Range kEfficiencyPct{1e-9, 1000};
+constexpr Range kGroupNodes{1, 1e8};  // nodes under one uplink
+constexpr Range kOversubscription{1e-3, 1e6};
 
 std::string at(const std::string& what, const YAML::Node& node) {
   return fmt::format("{} line {}", what, node.Mark().line + 1);
@@ -92,6 +94,24 @@ std::vector<T> list(const YAML::Node& node, const std::string& what, const std::
   return out;
 }
 
+/// {nodes_per_group, uplink_gbit_s | oversubscription}.
+void parse_fabric(const YAML::Node& node, const std::string& what, SystemSpec& s) {
+  check_keys(node, {"nodes_per_group", "uplink_gbit_s", "oversubscription"}, what, "fabric");
+  DLSCALE_CHECK(node["nodes_per_group"] &&
+                    node["uplink_gbit_s"].IsDefined() != node["oversubscription"].IsDefined(),
+                "{}: 'fabric' needs nodes_per_group and one of uplink_gbit_s or oversubscription",
+                at(what, node));
+  s.network.fabric.nodes_per_group = static_cast<long long>(
+      number(node["nodes_per_group"], what, "fabric.nodes_per_group", kGroupNodes));
+  if (node["uplink_gbit_s"]) {
+    s.network.fabric.bytes_per_s =
+        number(node["uplink_gbit_s"], what, "fabric.uplink_gbit_s", kGbitS) * kGbit;
+  } else {
+    s.fabric_oversubscription =
+        number(node["oversubscription"], what, "fabric.oversubscription", kOversubscription);
+  }
+}
+
 PublishedScaling parse_published(const YAML::Node& node, const std::string& what) {
   check_keys(node, {"model", "workers", "samples_per_s", "efficiency_pct", "baseline_workers", "source"}, what,
              "a published entry");
@@ -136,9 +156,10 @@ SystemSpec parse_system(const std::string& yaml_text, const std::string& what) {
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}: not YAML: {}", what, e.what()));
   }
-  check_keys(root, {"name", "description", "source", "workers_per_node", "intra", "inter", "cast_gbyte_s",
-                    "cores_per_node", "shared_cores", "copy_gbyte_s", "threads_per_worker", "bucket_mb", "first_bucket_mb", "strategy",
-                    "batch", "rates", "published"},
+  check_keys(root,
+             {"name", "description", "source", "workers_per_node", "intra", "inter", "cast_gbyte_s",
+              "cores_per_node", "shared_cores", "copy_gbyte_s", "threads_per_worker", "bucket_mb",
+              "first_bucket_mb", "strategy", "batch", "rates", "published", "fabric"},
              what, "a system file");
   SystemSpec s;
   DLSCALE_CHECK(root["name"] && root["inter"], "{}: a system needs 'name' and 'inter' (its network)", what);
@@ -149,6 +170,7 @@ SystemSpec parse_system(const std::string& yaml_text, const std::string& what) {
       root["workers_per_node"] ? static_cast<int>(number(root["workers_per_node"], what, "workers_per_node", kWorkersPerNode)) : 1;
   s.network.inter = parse_link(root["inter"], what, "inter");
   s.network.intra = root["intra"] ? parse_link(root["intra"], what, "intra") : s.network.inter;
+  if (root["fabric"]) parse_fabric(root["fabric"], what, s);
   if (root["cast_gbyte_s"]) s.network.cast_bytes_per_s = number(root["cast_gbyte_s"], what, "cast_gbyte_s", kCopyGbyteS) * 1e9;
   if (root["cores_per_node"]) s.cores_per_node = static_cast<int>(number(root["cores_per_node"], what, "cores_per_node", kCores));
   if (root["copy_gbyte_s"]) s.copy_bytes_per_s = number(root["copy_gbyte_s"], what, "copy_gbyte_s", kCopyGbyteS) * 1e9;
@@ -254,6 +276,28 @@ void check_flags(const NetworkFlags& f) {
   check(f.intra_latency_us, f.intra_latency_us >= 0, kLatencyUs, "--intra-latency-us");
   check(f.workers_per_node, f.workers_per_node > 0, kWorkersPerNode, "--workers-per-node");
   check(f.cast_gbyte_s, f.cast_gbyte_s >= 0, kCopyGbyteS, "--cast-gbyte-s");
+  check(static_cast<double>(f.fabric_nodes), f.fabric_nodes != -1, {0, kGroupNodes.hi},
+        "--fabric-nodes");
+  check(f.fabric_gbps, f.fabric_gbps != 0, kGbitS, "--fabric-gbps");
+}
+
+/// The system's fabric, then the flags'; an oversubscription becomes an
+/// uplink of nodes_per_group × the inter link / oversubscription.
+void resolve_fabric(const NetworkFlags& f, const SystemSpec* system, Network& n) {
+  if (f.fabric_nodes >= 0) n.fabric.nodes_per_group = f.fabric_nodes;
+  if (f.fabric_gbps > 0) n.fabric.bytes_per_s = f.fabric_gbps * kGbit;
+  if (n.fabric.nodes_per_group == 0) {
+    n.fabric = {};
+    return;
+  }
+  if (n.fabric.bytes_per_s <= 0 && system != nullptr && system->fabric_oversubscription > 0) {
+    n.fabric.bytes_per_s = static_cast<double>(n.fabric.nodes_per_group) * n.inter.bytes_per_s /
+                           system->fabric_oversubscription;
+  }
+  DLSCALE_CHECK(n.fabric.bytes_per_s > 0,
+                "a fabric of {} nodes a group needs its uplink: --fabric-gbps (or the "
+                "system file's fabric.uplink_gbit_s or oversubscription)",
+                n.fabric.nodes_per_group);
 }
 
 }  // namespace
@@ -284,6 +328,7 @@ Network resolve_network(const NetworkFlags& f, const SystemSpec* system) {
   DLSCALE_CHECK(have_inter || have_intra, "no network: give --system, --commbench RECORD or --link-gbps");
   if (!have_inter) n.inter = n.intra;
   if (!have_intra) n.intra = n.inter;
+  resolve_fabric(f, system, n);
   return n;
 }
 

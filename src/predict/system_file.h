@@ -28,6 +28,9 @@ struct SystemSpec {
   std::string description;
   std::string source;               ///< where the figures come from
   Network network;
+  /// fabric.oversubscription: the uplink is nodes_per_group × inter / this
+  /// (resolved once the inter link is known); 0 = the uplink is given.
+  double fabric_oversubscription = 0;
   int cores_per_node = 0;           ///< oversubscription (0 = not modelled)
   int shared_cores = 0;             ///< cores every worker shares (one machine emulating a cluster)
   int threads_per_worker = 0;       ///< compute threads of each worker, with the cores
@@ -69,11 +72,15 @@ struct NetworkFlags {
   double intra_latency_us = -1;
   double cast_gbyte_s = -1;
   int workers_per_node = 0;            ///< 0 = not given
+  long long fabric_nodes = -1;         ///< nodes under one uplink; 0 = no fabric; -1 = not given
+  double fabric_gbps = 0;              ///< each uplink, Gbit/s; 0 = not given
 };
 
 /// The system's network (when given), then each commbench record's level,
-/// then the flags; a level nothing gave copies the other. Throws
-/// dlscale::Error when nothing gives a network.
+/// then the flags; a level nothing gave copies the other; a fabric given by
+/// its oversubscription gets its uplink from the inter link. Throws
+/// dlscale::Error when nothing gives a network, or a fabric lacks its
+/// group size or its uplink.
 Network resolve_network(const NetworkFlags& flags, const SystemSpec* system);
 
 }  // namespace dlscale::predict

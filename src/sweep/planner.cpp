@@ -2,15 +2,15 @@
 
 #include <re2/re2.h>
 
-#include <memory>
-#include <unordered_map>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <unordered_map>
 
 #include "cluster/cluster.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/text_table.h"
 
 namespace dlscale::sweep {
@@ -151,19 +151,47 @@ void check_command_options(const Params& p, const std::string& command,
   }
 }
 
+/// A launcher-cluster parameter of Mbit/s: 0 (unshaped) or in [1, 100000].
+Value mbit_param(const Params& p, const char* name) {
+  const Value v = param_or(p, name, Value(0));
+  DLSCALE_CHECK(v.is_number() && (v.number() == 0 || (v.number() >= 1 && v.number() <= 1e5)),
+                "parameter '{}' must be 0 (unshaped) or Mbit/s in [1, 100000] (got '{}')", name,
+                v.to_string());
+  return v;
+}
+
+/// The racks of a shared fabric: `rack-hosts` (0 = one switch) and
+/// `uplink-mbit`; returns the cluster name's suffix ("" without racks).
+std::string complete_rack_params(Params& p, long long hosts) {
+  const Value racks = param_or(p, "rack-hosts", Value(0));
+  DLSCALE_CHECK(
+      is_whole(racks) && racks.number() >= 0 && racks.number() < static_cast<double>(hosts),
+      "parameter 'rack-hosts' must be 0 (one switch) or a whole number in [1, hosts - 1 = {}] (got "
+      "'{}')",
+      hosts - 1, racks.to_string());
+  const Value uplink = mbit_param(p, "uplink-mbit");
+  DLSCALE_CHECK(racks.number() > 0 || uplink.number() == 0,
+                "parameter 'uplink-mbit' needs 'rack-hosts'");
+  p["rack-hosts"] = racks;
+  p["uplink-mbit"] = uplink;
+  if (racks.number() == 0) return "";
+  return uplink.number() > 0
+             ? fmt::format("r{}u{}", std::llround(racks.number()), std::llround(uplink.number()))
+             : fmt::format("r{}uu", std::llround(racks.number()));
+}
+
 /// launcher: cluster — the emulated cluster of `hosts` hosts with links of
-/// `link-mbit` (0 = unshaped), named after its topology so that runs with
-/// the same network share it; workers = hosts x workers-per-host.
+/// `link-mbit` (0 = unshaped), racks of `rack-hosts` with uplinks of
+/// `uplink-mbit`, named after its topology so that runs with the same
+/// network share it; workers = hosts x workers-per-host.
 void complete_cluster_params(Params& p) {
   DLSCALE_CHECK(!p.count("cluster"),
                 "parameter 'cluster' is set, but launcher cluster names the cluster itself "
                 "(from hosts and link-mbit)");
   const long long hosts = require_positive(p, "hosts", 2, cluster::kMaxHosts);
   const long long per_host = require_positive(p, "workers-per-host", 1, 1024);
-  const Value link = param_or(p, "link-mbit", Value(0));
-  DLSCALE_CHECK(link.is_number() && (link.number() == 0 || (link.number() >= 1 && link.number() <= 1e5)),
-                "parameter 'link-mbit' must be 0 (unshaped) or Mbit/s in [1, 100000] (got '{}')",
-                link.to_string());
+  const Value link = mbit_param(p, "link-mbit");
+  const std::string racks = complete_rack_params(p, hosts);
   DLSCALE_CHECK(!p.count("workers") || (is_whole(p["workers"]) && p["workers"].number() == hosts * per_host),
                 "parameter 'workers' is {} but launcher cluster runs hosts x workers-per-host = {}: "
                 "drop 'workers'",
@@ -176,8 +204,13 @@ void complete_cluster_params(Params& p) {
   p["workers-per-host"] = Value(per_host);
   p["link-mbit"] = link;
   p["workers"] = Value(hosts * per_host);
-  p["cluster"] = Value(link.number() > 0 ? fmt::format("s{}l{}", hosts, std::llround(link.number()))
-                                         : fmt::format("s{}lu", hosts));
+  std::string name = (link.number() > 0 ? fmt::format("s{}l{}", hosts, std::llround(link.number()))
+                                        : fmt::format("s{}lu", hosts)) +
+                     racks;
+  if (name.size() > 12) {  // a cluster name's limit: 'f' and 11 hex digits of the topology's hash
+    name = fmt::format("f{:011x}", fnv1a(name.data(), name.size()) & 0xfffffffffffULL);
+  }
+  p["cluster"] = Value(name);
 }
 
 /// launcher slurm or local: `hosts` nodes with `workers-per-host` workers
@@ -202,8 +235,9 @@ void complete_node_params(Params& p, const std::string& launcher) {
   // the launcher); max-jobs means nothing to it either: it runs one run at
   // a time.
   if (!slurm) return;
-  DLSCALE_CHECK(!p.count("link-mbit") && !p.count("cluster-launcher"),
-                "parameter '{}' is for launcher cluster, not slurm", p.count("link-mbit") ? "link-mbit" : "cluster-launcher");
+  for (const char* only : {"link-mbit", "rack-hosts", "uplink-mbit", "cluster-launcher"}) {
+    DLSCALE_CHECK(!p.count(only), "parameter '{}' is for launcher cluster, not slurm", only);
+  }
   p["max-jobs"] = Value(require_positive(p, "max-jobs", 4, 10000));
 }
 

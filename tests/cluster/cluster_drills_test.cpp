@@ -228,6 +228,51 @@ TEST_F(ClusterDrill, AParameterServerUsesBothDirectionsOfALink) {
   std::filesystem::remove(record);
 }
 
+/// Bytes a switch-side device of `name` has sent so far.
+double switch_tx_bytes(const std::string& name, const std::string& dev) {
+  std::string out;
+  run_captured({"ip", "netns", "exec", cluster::switch_namespace(name), "cat",
+                "/sys/class/net/" + dev + "/statistics/tx_bytes"},
+               &out);
+  return std::strtod(out.c_str(), nullptr);
+}
+
+TEST_F(ClusterDrill, RacksSendTheirCrossRackTrafficThroughOneShapedUplink) {
+  // 4 hosts in racks of 2: links of 100 Mbit/s, each rack's uplink 25.
+  cluster::ClusterSpec spec;
+  spec.name = name_;
+  spec.hosts = 4;
+  spec.link_mbit = 100;
+  spec.rack_hosts = 2;
+  spec.uplink_mbit = 25;
+  ASSERT_EQ(cluster::cluster_up(spec), cluster::UpOutcome::kCreated);
+  std::string qdisc;
+  run_captured({"tc", "-n", cluster::switch_namespace(name_), "qdisc", "show", "dev", "u0"},
+               &qdisc);
+  EXPECT_NE(qdisc.find("rate 25Mbit"), std::string::npos) << qdisc;
+  const double before = switch_tx_bytes(name_, "u0");
+  const std::string record = temp_path("fabric.json");
+  constexpr int kIters = 4;
+  constexpr double kBytes = 1 << 20;
+  const auto o = run_dlscale(
+      fmt::format("commbench --cluster {} --op allreduce -b 1M -e 1M --warmup 1 --iters {} "
+                  "--threads 1 --json {}",
+                  name_, kIters, record));
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json r = nlohmann::json::parse(read_file(record));
+  EXPECT_EQ(r["inputs"]["cluster"]["rack_hosts"], 2);
+  EXPECT_EQ(r["inputs"]["cluster"]["uplink_mbit"], 25);
+  // The ring's one edge out of rack 0 crossed u0: 2 x 3/4 of the message
+  // an allreduce, warm-up included.
+  const double crossed = switch_tx_bytes(name_, "u0") - before;
+  EXPECT_GT(crossed, 0.9 * (kIters + 1) * 1.5 * kBytes);
+  // ... at no more than the uplink's rate: the links are 4 times faster.
+  const double busbw = r["results"]["rows"][0]["busbw_gbps"].get<double>() * 1e9;
+  EXPECT_LT(busbw, 1.05 * 25e6 / 8) << "the ring went faster than its uplink: it did not cross it";
+  expect_no_process_left(name_, 4);
+  std::filesystem::remove(record);
+}
+
 enum class Fault { kKillWorker, kStopWorker, kLinkDown, kUnreachable, kKillMaster };
 
 /// One randomised fault on a 3-host cluster: the job must end within its

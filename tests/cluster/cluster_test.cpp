@@ -41,6 +41,89 @@ TEST(Cluster, SpecChecksNameEveryBadValue) {
   EXPECT_EQ(cluster::describe(s), "1 host, unshaped links");
 }
 
+std::vector<sweep::PlannedRun> plan(const std::string& yaml) {
+  return sweep::plan_sweep(sweep::parse_sweep(yaml, "test.yaml"), {});
+}
+
+TEST(Cluster, RacksShareAnUplinkAndBadRacksAreRefused) {
+  cluster::ClusterSpec s;
+  s.hosts = 5;
+  s.link_mbit = 100;
+  s.rack_hosts = 2;
+  s.uplink_mbit = 50;
+  EXPECT_EQ(error_of([&] { cluster::check_cluster_spec(s); }), "");
+  EXPECT_EQ(s.racks(), 3);  // hosts 0-1, 2-3 and 4
+  EXPECT_EQ(cluster::describe(s),
+            "5 hosts, links of 100 Mbit/s each way, racks of 2 hosts with uplinks of 50 Mbit/s");
+  s.uplink_mbit = 0;
+  EXPECT_EQ(cluster::describe(s),
+            "5 hosts, links of 100 Mbit/s each way, racks of 2 hosts with unshaped uplinks");
+  cluster::ClusterSpec other = s;
+  other.uplink_mbit = 25;
+  EXPECT_FALSE(other == s);  // `up` refuses to reshape a cluster that is up
+  auto bad = [&](int rack_hosts, double uplink, const std::string& needle) {
+    s.rack_hosts = rack_hosts;
+    s.uplink_mbit = uplink;
+    EXPECT_NE(error_of([&] { cluster::check_cluster_spec(s); }).find(needle), std::string::npos)
+        << rack_hosts << " " << uplink;
+  };
+  bad(5, 10, "--rack-hosts must be 0 (one switch) or in [1, --hosts - 1] = [1, 4] (got 5)");
+  bad(-1, 10, "--rack-hosts must be 0");
+  bad(2, 0.5, "--uplink-mbit must be 0 (unshaped) or in [1, 100000] Mbit/s (got 0.5)");
+  bad(0, 10, "--uplink-mbit needs --rack-hosts");
+  EXPECT_EQ(
+      cluster::cluster_json("f", 4, 1, 100, 2, 50).dump(),
+      R"({"hosts":4,"link_mbit":100.0,"name":"f","rack_hosts":2,"uplink_mbit":50.0,"workers_per_host":1})");
+}
+
+TEST(Cluster, SweepRacksNameTheirClusterAndStayOutOfTheCommand) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, link-mbit: 100}
+variables:
+  rack-hosts: [2]
+  uplink-mbit: [0, 50]
+)Y");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(sweep::param_text(runs[0].params, "cluster"), "s4l100r2uu");
+  EXPECT_EQ(sweep::param_text(runs[1].params, "cluster"), "s4l100r2u50");
+  std::string joined;
+  for (const std::string& a : sweep::build_command(runs[1].params, "dlscale", "r.json"))
+    joined += a + " ";
+  EXPECT_NE(joined.find("--cluster s4l100r2u50 "), std::string::npos) << joined;
+  EXPECT_EQ(joined.find("rack"), std::string::npos) << joined;
+  EXPECT_EQ(joined.find("uplink"), std::string::npos) << joined;
+  // A name past 12 characters becomes 'f' and 11 hex digits of it.
+  const auto wide = plan(
+      "parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 64, link-mbit: 100000, "
+      "rack-hosts: 32, uplink-mbit: 50000}");
+  const std::string name = sweep::param_text(wide[0].params, "cluster");
+  EXPECT_EQ(name.size(), 12u) << name;
+  EXPECT_EQ(name[0], 'f') << name;
+  EXPECT_EQ(error_of([&] { cluster::check_cluster_name(name); }), "");
+  auto err = [](const std::string& yaml) { return error_of([&] { plan(yaml); }); };
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, rack-hosts: 4}")
+                .find("parameter 'rack-hosts' must be 0 (one switch) or a whole number in [1, "
+                      "hosts - 1 = 3]"),
+            std::string::npos);
+  EXPECT_NE(
+      err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, rack-hosts: 1.5}")
+          .find("parameter 'rack-hosts'"),
+      std::string::npos);
+  EXPECT_NE(
+      err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, uplink-mbit: 10}")
+          .find("parameter 'uplink-mbit' needs 'rack-hosts'"),
+      std::string::npos);
+  EXPECT_NE(
+      err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, rack-hosts: 2, "
+          "uplink-mbit: 0.2}")
+          .find(
+              "parameter 'uplink-mbit' must be 0 (unshaped) or Mbit/s in [1, 100000] (got '0.2')"),
+      std::string::npos);
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: slurm, rack-hosts: 2}")
+                .find("parameter 'rack-hosts' is for launcher cluster, not slurm"),
+            std::string::npos);
+}
+
 TEST(Cluster, HostNamesAddressesAndParsing) {
   EXPECT_EQ(cluster::host_namespace("net", 3), "dls-net-h3");
   EXPECT_EQ(cluster::switch_namespace("net"), "dls-net-sw");
@@ -57,10 +140,6 @@ TEST(Cluster, HostNamesAddressesAndParsing) {
   EXPECT_NE(error_of([&] { cluster::parse_host(s, "4"); }).find("cluster 'net' has no host '4'; hosts are 0..3"),
             std::string::npos);
   EXPECT_NE(error_of([&] { cluster::parse_host(s, "10.77.0.5"); }), "");
-}
-
-std::vector<sweep::PlannedRun> plan(const std::string& yaml) {
-  return sweep::plan_sweep(sweep::parse_sweep(yaml, "test.yaml"), {});
 }
 
 TEST(Cluster, SweepLauncherDerivesWorkersAndNamesTheCluster) {

@@ -23,11 +23,26 @@ TEST(LaunchEnv, ClusterJobCarriesTheTopology) {
   EXPECT_EQ(e.cluster.host, 2);
   EXPECT_EQ(e.cluster.hosts, 4);
   EXPECT_EQ(e.cluster.link_mbit, 100);
-  EXPECT_EQ(cluster_json(e.cluster.name, e.cluster.hosts, 3, e.cluster.link_mbit).dump(),
-            R"({"hosts":4,"link_mbit":100.0,"name":"net","workers_per_host":3})");
+  EXPECT_EQ(
+      e.cluster.to_json(3).dump(),
+      R"({"hosts":4,"link_mbit":100.0,"name":"net","rack_hosts":0,"uplink_mbit":0.0,"workers_per_host":3})");
   EXPECT_EQ(detect_launch_env(env_of({})).cluster.name, "");
   EXPECT_TRUE(cluster_json("", 0, 1, 0).is_null());
-  for (const char* bad : {"net:4:4:100", "net:1:2", ":0:1:0", "net:0:2:-1"}) {
+  // With racks: what the cluster launcher sets, read back whole.
+  cluster::ClusterSpec racked;
+  racked.name = "fab";
+  racked.hosts = 4;
+  racked.link_mbit = 100;
+  racked.rack_hosts = 2;
+  racked.uplink_mbit = 50;
+  EXPECT_EQ(ClusterHost::env_value(racked, 3), "fab:3:4:100:2:50");
+  const LaunchEnv r =
+      detect_launch_env(env_of({{"DLSCALE_CLUSTER", ClusterHost::env_value(racked, 3)}}));
+  EXPECT_EQ(
+      r.cluster.to_json(1).dump(),
+      R"({"hosts":4,"link_mbit":100.0,"name":"fab","rack_hosts":2,"uplink_mbit":50.0,"workers_per_host":1})");
+  for (const char* bad : {"net:4:4:100", "net:1:2", ":0:1:0", "net:0:2:-1", "net:0:2:1:2",
+                          "net:0:2:1:-1:5", "net:0:2:1:1:-5"}) {
     try {
       detect_launch_env(env_of({{"DLSCALE_CLUSTER", bad}}));
       ADD_FAILURE() << bad << " was accepted";

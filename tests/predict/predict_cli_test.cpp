@@ -222,6 +222,37 @@ TEST(PredictCli, BadInputGetsOneLineNamingIt) {
   EXPECT_EQ(o.out.find("hierarchical"), std::string::npos) << o.out;
 }
 
+TEST(PredictCli, AFabricSlowsWhatCrossesItsUplinksAndIsRefusedWhereItIsNotModelled) {
+  const std::string rec = lenet_record(), with = temp_path("fabric.json"),
+                    without = temp_path("nofabric.json");
+  const std::string base =
+      "predict --calibrate " + rec + " --link-gbps 1 -n 4 -s allreduce,ps:4+partition:1 --json ";
+  ASSERT_EQ(run_dlscale(base + without).code, 0);
+  const Outcome o = run_dlscale(base + with + " --fabric-nodes 2 --fabric-gbps 1");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("a fabric of 2 node(s) a group, each group's uplink 1 Gbit/s"),
+            std::string::npos)
+      << o.out;
+  const nlohmann::json f = nlohmann::json::parse(read_file(with)),
+                       n = nlohmann::json::parse(read_file(without));
+  EXPECT_EQ(f["network"]["fabric"]["nodes_per_group"], 2);
+  EXPECT_TRUE(n["network"]["fabric"].is_null());
+  // Uplinks as fast as the links: the ring is unchanged, the PS (each rack
+  // sending S where a link carries 3/4 S, the tensors split evenly) is slower.
+  const auto step = [](const nlohmann::json& p, int s) {
+    return p["strategies"][s]["points"][0]["step_ms"].get<double>();
+  };
+  EXPECT_DOUBLE_EQ(step(f, 0), step(n, 0));
+  EXPECT_GT(step(f, 1), step(n, 1));
+  EXPECT_NE(fails("predict --calibrate " + rec +
+                  " --link-gbps 1 -n 4 -s tree --fabric-nodes 2 --fabric-gbps 1")
+                .find("strategy 'tree': with a shared fabric only rings"),
+            std::string::npos);
+  EXPECT_NE(
+      fails("predict --calibrate " + rec + " --link-gbps 1 --fabric-nodes 2").find("--fabric-gbps"),
+      std::string::npos);
+}
+
 TEST(PredictCli, ReportTypePredictPutsEveryRunNextToItsPrediction) {
   const std::string db = temp_path("predict.db"), yaml = temp_path("predict.yaml");
   write_file_atomic(yaml, R"(name: pc

@@ -235,6 +235,82 @@ TEST(PredictStep, OnSharedCoresMovingAndCastingBytesTakesCpuFromBackward) {
   EXPECT_NEAR(p.step_s, 20e-3 + 88.06e-3 + 4e-3, 1e-12);
 }
 
+/// 4 nodes of one worker, 0.1 GB/s links; with a fabric, groups of
+/// `per_group` nodes with uplinks of `uplink` B/s.
+Network racks(long long per_group, double uplink) {
+  Network n = one_node(1);
+  n.fabric = {per_group, uplink};
+  return n;
+}
+
+TEST(PredictFabric, AnUplinkAsFastAsTheLinksSlowsAParameterServerButNotARing) {
+  // Flat ring of 12 MB over 4 workers: 6 alpha + 1.5 x 12 MB / 1e8 = 180.6 ms.
+  const double ring = 10e-3 + 20e-3 + 0.6e-3 + 180e-3 + 2e-3;
+  EXPECT_NEAR(step("allreduce+flat", 4, one_node(1)).step_s, ring, kTol);
+  // Two racks of 2 whose uplinks match the links: the ring's one edge out
+  // of each rack carries what a node's link does, so nothing changes.
+  EXPECT_NEAR(step("allreduce+flat", 4, racks(2, 1e8)).step_s, ring, kTol);
+  // Half as fast: 1.5 x 12 MB / 5e7 = 360 ms, and the uplink is named.
+  const StepPrediction slow = step("allreduce+flat", 4, racks(2, 5e7));
+  EXPECT_NEAR(slow.step_s, 10e-3 + 20e-3 + 0.6e-3 + 360e-3 + 2e-3, kTol);
+  EXPECT_EQ(slow.bottleneck, "fabric uplink");
+  // One group holds every node: no uplink is crossed.
+  EXPECT_NEAR(step("allreduce+flat", 4, racks(4, 1e6)).step_s, ring, kTol);
+  // ps:4 colocated: a push loads each link with 3/4 S = 9 MB (90 ms), but
+  // each rack's 2 workers send half of S to the 2 shards outside it:
+  // 2 x 2 x S/4 = 12 MB on the uplink, 120 ms, each push and each pull.
+  EXPECT_NEAR(step("ps:4+flat", 4, one_node(1)).step_s, 10e-3 + 20e-3 + 2 * 90.1e-3 + 2e-3, kTol);
+  const StepPrediction ps = step("ps:4+flat", 4, racks(2, 1e8));
+  EXPECT_NEAR(ps.step_s, 10e-3 + 20e-3 + 2 * 120.1e-3 + 2e-3, kTol);
+  EXPECT_EQ(ps.bottleneck, "fabric uplink");
+  // Hierarchical's ring runs over the nodes' leaders: 2 nodes of 2 workers
+  // in groups of 1, uplink 5e7: 2 alpha + 12 MB / 5e7 = 240.2 ms between
+  // the two trees inside the nodes (1 message each, 12 ms + 10 us).
+  Network two = racks(1, 5e7);
+  two.workers_per_node = 2;
+  EXPECT_NEAR(step("hierarchical+flat", 4, two).step_s,
+              10e-3 + 20e-3 + 2 * 12.01e-3 + 240.2e-3 + 2e-3, kTol);
+}
+
+TEST(PredictFabric, TheBusiestUplinkOfAnAllToAllCountsWhereEachSideLives) {
+  const Fabric pairs{2, 1};
+  // 4 workers and 4 shards, one a node: each rack sends 2 x 2 x S/4.
+  EXPECT_DOUBLE_EQ(all_to_all_uplink_bytes({0, 1, 4}, {0, 1, 4}, 1e6, pairs), 1e6);
+  // 5 workers, 2 a node (nodes 0-2), ps:2 on ranks 0 and 1 (node 0): the
+  // worker on node 2 sends all of S out of its rack; rack 0 takes it in.
+  EXPECT_DOUBLE_EQ(all_to_all_uplink_bytes({0, 2, 5}, {0, 2, 2}, 1e6, pairs), 1e6);
+  // Dedicated: 2 shards on nodes 0-1, 4 workers on nodes 2-5: rack 0 takes
+  // in 4 x S from the 4 workers outside it.
+  EXPECT_DOUBLE_EQ(all_to_all_uplink_bytes({2, 1, 4}, {0, 1, 2}, 1e6, pairs), 4e6);
+  // Inside one group, or without a fabric: nothing crosses an uplink.
+  EXPECT_DOUBLE_EQ(all_to_all_uplink_bytes({0, 1, 4}, {0, 1, 4}, 1e6, {4, 1}), 0);
+  EXPECT_DOUBLE_EQ(all_to_all_uplink_bytes({0, 1, 4}, {0, 1, 4}, 1e6, {}), 0);
+  // 100,000,000 workers in racks of 1,000 (no loop over them): every rack
+  // sends its 1,000 workers' bytes to the 2 shards in rack 0, which takes
+  // in all the others': (1e8 - 1000) x S.
+  EXPECT_DOUBLE_EQ(all_to_all_uplink_bytes({0, 1, 100'000'000}, {0, 1, 2}, 1, {1000, 1}),
+                   1e8 - 1000);
+  Placement p{3, 4, 10};  // nodes 3, 4 (4 each) and 5 (2)
+  EXPECT_EQ(p.last_node(), 5);
+  EXPECT_EQ(p.on_nodes(0, 4), 4);
+  EXPECT_EQ(p.on_nodes(4, 100), 6);
+  EXPECT_EQ(p.on_nodes(6, 8), 0);
+}
+
+TEST(PredictFabric, WhatTheFabricTermDoesNotModelIsRefusedWhenItIsCrossed) {
+  PredictOptions o;
+  o.workers = {4};
+  for (const std::string strategy : {"tree", "allreduce-hd", "ps:2+async"}) {
+    expect_refused([&] { predict(two_tensors(), racks(2, 1e8), {parse_strategy(strategy)}, o); },
+                   strategy,
+                   "with a shared fabric only rings (allreduce, hierarchical, zero) and a "
+                   "synchronous ps are modelled");
+    // Inside one group the fabric is never crossed: predicted as without it.
+    EXPECT_NO_THROW(predict(two_tensors(), racks(4, 1e8), {parse_strategy(strategy)}, o))
+        << strategy;
+  }
+}
+
 TEST(Predict, EfficiencyIsAgainstOneWorkerWithoutExchange) {
   PredictOptions o;
   o.workers = {1, 4};
@@ -369,6 +445,62 @@ TEST(PredictSystemFile, ShippedSystemsParseAndBadFilesAreRefusedNamingTheKey) {
   refused("name: x\ninter: {gbit_s: 1}\nrates: {m: 3}\n", "need the 'batch'");
   refused("{{{", "not YAML");
   EXPECT_THROW(load_system("no-such-system", DLSCALE_SOURCE_DIR "/examples/systems"), Error);
+}
+
+TEST(PredictSystemFile, AFabricIsGivenByItsUplinkOrItsOversubscription) {
+  const std::string base = "name: x\ninter: {gbit_s: 10}\n";
+  NetworkFlags none;
+  // Groups of 4 nodes at 4:1: the uplink carries 4 x 10 / 4 = 10 Gbit/s.
+  SystemSpec s =
+      parse_system(base + "fabric: {nodes_per_group: 4, oversubscription: 4}\n", "t.yaml");
+  Network n = resolve_network(none, &s);
+  EXPECT_EQ(n.fabric.nodes_per_group, 4);
+  EXPECT_DOUBLE_EQ(n.fabric.bytes_per_s, 1.25e9);
+  // ... from the inter link the flags give.
+  NetworkFlags faster;
+  faster.link_gbps = 40;
+  EXPECT_DOUBLE_EQ(resolve_network(faster, &s).fabric.bytes_per_s, 5e9);
+  s = parse_system(base + "fabric: {nodes_per_group: 16, uplink_gbit_s: 100}\n", "t.yaml");
+  EXPECT_DOUBLE_EQ(resolve_network(none, &s).fabric.bytes_per_s, 12.5e9);
+  // The flags: a fabric of their own, or none over the system's.
+  NetworkFlags flags;
+  flags.link_gbps = 1;
+  flags.fabric_nodes = 2;
+  flags.fabric_gbps = 0.5;
+  n = resolve_network(flags, nullptr);
+  EXPECT_EQ(n.fabric.nodes_per_group, 2);
+  EXPECT_DOUBLE_EQ(n.fabric.bytes_per_s, 0.5e9 / 8);
+  flags.fabric_nodes = 0;
+  EXPECT_EQ(resolve_network(flags, &s).fabric.nodes_per_group, 0);
+  flags.fabric_nodes = 2;
+  flags.fabric_gbps = 0;
+  expect_refused([&] { resolve_network(flags, nullptr); }, "--fabric-nodes 2",
+                 "needs its uplink: --fabric-gbps");
+  flags.fabric_gbps = -3;
+  expect_refused([&] { resolve_network(flags, nullptr); }, "--fabric-gbps -3",
+                 "--fabric-gbps must be in");
+  flags.fabric_gbps = 1;
+  flags.fabric_nodes = -5;
+  expect_refused([&] { resolve_network(flags, nullptr); }, "--fabric-nodes -5",
+                 "--fabric-nodes must be in [0, 1e+08]");
+  flags.fabric_nodes = 2;
+  flags.fabric_gbps = 1e9;
+  expect_refused([&] { resolve_network(flags, nullptr); }, "--fabric-gbps 1e9",
+                 "--fabric-gbps must be in");
+  for (const auto& [fabric, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"{uplink_gbit_s: 1}", "needs nodes_per_group and one of"},
+           {"{nodes_per_group: 2}", "needs nodes_per_group and one of"},
+           {"{nodes_per_group: 2, uplink_gbit_s: 1, oversubscription: 2}",
+            "needs nodes_per_group and one of"},
+           {"{nodes_per_group: 0, uplink_gbit_s: 1}",
+            "'fabric.nodes_per_group' must be in [1, 1e+08]"},
+           {"{nodes_per_group: 2, oversubscription: 0}", "'fabric.oversubscription' must be in"},
+           {"{nodes_per_group: 2, uplink_gbit_s: 1, bisection: 3}",
+            "unknown key 'bisection' in fabric"},
+           {"3", "fabric must be a mapping"}}) {
+    expect_refused([&] { parse_system(base + "fabric: " + fabric + "\n", "t.yaml"); }, fabric,
+                   needle);
+  }
 }
 
 TEST(PredictSystemFile, ACommbenchRecordGivesOneRingLinkAndBadOnesAreRefused) {
