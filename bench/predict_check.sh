@@ -2,7 +2,8 @@
 # dlscale predict against this machine (docs/predict.md, "Accuracy on this
 # machine"): 1-worker calibration records of lenet and resnet18 (with
 # --trace, as the sweep's settings), commbench of the unshaped emulated
-# link, the measured sweep examples/predict-check.yaml, then
+# link in float32, float16 and bfloat16 (each wire type's own rate), the
+# measured sweep examples/predict-check.yaml, then
 # `report --type predict`. As root (the emulated cluster). Everything goes
 # to $OUT (default /tmp/dlscale-SWEEP). SWEEP=fabric-check runs
 # examples/fabric-check.yaml instead: 4 hosts in one switch or in racks
@@ -25,10 +26,13 @@ echo "== calibration: 1 worker, 1 thread, as the sweep runs" >&2
 "$dlscale" train -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 --display-every 0 \
   --trace resnet18.trace.json --json resnet18.json > /dev/null
 
-echo "== commbench: allreduce across 2 unshaped emulated hosts" >&2
+echo "== commbench: allreduce across 2 unshaped emulated hosts, float32, float16 and bfloat16" >&2
 "$dlscale" cluster up --name pcheck --hosts 2 > /dev/null
 trap '"$dlscale" cluster down --name pcheck > /dev/null 2>&1 || true' EXIT
-"$dlscale" commbench --cluster pcheck --op allreduce -b 1K -e 64M --iters 5 --threads 1 --json commbench.json
+for dtype in f32 f16 bf16; do
+  "$dlscale" commbench --cluster pcheck --op allreduce -b 1K -e 64M --iters 5 --threads 1 --dtype $dtype \
+    --json commbench-$dtype.json
+done
 "$dlscale" cluster down --name pcheck > /dev/null
 
 echo "== the measured sweep" >&2
@@ -36,4 +40,5 @@ echo "== the measured sweep" >&2
 
 echo "== predicted against measured" >&2
 "$dlscale" report --db results.db --sweep "$sweep" --type predict --calibrate lenet.json \
-  --calibrate resnet18.json --commbench commbench.json --system local-cluster | tee "$sweep.txt"
+  --calibrate resnet18.json --commbench commbench-f32.json --commbench commbench-f16.json \
+  --commbench commbench-bf16.json --system local-cluster | tee "$sweep.txt"

@@ -43,8 +43,14 @@ report::Report predict_report(const ReportFlags& f, const std::vector<sweep::Run
   in.base = predict::resolve_network(f.network, system.get());
   if (system != nullptr) in.shared_cores = system->shared_cores;
   if (system != nullptr) in.copy_bytes_per_s = system->copy_bytes_per_s;
-  // A commbench of the unshaped link measured that rate on this machine.
-  if (!f.network.commbench.empty()) in.copy_bytes_per_s = in.base.inter.bytes_per_s;
+  // A commbench of the unshaped link measured that rate on this machine,
+  // and a float16 or bfloat16 one that wire type's.
+  if (!f.network.commbench.empty()) {
+    in.copy_bytes_per_s = in.base.inter.bytes_per_s;
+    for (size_t i = 0; i < in.base.wire16.size(); ++i) {
+      in.wire16_copy_bytes_per_s[i] = in.base.wire16[i].inter_bytes_per_s;
+    }
+  }
   return predict::predict_report(runs, in);
 }
 
@@ -115,8 +121,10 @@ void add_report_command(CLI::App& app) {
       ->group("Predict");
   cmd->add_option("--system", f->system, "predict: a system file or shipped name for the links runs do not shape")
       ->group("Predict");
-  cmd->add_option("--commbench", f->network.commbench,
-                  "predict: a 'dlscale commbench --json' record (repeatable): the unshaped link it measured")
+  cmd->add_option(
+         "--commbench", f->network.commbench,
+         "predict: a 'dlscale commbench --json' record (repeatable): the unshaped link it measured "
+         "and the cores' copy rate; a --dtype f16 or bf16 record gives that wire type's")
       ->group("Predict");
   cmd->add_option("--link-gbps", f->network.link_gbps, "predict: Gbit/s of links runs do not shape")->group("Predict");
   cmd->add_option("--latency-us", f->network.latency_us, "predict: latency of one message, microseconds")

@@ -16,6 +16,24 @@ const char* link_name(LinkKind kind) {
   return "?";
 }
 
+int wire16_index(const std::string& compress) {
+  if (compress == "fp16") return 0;
+  if (compress == "bf16") return 1;
+  return -1;
+}
+
+Network Network::for_wire(const std::string& compress) const {
+  const int i = wire16_index(compress);
+  if (i < 0) return *this;
+  Network n = *this;
+  const WireRate& w = wire16[static_cast<size_t>(i)];
+  if (w.intra_bytes_per_s > 0)
+    n.intra.bytes_per_s = std::min(n.intra.bytes_per_s, w.intra_bytes_per_s);
+  if (w.inter_bytes_per_s > 0)
+    n.inter.bytes_per_s = std::min(n.inter.bytes_per_s, w.inter_bytes_per_s);
+  return n;
+}
+
 const Link& Network::flat_link(long long ranks) const { return nodes(ranks) > 1 ? inter : intra; }
 LinkKind Network::flat_kind(long long ranks) const { return nodes(ranks) > 1 ? LinkKind::kInter : LinkKind::kIntra; }
 

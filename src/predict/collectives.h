@@ -31,6 +31,17 @@ struct Fabric {
   bool spans(long long nodes) const { return nodes_per_group > 0 && nodes > nodes_per_group; }
 };
 
+/// A 16-bit wire type's own rate at each level, bytes/s of its messages
+/// (from a float16 or bfloat16 commbench: Gloo sums 16-bit values on a CPU
+/// more slowly per byte than float32); 0 = as float32's.
+struct WireRate {
+  double intra_bytes_per_s = 0;
+  double inter_bytes_per_s = 0;
+};
+/// The wire types with rates of their own: "fp16" (0), "bf16" (1); -1 for
+/// "none" (float32) and anything else.
+int wire16_index(const std::string& compress);
+
 /// The network a job runs on: two levels and how many workers share a node.
 struct Network {
   Link intra;                    ///< between workers of one node (NVLink, PCIe, shared memory)
@@ -38,6 +49,12 @@ struct Network {
   int workers_per_node = 1;      ///< >= 1
   double cast_bytes_per_s = 0;   ///< fp32 read rate of a cast to fp16/bf16; 0 = casts cost nothing
   Fabric fabric;                 ///< above the nodes' links; none by default
+  std::array<WireRate, 2> wire16{};  ///< fp16's and bf16's own rates (wire16_index)
+
+  /// The network a bucket sent as `compress` ("none", "fp16", "bf16")
+  /// crosses: each level's bandwidth capped by that wire type's own rate
+  /// where one was measured.
+  Network for_wire(const std::string& compress) const;
 
   /// The link a collective over all `ranks` workers is bound by: inter when
   /// they span more than one node.

@@ -87,6 +87,7 @@ std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckIn
                    : env.is_object()   ? env.value(record::kOnlineCores, 0)
                                        : 0;
   o.copy_bytes_per_s = in.copy_bytes_per_s;
+  o.wire16_copy_bytes_per_s = in.wire16_copy_bytes_per_s;
   const Prediction p = predict(*cal, n, {parse_strategy(c.strategy)}, o);
   c.measured = *measured;
   c.predicted = p.strategies[0].points[0].throughput;

@@ -17,6 +17,8 @@ struct SweepCheckInputs {
   Network base;                        ///< links a run's record does not shape
   int shared_cores = 0;                ///< cores all workers share; 0 = each record's online cores
   double copy_bytes_per_s = 0;         ///< those cores' rate of moving a rank's bytes (0 = free)
+  std::array<double, 2>
+      wire16_copy_bytes_per_s{};  ///< the same for fp16 and bf16 (0 = copy_bytes_per_s)
 };
 
 /// The strategy a train record's inputs describe, as predict writes it

@@ -228,7 +228,10 @@ double async_ps_step(const StrategySpec& s, const Network& n, long long workers,
 double shared_core_comm_s(const StrategySpec& s, const Network& n, const PredictOptions& o, long long workers,
                           double total, double sent) {
   if (o.shared_cores <= 0 || workers <= 1) return 0;
-  double cpu = o.copy_bytes_per_s > 0 ? sent / o.copy_bytes_per_s : 0;
+  const int wire = wire16_index(s.compress);
+  const double own = wire >= 0 ? o.wire16_copy_bytes_per_s[static_cast<size_t>(wire)] : 0;
+  const double copy = own > 0 ? own : o.copy_bytes_per_s;
+  double cpu = copy > 0 ? sent / copy : 0;
   if (s.compress != "none" && n.cast_bytes_per_s > 0) cpu += 2 * total / n.cast_bytes_per_s;
   return cpu;
 }
@@ -313,7 +316,8 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
   const double cpu_s = shared_core_comm_s(s, n, o, workers, total, p.bytes_per_rank) * slow;
   const double stretch = c.backward_s > 0 ? (c.backward_s + cpu_s) / c.backward_s : 1;
   c.backward_s += cpu_s;
-  Network stream_net = n;
+  const Network wire_net = n.for_wire(s.compress);  // a 16-bit wire's own rates
+  Network stream_net = wire_net;
   if (o.shared_cores > 0) stream_net.cast_bytes_per_s = 0;  // the casts ran in backward
   double optimizer_s = c.optimizer_s;
   p.compute_s = c.data_s + c.forward_s + c.backward_s + c.optimizer_s;
@@ -323,14 +327,15 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
   const double share = s.algorithm == Algorithm::kPs ? (shares != nullptr ? *shares : own)(s.shards(n.nodes(workers)))
                                                      : 0;
   if (s.algorithm == Algorithm::kPs && s.ps_async) {
-    step = async_ps_step(s, n, workers, total, share, p.compute_s, comm);
+    step = async_ps_step(s, wire_net, workers, total, share, p.compute_s, comm);
   } else {
     std::vector<Transfer> stream;
     for (const Bucket& b : buckets) stream.push_back({b.ready_s * scale * slow * stretch, bucket_cost(s, stream_net, workers, b.bytes, share)});
     const StreamResult r = run_stream(stream);
     comm = r.busy;
     Cost after;  // outside backward: before the next forward or after the update
-    if (s.algorithm == Algorithm::kPs) after = ps_transfer(s, n, workers, total * s.wire_fraction(), share);
+    if (s.algorithm == Algorithm::kPs)
+      after = ps_transfer(s, wire_net, workers, total * s.wire_fraction(), share);
     if (s.algorithm == Algorithm::kZero) {
       optimizer_s /= static_cast<double>(workers);
       for (const Bucket& b : buckets)

@@ -30,6 +30,9 @@ struct PredictOptions {
   /// through the kernel (the unshaped link's bandwidth). The bytes a rank
   /// sends then cost CPU time that backward loses; 0 = free.
   double copy_bytes_per_s = 0;
+  /// The same for a 16-bit wire ([0] fp16, [1] bf16: wire16_index), whose
+  /// summing costs the cores more per byte; 0 = copy_bytes_per_s.
+  std::array<double, 2> wire16_copy_bytes_per_s{};
 };
 
 /// A collective on the communication stream, ready at `ready_s` after backward starts.

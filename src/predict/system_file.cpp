@@ -216,7 +216,8 @@ SystemSpec load_system(const std::string& name_or_path, const std::string& syste
 
 namespace {
 
-Link commbench_link(const nlohmann::json& record, const std::string& what, bool& inter) {
+Link commbench_link(const nlohmann::json& record, const std::string& what, bool& inter,
+                    std::string& wire) {
   namespace in = record::input;
   DLSCALE_CHECK(record.is_object() && record.value(record::kKind, "") == record::kKindCommbench,
                 "{}: not a 'dlscale commbench --json' record (kind must be 'commbench')", what);
@@ -232,13 +233,17 @@ Link commbench_link(const nlohmann::json& record, const std::string& what, bool&
       record.contains(record::kInputs) ? record[record::kInputs] : nlohmann::json();
   const double p = inputs.is_object() ? inputs.value(in::kWorldSize, 0.0) : 0.0;
   DLSCALE_CHECK(p >= 2, "{}: the allreduce was timed on {} rank(s); 2 or more are needed", what, p);
-  // A float16 or bfloat16 allreduce folds its slower summing into the rate,
-  // which the model would then charge to float32 gradients too.
+  // A float16 or bfloat16 allreduce folds its slower summing into the rate:
+  // the rate of that wire type, not of float32 gradients.
   const std::string dtype =
       inputs.value(in::kCommbenchDtype, std::string("float32"));  // an object: p >= 2
-  DLSCALE_CHECK(dtype == "float32",
-                "{}: the allreduce was timed in {}; the link's rate comes from a float32 "
-                "commbench (--compress halves the bytes; a rate per wire type is not modelled yet)",
+  wire = dtype == "float32"    ? "none"
+         : dtype == "float16"  ? "fp16"
+         : dtype == "bfloat16" ? "bf16"
+                               : "";
+  DLSCALE_CHECK(!wire.empty(),
+                "{}: the allreduce was timed in {}; a link's rate comes from a float32, float16 or "
+                "bfloat16 commbench",
                 what, dtype);
   const double bw = fit->value(record::kFitBandwidthGbps, 0.0);
   DLSCALE_CHECK(bw > 0, "{}: the allreduce fit has no bandwidth (time did not grow with size: use larger "
@@ -254,9 +259,10 @@ Link commbench_link(const nlohmann::json& record, const std::string& what, bool&
 
 }  // namespace
 
-Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter) {
+Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter,
+                         std::string& wire) {
   try {
-    return commbench_link(record, what, inter);
+    return commbench_link(record, what, inter, wire);
   } catch (const nlohmann::json::exception& e) {
     // A key of the wrong type (a hand-edited record): one line naming the file.
     throw Error(fmt::format("{}: a malformed commbench record: {}", what, e.what()));
@@ -308,7 +314,13 @@ Network resolve_network(const NetworkFlags& f, const SystemSpec* system) {
   if (system != nullptr) n = system->network;
   for (const std::string& path : f.commbench) {
     bool inter = false;
-    const Link l = link_from_commbench(read_json_file(path), path, inter);
+    std::string wire;
+    const Link l = link_from_commbench(read_json_file(path), path, inter, wire);
+    if (wire16_index(wire) >= 0) {  // a 16-bit wire's own rate, not a link
+      WireRate& rate = n.wire16[static_cast<size_t>(wire16_index(wire))];
+      (inter ? rate.inter_bytes_per_s : rate.intra_bytes_per_s) = l.bytes_per_s;
+      continue;
+    }
     (inter ? n.inter : n.intra) = l;
     (inter ? have_inter : have_intra) = true;
   }

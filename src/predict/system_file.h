@@ -59,9 +59,12 @@ SystemSpec load_system(const std::string& name_or_path, const std::string& syste
 
 /// The link (α, bandwidth) a commbench record's allreduce fit implies for
 /// one ring link: B = fitted B × 2(p−1)/p, α = fitted α / (2(p−1)). Sets
-/// `inter` to whether the record's ranks spanned emulated hosts. Throws
-/// dlscale::Error naming `what` when the record has no allreduce fit.
-Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter);
+/// `inter` to whether the record's ranks spanned emulated hosts, and `wire`
+/// to the wire type its messages had: "none" (float32), "fp16" (float16)
+/// or "bf16" (bfloat16). Throws dlscale::Error naming `what` when the
+/// record has no allreduce fit or another element type.
+Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter,
+                         std::string& wire);
 
 /// The network flags of `predict` and `report --type predict`.
 struct NetworkFlags {
@@ -76,7 +79,8 @@ struct NetworkFlags {
   double fabric_gbps = 0;              ///< each uplink, Gbit/s; 0 = not given
 };
 
-/// The system's network (when given), then each commbench record's level,
+/// The system's network (when given), then each commbench record's level
+/// (a float16 or bfloat16 record: that wire type's own rate at its level),
 /// then the flags; a level nothing gave copies the other; a fabric given by
 /// its oversubscription gets its uplink from the inter link. Throws
 /// dlscale::Error when nothing gives a network, or a fabric lacks its

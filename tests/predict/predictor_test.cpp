@@ -509,18 +509,22 @@ TEST(PredictSystemFile, ACommbenchRecordGivesOneRingLinkAndBadOnesAreRefused) {
     "inputs": {"world_size": 4, "dtype": "float32", "cluster": {"hosts": 4}},
     "results": {"fits": {"allreduce": {"alpha_us": 600.0, "bandwidth_gbps": 1.5}}}})");
   bool inter = false;
-  const Link l = link_from_commbench(r, "cb.json", inter);
+  std::string wire;
+  const Link l = link_from_commbench(r, "cb.json", inter, wire);
   EXPECT_TRUE(inter);
+  EXPECT_EQ(wire, "none");
   EXPECT_DOUBLE_EQ(l.bytes_per_s, 1.5e9 * 2 * 3 / 4);  // B x 2(p-1)/p
   EXPECT_DOUBLE_EQ(l.alpha_s, 600e-6 / 6);             // alpha / 2(p-1)
   nlohmann::json local = r;
   local["inputs"].erase("cluster");
   local["inputs"].erase("dtype");  // records before the key: float32
-  link_from_commbench(local, "cb.json", inter);
+  link_from_commbench(local, "cb.json", inter, wire);
   EXPECT_FALSE(inter);
   auto refused = [](const nlohmann::json& bad, const std::string& needle) {
     bool ignored = false;
-    expect_refused([&] { link_from_commbench(bad, "cb.json", ignored); }, bad.dump(), needle);
+    std::string unused;
+    expect_refused([&] { link_from_commbench(bad, "cb.json", ignored, unused); }, bad.dump(),
+                   needle);
   };
   nlohmann::json train = r;
   train["kind"] = "train";
@@ -540,12 +544,54 @@ TEST(PredictSystemFile, ACommbenchRecordGivesOneRingLinkAndBadOnesAreRefused) {
   nlohmann::json text_ranks = r;
   text_ranks["inputs"]["world_size"] = "four";
   refused(text_ranks, "cb.json: a malformed commbench record: ");
-  for (const std::string dtype : {"float16", "bfloat16"}) {
+  nlohmann::json int8 = r;
+  int8["inputs"]["dtype"] = "int8";
+  refused(int8,
+          "cb.json: the allreduce was timed in int8; a link's rate comes from a float32, float16 "
+          "or bfloat16");
+  // A 16-bit record names its wire type: its rate is that wire's, not a link's.
+  for (const auto& [dtype, name] : std::vector<std::pair<std::string, std::string>>{
+           {"float16", "fp16"}, {"bfloat16", "bf16"}}) {
     nlohmann::json half = r;
     half["inputs"]["dtype"] = dtype;
-    refused(half, "cb.json: the allreduce was timed in " + dtype +
-                      "; the link's rate comes from a float32");
+    EXPECT_DOUBLE_EQ(link_from_commbench(half, "cb.json", inter, wire).bytes_per_s,
+                     1.5e9 * 2 * 3 / 4);
+    EXPECT_EQ(wire, name);
   }
+}
+
+TEST(PredictWire, A16BitWireGoesAtItsOwnMeasuredRateOnTheLinksAndTheSharedCores) {
+  // Flat fp16 allreduce of 12 MB over 4 workers on one node: 6 MB on the
+  // wire, 6 alpha + 1.5 x 6 MB / 1e9 = 9.06 ms at the fp32 rate.
+  Network n = one_node(8);
+  EXPECT_NEAR(step("allreduce+flat+fp16", 4, n).step_s, 10e-3 + 20e-3 + 9.06e-3 + 2e-3, kTol);
+  // fp16 measured at 0.25 GB/s on this level: 1.5 x 6 MB / 2.5e8 = 36 ms.
+  n.wire16[0].intra_bytes_per_s = 2.5e8;
+  EXPECT_NEAR(step("allreduce+flat+fp16", 4, n).step_s, 10e-3 + 20e-3 + 36.06e-3 + 2e-3, kTol);
+  // bf16 and float32 keep their rates; a 16-bit rate faster than the link
+  // does not speed it up.
+  EXPECT_NEAR(step("allreduce+flat+bf16", 4, n).step_s, 10e-3 + 20e-3 + 9.06e-3 + 2e-3, kTol);
+  EXPECT_NEAR(step("allreduce+flat", 4, n).step_s, 10e-3 + 20e-3 + 18.06e-3 + 2e-3, kTol);
+  n.wire16[1].intra_bytes_per_s = 4e9;
+  EXPECT_NEAR(step("allreduce+flat+bf16", 4, n).step_s, 10e-3 + 20e-3 + 9.06e-3 + 2e-3, kTol);
+  // The PS's pull after the update takes the wire's rate too.
+  const StepPrediction ps = step("ps:2+flat+fp16", 4, n);
+  const double push = 1e-5 + 1.5 * 6e6 / 2.5e8;  // the busiest shard: (N-1) S/K, S = 6 MB
+  EXPECT_NEAR(ps.step_s, 10e-3 + 20e-3 + push + 2e-3 + push, kTol);
+  // On shared cores the bytes a rank sends cost CPU at that wire's copy
+  // rate: 1.5 x 6 MB at 0.5 GB/s = 18 ms of backward (the fp32 rate of
+  // 1 GB/s would give 9 ms).
+  PredictOptions o;
+  o.shared_cores = 8;
+  o.copy_bytes_per_s = 1e9;
+  o.wire16_copy_bytes_per_s = {5e8, 0};
+  const StrategySpec fp16 = parse_strategy("allreduce+flat+fp16");
+  const Workload w = two_tensors();
+  const auto buckets = plan_workload_buckets(w, true, o.first_bucket_mb, o.bucket_mb);
+  const double backward = predict_step(w, n, fp16, buckets, 4, 8, o).compute_s - 12e-3;
+  EXPECT_NEAR(backward, 20e-3 + 18e-3, kTol);
+  o.wire16_copy_bytes_per_s = {0, 0};
+  EXPECT_NEAR(predict_step(w, n, fp16, buckets, 4, 8, o).compute_s - 12e-3, 20e-3 + 9e-3, kTol);
 }
 
 nlohmann::json toy_record() {
