@@ -2,8 +2,9 @@
 # dlscale predict against this machine (docs/predict.md, "Accuracy on this
 # machine"): 1-worker calibration records of lenet and resnet18 (with
 # --trace, as the sweep's settings), commbench of the unshaped emulated
-# link in float32, float16 and bfloat16 (each wire type's own rate), the
-# measured sweep examples/predict-check.yaml, then
+# link in float32, float16 and bfloat16 (each wire type's own rate) and of
+# each shaped hop the sweep uses (HOPS: what a link or uplink of that rate
+# delivers), the measured sweep examples/predict-check.yaml, then
 # `report --type predict`. As root (the emulated cluster). Everything goes
 # to $OUT (default /tmp/dlscale-SWEEP). SWEEP=fabric-check runs
 # examples/fabric-check.yaml instead: 4 hosts in one switch or in racks
@@ -16,6 +17,12 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 dlscale=${DLSCALE:-$here/build/dlscale}
 sweep=${SWEEP:-predict-check}
 [ -f "$here/examples/$sweep.yaml" ] || { echo "SWEEP=$sweep: no examples/$sweep.yaml" >&2; exit 2; }
+# The shaped hops to time apart: link:MBIT (2 hosts on links of MBIT) or
+# uplink:MBIT (2 hosts in racks of 1 whose uplinks run at MBIT).
+if [ "$sweep" = fabric-check ]; then hops=${HOPS:-"link:100 uplink:50"}; else hops=${HOPS:-"link:100 link:1000"}; fi
+for hop in $hops; do
+  case $hop in link:[0-9]*|uplink:[0-9]*) ;; *) echo "HOPS: '$hop' is not link:MBIT or uplink:MBIT" >&2; exit 2;; esac
+done
 out=${OUT:-/tmp/dlscale-$sweep}
 mkdir -p "$out"
 cd "$out"
@@ -35,10 +42,22 @@ for dtype in f32 f16 bf16; do
 done
 "$dlscale" cluster down --name pcheck > /dev/null
 
+echo "== commbench: each shaped hop ($hops) between 2 emulated hosts" >&2
+hop_records=()
+for hop in $hops; do
+  kind=${hop%%:*} mbit=${hop#*:}
+  if [ "$kind" = link ]; then shape=(--link-mbit "$mbit"); else shape=(--rack-hosts 1 --uplink-mbit "$mbit"); fi
+  "$dlscale" cluster up --name pcheck --hosts 2 "${shape[@]}" > /dev/null
+  "$dlscale" commbench --cluster pcheck --op allreduce -b 1K -e 64M --iters 3 --threads 1 \
+    --json "commbench-$kind$mbit.json" | grep "allreduce:" >&2
+  "$dlscale" cluster down --name pcheck > /dev/null
+  hop_records+=(--commbench "commbench-$kind$mbit.json")
+done
+
 echo "== the measured sweep" >&2
 "$dlscale" sweep "$here/examples/$sweep.yaml" --db results.db
 
 echo "== predicted against measured" >&2
 "$dlscale" report --db results.db --sweep "$sweep" --type predict --calibrate lenet.json \
   --calibrate resnet18.json --commbench commbench-f32.json --commbench commbench-f16.json \
-  --commbench commbench-bf16.json --system local-cluster | tee "$sweep.txt"
+  --commbench commbench-bf16.json "${hop_records[@]}" --system local-cluster | tee "$sweep.txt"

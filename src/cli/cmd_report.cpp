@@ -40,12 +40,14 @@ report::Report predict_report(const ReportFlags& f, const std::vector<sweep::Run
   for (const std::string& path : f.calibrate) {
     in.calibrations.push_back(predict::calibrate_from_record(predict::read_json_file(path), path));
   }
-  in.base = predict::resolve_network(f.network, system.get());
+  predict::NetworkFlags network = f.network;
+  predict::take_shaped_commbench(network.commbench, in);  // a shaped link's or uplink's own rate
+  in.base = predict::resolve_network(network, system.get());
   if (system != nullptr) in.shared_cores = system->shared_cores;
   if (system != nullptr) in.copy_bytes_per_s = system->copy_bytes_per_s;
   // A commbench of the unshaped link measured that rate on this machine,
   // and a float16 or bfloat16 one that wire type's.
-  if (!f.network.commbench.empty()) {
+  if (!network.commbench.empty()) {
     in.copy_bytes_per_s = in.base.inter.bytes_per_s;
     for (size_t i = 0; i < in.base.wire16.size(); ++i) {
       in.wire16_copy_bytes_per_s[i] = in.base.wire16[i].inter_bytes_per_s;
@@ -124,7 +126,8 @@ void add_report_command(CLI::App& app) {
   cmd->add_option(
          "--commbench", f->network.commbench,
          "predict: a 'dlscale commbench --json' record (repeatable): the unshaped link it measured "
-         "and the cores' copy rate; a --dtype f16 or bf16 record gives that wire type's")
+         "and the cores' copy rate; a --dtype f16 or bf16 record gives that wire type's; one "
+         "across a cluster's shaped link or uplink gives what a hop of that rate delivers")
       ->group("Predict");
   cmd->add_option("--link-gbps", f->network.link_gbps, "predict: Gbit/s of links runs do not shape")->group("Predict");
   cmd->add_option("--latency-us", f->network.latency_us, "predict: latency of one message, microseconds")

@@ -6,6 +6,8 @@
 #include "core/error.h"
 #include "core/record_keys.h"
 #include "core/stats.h"
+#include "predict/system_file.h"
+#include "predict/workload.h"
 #include "report/report_parts.h"
 
 namespace dlscale::predict {
@@ -31,22 +33,28 @@ struct Checked {
   double measured = 0, predicted = 0;
 };
 
+/// What a shaped hop of `mbit` delivers: measured, else nominal.
+double shaped_rate(const SweepCheckInputs& in, double mbit) {
+  const auto it = in.shaped_bytes_per_s.find(mbit);
+  return it != in.shaped_bytes_per_s.end() ? it->second : mbit * 1e6 / 8;
+}
+
 /// The network a run's record describes: its emulated cluster's shaped
 /// link, workers per host and racks (a shaped uplink is the fabric) over
 /// the base.
-Network run_network(const nlohmann::json& inputs, const Network& base, std::string& link) {
-  Network n = base;
+Network run_network(const nlohmann::json& inputs, const SweepCheckInputs& in, std::string& link) {
+  Network n = in.base;
   const nlohmann::json& cluster =
       inputs.contains(input::kCluster) ? inputs[input::kCluster] : nlohmann::json();
   if (cluster.is_object()) {
     n.workers_per_node = cluster.value(input::kClusterWorkersPerHost, 1);
     const double mbit = cluster.value(input::kClusterLinkMbit, 0.0);
-    if (mbit > 0) n.inter.bytes_per_s = mbit * 1e6 / 8;
+    if (mbit > 0) n.inter.bytes_per_s = shaped_rate(in, mbit);
     link = mbit > 0 ? fmt::format("{:g} Mbit/s", mbit) : "unshaped";
     const int rack = cluster.value(input::kClusterRackHosts, 0);
     const double uplink = cluster.value(input::kClusterUplinkMbit, 0.0);
     if (rack > 0 && uplink > 0) {
-      n.fabric = {rack, uplink * 1e6 / 8};
+      n.fabric = {rack, shaped_rate(in, uplink)};
       link += fmt::format(", racks of {} at {:g} Mbit/s", rack, uplink);
     }
   } else {
@@ -74,7 +82,7 @@ std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckIn
                                 [&](const Workload& w) { return w.model == c.model; });
   DLSCALE_CHECK(cal != in.calibrations.end(), "run {} trained {}, but no --calibrate record measured it", run.id,
                 c.model);
-  const Network n = run_network(inputs, in.base, c.link);
+  const Network n = run_network(inputs, in, c.link);
   PredictOptions o;
   o.workers = {c.workers};
   o.batch = inputs.value(input::kBatch, 0);
@@ -96,6 +104,27 @@ std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckIn
 }
 
 }  // namespace
+
+void take_shaped_commbench(std::vector<std::string>& paths, SweepCheckInputs& in) {
+  std::vector<std::string> rest;
+  for (const std::string& path : paths) {
+    const nlohmann::json record = read_json_file(path);
+    const double mbit = shaped_hop_mbit(record);
+    if (mbit <= 0) {
+      rest.push_back(path);
+      continue;
+    }
+    bool inter = false;
+    std::string wire;
+    const Link l = link_from_commbench(record, path, inter, wire);
+    DLSCALE_CHECK(wire == "none",
+                  "{}: a commbench across a shaped hop gives its rate in float32 (this one ran in "
+                  "{}); time the 16-bit wires on unshaped links",
+                  path, wire);
+    in.shaped_bytes_per_s[mbit] = l.bytes_per_s;
+  }
+  paths = rest;
+}
 
 std::string strategy_of_record(const nlohmann::json& in) {
   const std::string kind = in.value(input::kStrategy, "allreduce");
@@ -159,6 +188,14 @@ report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const S
                                   *std::max_element(errors.begin(), errors.end()), within, errors.size()));
   rep.notes.push_back("measured: median samples/s of the completed repeats; predicted from the --calibrate records "
                       "and the network, each run's link, workers, strategy and threads taken from its record");
+  std::string hops;
+  for (const auto& [mbit, rate] : in.shaped_bytes_per_s) {
+    hops += fmt::format("{}{:g} Mbit/s delivers {:.2f} MB/s ({:.0f}%)", hops.empty() ? "" : ", ",
+                        mbit, rate / 1e6, 100 * rate / (mbit * 1e6 / 8));
+  }
+  rep.notes.push_back(hops.empty() ? "shaped links and uplinks at their nominal rates"
+                                   : "shaped hops as commbench measured them: " + hops +
+                                         "; any other at its nominal rate");
   rep.tables.push_back(std::move(t));
   return rep;
 }

@@ -2,9 +2,13 @@
 // `dlscale report --type predict`: every measured run of a selection next
 // to what the scaling model predicts for it, with the error of each
 // (docs/predict.md). Each run's own record says what it ran (model, batch,
-// workers, strategy, buckets, threads, the emulated cluster's link); the
-// compute comes from 1-worker calibration records, the unshaped links from
-// a base network (commbench records or a system file).
+// workers, strategy, buckets, threads, the emulated cluster's link and
+// racks); the compute comes from 1-worker calibration records, the
+// unshaped links from a base network (commbench records or a system file),
+// a shaped link or uplink from a commbench across one of its rate, else
+// its nominal rate.
+#include <map>
+#include <string>
 #include <vector>
 
 #include "predict/predictor.h"
@@ -17,9 +21,20 @@ struct SweepCheckInputs {
   Network base;                        ///< links a run's record does not shape
   int shared_cores = 0;                ///< cores all workers share; 0 = each record's online cores
   double copy_bytes_per_s = 0;         ///< those cores' rate of moving a rank's bytes (0 = free)
-  std::array<double, 2>
-      wire16_copy_bytes_per_s{};  ///< the same for fp16 and bf16 (0 = copy_bytes_per_s)
+  /// The same for fp16 and bf16 (0 = copy_bytes_per_s).
+  std::array<double, 2> wire16_copy_bytes_per_s{};
+  /// What a shaped hop (a link or an uplink) of a nominal rate in Mbit/s
+  /// delivers each way, bytes/s, measured by a commbench across it; a rate
+  /// not measured is taken as nominal.
+  std::map<double, double> shaped_bytes_per_s;
 };
+
+/// Splits `--commbench` records for `report --type predict`: one taken
+/// across a shaped hop of an emulated cluster (shaped_hop_mbit) goes into
+/// `inputs.shaped_bytes_per_s` (float32 records only); the others are left
+/// in `paths`, for the base network. Throws dlscale::Error naming a bad
+/// record.
+void take_shaped_commbench(std::vector<std::string>& paths, SweepCheckInputs& inputs);
 
 /// The strategy a train record's inputs describe, as predict writes it
 /// ("allreduce+flat", "ps:2+async", "zero:3", ...); "" for independent.

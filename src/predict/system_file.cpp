@@ -269,6 +269,22 @@ Link link_from_commbench(const nlohmann::json& record, const std::string& what, 
   }
 }
 
+double shaped_hop_mbit(const nlohmann::json& record) {
+  namespace in = record::input;
+  if (!record.is_object() || !record.contains(record::kInputs) ||
+      !record[record::kInputs].is_object())
+    return 0;
+  const nlohmann::json& inputs = record[record::kInputs];
+  const nlohmann::json& cluster =
+      inputs.contains(in::kCluster) ? inputs[in::kCluster] : nlohmann::json();
+  if (!cluster.is_object() || cluster.value(in::kClusterHosts, 1) < 2) return 0;
+  const double link = cluster.value(in::kClusterLinkMbit, 0.0);
+  const double uplink =
+      cluster.value(in::kClusterRackHosts, 0) > 0 ? cluster.value(in::kClusterUplinkMbit, 0.0) : 0;
+  if (uplink > 0 && (link <= 0 || uplink <= link)) return uplink;
+  return link > 0 ? link : 0;
+}
+
 namespace {
 
 /// The network flags, within a system file's ranges (0 or < 0: not given).

@@ -66,6 +66,12 @@ SystemSpec load_system(const std::string& name_or_path, const std::string& syste
 Link link_from_commbench(const nlohmann::json& record, const std::string& what, bool& inter,
                          std::string& wire);
 
+/// The nominal rate (Mbit/s) of the narrowest shaped hop a commbench
+/// record's ranks crossed on an emulated cluster: its racks' uplink when
+/// that is shaped and no faster than the links, else the links; 0 when
+/// the record ran on no cluster of 2+ hosts or on unshaped hops only.
+double shaped_hop_mbit(const nlohmann::json& record);
+
 /// The network flags of `predict` and `report --type predict`.
 struct NetworkFlags {
   std::vector<std::string> commbench;  ///< commbench records

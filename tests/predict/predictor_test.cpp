@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "dp/sync_options.h"
 #include "predict/predict_report.h"
 #include "predict/system_file.h"
+#include "process_util.h"
 
 namespace dlscale::predict {
 namespace {
@@ -558,6 +561,49 @@ TEST(PredictSystemFile, ACommbenchRecordGivesOneRingLinkAndBadOnesAreRefused) {
                      1.5e9 * 2 * 3 / 4);
     EXPECT_EQ(wire, name);
   }
+}
+
+TEST(PredictSystemFile, ACommbenchAcrossAShapedHopGivesWhatAHopOfThatRateDelivers) {
+  const auto record = [](const std::string& cluster, const std::string& dtype = "float32") {
+    return nlohmann::json::parse(
+        R"({"kind": "commbench", "inputs": {"world_size": 2, "dtype": ")" + dtype +
+        R"(", "cluster": )" + cluster +
+        R"(}, "results": {"fits": {"allreduce": {"alpha_us": 1000.0, "bandwidth_gbps": 0.011}}}})");
+  };
+  EXPECT_EQ(shaped_hop_mbit(record(R"({"hosts": 2, "link_mbit": 100})")), 100);
+  // The racks' uplink when it is the narrower hop (or the links are unshaped).
+  EXPECT_EQ(shaped_hop_mbit(
+                record(R"({"hosts": 2, "link_mbit": 100, "rack_hosts": 1, "uplink_mbit": 50})")),
+            50);
+  EXPECT_EQ(shaped_hop_mbit(
+                record(R"({"hosts": 2, "link_mbit": 0, "rack_hosts": 1, "uplink_mbit": 30})")),
+            30);
+  EXPECT_EQ(shaped_hop_mbit(
+                record(R"({"hosts": 2, "link_mbit": 100, "rack_hosts": 1, "uplink_mbit": 200})")),
+            100);
+  // Nothing shaped crossed: one host, unshaped links, no cluster.
+  EXPECT_EQ(shaped_hop_mbit(record(R"({"hosts": 1, "link_mbit": 100})")), 0);
+  EXPECT_EQ(shaped_hop_mbit(record(R"({"hosts": 2, "link_mbit": 0})")), 0);
+  EXPECT_EQ(shaped_hop_mbit(record("null")), 0);
+  EXPECT_EQ(shaped_hop_mbit(nlohmann::json::array()), 0);
+  // report --type predict takes the shaped ones apart: 11 MB/s for a hop of
+  // 100 Mbit/s (B x 2(p-1)/p at p = 2), the unshaped one left for the base.
+  const std::string shaped = testing::temp_path("shaped.json"),
+                    unshaped = testing::temp_path("unshaped.json"),
+                    half = testing::temp_path("half.json");
+  write_file_atomic(shaped, record(R"({"hosts": 2, "link_mbit": 100})").dump());
+  write_file_atomic(unshaped, record(R"({"hosts": 2, "link_mbit": 0})").dump());
+  write_file_atomic(half, record(R"({"hosts": 2, "link_mbit": 100})", "float16").dump());
+  SweepCheckInputs in;
+  std::vector<std::string> paths = {shaped, unshaped};
+  take_shaped_commbench(paths, in);
+  EXPECT_EQ(paths, std::vector<std::string>{unshaped});
+  ASSERT_EQ(in.shaped_bytes_per_s.size(), 1u);
+  EXPECT_DOUBLE_EQ(in.shaped_bytes_per_s.at(100), 11e6);
+  paths = {half};
+  expect_refused([&] { take_shaped_commbench(paths, in); }, half,
+                 "gives its rate in float32 (this one ran in fp16)");
+  for (const std::string& path : {shaped, unshaped, half}) std::remove(path.c_str());
 }
 
 TEST(PredictWire, A16BitWireGoesAtItsOwnMeasuredRateOnTheLinksAndTheSharedCores) {
