@@ -281,8 +281,7 @@ void check_strategy(const StrategySpec& s, const Network& n, long long workers) 
                         !(s.algorithm == Algorithm::kPs && s.ps_async);
   DLSCALE_CHECK(modelled || !n.fabric.spans(nodes),
                 "strategy '{}': with a shared fabric only rings (allreduce, hierarchical, zero) "
-                "and a synchronous "
-                "ps are modelled; N = {} spans {} nodes, more than a group of {}",
+                "and a synchronous ps are modelled; N = {} spans {} nodes, more than a group of {}",
                 s.label, workers, nodes, n.fabric.nodes_per_group);
 }
 
