@@ -101,13 +101,19 @@ Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, LinkKi
   return terms(p - 1, (p - 1) / p * bytes, link, kind);
 }
 
+Cost with_uplink(const Cost& c, double uplink_bytes, const Fabric& f) {
+  if (uplink_bytes <= 0 || f.bytes_per_s <= 0 || uplink_bytes / f.bytes_per_s <= c.transfer_s)
+    return c;
+  Cost out;
+  out.latency_s = c.latency_s;
+  out.cast_s = c.cast_s;
+  out.add_transfer(LinkKind::kFabric, uplink_bytes / f.bytes_per_s);
+  return out;
+}
+
 Cost ring_over_fabric(const Cost& ring, const Link& link, const Fabric& fabric, long long nodes) {
-  if (!fabric.spans(nodes) || fabric.bytes_per_s >= link.bytes_per_s) return ring;
-  Cost c;
-  c.latency_s = ring.latency_s;
-  c.cast_s = ring.cast_s;
-  c.add_transfer(LinkKind::kFabric, ring.transfer_s * link.bytes_per_s / fabric.bytes_per_s);
-  return c;
+  // The ring's bytes on one link, as many as on each group's uplink.
+  return fabric.spans(nodes) ? with_uplink(ring, ring.transfer_s * link.bytes_per_s, fabric) : ring;
 }
 
 long long Placement::on_nodes(long long lo, long long hi) const {

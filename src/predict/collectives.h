@@ -93,6 +93,11 @@ Cost tree_reduce(double bytes, long long ranks, const Link& link, LinkKind kind)
 /// ring: (p−1)·(α + S/(p·B)).
 Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, LinkKind kind);
 
+/// `c` (one message over the nodes' links) bounded by the fabric's busiest
+/// uplink when that carries `uplink_bytes` for longer: its transfer becomes
+/// uplink_bytes / the uplink's rate, named the fabric uplink.
+Cost with_uplink(const Cost& c, double uplink_bytes, const Fabric& f);
+
 /// A ring collective `ring` (one of the above, over `link`) among `nodes`
 /// nodes, with the fabric: the ring's ranks lie in order on the nodes, so
 /// each group's uplink carries one ring edge each way, as many bytes as one

@@ -62,18 +62,6 @@ double largest_shard_share(const Workload& w, long long shards, bool greedy, dou
 
 namespace {
 
-/// `c` (one message over the nodes' links) bounded by the fabric's busiest
-/// uplink when that carries `uplink_bytes` for longer.
-Cost with_uplink(Cost c, double uplink_bytes, const Fabric& f) {
-  if (uplink_bytes <= 0 || f.bytes_per_s <= 0 || uplink_bytes / f.bytes_per_s <= c.transfer_s)
-    return c;
-  Cost out;
-  out.latency_s = c.latency_s;
-  out.cast_s = c.cast_s;
-  out.add_transfer(LinkKind::kFabric, uplink_bytes / f.bytes_per_s);
-  return out;
-}
-
 /// Moving `bytes` (one push, or one pull) between N workers and K shards,
 /// the busiest shard holding `share` of every exchange. With a fabric, the
 /// shards live as dlscale places them: colocated on ranks 0..K-1, dedicated
