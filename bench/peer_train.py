@@ -43,7 +43,7 @@ AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def multibox_loss(out, offsets, labels):
-    """SSD's loss as dlscale computes it (src/models/detection_task.cpp): per
+    """SSD's loss as dlscale computes it (src/libtorch/models/detection_task.cpp): per
     image, smooth L1 on the matched boxes' offsets plus cross-entropy on the
     matched boxes and the 3 hardest background boxes per matched one, over its
     matched boxes; averaged over the batch."""
@@ -78,7 +78,7 @@ def mix_seed(seed, value):
 
 def maskrcnn_sample(index, seed, colours, h, w):
     """dlscale's synthetic maskrcnn sample `index` of data seed `seed`, with
-    its classes' `colours` (models/maskrcnn_task.cpp), drawn from the same
+    its classes' `colours` (libtorch/models/maskrcnn_task.cpp), drawn from the same
     generators: 1 to 3 objects, each an ellipse filling a box of sides 0.15
     to 0.6 of the image's, painted in its class's colour over unit Gaussian
     noise, later objects over earlier ones; the same pixels, boxes, classes

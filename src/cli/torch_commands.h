@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "commbench/commbench_options.h"
-#include "data/data_bench.h"
+#include "data/data_bench_options.h"
 #include "launch/launch_options.h"
 #include "launch/train_job_options.h"
 #include "models/model_options.h"
@@ -49,7 +49,7 @@ void run_commbench_command(const CLI::App& command, CommbenchFlags& flags, const
 void run_data_bench_command(const data::DataBenchOptions& options, const std::vector<std::string>& argv);
 
 /// `dlscale predict`'s backward profile of zoo model `model` from the FLOPs
-/// of its layers (predict/zoo_profile.h), with its forward FLOPs per sample
+/// of its layers (libtorch/predict/zoo_profile.h), with its forward FLOPs per sample
 /// in `flops`. dlscale hands the command (`argv`) over to dlscale-torch.
 predict::BackwardProfile zoo_backward_profile(const std::string& model, const models::ModelOptions& options,
                                               double& flops, const std::vector<std::string>& argv);

@@ -1,7 +1,7 @@
 #pragma once
 // The communication backends, named once (torch-free): what `--backend`
 // accepts, which this build has, and the names errors and --help list.
-// comm/session.cpp makes each one's communicator.
+// libtorch/comm/session.cpp makes each one's communicator.
 #include <string>
 
 #include "core/enum_names.h"

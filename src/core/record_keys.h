@@ -1,7 +1,7 @@
 #pragma once
 // The keys of the JSON records that `train` and `commbench` write, and the
 // names of the metrics a sweep stores from them: spelled once, here, for the
-// writers (train/train_result.cpp, commbench/), the reader that turns a
+// writers (libtorch/train/train_result.cpp, commbench/), the reader that turns a
 // record into metrics (sweep/record_metrics.cpp's extract_metrics) and the reports
 // that read the metrics (report/). docs/metrics.md and docs/results.md
 // describe them. No LibTorch.

@@ -1,6 +1,6 @@
 #pragma once
 // A dataset on disk, read by index (docs/data.md). Each format is one file
-// behind this interface; open_dataset() (data/data_spec.h) is the factory.
+// behind this interface; open_dataset() (libtorch/data/data_spec.h) is the factory.
 // No LibTorch here: readers, packers and the fuzzers use it alone.
 #include <cstdint>
 #include <memory>

@@ -28,7 +28,7 @@ std::string to_string(SyncBuffers policy);
 
 /// --strategy zero --zero-stage 3: what is gathered at a time. The whole
 /// model (FSDP's root-only wrapping), or each unit the model declares
-/// (models/units.h: a residual block, a Transformer layer), just before its
+/// (libtorch/models/units.h: a residual block, a Transformer layer), just before its
 /// forward and again before its backward, the next one prefetched.
 enum class ZeroUnit { kModel, kBlock };
 const EnumNames<ZeroUnit, 2>& enum_names(ZeroUnit);

@@ -96,7 +96,7 @@ inline constexpr const char* kEnvMasterAddr = "DLSCALE_MASTER_ADDR";
 inline constexpr const char* kEnvMasterPort = "DLSCALE_MASTER_PORT";
 inline constexpr const char* kEnvStatusFd = "DLSCALE_STATUS_FD";
 using dlscale::kEnvJobSecret;  ///< core/job_env.h
-/// "1": a launcher exec's its workers, instead of forking them (launch/job.h).
+/// "1": a launcher exec's its workers, instead of forking them (libtorch/launch/job.h).
 inline constexpr const char* kEnvWorkerExec = "DLSCALE_WORKER_EXEC";
 /// "NAME:HOST:HOSTS:LINK_MBIT".
 inline constexpr const char* kEnvCluster = "DLSCALE_CLUSTER";

@@ -31,7 +31,7 @@ void check_job_options(const JobOptions& j) {
   DLSCALE_CHECK(o.timeout_s > 0 && o.timeout_s <= kMaxTimeoutS,
                 "--timeout must be in (0, {:g}] seconds (got {})", kMaxTimeoutS, o.timeout_s);
   if (!o.cluster.empty()) cluster::check_cluster_name(o.cluster);
-  if (o.backend.empty()) return;  // chosen by the job (launch/job.cpp)
+  if (o.backend.empty()) return;  // chosen by the job (libtorch/launch/job.cpp)
   const bool nccl = comm::parse_backend(o.backend) == comm::Backend::kNccl;
   DLSCALE_CHECK(!nccl || j.device.rfind("cuda", 0) == 0, "--backend nccl needs --device cuda");
   DLSCALE_CHECK(!nccl || !j.share_gpus,

@@ -114,7 +114,7 @@ struct JobOptions {
   /// Server processes besides the workers (dedicated parameter-server
   /// shards): the first `servers` ranks of the job; a launcher starts them on node 0.
   int servers = 0;
-  std::string device = "cpu";  ///< cpu | cuda | cuda:N (compute/devices.h)
+  std::string device = "cpu";  ///< cpu | cuda | cuda:N (libtorch/compute/devices.h)
   bool share_gpus = false;     ///< several local workers per GPU
   int threads_per_worker = 1;  ///< OMP_NUM_THREADS of spawned workers and core pinning
   std::chrono::milliseconds timeout() const {

@@ -8,11 +8,11 @@
 
 namespace dlscale::models {
 
-/// Comma-separated list of the zoo's model names, for errors (models/model.cpp:
+/// Comma-separated list of the zoo's model names, for errors (libtorch/models/model.cpp:
 /// the zoo needs LibTorch, so help texts name 'dlscale models' instead).
 std::string known_model_names();
 
-/// Whether `name` names a TorchScript file (models/script_model.h) rather
+/// Whether `name` names a TorchScript file (libtorch/models/script_model.h) rather
 /// than a model of the zoo: script:PATH, or a path ending in .pt or .pth.
 inline bool is_script_model(const std::string& name) {
   const auto ends = [&](const std::string& tail) {
@@ -24,7 +24,7 @@ inline bool is_script_model(const std::string& name) {
 
 /// How to build a model. Defaults come from the model's spec when 0.
 struct ModelOptions {
-  std::string name = "resnet18";  ///< a name of the zoo (models/model.h), or a TorchScript file
+  std::string name = "resnet18";  ///< a name of the zoo (libtorch/models/model.h), or a TorchScript file
   std::string
       task_file;  ///< a TorchScript model's task (models/task_file.h); "": image classification
   int64_t num_classes = 0;  ///< output classes; 0 = the model's default (10 or 1000)
@@ -39,7 +39,7 @@ struct ModelOptions {
       0;  ///< RoIs sampled per image for the box head (maskrcnn); 0 = the model's default
   int64_t backbone_batch =
       0;  ///< images a backbone pass takes together (maskrcnn); 0 = the model's default
-  bool sparse_embeddings = false;  ///< ncf: the embedding tables' gradients are sparse (dp/sparse_sync.h)
+  bool sparse_embeddings = false;  ///< ncf: the embedding tables' gradients are sparse (libtorch/dp/sparse_sync.h)
 
   /// The options' table (core/option_table.h).
   template <typename Self, typename Visitor>

@@ -3,7 +3,7 @@
 // TorchScript module, declared in YAML. Either a built-in task by name, or
 // the module's inputs and target as named tensors, its loss, its metrics
 // and its throughput unit. Torch-free: it is parsed (and fuzzed) without
-// LibTorch; models/script_model.cpp turns it into a Task.
+// LibTorch; libtorch/models/script_model.cpp turns it into a Task.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// --amp, the mixed-precision mode (train/amp.h does the work); torch-free.
+// --amp, the mixed-precision mode (libtorch/train/amp.h does the work); torch-free.
 #include <string>
 
 #include "core/enum_names.h"

@@ -1,5 +1,5 @@
 #pragma once
-// The torch-free half of a checkpoint (train/checkpoint.h): its framing and
+// The torch-free half of a checkpoint (libtorch/train/checkpoint.h): its framing and
 // its metadata. Everything read back from a file is validated here, field
 // by field, so that a file edited by hand (even with a valid checksum) is
 // refused in one line, "checkpoint FILE is damaged: FIELD ...", and never

@@ -178,7 +178,7 @@ struct RecipeOptions {
 };
 
 /// Throws dlscale::Error naming the first bad value. (Synthetic data has
-/// epochs, its pool, and a held-out split too: data/synthetic.h.)
+/// epochs, its pool, and a held-out split too: libtorch/data/synthetic.h.)
 void check_recipe(const RecipeOptions& recipe);
 
 /// `epochs` in steps of an epoch of `steps_per_epoch`, rounded to the nearest.

@@ -4,7 +4,7 @@
 // compute and the outputs. Each struct describes its options once, in a
 // table (core/option_table.h) that gives the CLI flag and help, the record
 // key and whether ranks must agree on it; enums are parsed at the CLI edge.
-// resolve_train_options() (train/resolve.h) validates everything once,
+// resolve_train_options() (libtorch/train/resolve.h) validates everything once,
 // before any work. The
 // launch flags (workers, nodes, backend, timeout) belong to the launch
 // layer (launch/launch_options.h).
@@ -112,10 +112,10 @@ struct ComputeOptions {
   int threads = 0;             ///< intra-op threads per worker; 0 = cores / local workers (>= 1)
   std::string device = "cpu";  ///< "cpu", "cuda" (a GPU per local rank) or "cuda:N"
   bool share_gpus = false;     ///< let several local workers use one GPU (docs/gpu.md)
-  AmpMode amp = AmpMode::kNone;  ///< autocast of the forward pass (train/amp.h)
+  AmpMode amp = AmpMode::kNone;  ///< autocast of the forward pass (libtorch/train/amp.h)
   MemoryFormat memory_format = MemoryFormat::kChannelsLast;
   bool keep_freed_memory = true;  ///< tune malloc to reuse freed activations (core/memory.h)
-  bool deterministic = false;     ///< deterministic kernels, no autotuning (compute/devices.h)
+  bool deterministic = false;     ///< deterministic kernels, no autotuning (libtorch/compute/devices.h)
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {

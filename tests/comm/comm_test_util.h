@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "comm/communicator.h"
-#include "comm/gloo/gloo_communicator.h"
-#include "comm/inproc/inproc_communicator.h"
+#include "libtorch/comm/communicator.h"
+#include "libtorch/comm/gloo/gloo_communicator.h"
+#include "libtorch/comm/inproc/inproc_communicator.h"
 #include "comm/tcp_store.h"
 
 namespace dlscale::comm::testing {

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <thread>
 
-#include "comm/agreement.h"
+#include "libtorch/comm/agreement.h"
 #include "comm/tcp_store.h"
 #include "comm_test_util.h"
 #include "core/clock.h"

@@ -1,7 +1,7 @@
 // commbench: sizes, bus factors and the alpha-beta fit exactly; every
 // operation on real ranks (threads over inproc and Gloo) with its results
 // checked; and the command end to end with worker processes and mpirun.
-#include "commbench/commbench.h"
+#include "libtorch/commbench/commbench.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "data/pipeline.h"
+#include "libtorch/data/pipeline.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "data/synthetic.h"
+#include "libtorch/data/synthetic.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "data/sampler.h"
-#include "models/model.h"
+#include "libtorch/models/model.h"
 #include "models/recommendation.h"
 
 namespace dlscale::data {

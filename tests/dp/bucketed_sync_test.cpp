@@ -1,4 +1,4 @@
-#include "dp/bucketed_sync.h"
+#include "libtorch/dp/bucketed_sync.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "../comm/comm_test_util.h"
 #include "core/error.h"
-#include "dp/allreduce_collective.h"
+#include "libtorch/dp/allreduce_collective.h"
 
 namespace dlscale::dp {
 namespace {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "../comm/comm_test_util.h"
-#include "dp/bucket_collective.h"
-#include "dp/tree_collective.h"
+#include "libtorch/dp/bucket_collective.h"
+#include "libtorch/dp/tree_collective.h"
 
 namespace dlscale::dp {
 namespace {

@@ -1,4 +1,4 @@
-#include "dp/grad_clip.h"
+#include "libtorch/dp/grad_clip.h"
 
 #include <gtest/gtest.h>
 

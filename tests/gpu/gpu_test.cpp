@@ -7,17 +7,17 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "comm/nccl/nccl_communicator.h"
-#include "comm/staged_communicator.h"
+#include "libtorch/comm/nccl/nccl_communicator.h"
+#include "libtorch/comm/staged_communicator.h"
 #include "comm/tcp_store.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "compute/torch_compat.h"
+#include "libtorch/compute/torch_compat.h"
 #include "launch/weights_util.h"
 #include "process_util.h"
-#include "train/multi_tensor_sgd.h"
-#include "train/optimizer.h"
-#include "train/trainer.h"
+#include "libtorch/train/multi_tensor_sgd.h"
+#include "libtorch/train/optimizer.h"
+#include "libtorch/train/trainer.h"
 
 namespace dlscale {
 namespace {

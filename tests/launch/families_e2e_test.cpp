@@ -209,7 +209,7 @@ TEST(Ssd300Strategies, MatchFlatAllreduceOnThreeWorkers) {
 
 // maskrcnn: its backbone's batch norm is frozen, each image's pyramid and
 // proposals are computed alone, its random draws come from a generator
-// seeded by its ground truth and its losses are its own (models/maskrcnn.h):
+// seeded by its ground truth and its losses are its own (libtorch/models/maskrcnn.h):
 // N workers match one worker on the global batch, whichever strategy adds
 // their gradients. One step: a later step's proposals decide on comparisons
 // of values that carry the first step's rounding (another order of adding

@@ -9,8 +9,8 @@
 // handler), as dlscale's own forked workers rely on (docs/launch.md).
 #include <dirent.h>
 
-#include "cli/torch_entry.h"
-#include "compute/threads.h"
+#include "libtorch/cli/torch_entry.h"
+#include "libtorch/compute/threads.h"
 #include "core/child_process.h"
 #include "process_util.h"
 

@@ -3,14 +3,14 @@
 // and their encoding are MLPerf's, the multibox loss is what docs/models.md
 // says (and a mean of per-image losses, so N workers' averaged gradients
 // are the global batch's), and the synthetic images hold their objects.
-#include "models/detection.h"
+#include "libtorch/models/detection.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/error.h"
-#include "models/model.h"
+#include "libtorch/models/model.h"
 
 namespace dlscale::models {
 namespace {

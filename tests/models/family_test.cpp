@@ -8,9 +8,9 @@
 #include <set>
 
 #include "core/error.h"
-#include "models/model.h"
+#include "libtorch/models/model.h"
 #include "models/recommendation.h"
-#include "models/seq2seq.h"
+#include "libtorch/models/seq2seq.h"
 
 namespace dlscale::models {
 namespace {
@@ -40,7 +40,7 @@ TEST(Families, ParameterCountsArePyTorchs) {
   EXPECT_EQ(transformer_of(1000, 128), 2905600);
 }
 
-// The units a sharded strategy gathers one at a time (models/units.h): the
+// The units a sharded strategy gathers one at a time (libtorch/models/units.h): the
 // ResNets' residual blocks and the Transformer's 6 + 6 layers, in forward
 // order; every other parameter (the stem and classifier, the tied embedding)
 // in none; a model that declares none has none.

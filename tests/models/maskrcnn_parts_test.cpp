@@ -1,12 +1,12 @@
 // Mask R-CNN's parts against torchvision's on the same inputs
 // (tests/models/maskrcnn_reference.py, Debian's python3-torchvision, one
-// call for the whole file): the region ops (models/roi_ops.h: RoIAlign's
+// call for the whole file): the region ops (libtorch/models/roi_ops.h: RoIAlign's
 // values and gradients over one map or a pyramid, NMS for one category and
 // per category, box IoU, clipping, the size filter and the box coding, over
 // random boxes that include empty, inverted, sub-pixel and out-of-image
-// ones), the anchors and the matcher (models/anchors.h), the network's
-// parameters (models/maskrcnn_net.h), and the RPN's proposals and the box
-// and mask losses (models/rcnn_losses.h).
+// ones), the anchors and the matcher (libtorch/models/anchors.h), the network's
+// parameters (libtorch/models/maskrcnn_net.h), and the RPN's proposals and the box
+// and mask losses (libtorch/models/rcnn_losses.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "models/anchors.h"
-#include "models/maskrcnn_net.h"
-#include "models/rcnn_losses.h"
-#include "models/roi_ops.h"
+#include "libtorch/models/anchors.h"
+#include "libtorch/models/maskrcnn_net.h"
+#include "libtorch/models/rcnn_losses.h"
+#include "libtorch/models/roi_ops.h"
 #include "process_util.h"
 
 namespace dlscale::models {

@@ -1,8 +1,8 @@
-// Mask R-CNN in the zoo (models/maskrcnn.h): its spec and weights, its
+// Mask R-CNN in the zoo (libtorch/models/maskrcnn.h): its spec and weights, its
 // per-image losses (what lets N workers match one worker), an image without
 // objects, the evaluation's shares, the FLOP count and the options it
 // refuses. The parts and losses against torchvision: maskrcnn_parts_test.cpp.
-#include "models/maskrcnn.h"
+#include "libtorch/models/maskrcnn.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "core/log.h"
-#include "models/maskrcnn_net.h"
-#include "models/model.h"
+#include "libtorch/models/maskrcnn_net.h"
+#include "libtorch/models/model.h"
 #include "process_util.h"
 
 namespace dlscale::models {

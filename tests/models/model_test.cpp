@@ -1,11 +1,11 @@
 // Parameter counts and multiply-accumulates are torchvision's exact values for
 // the same architectures (bench/torchvision_reference.py prints them).
-#include "models/model.h"
+#include "libtorch/models/model.h"
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "models/layers.h"
+#include "libtorch/models/layers.h"
 
 namespace dlscale::models {
 namespace {

@@ -1,8 +1,8 @@
-// Your own model (models/script_model.h): TorchScript modules exported at
+// Your own model (libtorch/models/script_model.h): TorchScript modules exported at
 // test time by examples/own-model/export.py (torchvision's resnet18 among
 // them) take the zoo's place: the same parameters and FLOPs as the zoo's
 // resnet18, inputs by name, and one line for each bad module.
-#include "models/script_model.h"
+#include "libtorch/models/script_model.h"
 
 #include <gtest/gtest.h>
 
@@ -12,9 +12,9 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "models/op_count.h"
+#include "libtorch/models/op_count.h"
 #include "own_models.h"
-#include "predict/zoo_profile.h"
+#include "libtorch/predict/zoo_profile.h"
 #include "process_util.h"
 
 namespace dlscale::models {

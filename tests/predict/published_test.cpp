@@ -10,7 +10,7 @@
 
 #include "predict/predict_output.h"
 #include "predict/system_file.h"
-#include "predict/zoo_profile.h"
+#include "libtorch/predict/zoo_profile.h"
 
 namespace dlscale::predict {
 namespace {

@@ -1,14 +1,14 @@
-#include "train/amp.h"
+#include "libtorch/train/amp.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-#include "compute/devices.h"
+#include "libtorch/compute/devices.h"
 #include "core/error.h"
-#include "compute/torch_compat.h"
-#include "train/trainer.h"
+#include "libtorch/compute/torch_compat.h"
+#include "libtorch/train/trainer.h"
 
 namespace dlscale::train {
 namespace {

@@ -3,13 +3,13 @@
 // decay, dampening, two groups, a parameter without a gradient, a learning
 // rate that changes), gradients left as they were, and state that either
 // optimizer's checkpoint restores into the other.
-#include "train/multi_tensor_sgd.h"
+#include "libtorch/train/multi_tensor_sgd.h"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "train/optimizer.h"
+#include "libtorch/train/optimizer.h"
 
 namespace dlscale::train {
 namespace {

@@ -8,13 +8,13 @@
 
 #include "comm/comm_test_util.h"
 #include "core/error.h"
-#include "data/data_spec.h"
+#include "libtorch/data/data_spec.h"
 #include "data/data_util.h"
-#include "models/model.h"
-#include "train/evaluator.h"
-#include "train/lars.h"
-#include "train/checkpoint.h"
-#include "train/optimizer.h"
+#include "libtorch/models/model.h"
+#include "libtorch/train/evaluator.h"
+#include "libtorch/train/lars.h"
+#include "libtorch/train/checkpoint.h"
+#include "libtorch/train/optimizer.h"
 #include "train/recipe.h"
 
 namespace dlscale::train {

@@ -9,10 +9,10 @@
 #include "comm/comm_test_util.h"
 #include "core/error.h"
 #include "data/data_util.h"
-#include "models/layers.h"
-#include "models/model.h"
-#include "train/train_result.h"
-#include "train/trainer.h"
+#include "libtorch/models/layers.h"
+#include "libtorch/models/model.h"
+#include "libtorch/train/train_result.h"
+#include "libtorch/train/trainer.h"
 
 namespace dlscale::train {
 namespace {

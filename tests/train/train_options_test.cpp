@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "train/resolve.h"
+#include "libtorch/train/resolve.h"
 
 namespace dlscale::train {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/train_result.h"
+#include "libtorch/train/train_result.h"
 
 #include <gtest/gtest.h>
 

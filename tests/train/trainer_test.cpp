@@ -1,4 +1,4 @@
-#include "train/trainer.h"
+#include "libtorch/train/trainer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,0 +1,34 @@
+#include "libtorch/cli/torch_entry.h"
+
+#include <c10/util/Exception.h>
+
+#include <optional>
+#include <string>
+
+#include "cli/app.h"
+#include "core/error.h"
+#include "libtorch/launch/job.h"
+
+namespace dlscale::cli {
+namespace {
+
+/// LibTorch's errors: out of memory (exit 4) or internal, with its message.
+std::optional<ExitError> torch_error(const std::exception& e) {
+  const auto* torch = dynamic_cast<const c10::Error*>(&e);
+  if (torch == nullptr) return std::nullopt;
+  const std::string msg = torch->what_without_backtrace();
+  const bool oom = msg.find("out of memory") != std::string::npos ||
+                   msg.find("DefaultCPUAllocator: can't allocate") != std::string::npos;
+  return ExitError{oom ? kExitOutOfMemory : kExitInternal, "LibTorch: " + msg};
+}
+
+int run(int argc, char** argv) { return run_cli(argc, argv, torch_error); }
+
+}  // namespace
+
+int torch_main(int argc, char** argv) {
+  launch::set_worker_entry(run);  // local workers: forks that run it
+  return run(argc, argv);
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,110 @@
+#pragma once
+// One parameter-server shard (docs/strategies.md, "Parameter server"): owns
+// its variables' values and their optimizer state, and serves every worker
+// over its own link. Per worker and step:
+//   (bounded async only) receive a pull request, wait for the staleness gate;
+//   send the current values (a pull; the first one before step 0);
+//   receive the worker's gradient, one message per push bucket;
+//   sync:  once all N gradients of the step are in, sum them in worker order,
+//          divide by N and apply the optimizer once (version + 1);
+//   async: apply this worker's gradient on arrival (version + 1) and record
+//          its staleness: the version now minus the version it was computed on.
+// The last pull of the run waits until every worker's last gradient is
+// applied, so all workers end with the same values. A link thread per worker
+// keeps a slow worker from holding up the others in async mode.
+//
+// Stale synchronous parallel (--max-staleness S): a worker's pull is
+// answered only while, for every worker u holding values not yet answered by
+// its gradient, (version - base_u) + in_flight <= S. Applying a gradient
+// keeps that sum, so an applied gradient is never more than S versions
+// stale, and with S = 0 one worker computes at a time (sequential SGD, no
+// stale gradient). Workers pull shards in index order, so the gates of
+// several shards cannot deadlock.
+#include <torch/torch.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "libtorch/comm/communicator.h"
+#include "libtorch/dp/gradient_sync.h"
+#include "dp/ps_plan.h"
+#include "dp/ps_report.h"
+
+namespace dlscale::dp {
+
+/// Message tags between workers and shards; a push bucket b uses tag b.
+inline constexpr uint32_t kPsValuesTag = 1u << 20;           ///< shard -> worker: a pull
+inline constexpr uint32_t kPsInitTag = kPsValuesTag + 1;     ///< worker 0 -> shard: initial values
+inline constexpr uint32_t kPsRequestTag = kPsValuesTag + 2;  ///< worker -> shard: pull request
+inline constexpr uint32_t kPsReportTag = kPsValuesTag + 3;   ///< shard -> worker 0: its report
+
+/// One end of a worker-shard link: a communicator and the peer's rank in it.
+struct PsEndpoint {
+  comm::Communicator* comm = nullptr;
+  int peer = 0;
+};
+
+struct PsShardConfig {
+  int shard = 0;
+  PsShardPlan plan;
+  std::vector<PsEndpoint> workers;  ///< worker w's end of the link, worker order
+  int64_t steps = 0;
+  int64_t warmup = 0;
+  PsMode mode = PsMode::kSync;
+  int max_staleness = -1;
+  OptimizerFactory make_optimizer;
+  /// Called after each update with the new version (progress for a launcher).
+  std::function<void(int64_t version)> on_update;
+};
+
+class PsShard {
+ public:
+  explicit PsShard(PsShardConfig config);
+  /// Serves the whole run: takes the initial values from worker 0, serves
+  /// every worker's steps, then sends worker 0 its report. Throws
+  /// dlscale::PeerFailure naming "ps shard k" and the worker when a link fails.
+  void run();
+  /// The bytes, timings and staleness of a report, as sent to worker 0.
+  static torch::Tensor encode(const ShardReport& report);
+  static ShardReport decode(const torch::Tensor& data, int shard);
+
+ private:
+  void serve(int w);
+  void grant(int w, bool last);
+  std::vector<std::unique_ptr<comm::Request>> post_push(int w);
+  void receive_push(int64_t step, std::vector<std::unique_ptr<comm::Request>>& push);
+  void apply(int w, int64_t step);
+  void step_optimizer(const torch::Tensor& grad);
+  bool gate_open() const;  // with mu_ held
+  void wait(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
+            const char* what);
+  void fail(int w, const std::string& what);
+
+  PsShardConfig config_;
+  const int workers_;
+  const bool bounded_;
+  torch::Tensor values_;                // the shard's variables, flat; requires grad for the optimizer
+  torch::Tensor grad_;                  // sync: the summed gradient
+  std::vector<torch::Tensor> slots_;    // per worker: its last gradient
+  std::vector<torch::Tensor> snapshots_;  // async: the values sent to each worker
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t version_ = 0;
+  int arrived_ = 0;          // sync: gradients in for this round
+  int64_t round_ = 0;        // sync: rounds applied
+  int finished_ = 0;         // workers whose last gradient is applied
+  std::vector<int64_t> base_;      // per worker: the version it computes on
+  std::vector<bool> in_flight_;    // per worker: holds values, gradient not yet applied
+  std::string error_;
+  ShardReport report_;
+  double staleness_sum_ = 0;
+};
+
+}  // namespace dlscale::dp

@@ -1,0 +1,75 @@
+#include "libtorch/dp/strategy.h"
+
+#include "core/error.h"
+#include "libtorch/dp/bucketed_sync.h"
+#include "libtorch/dp/independent_sync.h"
+#include "libtorch/dp/sparse_sync.h"
+
+namespace dlscale::dp {
+
+std::unique_ptr<Strategy> make_ps_strategy(const SyncOptions& options);    // ps_strategy.cpp
+std::unique_ptr<Strategy> make_zero_strategy(const SyncOptions& options);  // zero_strategy.cpp
+
+Role Strategy::arrange(comm::Communicator* world) {
+  if (world == nullptr) return {};
+  return {false, world, world->rank(), world->size()};
+}
+
+void Strategy::serve(const ServeContext& /*context*/) {
+  throw InternalError("serve() called on a strategy without servers");
+}
+
+namespace {
+
+/// allreduce, tree, hierarchical: gradients in buckets, each bucket's
+/// collective overlapping the rest of backward.
+class BucketedStrategy : public Strategy {
+ public:
+  explicit BucketedStrategy(const SyncOptions& options) : options_(options) {}
+  std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> params,
+                                          const SyncContext& c) override {
+    SplitParams split = split_sparse(params, c.sparse);
+    if (c.comm == nullptr || c.comm->size() == 1) {
+      return with_sparse_gradients(make_independent_sync(), std::move(split.sparse), nullptr);
+    }
+    auto collective = make_bucket_collective(to_string(options_.strategy), *c.comm,
+                                             options_.ranks_per_node, c.node_name);
+    return with_sparse_gradients(
+        std::make_unique<BucketedSync>(std::move(split.dense), *c.comm, std::move(collective), options_),
+        std::move(split.sparse), c.comm);
+  }
+
+ private:
+  SyncOptions options_;
+};
+
+/// No exchange: each worker trains its own replica (the compute-only ceiling).
+class IndependentStrategy : public Strategy {
+ public:
+  std::string checkpoint_refusal() const override { return "replicas that differ"; }
+  std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> params,
+                                          const SyncContext& c) override {
+    // Each worker's own sparse rows, made dense locally: nothing travels.
+    return with_sparse_gradients(make_independent_sync(), split_sparse(params, c.sparse).sparse, nullptr);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_strategy(const SyncOptions& options) {
+  check_sync_options(options);
+  switch (options.strategy) {
+    case StrategyKind::kPs:
+      return make_ps_strategy(options);
+    case StrategyKind::kZero:
+      return make_zero_strategy(options);
+    case StrategyKind::kIndependent:
+      return std::make_unique<IndependentStrategy>();
+    default:
+      return std::make_unique<BucketedStrategy>(options);
+  }
+}
+
+std::vector<std::string> strategy_section_keys() { return {"ps", "zero", "sparse"}; }
+
+}  // namespace dlscale::dp

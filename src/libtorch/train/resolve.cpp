@@ -1,0 +1,336 @@
+#include "train/train_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "libtorch/compute/devices.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/sysinfo.h"
+#include "libtorch/data/data_spec.h"
+#include "libtorch/dp/strategy.h"
+#include "libtorch/models/model.h"
+#include "train/convergence.h"
+#include "libtorch/train/resolve.h"
+
+namespace dlscale::train {
+
+namespace {
+
+// Sane caps on counts and sizes (docs/errors.md, "Limits"): beyond them a
+// value is a typo, not an experiment.
+constexpr int64_t kMaxSteps = 1000000000;
+constexpr int64_t kMaxBatch = 1 << 20;
+constexpr int64_t kMaxGlobalBatch = 1 << 30;
+constexpr int64_t kMaxAccumulate = 1 << 16;
+constexpr int64_t kMaxImageSize = 4096;
+constexpr int64_t kMaxClasses = 1000000;
+constexpr int64_t kMaxVocab = 10000000;
+constexpr int64_t kMaxSeqLen = 65536;
+constexpr int64_t kMaxHidden = 65536;
+constexpr int64_t kMaxSyntheticBatches = 4096;
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxShards = 1024;
+constexpr double kMaxRate = 1e6;
+constexpr double kMaxMiB = 1e6;
+
+/// The batch of one worker, from --batch (weak scaling) or --global-batch (strong).
+void resolve_batch(ResolvedTrainOptions& r) {
+  RunOptions& o = r.options.run;
+  DLSCALE_CHECK(o.global_batch >= 0 && o.global_batch <= kMaxGlobalBatch,
+                "--global-batch must be in [0, {}] (got {}; 0 = weak scaling)", kMaxGlobalBatch,
+                o.global_batch);
+  DLSCALE_CHECK(o.accumulate >= 1 && o.accumulate <= kMaxAccumulate,
+                "--accumulate must be in [1, {}] (got {}; 1 = no accumulation)", kMaxAccumulate,
+                o.accumulate);
+  if (o.global_batch > 0) {
+    DLSCALE_CHECK(o.global_batch % r.world_size == 0,
+                  "--global-batch {} is not divisible by {} workers (strong scaling needs "
+                  "global batch = workers x per-worker batch)",
+                  o.global_batch, r.world_size);
+    DLSCALE_CHECK(
+        o.global_batch % (r.world_size * o.accumulate) == 0,
+        "--global-batch {} is not divisible by {} workers x --accumulate {} (strong scaling "
+        "needs global batch = workers x per-worker batch x micro-batches)",
+        o.global_batch, r.world_size, o.accumulate);
+    o.batch = o.global_batch / (r.world_size * o.accumulate);
+    r.strong_scaling = true;
+    DLSCALE_CHECK(o.batch <= kMaxBatch,
+                  "--global-batch {} over {} worker(s) is {} per worker, over the per-worker cap "
+                  "of {} (use more workers or a smaller global batch)",
+                  o.global_batch, r.world_size, o.batch, kMaxBatch);
+  }
+  DLSCALE_CHECK(o.batch >= 1 && o.batch <= kMaxBatch, "--batch must be in [1, {}] (got {})",
+                kMaxBatch, o.batch);
+  DLSCALE_CHECK(o.batch * r.world_size <= kMaxGlobalBatch / o.accumulate,
+                "--batch {} x {} workers x --accumulate {} is over the global batch cap of {}",
+                o.batch, r.world_size, o.accumulate, kMaxGlobalBatch);
+  r.global_batch = o.batch * r.world_size * o.accumulate;
+}
+
+void check_run(const RunOptions& o) {
+  DLSCALE_CHECK(o.warmup >= 0, "--warmup must be >= 0 (got {})", o.warmup);
+  DLSCALE_CHECK(o.steps <= kMaxSteps, "--steps must be at most {} (got {})", kMaxSteps, o.steps);
+  DLSCALE_CHECK(o.steps > o.warmup,
+                "--steps ({}) must be greater than --warmup ({}): steps include the warm-up and "
+                "at least one step must be measured",
+                o.steps, o.warmup);
+  DLSCALE_CHECK(o.display_every >= 0, "--display-every must be >= 0 (got {})", o.display_every);
+  DLSCALE_CHECK(o.synthetic_batches >= 1 && o.synthetic_batches <= kMaxSyntheticBatches,
+                "--synthetic-batches must be in [1, {}] (got {})", kMaxSyntheticBatches,
+                o.synthetic_batches);
+}
+
+void check_optimizer(const OptimizerOptions& o) {
+  DLSCALE_CHECK(o.lr > 0 && o.lr <= kMaxRate, "--lr must be in (0, {:g}] (got {})", kMaxRate, o.lr);
+  DLSCALE_CHECK(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1) (got {})",
+                o.momentum);
+  DLSCALE_CHECK(o.weight_decay >= 0 && o.weight_decay <= kMaxRate,
+                "--weight-decay must be in [0, {:g}] (got {})", kMaxRate, o.weight_decay);
+  DLSCALE_CHECK(o.clip_grad_norm >= 0 && o.clip_grad_norm <= 1e9,
+                "--clip-grad-norm must be in [0, 1e9] (got {}; 0 = no clipping)", o.clip_grad_norm);
+  DLSCALE_CHECK(o.kind != OptimizerKind::kNesterov || o.momentum > 0,
+                "--optimizer nesterov needs --momentum > 0 (got {})", o.momentum);
+}
+
+/// The model exists, and what the options give of its input fits it (the
+/// data may still fill the rest: shape_by_data).
+void check_model(const models::ModelOptions& o) {
+  DLSCALE_CHECK(o.image_size >= 0 && o.image_size <= kMaxImageSize,
+                "--image-size must be in [0, {}] (got {}; 0 = the model's default)", kMaxImageSize,
+                o.image_size);
+  DLSCALE_CHECK(o.num_classes >= 0 && o.num_classes <= kMaxClasses,
+                "--classes must be in [0, {}] (got {}; 0 = the model's default)", kMaxClasses,
+                o.num_classes);
+  DLSCALE_CHECK(o.vocab >= 0 && o.vocab <= kMaxVocab, "--vocab must be in [0, {}] (got {}; 0 = the model's default)",
+                kMaxVocab, o.vocab);
+  DLSCALE_CHECK(o.seq_len >= 0 && o.seq_len <= kMaxSeqLen,
+                "--seq-len must be in [0, {}] (got {}; 0 = the model's default)", kMaxSeqLen, o.seq_len);
+  DLSCALE_CHECK(o.hidden >= 0 && o.hidden <= kMaxHidden,
+                "--hidden must be in [0, {}] (got {}; 0 = the model's default)", kMaxHidden, o.hidden);
+  models::resolve_options(models::model_spec(o), o);
+}
+
+void check_sync_caps(const dp::SyncOptions& o) {
+  for (const auto& [flag, mb] : {std::pair{"--bucket-mb", o.bucket_mb},
+                                 std::pair{"--first-bucket-mb", o.first_bucket_mb},
+                                 std::pair{"--ps-partition-mb", o.ps.partition_mb}}) {
+    DLSCALE_CHECK(mb <= kMaxMiB, "{} must be at most {:g} (got {})", flag, kMaxMiB, mb);
+  }
+  DLSCALE_CHECK(o.ps.shards <= kMaxShards, "--ps-shards must be at most {} (got {})", kMaxShards,
+                o.ps.shards);
+  DLSCALE_CHECK(o.ps.max_staleness <= kMaxSteps, "--max-staleness must be at most {} (got {})",
+                kMaxSteps, o.ps.max_staleness);
+  dp::check_sync_options(o);
+}
+
+void check_compute(ComputeOptions& o, int local_world_size) {
+  DLSCALE_CHECK(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be in [0, {}] (got {})",
+                kMaxThreads, o.threads);
+  if (o.threads == 0) o.threads = std::max(1, available_cores() / local_world_size);
+  // The device parses and exists (which GPU a worker gets is decided later,
+  // by its local rank: libtorch/compute/devices.h).
+  worker_device(o.device, 0, 1, /*share_gpus=*/true);
+  DLSCALE_CHECK(o.amp != AmpMode::kFp16 || torch::Device(o.device).is_cuda(),
+                "--amp fp16 needs --device cuda (on CPU use --amp bf16)");
+}
+
+/// What the run asks that its strategy may not honour, refused up front.
+void check_strategy(const ResolvedTrainOptions& r) {
+  const TrainOptions& o = r.options;
+  const RecipeOptions& recipe = o.recipe;
+  dp::RunNeeds needs;
+  needs.per_tensor_update =
+      o.optimizer.kind == OptimizerKind::kLars || recipe.wd_exclude == DecayExclusion::kBiasNorm;
+  needs.changing_rate = recipe.lr_schedule != LrScheduleKind::kConstant || recipe.warmup_epochs > 0;
+  needs.checkpoints = !recipe.checkpoint_path.empty() || !recipe.resume_path.empty();
+  needs.stops_early = recipe.target_accuracy > 0;
+  needs.steps_from_data = recipe.epochs > 0;
+  needs.loss_scaling = o.compute.amp == AmpMode::kFp16;
+  needs.buffers_every_step = o.sync.sync_buffers == dp::SyncBuffers::kStep;
+  needs.clips_gradients = o.optimizer.clip_grad_norm > 0;
+  needs.sparse_gradients = o.model.sparse_embeddings;
+  needs.averaged_gradient = o.run.noise_scale;
+  needs.workers = r.world_size;
+  const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(o.sync);
+  strategy->check(needs);
+  DLSCALE_CHECK(!o.run.noise_scale || r.world_size >= 2 || o.run.accumulate >= 2,
+                "--noise-scale compares gradients over two batch sizes: give 2 or more workers, or "
+                "--accumulate 2 or more on one worker");
+  DLSCALE_CHECK(
+      !o.run.noise_scale || r.world_size == 1 || o.sync.strategy != dp::StrategyKind::kIndependent,
+      "--noise-scale needs the workers' averaged gradient, and --strategy independent "
+      "averages none");
+  const std::string refusal = strategy->checkpoint_refusal();
+  DLSCALE_CHECK(!needs.checkpoints || refusal.empty(),
+                "--checkpoint/--resume save one replica and its optimizer; --strategy {} keeps "
+                "{}, so it cannot be checkpointed",
+                dp::to_string(o.sync.strategy), refusal);
+  DLSCALE_CHECK(!needs.checkpoints || o.data.order != data::DataOrder::kStreaming,
+                "--checkpoint/--resume need --data-order global: a streaming shuffle buffer's "
+                "position is not saved");
+}
+
+/// No two outputs (a {step} checkpoint pattern counted at every step it is
+/// written at) and no output over --resume's file, except --checkpoint
+/// continuing it.
+void check_train_outputs(const TrainOptions& o) {
+  const RecipeOptions& r = o.recipe;
+  const int64_t steps = o.run.steps;
+  const bool steps_known = r.epochs == 0;  // --epochs: the data's epoch length decides
+  auto checkpoint_written = [&r, steps, steps_known](int64_t n) {
+    if (n < 1 || (steps_known && n > steps)) return false;
+    if (r.checkpoint_every > 0) return n % r.checkpoint_every == 0;
+    if (r.checkpoint_every_epochs > 0 || !steps_known || r.target_accuracy > 0) return true;
+    return n == steps;  // one checkpoint, at the end
+  };
+  OutputPath checkpoint{"--checkpoint", r.checkpoint_path};
+  if (r.checkpoint_path.find("{step}") != std::string::npos) {
+    checkpoint.step_written = checkpoint_written;
+  }
+  check_output_paths({{"--json", o.output.json_path},
+                      {"--trace", o.output.trace_path},
+                      {"--save-weights", o.output.save_weights},
+                      {"--mllog", r.mllog_path},
+                      checkpoint},
+                     {{"--resume", r.resume_path, "--checkpoint"}});
+  // Before any worker is spawned: the same line a lone worker gives.
+  if (!r.resume_path.empty()) check_readable(r.resume_path);
+}
+
+}  // namespace
+
+ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_size,
+                                           int local_world_size) {
+  DLSCALE_ASSERT(world_size >= 1);
+  ResolvedTrainOptions r;
+  r.options = in;
+  TrainOptions& o = r.options;
+  r.world_size = world_size;
+  r.local_world_size = local_world_size > 0 ? local_world_size : world_size;
+  check_sync_caps(o.sync);
+  resolve_batch(r);
+  check_run(o.run);
+  check_optimizer(o.optimizer);
+  check_model(o.model);
+  check_compute(o.compute, r.local_world_size);
+  data::check_data_options(o.data);
+  check_recipe(o.recipe);
+  check_strategy(r);
+  const models::ModelSpec& spec = models::model_spec(o.model);
+  r.channels = spec.channels;
+  if (o.recipe.label_smoothing < 0) o.recipe.label_smoothing = spec.default_label_smoothing;
+  r.measured_steps = o.run.steps - o.run.warmup;
+  check_train_outputs(o);
+  return r;
+}
+
+void shape_by_data(ResolvedTrainOptions& r, int64_t image_size, int64_t num_classes) {
+  models::ModelOptions& m = r.options.model;
+  const models::ModelSpec& spec = models::model_spec(m);
+  if (!spec.takes_flag("--image-size")) {  // not an image model: the data cannot shape it
+    m = models::resolve_options(spec, m);
+    return;
+  }
+  if (m.image_size == 0) m.image_size = image_size;  // 0 (sizes vary): the model's default
+  if (m.num_classes == 0) m.num_classes = num_classes;
+  m = models::resolve_options(spec, m);
+}
+
+data::OpenedData open_training_data(ResolvedTrainOptions& r, int rank, const ExchangeParts& exchange) {
+  if (data::parse_data_spec(r.options.data.spec).kind != "synthetic") {
+    // Every dataset format holds labelled images (DataSource::provides()'s
+    // default): a model they cannot feed is named before anything is opened.
+    const models::ModelSpec& spec = models::model_spec(r.options.model);
+    const std::string mismatch = models::feed_mismatch(
+        spec, r.options.model, data::Provides{{data::kImage}, {data::kLabel}}, r.options.data.spec);
+    DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
+    // A declared task's 'image' that is not C x S x S floats: no size to read images at.
+    DLSCALE_CHECK(spec.channels > 0,
+                  "data '{}' holds images; model '{}' ({}) reads {}: declare 'image' as C x S x S "
+                  "float32 to read them",
+                  r.options.data.spec, spec.name, spec.task->name(),
+                  models::input_text(spec.task->inputs(spec, r.options.model)));
+    DLSCALE_CHECK(spec.channels == 1 || spec.channels == 3,
+                  "data '{}' holds images of 1 or 3 channels; model '{}' takes {}",
+                  r.options.data.spec, spec.name, spec.channels);
+  }
+  const bool own_shards =
+      r.options.data.order == data::DataOrder::kStreaming && r.world_size > 1 && exchange != nullptr;
+  data::ShardPick pick;
+  if (own_shards) {
+    DLSCALE_ASSERT(rank >= 0 && rank < r.world_size);
+    pick = {rank, r.world_size};
+  }
+  data::OpenedData opened = data::open_data(r.options.data, r.channels, data::Split::kTrain, pick);
+  if (opened.dataset && own_shards) {
+    opened.parts = data::agree_parts(exchange(opened.dataset->info()));
+    shape_by_data(r, opened.parts.image_size, opened.parts.num_classes);
+  } else if (opened.dataset) {
+    shape_by_data(r, opened.dataset->info().image_size, opened.dataset->info().num_classes);
+  } else {
+    shape_by_data(r, 0, 0);
+  }
+  return opened;
+}
+
+void apply_epochs(ResolvedTrainOptions& r, int64_t steps_per_epoch) {
+  RunOptions& o = r.options.run;
+  const double epochs = r.options.recipe.epochs;
+  if (epochs <= 0) return;
+  DLSCALE_ASSERT(steps_per_epoch >= 1);
+  o.steps = std::max<int64_t>(1, epochs_to_steps(epochs, steps_per_epoch));
+  DLSCALE_CHECK(o.steps > o.warmup,
+                "--epochs {:g} is {} steps of {} per epoch, not more than --warmup {}: train "
+                "longer or lower --warmup",
+                epochs, o.steps, steps_per_epoch, o.warmup);
+  r.measured_steps = o.steps - o.warmup;
+}
+
+nlohmann::json inputs_json(const ResolvedTrainOptions& c) {
+  const TrainOptions& o = c.options;
+  nlohmann::json j = c.launch_inputs;
+  record_inputs(o.model, j);
+  record_inputs(o.run, j);
+  record_inputs(o.optimizer, j);
+  record_inputs(o.data, j);
+  record_inputs(o.sync, j);
+  record_inputs(o.sync.ps, j);
+  record_inputs(o.compute, j);
+  record_inputs(o.output, j);
+  j["recipe"] = recipe_json(o.recipe);
+  j["global_batch"] = c.global_batch;
+  j[record::input::kWorldSize] = c.world_size;
+  j["local_world_size"] = c.local_world_size;
+  j["scaling"] = c.strong_scaling ? "strong" : "weak";
+  j["measured_steps"] = c.measured_steps;
+  j["channels"] = c.channels;
+  return j;
+}
+
+nlohmann::json agreed_inputs(const ResolvedTrainOptions& c) {
+  const TrainOptions& o = c.options;
+  nlohmann::json j = nlohmann::json::object();
+  dlscale::agreed_inputs(o.model, j);
+  dlscale::agreed_inputs(o.run, j);
+  dlscale::agreed_inputs(o.optimizer, j);
+  dlscale::agreed_inputs(o.data, j);
+  dlscale::agreed_inputs(o.sync, j);
+  dlscale::agreed_inputs(o.sync.ps, j);
+  dlscale::agreed_inputs(o.compute, j);
+  // Every recipe option shapes the training (each step's rate, when to
+  // evaluate and to stop), so all must agree: a rank that stops at another
+  // target than its peers would leave them waiting in a collective.
+  const nlohmann::json recipe = recipe_json(o.recipe);
+  for (const auto& [key, value] : recipe.items()) j["recipe." + key] = value;
+  j["global_batch"] = c.global_batch;
+  j[record::input::kWorldSize] = c.world_size;
+  // A model read from files (a TorchScript module and its task file), by
+  // their contents: hand-started nodes may hold different files at one path.
+  const std::string& digest = models::model_spec(o.model).file_digest;
+  if (!digest.empty()) j["model_file_digest"] = digest;
+  return j;
+}
+
+}  // namespace dlscale::train
