@@ -197,7 +197,7 @@ struct TrainOptions {
 /// Options after validation: defaults filled in, and what follows from them.
 struct ResolvedTrainOptions {
   TrainOptions options;        ///< every 0/"" default replaced by its value
-  int64_t channels = 0;
+  int64_t channels = 0;  ///< a dataset's images are decoded to (Task::dataset_channels; 0: none)
   int64_t measured_steps = 0;
   int64_t global_batch = 0;  ///< samples per step over all workers (micro-batches included)
   /// Samples per micro-batch over all workers: global_batch / --accumulate.

@@ -4,13 +4,16 @@
 // workers, without any file of src/ naming it (issue 22's task seam).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "comm/comm_test_util.h"
 #include "core/error.h"
 #include "data/data_util.h"
+#include "libtorch/data/data_spec.h"
 #include "libtorch/models/layers.h"
 #include "libtorch/models/model.h"
+#include "libtorch/train/resolve.h"
 #include "libtorch/train/train_result.h"
 #include "libtorch/train/trainer.h"
 
@@ -74,7 +77,6 @@ void register_toy_model() {
     spec.name = "toy-linear";
     spec.description = "linear regression (test task)";
     spec.task = std::make_shared<const Regression>();
-    spec.channels = 1;
     spec.make = [](const models::ModelOptions&) { return std::make_shared<Linear>(); };
     models::register_model(spec);
   });
@@ -157,6 +159,48 @@ TEST(TaskSeam, DataThatCannotFeedTheModelIsNamedWithIt) {
     EXPECT_NE(what.find("provides image, label; model 'toy-linear' (toy-regression) needs x, y"), std::string::npos)
         << what;
   }
+}
+
+/// The regression task, counting the trainer's calls of its data hooks.
+class CountedRegression : public Regression {
+ public:
+  void shape_source(const models::ModelSpec& spec, const models::ModelOptions& options,
+                    bool channels_last, data::SourceOptions& source) const override {
+    ++shaped_sources;
+    Regression::shape_source(spec, options, channels_last, source);
+  }
+  models::ModelOptions shaped_by_data(const models::ModelSpec& spec, models::ModelOptions options,
+                                      const data::DatasetInfo* info) const override {
+    ++shaped_models;
+    return Regression::shaped_by_data(spec, options, info);
+  }
+  mutable std::atomic<int> shaped_sources{0};
+  mutable std::atomic<int> shaped_models{0};
+};
+
+TEST(TaskSeam, TheTaskNotTheTrainerSaysHowDataShapesTheModel) {
+  static const auto task = std::make_shared<const CountedRegression>();
+  static std::once_flag once;
+  std::call_once(once, [] {
+    models::ModelSpec spec;  // says nothing of images: no channels, sizes or classes
+    spec.name = "toy-linear-counted";
+    spec.task = task;
+    spec.make = [](const models::ModelOptions&) { return std::make_shared<Linear>(); };
+    models::register_model(spec);
+  });
+  TrainOptions o = toy_options(8);
+  o.model.name = "toy-linear-counted";
+  o.run.steps = 3;
+  const ResolvedTrainOptions resolved = resolve_train_options(o);
+  EXPECT_EQ(resolved.channels, 0);  // a task that reads no images decodes none
+  Trainer t(resolved, WorkerContext{});
+  EXPECT_EQ(task->shaped_models.load(), 1);   // the model's options, once the data is open
+  EXPECT_EQ(task->shaped_sources.load(), 1);  // the batches the source makes
+  TrainObserver quiet;
+  const TrainResult r = t.run(quiet);
+  EXPECT_EQ(r.model.channels, 0);
+  EXPECT_EQ(r.model.image_size, 0);
+  EXPECT_EQ(r.model.num_classes, 0);
 }
 
 TEST(TaskSeam, ImageClassificationIsTheZoosTask) {

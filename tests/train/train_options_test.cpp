@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "libtorch/data/data_spec.h"
 #include "libtorch/train/resolve.h"
 
 namespace dlscale::train {
@@ -21,7 +22,7 @@ TEST(TrainOptions, DefaultsResolve) {
   TrainOptions o;
   o.model.name = "lenet";
   ResolvedTrainOptions r = resolve_train_options(o);
-  shape_by_data(r, 0, 0);  // synthetic data: the model's defaults
+  open_training_data(r);  // synthetic data: the model's defaults
   EXPECT_EQ(r.options.model.image_size, 28);
   EXPECT_EQ(r.options.model.num_classes, 10);
   EXPECT_EQ(r.channels, 1);
@@ -135,7 +136,7 @@ TEST(TrainOptions, RecordAndAgreementComeFromTheTables) {
   o.sync.strategy = dp::StrategyKind::kTree;
   o.data.order = data::DataOrder::kGlobal;
   ResolvedTrainOptions r = resolve_train_options(o, 2, 2);
-  shape_by_data(r, 0, 0);
+  open_training_data(r);
   const nlohmann::json in = inputs_json(r);
   EXPECT_EQ(in["model"], "lenet");
   EXPECT_EQ(in["optimizer"], "momentum");

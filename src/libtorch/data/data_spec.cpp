@@ -1,11 +1,14 @@
 #include "libtorch/data/data_spec.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "core/error.h"
-#include "libtorch/data/pipeline.h"
 #include "data/staging.h"
+#include "libtorch/data/pipeline.h"
 #include "libtorch/data/synthetic.h"
 
 namespace dlscale::data {
@@ -43,6 +46,27 @@ PartsAgreement agree_parts(const std::vector<DatasetInfo>& parts) {
     }
   }
   return a;
+}
+
+std::string part_text(const DatasetInfo& part) {
+  return fmt::format("{} {} {} {}", part.size, part.bytes, part.num_classes, part.image_size);
+}
+
+DatasetInfo from_part_text(const std::string& text, size_t rank) {
+  DatasetInfo part;
+  std::istringstream in(text);
+  in >> part.size >> part.bytes >> part.num_classes >> part.image_size;
+  DLSCALE_CHECK(!in.fail(), "worker {} sent a malformed description of its shards: '{}'", rank,
+                text);
+  return part;
+}
+
+DatasetInfo as_whole(DatasetInfo part, const PartsAgreement& parts) {
+  part.size = parts.samples;
+  part.bytes = parts.bytes;
+  part.num_classes = parts.num_classes;
+  part.image_size = parts.image_size;
+  return part;
 }
 
 std::string resolve_augment(const DataOptions& o, const OpenedData& data) {

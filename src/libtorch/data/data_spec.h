@@ -26,6 +26,15 @@ struct PartsAgreement {
 /// worker opened).
 PartsAgreement agree_parts(const std::vector<DatasetInfo>& parts);
 
+/// A part's description as one line, for the workers to tell each other
+/// (part_text), and read back (from_part_text: throws dlscale::Error naming
+/// worker `rank` when the line is malformed).
+std::string part_text(const DatasetInfo& part);
+DatasetInfo from_part_text(const std::string& text, size_t rank);
+
+/// `part`'s info with the counts and shape of the whole the parts agreed on.
+DatasetInfo as_whole(DatasetInfo part, const PartsAgreement& parts);
+
 struct OpenedData {
   DataSpec spec;
   std::shared_ptr<const Dataset> dataset;  ///< null for synthetic data

@@ -41,9 +41,7 @@ class AlexNet : public ImageModel {
 }  // namespace
 
 ModelSpec alexnet_spec() {
-  ModelSpec s;
-  s.name = "alexnet";
-  s.description = "AlexNet (torchvision): 5 conv + 3 FC";
+  ModelSpec s = image_classifier_spec("alexnet", "AlexNet (torchvision): 5 conv + 3 FC");
   s.default_image_size = 224;
   // conv1 (11×11/4) and three 3×3/2 max-pools must each leave >= 1 pixel.
   s.min_image_size = 63;

@@ -121,9 +121,8 @@ class GoogLeNet : public ImageModel {
 }  // namespace
 
 ModelSpec googlenet_spec() {
-  ModelSpec s;
-  s.name = "googlenet";
-  s.description = "GoogLeNet / Inception v1 (torchvision, batch norm)";
+  ModelSpec s =
+      image_classifier_spec("googlenet", "GoogLeNet / Inception v1 (torchvision, batch norm)");
   s.default_image_size = 224;
   // The unpadded 3×3/2 max-pools (ceil mode) need >= 2 pixels in; below 15
   // the third one sees a 1×1 map. The aux heads pool adaptively: no extra limit.

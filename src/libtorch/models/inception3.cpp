@@ -206,9 +206,7 @@ class Inception3 : public ImageModel {
 }  // namespace
 
 ModelSpec inception3_spec() {
-  ModelSpec s;
-  s.name = "inception3";
-  s.description = "Inception v3 (torchvision)";
+  ModelSpec s = image_classifier_spec("inception3", "Inception v3 (torchvision)");
   s.default_image_size = 299;
   s.min_image_size = 75;        // torchvision's documented minimum
   s.takes.push_back("--aux-logits");

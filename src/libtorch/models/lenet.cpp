@@ -34,9 +34,7 @@ class LeNet : public ImageModel {
 }  // namespace
 
 ModelSpec lenet_spec() {
-  ModelSpec s;
-  s.name = "lenet";
-  s.description = "TensorFlow deep-MNIST CNN: 2 conv + 2 FC";
+  ModelSpec s = image_classifier_spec("lenet", "TensorFlow deep-MNIST CNN: 2 conv + 2 FC");
   s.channels = 1;
   s.default_image_size = 28;
   s.min_image_size = 4;

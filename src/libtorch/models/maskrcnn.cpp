@@ -327,6 +327,7 @@ ModelSpec maskrcnn_spec() {
   s.task = instance_segmentation();
   s.family = "detection";
   s.takes = {"--image-size", "--classes", "--rois", "--backbone-batch"};
+  s.channels = 3;
   s.default_image_size = kMaskRcnnHeight;
   // P6's stride: a smaller image has no pixel of its own at the pyramid's top.
   s.min_image_size = 64;

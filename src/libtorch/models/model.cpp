@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
+#include "libtorch/compute/torch_compat.h"
 #include "libtorch/models/layers.h"
 #include "libtorch/models/script_model.h"
 #include "libtorch/models/zoo.h"
@@ -40,6 +41,26 @@ std::vector<ModelSpec>& registry() {
 
 const std::vector<ModelSpec>& model_specs() { return registry(); }
 
+void Model::use_memory_format(bool channels_last) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : parameters()) {
+    if (p.dim() == 4) p.set_data(compat::with_memory_format(p, channels_last));
+  }
+}
+
+ModelSpec image_classifier_spec(std::string name, std::string description) {
+  ModelSpec s;
+  s.name = std::move(name);
+  s.description = std::move(description);
+  s.task = image_classification();
+  s.family = "cnn";
+  s.takes = {"--image-size", "--classes"};
+  s.channels = 3;
+  s.default_image_size = 224;
+  s.default_classes = 1000;
+  return s;
+}
+
 ModelSpec non_image_spec(std::string name, std::string description, std::shared_ptr<const Task> task,
                          std::string family, std::vector<std::string> takes) {
   ModelSpec s;
@@ -48,9 +69,6 @@ ModelSpec non_image_spec(std::string name, std::string description, std::shared_
   s.task = std::move(task);
   s.family = std::move(family);
   s.takes = std::move(takes);
-  s.channels = 0;
-  s.default_image_size = 0;
-  s.default_classes = 0;
   return s;
 }
 

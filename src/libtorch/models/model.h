@@ -35,6 +35,9 @@ class Model : public torch::nn::Module {
     (void)probe;
     return std::nullopt;
   }
+  /// Lays out the parameters for --memory-format: channels-last makes every
+  /// 4-D (convolution) weight so; a model with other needs overrides it.
+  virtual void use_memory_format(bool channels_last);
 
  protected:
   /// Declares `module` (registered already) the next unit in forward order.
@@ -79,20 +82,20 @@ inline double dropout_or(const ModelOptions& o, double model_default) {
 struct ModelSpec {
   std::string name;
   std::string description;
-  std::shared_ptr<const Task> task = image_classification();  ///< what it reads and learns
-  std::string family = "cnn";       ///< for listings: cnn, transformer, rnn, recommendation, detection
+  std::shared_ptr<const Task> task;  ///< what it reads and learns (register_model requires one)
+  std::string family;  ///< for listings: cnn, transformer, rnn, recommendation, detection
   /// The model flags it takes besides --model and --dropout; setting another
   /// is an error naming the family and these.
-  std::vector<std::string> takes = {"--image-size", "--classes"};
+  std::vector<std::string> takes;
   bool takes_flag(const std::string& flag) const;
   int64_t default_vocab = 0;        ///< sequence models
   int64_t default_seq_len = 0;
   int64_t default_hidden = 0;       ///< recurrent models (--hidden)
-  int64_t channels = 3;             ///< input channels (image tasks)
-  int64_t default_image_size = 224;
+  int64_t channels = 0;             ///< input channels (models that read images)
+  int64_t default_image_size = 0;
   int64_t min_image_size = 1;       ///< smallest height = width the architecture accepts
   int64_t min_image_size_aux = 0;   ///< the same with auxiliary classifiers (0: has none)
-  int64_t default_classes = 1000;
+  int64_t default_classes = 0;
   int64_t default_rois = 0;            ///< RoIs sampled per image (two-stage detectors, --rois)
   int64_t default_backbone_batch = 0;  ///< images a backbone pass takes (--backbone-batch)
   int64_t min_classes = 1;          ///< a detector needs the background and a class
@@ -109,6 +112,12 @@ struct ModelSpec {
   double default_label_smoothing = 0.0;  ///< when --label-smoothing is negative
   std::function<std::shared_ptr<Model>(const ModelOptions&)> make;  ///< resolved options
 };
+
+/// A spec of an image classifier: image classification's task, family
+/// "cnn", flags --image-size and --classes, 3 channels, 224 pixels and 1000
+/// classes by default (ImageNet's); the zoo's CNNs start from it. A spec
+/// says nothing of images unless it starts here or sets them itself.
+ModelSpec image_classifier_spec(std::string name, std::string description);
 
 /// A spec of a model that reads no image (no channels, image size or
 /// classes): the families beyond image classification start from it.

@@ -122,10 +122,10 @@ class ResNet : public ImageModel {
 
 template <typename Block>
 ModelSpec resnet_spec(int depth, std::vector<int64_t> blocks) {
-  ModelSpec s;
-  s.name = fmt::format("resnet{}", depth);
-  s.description = fmt::format("ResNet-{} (torchvision v1.5, {} blocks)", depth,
-                              Block::ContainedType::kExpansion == 1 ? "basic" : "bottleneck");
+  ModelSpec s = image_classifier_spec(
+      fmt::format("resnet{}", depth),
+      fmt::format("ResNet-{} (torchvision v1.5, {} blocks)", depth,
+                  Block::ContainedType::kExpansion == 1 ? "basic" : "bottleneck"));
   s.default_image_size = 224;
   s.min_image_size = 1;  // every stride-2 stage pads, so even 1×1 inputs stay 1×1
   s.make = [blocks](const ModelOptions& o) { return std::make_shared<ResNet<Block>>(blocks, o); };

@@ -237,8 +237,7 @@ ModelSpec spec_before_probe(const ModelOptions& o, const TaskDecl& decl) {
   if (decl.builtin == "recommendation") {
     return non_image_spec(o.name, "", recommendation(decl.users, decl.items), "script", {});
   }
-  ModelSpec s;
-  s.takes = {"--image-size", "--classes"};
+  ModelSpec s = image_classifier_spec(o.name, "");
   s.channels = decl.channels;
   s.default_image_size = o.image_size > 0      ? o.image_size
                          : decl.image_size > 0 ? decl.image_size

@@ -117,6 +117,7 @@ ModelSpec ssd300_spec() {
   s.task = detection();
   s.family = "detection";
   s.takes = {"--classes"};
+  s.channels = 3;
   s.default_image_size = kSsdImageSize;
   s.min_image_size = kSsdImageSize;
   s.default_classes = 81;  // COCO's 80 and the background

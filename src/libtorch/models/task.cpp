@@ -6,7 +6,9 @@
 #include <algorithm>
 
 #include "core/text.h"
+#include "data/dataset.h"
 #include "data/sampler.h"
+#include "libtorch/data/data_spec.h"
 #include "libtorch/models/model.h"
 
 namespace dlscale::models {
@@ -48,6 +50,45 @@ data::SampleFn Task::synthetic(const ModelSpec& spec, const ModelOptions& option
 
 data::SampleFn Task::synthetic_test(const ModelSpec& spec, const ModelOptions& options, uint64_t seed) const {
   return [train = synthetic(spec, options, seed)](uint64_t j) { return train(kSyntheticTestIndex + j); };
+}
+
+std::string Task::dataset_mismatch(const ModelSpec& spec, const ModelOptions& options,
+                                   const std::string& data_name) const {
+  const std::string mismatch =
+      feed_mismatch(spec, options, data::Provides{{data::kImage}, {data::kLabel}}, data_name);
+  if (!mismatch.empty()) return mismatch;
+  // A declared task's 'image' that is not C x S x S floats: no size to read images at.
+  if (spec.channels <= 0) {
+    return fmt::format(
+        "data '{}' holds images; model '{}' ({}) reads {}: declare 'image' as C x S x S float32 to "
+        "read them",
+        data_name, spec.name, name(), input_text(inputs(spec, options)));
+  }
+  if (spec.channels != 1 && spec.channels != 3) {
+    return fmt::format("data '{}' holds images of 1 or 3 channels; model '{}' takes {}", data_name,
+                       spec.name, spec.channels);
+  }
+  return "";
+}
+
+int64_t Task::dataset_channels(const ModelSpec& spec) const { return spec.channels; }
+
+ModelOptions Task::shaped_by_data(const ModelSpec& spec, ModelOptions options,
+                                  const data::DatasetInfo* info) const {
+  if (info != nullptr && spec.takes_flag("--image-size")) {  // else the data cannot shape it
+    // A dataset whose sizes vary has image_size 0: the model's default follows.
+    if (options.image_size == 0) options.image_size = info->image_size;
+    if (options.num_classes == 0) options.num_classes = info->num_classes;
+  }
+  return resolve_options(spec, options);
+}
+
+void Task::shape_source(const ModelSpec& spec, const ModelOptions& options, bool channels_last,
+                        data::SourceOptions& source) const {
+  source.channels = dataset_channels(spec);
+  source.image_size = options.image_size;
+  source.num_classes = options.num_classes;
+  source.channels_last = channels_last;
 }
 
 TensorMap probe_inputs(const std::vector<TensorSpec>& specs) {

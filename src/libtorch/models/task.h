@@ -18,6 +18,11 @@
 #include "libtorch/data/data_source.h"
 #include "models/model_options.h"
 
+namespace dlscale::data {
+struct DatasetInfo;
+struct SourceOptions;
+}  // namespace dlscale::data
+
 namespace dlscale::models {
 
 using data::TensorMap;
@@ -96,6 +101,29 @@ class Task {
   /// whose evaluation reads other inputs (recommendation's candidate lists)
   /// overrides it.
   virtual data::SampleFn synthetic_test(const ModelSpec& spec, const ModelOptions& options, uint64_t seed) const;
+
+  // How a dataset (labelled images, data/dataset.h) feeds a model of this
+  // task, so that the trainer and the option resolution name no image fact.
+  // The defaults (task.cpp) serve every task: one whose inputs are an image
+  // and a label, and whose model states its channels (ModelSpec::channels),
+  // reads datasets; any other is told what the data lacks.
+
+  /// Why the dataset `data_name` cannot feed a model of `spec`, or "" when it
+  /// can: checked before the data is opened.
+  virtual std::string dataset_mismatch(const ModelSpec& spec, const ModelOptions& options,
+                                       const std::string& data_name) const;
+  /// The channels a dataset's images are decoded to for `spec` (0: it reads none).
+  virtual int64_t dataset_channels(const ModelSpec& spec) const;
+  /// `options` resolved against `spec` (resolve_options), where a dataset
+  /// was opened (`info`; nullptr: synthetic data) with what it implies
+  /// filled in where the options leave it to the data (0: image size, classes).
+  virtual ModelOptions shaped_by_data(const ModelSpec& spec, ModelOptions options,
+                                      const data::DatasetInfo* info) const;
+  /// Fills the batches' shape a data source makes for a model of `spec` at
+  /// resolved `options` (images' channels, size, classes; channels-last
+  /// when `channels_last`).
+  virtual void shape_source(const ModelSpec& spec, const ModelOptions& options, bool channels_last,
+                            data::SourceOptions& source) const;
 };
 
 /// Where held-out synthetic samples start: 2^62, beyond any training sample

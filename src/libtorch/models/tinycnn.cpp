@@ -34,9 +34,8 @@ class TinyCnn : public ImageModel {
 }  // namespace
 
 ModelSpec tinycnn_spec() {
-  ModelSpec s;
-  s.name = "tinycnn";
-  s.description = "Small CNN for 28x28 speed runs: 2 conv-BN-ReLU (16, 32) + FC";
+  ModelSpec s = image_classifier_spec(
+      "tinycnn", "Small CNN for 28x28 speed runs: 2 conv-BN-ReLU (16, 32) + FC");
   s.channels = 1;
   s.default_image_size = 28;
   s.min_image_size = 4;

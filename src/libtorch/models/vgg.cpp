@@ -56,10 +56,9 @@ class Vgg : public ImageModel {
 };
 
 ModelSpec vgg_spec(const std::string& name, std::vector<int64_t> config) {
-  ModelSpec s;
-  s.name = name;
   const auto convs = std::count_if(config.begin(), config.end(), [](int64_t c) { return c != kPool; });
-  s.description = fmt::format("VGG-{} (torchvision, no batch norm): {} conv + 3 FC", convs + 3, convs);
+  ModelSpec s = image_classifier_spec(
+      name, fmt::format("VGG-{} (torchvision, no batch norm): {} conv + 3 FC", convs + 3, convs));
   s.default_image_size = 224;
   s.min_image_size = 32;  // five 2×2 max-pools
   s.make = [config](const ModelOptions& o) { return std::make_shared<Vgg>(config, o); };

@@ -1,18 +1,19 @@
-#include "train/train_options.h"
+#include "libtorch/train/resolve.h"
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 
-#include "libtorch/compute/devices.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sysinfo.h"
+#include "libtorch/compute/devices.h"
 #include "libtorch/data/data_spec.h"
 #include "libtorch/dp/strategy.h"
 #include "libtorch/models/model.h"
 #include "train/convergence.h"
-#include "libtorch/train/resolve.h"
+#include "train/train_options.h"
 
 namespace dlscale::train {
 
@@ -95,7 +96,7 @@ void check_optimizer(const OptimizerOptions& o) {
 }
 
 /// The model exists, and what the options give of its input fits it (the
-/// data may still fill the rest: shape_by_data).
+/// data may still fill the rest: Task::shaped_by_data).
 void check_model(const models::ModelOptions& o) {
   DLSCALE_CHECK(o.image_size >= 0 && o.image_size <= kMaxImageSize,
                 "--image-size must be in [0, {}] (got {}; 0 = the model's default)", kMaxImageSize,
@@ -219,42 +220,20 @@ ResolvedTrainOptions resolve_train_options(const TrainOptions& in, int world_siz
   check_recipe(o.recipe);
   check_strategy(r);
   const models::ModelSpec& spec = models::model_spec(o.model);
-  r.channels = spec.channels;
+  r.channels = spec.task->dataset_channels(spec);
   if (o.recipe.label_smoothing < 0) o.recipe.label_smoothing = spec.default_label_smoothing;
   r.measured_steps = o.run.steps - o.run.warmup;
   check_train_outputs(o);
   return r;
 }
 
-void shape_by_data(ResolvedTrainOptions& r, int64_t image_size, int64_t num_classes) {
-  models::ModelOptions& m = r.options.model;
-  const models::ModelSpec& spec = models::model_spec(m);
-  if (!spec.takes_flag("--image-size")) {  // not an image model: the data cannot shape it
-    m = models::resolve_options(spec, m);
-    return;
-  }
-  if (m.image_size == 0) m.image_size = image_size;  // 0 (sizes vary): the model's default
-  if (m.num_classes == 0) m.num_classes = num_classes;
-  m = models::resolve_options(spec, m);
-}
-
 data::OpenedData open_training_data(ResolvedTrainOptions& r, int rank, const ExchangeParts& exchange) {
+  const models::ModelSpec& spec = models::model_spec(r.options.model);
+  const models::Task& task = *spec.task;
   if (data::parse_data_spec(r.options.data.spec).kind != "synthetic") {
-    // Every dataset format holds labelled images (DataSource::provides()'s
-    // default): a model they cannot feed is named before anything is opened.
-    const models::ModelSpec& spec = models::model_spec(r.options.model);
-    const std::string mismatch = models::feed_mismatch(
-        spec, r.options.model, data::Provides{{data::kImage}, {data::kLabel}}, r.options.data.spec);
+    // A model its task cannot feed from a dataset is named before anything is opened.
+    const std::string mismatch = task.dataset_mismatch(spec, r.options.model, r.options.data.spec);
     DLSCALE_CHECK(mismatch.empty(), "{}", mismatch);
-    // A declared task's 'image' that is not C x S x S floats: no size to read images at.
-    DLSCALE_CHECK(spec.channels > 0,
-                  "data '{}' holds images; model '{}' ({}) reads {}: declare 'image' as C x S x S "
-                  "float32 to read them",
-                  r.options.data.spec, spec.name, spec.task->name(),
-                  models::input_text(spec.task->inputs(spec, r.options.model)));
-    DLSCALE_CHECK(spec.channels == 1 || spec.channels == 3,
-                  "data '{}' holds images of 1 or 3 channels; model '{}' takes {}",
-                  r.options.data.spec, spec.name, spec.channels);
   }
   const bool own_shards =
       r.options.data.order == data::DataOrder::kStreaming && r.world_size > 1 && exchange != nullptr;
@@ -264,14 +243,13 @@ data::OpenedData open_training_data(ResolvedTrainOptions& r, int rank, const Exc
     pick = {rank, r.world_size};
   }
   data::OpenedData opened = data::open_data(r.options.data, r.channels, data::Split::kTrain, pick);
+  std::optional<data::DatasetInfo> whole;
+  if (opened.dataset) whole = opened.dataset->info();
   if (opened.dataset && own_shards) {
     opened.parts = data::agree_parts(exchange(opened.dataset->info()));
-    shape_by_data(r, opened.parts.image_size, opened.parts.num_classes);
-  } else if (opened.dataset) {
-    shape_by_data(r, opened.dataset->info().image_size, opened.dataset->info().num_classes);
-  } else {
-    shape_by_data(r, 0, 0);
+    whole = data::as_whole(*whole, opened.parts);
   }
+  r.options.model = task.shaped_by_data(spec, r.options.model, whole ? &*whole : nullptr);
   return opened;
 }
 

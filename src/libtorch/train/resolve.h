@@ -24,10 +24,6 @@ namespace dlscale::train {
 ResolvedTrainOptions resolve_train_options(const TrainOptions& options, int world_size = 1,
                                            int local_world_size = 0);
 
-/// Fills the image size and classes the data implies where the options
-/// give none (0: the model's default), and checks them against the model.
-void shape_by_data(ResolvedTrainOptions& resolved, int64_t image_size, int64_t num_classes);
-
 /// How a worker that opened only its own part of the shards learns the other
 /// workers' parts: given its own (what it opened), returns every worker's, in
 /// rank order. The trainer asks its communicator.

@@ -65,14 +65,9 @@ namespace {
 ExchangeParts exchange_over(comm::Communicator* comm) {
   if (comm == nullptr) return {};
   return [comm](const data::DatasetInfo& mine) {
-    const std::vector<std::string> all = comm::allgather_strings(
-        *comm, fmt::format("{} {} {} {}", mine.size, mine.bytes, mine.num_classes, mine.image_size));
-    std::vector<data::DatasetInfo> parts(all.size());
-    for (size_t r = 0; r < all.size(); ++r) {
-      std::istringstream in(all[r]);
-      in >> parts[r].size >> parts[r].bytes >> parts[r].num_classes >> parts[r].image_size;
-      DLSCALE_CHECK(!in.fail(), "worker {} sent a malformed description of its shards: '{}'", r, all[r]);
-    }
+    const std::vector<std::string> all = comm::allgather_strings(*comm, data::part_text(mine));
+    std::vector<data::DatasetInfo> parts;
+    for (size_t r = 0; r < all.size(); ++r) parts.push_back(data::from_part_text(all[r], r));
     return parts;
   };
 }
@@ -89,7 +84,7 @@ Trainer::Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker
   DLSCALE_ASSERT(worker.world_size == 1 || worker.comm != nullptr);
   result_.config = config;
   result_.argv = std::move(argv);
-  // The data is opened first: it shapes the model (channels, size, classes).
+  // The data is opened first: it may shape the model (its task says how).
   const data::OpenedData opened = open_training_data(result_.config, worker.rank, exchange_over(worker.comm));
   spec_ = models::model_spec(result_.config.options.model);
   task_ = spec_.task;
@@ -132,13 +127,10 @@ data::SourceOptions Trainer::setup_data(const data::OpenedData& opened) {
   so.global_batch = c.micro_global_batch();  // a step reads --accumulate of them
   so.rank = worker_.rank;
   so.world_size = c.world_size;
-  so.channels = c.channels;
-  so.image_size = o.model.image_size;
-  so.num_classes = o.model.num_classes;
   so.synthetic_batches = o.run.synthetic_batches * o.run.accumulate;  // counted in steps
   so.seed = o.run.seed + 1;  // data stream independent of the initialization stream
   so.device = device_;
-  so.channels_last = o.compute.memory_format == MemoryFormat::kChannelsLast;
+  task_->shape_source(spec_, o.model, o.compute.memory_format == MemoryFormat::kChannelsLast, so);
   so.synthetic = task_->synthetic_stream(spec_, o.model, so.seed, so.global_batch);
   data_ = data::make_data_source(opened, o.data, so);
   const std::string mismatch = models::feed_mismatch(spec_, o.model, data_->provides(), o.data.spec);
@@ -159,11 +151,7 @@ void Trainer::build_model() {
   model_ = spec_.make(o.model);
   result_.model = models::measure_model(spec_, o.model, *model_);
   model_->to(device_);
-  const bool channels_last = o.compute.memory_format == MemoryFormat::kChannelsLast;
-  torch::NoGradGuard no_grad;
-  for (auto& p : model_->parameters()) {
-    if (p.dim() == 4) p.set_data(compat::with_memory_format(p, channels_last));
-  }
+  model_->use_memory_format(o.compute.memory_format == MemoryFormat::kChannelsLast);
   model_->train();
 }
 
