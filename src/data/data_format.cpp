@@ -36,7 +36,7 @@ bool looks_like_tfrecord(const fs::path& entry) {
   return fs::is_regular_file(entry, ec) && entry.extension() != kIndexSuffix && starts_like_tfrecord(entry.string());
 }
 
-std::vector<DataFormat> make_formats() {
+std::deque<DataFormat> make_formats() {
   DataFormat idx{"idx", "IDX files"};
   idx.pack_encoding = "png";
   idx.recognises = [](const fs::path& e) { return e.filename().string().find("idx3-ubyte") != std::string::npos; };
@@ -60,11 +60,23 @@ std::vector<DataFormat> make_formats() {
   return {idx, wds, folder, tfrecord};
 }
 
+/// The table; a deque, so that a registration keeps earlier entries where
+/// find_data_format() pointed.
+std::deque<DataFormat>& format_table() {
+  static std::deque<DataFormat> formats = make_formats();
+  return formats;
+}
+
 }  // namespace
 
-const std::vector<DataFormat>& data_formats() {
-  static const std::vector<DataFormat> formats = make_formats();
-  return formats;
+const std::deque<DataFormat>& data_formats() { return format_table(); }
+
+void register_data_format(DataFormat format) {
+  DLSCALE_CHECK(format.kind != nullptr && *format.kind != '\0' && format.on_disk != nullptr &&
+                    format.recognises != nullptr && format.open != nullptr,
+                "a data format needs a kind, a description, recognises and open");
+  DLSCALE_CHECK(find_data_format(format.kind) == nullptr, "data kind '{}' is taken", format.kind);
+  format_table().push_back(format);
 }
 
 const DataFormat* find_data_format(const std::string& kind) {

@@ -2,7 +2,9 @@
 // The data formats `--data KIND:PATH` names, each described once: how
 // dlscale recognises it on disk, opens it, and what the data tools (inspect,
 // verify, index, pack) do with it. A new format is a Dataset of its own
-// (docs/architecture.md, "Data") and one entry in data_format.cpp's table.
+// (docs/architecture.md, "Data") and one entry in data_format.cpp's table
+// (or a register_data_format() call).
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -36,7 +38,13 @@ struct DataFormat {
 };
 
 /// Every format, in the order locations are recognised.
-const std::vector<DataFormat>& data_formats();
+const std::deque<DataFormat>& data_formats();
+/// Adds `format` after the built-in ones, so that --data, open_dataset() and
+/// the data tools know it: a format of one's own is a Dataset and this call
+/// (at start-up, before any data is opened; not thread-safe). Throws
+/// dlscale::Error when the kind is taken or the entry lacks a kind,
+/// a description, `recognises` or `open`.
+void register_data_format(DataFormat format);
 /// The format named `kind`; nullptr when none is.
 const DataFormat* find_data_format(const std::string& kind);
 /// The format named `kind`; throws dlscale::Error listing the kinds.
