@@ -1,0 +1,152 @@
+// A strategy written here in the test tree only, as docs/architecture.md's
+// recipe says ("Strategies": a Strategy and its GradientSync): "toy-flat"
+// averages every gradient in one flat allreduce after backward, with no
+// buckets and no overlap. The trainer takes it through its one seam (a
+// worker's strategy) and trains over two workers as over one, with no file
+// of src/ naming it. Naming it for --strategy (its word in StrategyKind and
+// a case in make_strategy) is the one part of the recipe a test cannot add.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "comm/comm_test_util.h"
+#include "libtorch/dp/strategy.h"
+#include "libtorch/models/layers.h"
+#include "libtorch/models/model.h"
+#include "libtorch/train/train_result.h"
+#include "libtorch/train/trainer.h"
+
+namespace dlscale::dp {
+namespace {
+
+class FlatSync : public GradientSync {
+ public:
+  FlatSync(std::vector<torch::Tensor> params, comm::Communicator& comm)
+      : params_(std::move(params)), comm_(comm) {
+    info_.strategy = "toy-flat";
+    info_.layout = "flat";
+    info_.formula = "2(p-1)/p * S";
+  }
+  const SyncInfo& info() const override { return info_; }
+  void begin_backward() override {}
+  SyncStepStats end_backward() override {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params_) grads.push_back(p.grad().flatten());
+    torch::Tensor flat = torch::cat(grads);
+    comm_.allreduce(flat, comm::ReduceOp::kAverage);
+    int64_t at = 0;
+    for (const auto& p : params_) {
+      p.mutable_grad().copy_(flat.narrow(0, at, p.numel()).view_as(p));
+      at += p.numel();
+    }
+    ++exchanges;
+    return {};
+  }
+  static inline std::atomic<int> exchanges{0};
+
+ private:
+  std::vector<torch::Tensor> params_;
+  comm::Communicator& comm_;
+  SyncInfo info_;
+};
+
+class FlatStrategy : public Strategy {
+ public:
+  std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> params,
+                                          const SyncContext& c) override {
+    return std::make_unique<FlatSync>(std::move(params), *c.comm);
+  }
+};
+
+/// Two layers whose weights come from a formula, not a generator: ranks
+/// that are threads share one, so random weights would differ between the
+/// one- and two-worker runs. No batch norm: it would see each rank's batch.
+class TwoLayer : public models::ImageModel {
+ public:
+  explicit TwoLayer(const models::ModelOptions& o) {
+    fc1_ = register_module("fc1", models::Fc(o.image_size * o.image_size, 16));
+    fc2_ = register_module("fc2", models::Fc(16, o.num_classes));
+    torch::NoGradGuard no_grad;
+    double phase = 0;
+    for (auto& p : parameters()) {
+      const torch::Tensor i = torch::arange(p.numel(), torch::kFloat32);
+      p.copy_((0.1 * torch::sin(0.37 * i + phase)).view_as(p));
+      phase += 1;
+    }
+  }
+  models::Output forward_image(const torch::Tensor& x) override {
+    return {fc2_(torch::relu(fc1_(x.flatten(1)))), {}};
+  }
+
+ private:
+  models::Fc fc1_{nullptr}, fc2_{nullptr};
+};
+
+void register_two_layer() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    models::ModelSpec s = models::image_classifier_spec("toy-two-layer", "test model");
+    s.channels = 1;
+    s.default_image_size = 8;
+    s.default_classes = 4;
+    s.make = [](const models::ModelOptions& o) { return std::make_shared<TwoLayer>(o); };
+    models::register_model(s);
+  });
+}
+
+train::TrainOptions flat_options(int64_t batch_per_worker) {
+  register_two_layer();
+  train::TrainOptions o;
+  o.model.name = "toy-two-layer";
+  o.run.batch = batch_per_worker;
+  o.run.steps = 4;
+  o.run.warmup = 1;
+  o.run.display_every = 0;
+  o.compute.threads = 1;
+  return o;
+}
+
+/// Trains over `world` in-process ranks, each with its own FlatStrategy (the
+/// one-worker run uses none: nothing to exchange); returns rank 0's
+/// parameters and record.
+std::vector<torch::Tensor> train_flat(int world, nlohmann::json* record) {
+  std::vector<torch::Tensor> params;
+  train::TrainObserver quiet;
+  comm::testing::run_ranks("inproc", world, [&](comm::Communicator& comm) {
+    FlatStrategy strategy;
+    train::WorkerContext ctx;
+    ctx.rank = comm.rank();
+    ctx.world_size = world;
+    ctx.local_rank = comm.rank();
+    ctx.local_world_size = world;
+    ctx.comm = world > 1 ? &comm : nullptr;
+    ctx.strategy = world > 1 ? &strategy : nullptr;
+    train::Trainer t(flat_options(16 / world), ctx);
+    const train::TrainResult r = t.run(quiet);
+    if (comm.rank() != 0) return;
+    *record = train::to_json(r);
+    for (const auto& p : t.model().parameters()) params.push_back(p.detach().clone());
+  });
+  return params;
+}
+
+TEST(StrategySeam, AStrategyOfTheTestTreeTrainsOverTwoWorkersAsOverOne) {
+  nlohmann::json one_record, two_record;
+  const std::vector<torch::Tensor> one = train_flat(1, &one_record);
+  const std::vector<torch::Tensor> two = train_flat(2, &two_record);
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(one[i], two[i], 1e-5, 1e-6)) << "parameter " << i;
+  }
+  models::ModelOptions shape;
+  shape.image_size = 8;
+  shape.num_classes = 4;
+  TwoLayer initial(shape);
+  EXPECT_FALSE(torch::allclose(initial.parameters()[0], two[0]));  // it trained
+  EXPECT_EQ(FlatSync::exchanges.load(), 2 * 4);                    // each rank, each step
+  EXPECT_EQ(two_record["results"]["comm"]["strategy"], "toy-flat") << two_record["results"]["comm"];
+}
+
+}  // namespace
+}  // namespace dlscale::dp
