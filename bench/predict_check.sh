@@ -4,7 +4,9 @@
 # --trace, as the sweep's settings), commbench of the unshaped emulated
 # link in float32, float16 and bfloat16 (each wire type's own rate) and of
 # each shaped hop the sweep uses (HOPS: what a link or uplink of that rate
-# delivers), the measured sweep examples/predict-check.yaml, then
+# delivers), each 16-bit type's cast rate (bench/cast_rate.py, into a copy
+# of examples/systems/local-cluster.yaml), the measured sweep
+# examples/predict-check.yaml, then
 # `report --type predict`. As root (the emulated cluster). Everything goes
 # to $OUT (default /tmp/dlscale-SWEEP). SWEEP=fabric-check runs
 # examples/fabric-check.yaml instead: 4 hosts in one switch or in racks
@@ -71,10 +73,17 @@ for hop in $hops; do
   hop_records+=(--commbench "commbench-$kind$mbit.json")
 done
 
+echo "== cast rates: fp32 to each 16-bit wire type and back, as the strategies cast (bench/cast_rate.py)" >&2
+cast_line=$(/usr/bin/python3 "$here/bench/cast_rate.py" | tee /dev/stderr | tail -1)
+case $cast_line in "cast_gbyte_s: {fp16: "*) ;; *) echo "cast_rate.py gave no rates: '$cast_line'" >&2; exit 1;; esac
+# The shipped system with this machine's cast rates in place of its own.
+grep -v '^cast_gbyte_s:' "$here/examples/systems/local-cluster.yaml" > system.yaml
+echo "$cast_line" >> system.yaml
+
 echo "== the measured sweep" >&2
 "$dlscale" sweep "$here/examples/$sweep.yaml" --db results.db
 
 echo "== predicted against measured" >&2
 "$dlscale" report --db results.db --sweep "$sweep" --type predict --calibrate lenet.json \
   --calibrate resnet18.json --commbench commbench-f32.json --commbench commbench-f16.json \
-  --commbench commbench-bf16.json "${hop_records[@]}" --system local-cluster | tee "$sweep.txt"
+  --commbench commbench-bf16.json "${hop_records[@]}" --system system.yaml | tee "$sweep.txt"

@@ -34,6 +34,13 @@ Network Network::for_wire(const std::string& compress) const {
   return n;
 }
 
+double Network::cast_rate(const std::string& compress) const {
+  if (compress == "none") return 0;
+  const int i = wire16_index(compress);
+  const double own = i >= 0 ? wire16[static_cast<size_t>(i)].cast_bytes_per_s : 0;
+  return own > 0 ? own : cast_bytes_per_s;
+}
+
 const Link& Network::flat_link(long long ranks) const { return nodes(ranks) > 1 ? inter : intra; }
 LinkKind Network::flat_kind(long long ranks) const { return nodes(ranks) > 1 ? LinkKind::kInter : LinkKind::kIntra; }
 

@@ -37,6 +37,9 @@ struct Fabric {
 struct WireRate {
   double intra_bytes_per_s = 0;
   double inter_bytes_per_s = 0;
+  /// fp32 read rate of a cast to this type and back (each direction moves
+  /// the fp32 bytes once); 0 = Network::cast_bytes_per_s.
+  double cast_bytes_per_s = 0;
 };
 /// The wire types with rates of their own: "fp16" (0), "bf16" (1); -1 for
 /// "none" (float32) and anything else.
@@ -55,6 +58,10 @@ struct Network {
   /// crosses: each level's bandwidth capped by that wire type's own rate
   /// where one was measured.
   Network for_wire(const std::string& compress) const;
+  /// The fp32 read rate of a cast to `compress`'s wire type: its own where
+  /// one was given, else cast_bytes_per_s; 0 for "none" (float32 is not cast)
+  /// and where casts cost nothing.
+  double cast_rate(const std::string& compress) const;
 
   /// The link a collective over all `ranks` workers is bound by: inter when
   /// they span more than one node.

@@ -16,6 +16,14 @@ std::string link_text(const Link& l) {
   return fmt::format("{:.3g} Gbit/s, {:.3g} us", l.bytes_per_s * 8 / 1e9, l.alpha_s * 1e6);
 }
 
+/// "; casts 1.6 GB/s", or per 16-bit type where they differ; "" when free.
+std::string cast_text(const Network& n) {
+  const double f16 = n.cast_rate("fp16"), b16 = n.cast_rate("bf16");
+  if (f16 <= 0 && b16 <= 0) return "";
+  if (f16 == b16) return fmt::format("; casts {:.3g} GB/s", f16 / 1e9);
+  return fmt::format("; casts fp16 {:.3g}, bf16 {:.3g} GB/s", f16 / 1e9, b16 / 1e9);
+}
+
 }  // namespace
 
 std::vector<std::string> prediction_header(const Prediction& p) {
@@ -34,7 +42,7 @@ std::vector<std::string> prediction_header(const Prediction& p) {
           ? fmt::format("; a fabric of {} node(s) a group, each group's uplink {:.3g} Gbit/s",
                         n.fabric.nodes_per_group, n.fabric.bytes_per_s * 8 / 1e9)
           : "",
-      n.cast_bytes_per_s > 0 ? fmt::format("; casts {:.3g} GB/s", n.cast_bytes_per_s / 1e9) : ""));
+      cast_text(n)));
   const PredictOptions& o = p.options;
   lines.push_back(fmt::format("{} scaling, batch {}{}; buckets {:g} MiB (first {:g} MiB); efficiency against one "
                               "worker without exchange ({:.2f} ms a step)",
@@ -123,7 +131,9 @@ nlohmann::json prediction_json(const Prediction& p, const std::vector<std::strin
                            ? nlohmann::json{{"nodes_per_group", n.fabric.nodes_per_group},
                                             {"uplink_gbit_s", n.fabric.bytes_per_s * 8 / 1e9}}
                            : nlohmann::json()},
-            {"cast_gbyte_s", n.cast_bytes_per_s / 1e9}}},
+            {"cast_gbyte_s", n.cast_bytes_per_s / 1e9},
+            {"cast16_gbyte_s",
+             {{"fp16", n.cast_rate("fp16") / 1e9}, {"bf16", n.cast_rate("bf16") / 1e9}}}}},
           {"options",
            {{"scaling", p.options.scaling},
             {"batch", p.options.batch > 0 ? p.options.batch : w.batch},

@@ -112,7 +112,8 @@ Cost bucket_cost(const StrategySpec& s, const Network& n, long long workers, dou
   const Link& flat = n.flat_link(workers);
   const LinkKind name = n.flat_kind(workers);
   Cost c;
-  if (s.compress != "none" && n.cast_bytes_per_s > 0) c.cast_s = 2 * bytes / n.cast_bytes_per_s;  // down, then up
+  const double cast = n.cast_rate(s.compress);
+  if (cast > 0) c.cast_s = 2 * bytes / cast;  // down, then up
   switch (s.algorithm) {
     case Algorithm::kRing:
       return c.add(flat_ring(ring_allreduce, wire, n, workers));
@@ -220,7 +221,8 @@ double shared_core_comm_s(const StrategySpec& s, const Network& n, const Predict
   const double own = wire >= 0 ? o.wire16_copy_bytes_per_s[static_cast<size_t>(wire)] : 0;
   const double copy = own > 0 ? own : o.copy_bytes_per_s;
   double cpu = copy > 0 ? sent / copy : 0;
-  if (s.compress != "none" && n.cast_bytes_per_s > 0) cpu += 2 * total / n.cast_bytes_per_s;
+  const double cast = n.cast_rate(s.compress);
+  if (cast > 0) cpu += 2 * total / cast;
   return cpu;
 }
 
@@ -305,7 +307,10 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
   c.backward_s += cpu_s;
   const Network wire_net = n.for_wire(s.compress);  // a 16-bit wire's own rates
   Network stream_net = wire_net;
-  if (o.shared_cores > 0) stream_net.cast_bytes_per_s = 0;  // the casts ran in backward
+  if (o.shared_cores > 0) {  // the casts ran in backward
+    stream_net.cast_bytes_per_s = 0;
+    for (WireRate& wire : stream_net.wire16) wire.cast_bytes_per_s = 0;
+  }
   double optimizer_s = c.optimizer_s;
   p.compute_s = c.data_s + c.forward_s + c.backward_s + c.optimizer_s;
   Cost comm;

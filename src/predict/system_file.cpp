@@ -112,6 +112,21 @@ void parse_fabric(const YAML::Node& node, const std::string& what, SystemSpec& s
   }
 }
 
+/// `cast_gbyte_s`: one rate for every 16-bit type, or one per type
+/// ({fp16: X, bf16: Y}; a type left out costs nothing to cast).
+void parse_cast(const YAML::Node& node, const std::string& what, Network& n) {
+  if (!node.IsMap()) {
+    n.cast_bytes_per_s = number(node, what, "cast_gbyte_s", kCopyGbyteS) * 1e9;
+    return;
+  }
+  check_keys(node, {"fp16", "bf16"}, what, "cast_gbyte_s");
+  for (const char* wire : {"fp16", "bf16"}) {
+    if (!node[wire]) continue;
+    n.wire16[static_cast<size_t>(wire16_index(wire))].cast_bytes_per_s =
+        number(node[wire], what, fmt::format("cast_gbyte_s.{}", wire), kCopyGbyteS) * 1e9;
+  }
+}
+
 PublishedScaling parse_published(const YAML::Node& node, const std::string& what) {
   check_keys(node, {"model", "workers", "samples_per_s", "efficiency_pct", "baseline_workers", "source"}, what,
              "a published entry");
@@ -171,7 +186,7 @@ SystemSpec parse_system(const std::string& yaml_text, const std::string& what) {
   s.network.inter = parse_link(root["inter"], what, "inter");
   s.network.intra = root["intra"] ? parse_link(root["intra"], what, "intra") : s.network.inter;
   if (root["fabric"]) parse_fabric(root["fabric"], what, s);
-  if (root["cast_gbyte_s"]) s.network.cast_bytes_per_s = number(root["cast_gbyte_s"], what, "cast_gbyte_s", kCopyGbyteS) * 1e9;
+  if (root["cast_gbyte_s"]) parse_cast(root["cast_gbyte_s"], what, s.network);
   if (root["cores_per_node"]) s.cores_per_node = static_cast<int>(number(root["cores_per_node"], what, "cores_per_node", kCores));
   if (root["copy_gbyte_s"]) s.copy_bytes_per_s = number(root["copy_gbyte_s"], what, "copy_gbyte_s", kCopyGbyteS) * 1e9;
   if (root["shared_cores"]) s.shared_cores = static_cast<int>(number(root["shared_cores"], what, "shared_cores", kCores));
@@ -352,7 +367,10 @@ Network resolve_network(const NetworkFlags& f, const SystemSpec* system) {
   }
   if (f.intra_latency_us >= 0) n.intra.alpha_s = f.intra_latency_us * 1e-6;
   if (f.workers_per_node > 0) n.workers_per_node = f.workers_per_node;
-  if (f.cast_gbyte_s >= 0) n.cast_bytes_per_s = f.cast_gbyte_s * 1e9;
+  if (f.cast_gbyte_s >= 0) {  // one rate for every type, the system's own per type replaced
+    n.cast_bytes_per_s = f.cast_gbyte_s * 1e9;
+    for (WireRate& wire : n.wire16) wire.cast_bytes_per_s = 0;
+  }
   DLSCALE_CHECK(have_inter || have_intra, "no network: give --system, --commbench RECORD or --link-gbps");
   if (!have_inter) n.inter = n.intra;
   if (!have_intra) n.intra = n.inter;

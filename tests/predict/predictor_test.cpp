@@ -640,6 +640,47 @@ TEST(PredictWire, A16BitWireGoesAtItsOwnMeasuredRateOnTheLinksAndTheSharedCores)
   EXPECT_NEAR(predict_step(w, n, fp16, buckets, 4, 8, o).compute_s - 12e-3, 20e-3 + 9e-3, kTol);
 }
 
+TEST(PredictWire, EachSixteenBitTypeCastsAtItsOwnRate) {
+  // Flat allreduce of 12 MB fp32 over 4 workers on one node; the casts
+  // read the 12 MB down and up: 2 x 12 MB / rate.
+  Network n = one_node(8);
+  const double free_fp16 = step("allreduce+flat+fp16", 4, n).step_s;
+  const double free_bf16 = step("allreduce+flat+bf16", 4, n).step_s;
+  n.cast_bytes_per_s = 2e9;  // every type: 12 ms
+  EXPECT_NEAR(step("allreduce+flat+fp16", 4, n).step_s, free_fp16 + 12e-3, kTol);
+  EXPECT_NEAR(step("allreduce+flat+bf16", 4, n).step_s, free_bf16 + 12e-3, kTol);
+  n.wire16[0].cast_bytes_per_s = 1e9;  // fp16's own: 24 ms; bf16 keeps the 12
+  EXPECT_NEAR(step("allreduce+flat+fp16", 4, n).step_s, free_fp16 + 24e-3, kTol);
+  EXPECT_NEAR(step("allreduce+flat+bf16", 4, n).step_s, free_bf16 + 12e-3, kTol);
+  EXPECT_DOUBLE_EQ(n.cast_rate("none"), 0);  // float32 is not cast
+  // On shared cores the casts are CPU time in backward, at the type's own
+  // rate: 24 ms beside the 9 ms of copying 1.5 x 6 MB at 1 GB/s.
+  PredictOptions o;
+  o.shared_cores = 8;
+  o.copy_bytes_per_s = 1e9;
+  const Workload w = two_tensors();
+  const StrategySpec fp16 = parse_strategy("allreduce+flat+fp16");
+  const auto buckets = plan_workload_buckets(w, true, o.first_bucket_mb, o.bucket_mb);
+  EXPECT_NEAR(predict_step(w, n, fp16, buckets, 4, 8, o).compute_s - 12e-3, 20e-3 + 9e-3 + 24e-3,
+              kTol);
+  // A system file gives a rate per type; --cast-gbyte-s one for all.
+  const std::string base = "name: x\ninter: {gbit_s: 10}\n";
+  SystemSpec s = parse_system(base + "cast_gbyte_s: {fp16: 0.92, bf16: 1.33}\n", "t.yaml");
+  NetworkFlags none;
+  Network sys = resolve_network(none, &s);
+  EXPECT_DOUBLE_EQ(sys.cast_rate("fp16"), 0.92e9);
+  EXPECT_DOUBLE_EQ(sys.cast_rate("bf16"), 1.33e9);
+  NetworkFlags flat;
+  flat.cast_gbyte_s = 1.6;
+  sys = resolve_network(flat, &s);
+  EXPECT_DOUBLE_EQ(sys.cast_rate("fp16"), 1.6e9);
+  EXPECT_DOUBLE_EQ(sys.cast_rate("bf16"), 1.6e9);
+  expect_refused([&] { parse_system(base + "cast_gbyte_s: {fp32: 1}\n", "t.yaml"); }, "fp32",
+                 "fp32");
+  expect_refused([&] { parse_system(base + "cast_gbyte_s: {fp16: -1}\n", "t.yaml"); }, "-1",
+                 "cast_gbyte_s.fp16");
+}
+
 nlohmann::json toy_record() {
   return nlohmann::json::parse(R"({
     "kind": "train", "status": "ok",
