@@ -74,7 +74,11 @@ for hop in $hops; do
 done
 
 echo "== cast rates: fp32 to each 16-bit wire type and back, as the strategies cast (bench/cast_rate.py)" >&2
-cast_line=$(/usr/bin/python3 "$here/bench/cast_rate.py" | tee /dev/stderr | tail -1)
+# (Not tee /dev/stderr: reopening a log that stderr was redirected to with
+# '>' truncates it.)
+cast_out=$(/usr/bin/python3 "$here/bench/cast_rate.py")
+echo "$cast_out" >&2
+cast_line=$(echo "$cast_out" | tail -1)
 case $cast_line in "cast_gbyte_s: {fp16: "*) ;; *) echo "cast_rate.py gave no rates: '$cast_line'" >&2; exit 1;; esac
 # The shipped system with this machine's cast rates in place of its own.
 grep -v '^cast_gbyte_s:' "$here/examples/systems/local-cluster.yaml" > system.yaml
