@@ -35,6 +35,12 @@ def cast_rate(elements, dtype, repeats):
     return statistics.median(rates)
 
 
+def refuse(message):
+    """One line on stderr, exit 2: bad input."""
+    print(f"cast_rate: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=7, help="timed casts per size and type (median)")
@@ -43,13 +49,13 @@ def main():
                              "gradient 46.8)")
     args = parser.parse_args()
     if args.repeats < 1:
-        sys.exit("cast_rate: --repeats must be >= 1")
+        refuse("--repeats must be >= 1")
     try:
         sizes = [float(s) for s in args.sizes_mb.split(",")]
     except ValueError:
-        sys.exit(f"cast_rate: --sizes-mb must be numbers, comma separated (got '{args.sizes_mb}')")
-    if any(s <= 0 or s > 4096 for s in sizes):
-        sys.exit("cast_rate: each size must be in (0, 4096] MB")
+        refuse(f"--sizes-mb must be numbers, comma separated (got '{args.sizes_mb}')")
+    if not all(0 < s <= 4096 for s in sizes):  # NaN fails too
+        refuse("each size must be in (0, 4096] MB")
     torch.set_num_threads(1)
     medians = {}
     for name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
