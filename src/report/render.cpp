@@ -12,25 +12,6 @@ namespace {
 
 constexpr const char* kSchema = "dlscale.report/1";
 
-std::string type_name(ReportType t) {
-  switch (t) {
-    case ReportType::kWeak: return "weak";
-    case ReportType::kStrong: return "strong";
-    case ReportType::kBreakdown: return "breakdown";
-    case ReportType::kCompare: return "compare";
-    case ReportType::kCommbench: return "commbench";
-    case ReportType::kIo: return "io";
-    case ReportType::kTta: return "tta";
-    case ReportType::kMemory: return "memory";
-    case ReportType::kNoise:
-      return "noise";
-    case ReportType::kBatch:
-      return "batch";
-    case ReportType::kPredict: return "predict";
-  }
-  return "?";
-}
-
 std::string render_text(const Report& r) {
   std::ostringstream out;
   out << r.title << "\n";
@@ -115,7 +96,7 @@ nlohmann::ordered_json json_label(const std::string& text) {
 std::string render_json(const Report& r) {
   nlohmann::ordered_json j;
   j["schema"] = kSchema;
-  j["type"] = type_name(r.type);
+  j["type"] = to_string(r.type);
   j["title"] = r.title;
   j["notes"] = r.notes;
   j["columns"] = r.data.headers;

@@ -80,6 +80,7 @@ std::vector<RunRecord> filter_runs(std::vector<RunRecord> runs, const std::strin
 }
 
 ReportType parse_report_type(const std::string& s) { return kTypeNames.parse(s); }
+std::string to_string(ReportType type) { return kTypeNames.name(type); }
 Format parse_format(const std::string& s) { return kFormatNames.parse(s); }
 
 }  // namespace dlscale::report

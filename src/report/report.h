@@ -103,6 +103,8 @@ std::string render(const Report& report, Format format);
 std::vector<sweep::RunRecord> filter_runs(std::vector<sweep::RunRecord> runs, const std::string& where);
 
 ReportType parse_report_type(const std::string& s);
+/// The word `report --type` takes for `type` (the same table parses it).
+std::string to_string(ReportType type);
 Format parse_format(const std::string& s);
 
 }  // namespace dlscale::report
