@@ -12,7 +12,6 @@
 #include <mutex>
 #include <sstream>
 
-#include "comm/comm_test_util.h"
 #include "core/error.h"
 #include "data/data_format.h"
 #include "data/data_tools.h"
@@ -20,6 +19,7 @@
 #include "libtorch/models/layers.h"
 #include "libtorch/models/model.h"
 #include "libtorch/train/trainer.h"
+#include "train/inproc_training.h"
 
 namespace dlscale::data {
 namespace {
@@ -157,28 +157,6 @@ train::TrainOptions toypix_options(const std::string& path, int64_t batch_per_wo
   return o;
 }
 
-/// Rank 0's parameters after training over `world` in-process ranks on a
-/// global batch of 8.
-std::vector<torch::Tensor> train_toypix(const std::string& path, int world,
-                                        train::TrainResult* result) {
-  std::vector<torch::Tensor> params;
-  train::TrainObserver quiet;
-  comm::testing::run_ranks("inproc", world, [&](comm::Communicator& comm) {
-    train::WorkerContext ctx;
-    ctx.rank = comm.rank();
-    ctx.world_size = world;
-    ctx.local_rank = comm.rank();
-    ctx.local_world_size = world;
-    ctx.comm = world > 1 ? &comm : nullptr;
-    train::Trainer t(toypix_options(path, 8 / world), ctx);
-    train::TrainResult r = t.run(quiet);
-    if (comm.rank() != 0) return;
-    *result = std::move(r);
-    for (const auto& p : t.model().parameters()) params.push_back(p.detach().clone());
-  });
-  return params;
-}
-
 TEST(FormatSeam, AToyFormatIsFoundInspectedVerifiedAndTrainsOverTwoWorkersAsOverOne) {
   register_toypix();
   const std::string path = write_toypix(32);
@@ -191,18 +169,20 @@ TEST(FormatSeam, AToyFormatIsFoundInspectedVerifiedAndTrainsOverTwoWorkersAsOver
   std::ostringstream progress;
   EXPECT_EQ(verify_dataset("toypix:" + path, progress), 32);
 
-  train::TrainResult one_run, two_run;
-  const std::vector<torch::Tensor> one = train_toypix(path, 1, &one_run);
-  const std::vector<torch::Tensor> two = train_toypix(path, 2, &two_run);
+  // A global batch of 8 over one and two in-process ranks.
+  const testing::RankZeroRun one_run = testing::train_in_process(1, toypix_options(path, 8));
+  const testing::RankZeroRun two_run = testing::train_in_process(2, toypix_options(path, 4));
+  const std::vector<torch::Tensor>& one = one_run.parameters;
+  const std::vector<torch::Tensor>& two = two_run.parameters;
   ASSERT_EQ(one.size(), two.size());
   for (size_t i = 0; i < one.size(); ++i) {
     EXPECT_TRUE(torch::allclose(one[i], two[i], 1e-5, 1e-6)) << "parameter " << i;
   }
   // It learned, and the data shaped the model: 8×8 grey images of 4 classes.
-  EXPECT_LT(two_run.steps.back().loss, two_run.steps.front().loss);
-  EXPECT_EQ(two_run.model.image_size, kSide);
-  EXPECT_EQ(two_run.model.num_classes, kClasses);
-  EXPECT_EQ(two_run.model.channels, 1);
+  EXPECT_LT(two_run.result.steps.back().loss, two_run.result.steps.front().loss);
+  EXPECT_EQ(two_run.result.model.image_size, kSide);
+  EXPECT_EQ(two_run.result.model.num_classes, kClasses);
+  EXPECT_EQ(two_run.result.model.channels, 1);
   EXPECT_THROW(register_data_format(*find_data_format("toypix")), Error);  // the kind is taken
 }
 

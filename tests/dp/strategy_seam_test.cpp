@@ -10,12 +10,12 @@
 #include <atomic>
 #include <mutex>
 
-#include "comm/comm_test_util.h"
 #include "libtorch/dp/strategy.h"
 #include "libtorch/models/layers.h"
 #include "libtorch/models/model.h"
 #include "libtorch/train/train_result.h"
 #include "libtorch/train/trainer.h"
+#include "train/inproc_training.h"
 
 namespace dlscale::dp {
 namespace {
@@ -107,34 +107,19 @@ train::TrainOptions flat_options(int64_t batch_per_worker) {
   return o;
 }
 
-/// Trains over `world` in-process ranks, each with its own FlatStrategy (the
-/// one-worker run uses none: nothing to exchange); returns rank 0's
-/// parameters and record.
-std::vector<torch::Tensor> train_flat(int world, nlohmann::json* record) {
-  std::vector<torch::Tensor> params;
-  train::TrainObserver quiet;
-  comm::testing::run_ranks("inproc", world, [&](comm::Communicator& comm) {
-    FlatStrategy strategy;
-    train::WorkerContext ctx;
-    ctx.rank = comm.rank();
-    ctx.world_size = world;
-    ctx.local_rank = comm.rank();
-    ctx.local_world_size = world;
-    ctx.comm = world > 1 ? &comm : nullptr;
-    ctx.strategy = world > 1 ? &strategy : nullptr;
-    train::Trainer t(flat_options(16 / world), ctx);
-    const train::TrainResult r = t.run(quiet);
-    if (comm.rank() != 0) return;
-    *record = train::to_json(r);
-    for (const auto& p : t.model().parameters()) params.push_back(p.detach().clone());
-  });
-  return params;
+/// Trains over `world` in-process ranks on a global batch of 16, each rank
+/// with its own FlatStrategy (the one-worker run uses none: nothing to
+/// exchange).
+testing::RankZeroRun train_flat(int world) {
+  return testing::train_in_process(world, flat_options(16 / world),
+                                   [] { return std::make_unique<FlatStrategy>(); });
 }
 
 TEST(StrategySeam, AStrategyOfTheTestTreeTrainsOverTwoWorkersAsOverOne) {
-  nlohmann::json one_record, two_record;
-  const std::vector<torch::Tensor> one = train_flat(1, &one_record);
-  const std::vector<torch::Tensor> two = train_flat(2, &two_record);
+  const std::vector<torch::Tensor> one = train_flat(1).parameters;
+  const testing::RankZeroRun two_run = train_flat(2);
+  const std::vector<torch::Tensor>& two = two_run.parameters;
+  const nlohmann::json two_record = train::to_json(two_run.result);
   ASSERT_EQ(one.size(), two.size());
   for (size_t i = 0; i < one.size(); ++i) {
     EXPECT_TRUE(torch::allclose(one[i], two[i], 1e-5, 1e-6)) << "parameter " << i;

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <mutex>
 
-#include "comm/comm_test_util.h"
 #include "core/error.h"
 #include "data/data_util.h"
 #include "libtorch/data/data_spec.h"
@@ -16,6 +15,7 @@
 #include "libtorch/train/resolve.h"
 #include "libtorch/train/train_result.h"
 #include "libtorch/train/trainer.h"
+#include "train/inproc_training.h"
 
 namespace dlscale::train {
 namespace {
@@ -96,34 +96,14 @@ TrainOptions toy_options(int64_t batch_per_worker) {
   return o;
 }
 
-struct Trained {
-  TrainResult result;
-  std::vector<torch::Tensor> parameters;  ///< rank 0's, after the run
-};
-
 /// Trains over `world` in-process ranks, a global batch of 16.
-Trained train_toy(int world) {
-  Trained out;
-  TrainObserver quiet;
-  comm::testing::run_ranks("inproc", world, [&](comm::Communicator& comm) {
-    WorkerContext ctx;
-    ctx.rank = comm.rank();
-    ctx.world_size = world;
-    ctx.local_rank = comm.rank();
-    ctx.local_world_size = world;
-    ctx.comm = world > 1 ? &comm : nullptr;
-    Trainer t(toy_options(16 / world), ctx);
-    TrainResult r = t.run(quiet);
-    if (comm.rank() != 0) return;
-    out.result = std::move(r);
-    for (const auto& p : t.model().parameters()) out.parameters.push_back(p.detach().clone());
-  });
-  return out;
+testing::RankZeroRun train_toy(int world) {
+  return testing::train_in_process(world, toy_options(16 / world));
 }
 
 TEST(TaskSeam, ToyRegressionTrainsOverTwoWorkersAsOverOne) {
-  const Trained one = train_toy(1);
-  const Trained two = train_toy(2);
+  const testing::RankZeroRun one = train_toy(1);
+  const testing::RankZeroRun two = train_toy(2);
   // Data-parallel over two ranks is one process on the same global batch.
   ASSERT_EQ(one.parameters.size(), two.parameters.size());
   for (size_t i = 0; i < one.parameters.size(); ++i) {
