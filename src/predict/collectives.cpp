@@ -41,6 +41,11 @@ double Network::cast_rate(const std::string& compress) const {
   return own > 0 ? own : cast_bytes_per_s;
 }
 
+void Network::set_cast_rate(double bytes_per_s) {
+  cast_bytes_per_s = bytes_per_s;
+  for (WireRate& wire : wire16) wire.cast_bytes_per_s = 0;
+}
+
 const Link& Network::flat_link(long long ranks) const { return nodes(ranks) > 1 ? inter : intra; }
 LinkKind Network::flat_kind(long long ranks) const { return nodes(ranks) > 1 ? LinkKind::kInter : LinkKind::kIntra; }
 

@@ -62,6 +62,9 @@ struct Network {
   /// one was given, else cast_bytes_per_s; 0 for "none" (float32 is not cast)
   /// and where casts cost nothing.
   double cast_rate(const std::string& compress) const;
+  /// One cast rate for every 16-bit type (0: casts cost nothing): the
+  /// common one, and no type's own.
+  void set_cast_rate(double bytes_per_s);
 
   /// The link a collective over all `ranks` workers is bound by: inter when
   /// they span more than one node.

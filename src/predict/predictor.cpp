@@ -307,10 +307,7 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
   c.backward_s += cpu_s;
   const Network wire_net = n.for_wire(s.compress);  // a 16-bit wire's own rates
   Network stream_net = wire_net;
-  if (o.shared_cores > 0) {  // the casts ran in backward
-    stream_net.cast_bytes_per_s = 0;
-    for (WireRate& wire : stream_net.wire16) wire.cast_bytes_per_s = 0;
-  }
+  if (o.shared_cores > 0) stream_net.set_cast_rate(0);  // the casts ran in backward
   double optimizer_s = c.optimizer_s;
   p.compute_s = c.data_s + c.forward_s + c.backward_s + c.optimizer_s;
   Cost comm;

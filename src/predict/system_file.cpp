@@ -367,10 +367,7 @@ Network resolve_network(const NetworkFlags& f, const SystemSpec* system) {
   }
   if (f.intra_latency_us >= 0) n.intra.alpha_s = f.intra_latency_us * 1e-6;
   if (f.workers_per_node > 0) n.workers_per_node = f.workers_per_node;
-  if (f.cast_gbyte_s >= 0) {  // one rate for every type, the system's own per type replaced
-    n.cast_bytes_per_s = f.cast_gbyte_s * 1e9;
-    for (WireRate& wire : n.wire16) wire.cast_bytes_per_s = 0;
-  }
+  if (f.cast_gbyte_s >= 0) n.set_cast_rate(f.cast_gbyte_s * 1e9);  // the system's per type replaced
   DLSCALE_CHECK(have_inter || have_intra, "no network: give --system, --commbench RECORD or --link-gbps");
   if (!have_inter) n.inter = n.intra;
   if (!have_intra) n.intra = n.inter;
