@@ -60,7 +60,7 @@ void run(const ReportFlags& f, bool type_given) {
   check_output_paths({{"--html", f.html}, {"-o", f.output}},
                      {{"--db", f.selection.db, ""}});
   const auto runs = load_selected_runs(f.selection);
-  const report::ReportOptions o{report::parse_report_type(f.type), f.compare_by, f.baseline};
+  const report::ReportOptions o{report::report_kind(f.type).name, f.compare_by, f.baseline};
   const report::Format format = report::parse_format(f.format);
   if (!f.html.empty()) {
     report::HtmlOptions h;
@@ -72,11 +72,17 @@ void run(const ReportFlags& f, bool type_given) {
     std::cerr << "HTML report: " << f.html << "\n";
     if (!type_given) return;
   }
-  if (o.type == report::ReportType::kPredict) {
+  if (o.type == "predict") {
     write_output(report::render(predict_report(f, runs), format), f.output);
     return;
   }
   write_output(report::render(report::build_report(runs, o), format), f.output);
+}
+
+std::vector<std::string> kind_names() {
+  std::vector<std::string> names;
+  for (const report::ReportKind& k : report::report_kinds()) names.push_back(k.name);
+  return names;
 }
 
 }  // namespace
@@ -91,22 +97,9 @@ void add_report_command(CLI::App& app) {
       "target against the batch; and a "
       "self-contained HTML page with charts (docs/reports.md).");
   add_run_selection(cmd, f->selection);
-  CLI::Option* type =
-      cmd->add_option(
-             "--type", f->type,
-             "weak | strong | breakdown | compare | commbench (busbw by message size of kind: "
-             "commbench runs) | io (I/O overhead of each data source against data: synthetic, "
-             "docs/data.md) | tta (time to accuracy against workers: MLPerf's olympic mean over "
-             "seeds and repeats, docs/convergence.md) | memory (parameters, gradients and "
-             "optimizer state each worker keeps, and its peak resident set, docs/metrics.md) | "
-             "noise (the gradient noise scale of runs with train --noise-scale, "
-             "docs/convergence.md) | batch (steps and epochs to target against the global batch, "
-             "with McCandlish et al.'s model fitted, examples/batch-scaling.yaml) | predict (each "
-             "run's samples/s against the scaling model's; "
-             "needs --calibrate, docs/predict.md)")
-          ->check(CLI::IsMember({"weak", "strong", "breakdown", "compare", "commbench", "io", "tta",
-                                 "memory", "noise", "batch", "predict"}))
-          ->capture_default_str();
+  CLI::Option* type = cmd->add_option("--type", f->type, report::report_type_help())
+                          ->check(CLI::IsMember(kind_names()))
+                          ->capture_default_str();
   cmd->add_option("--format", f->format, "text | markdown | csv | json")
       ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))
       ->capture_default_str();

@@ -155,7 +155,7 @@ report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const S
   }
   DLSCALE_CHECK(!rows.empty(), "no completed run of 2 or more workers with a stored train record in the selection");
   report::Report rep;
-  rep.type = report::ReportType::kPredict;
+  rep.type = "predict";
   rep.title = "Predicted against measured";
   report::Table t;
   t.title = rep.title;

@@ -155,7 +155,6 @@ Report batch_report(const std::vector<RunRecord>& runs) {
                 "no run in the selection trained to a target (--target-accuracy), so there are "
                 "no steps to target to set against the global batch");
   Report rep;
-  rep.type = ReportType::kBatch;
   rep.title =
       "Steps and epochs to target against the global batch (McCandlish et al. 2018: "
       "S = S_min (1 + B_crit/B), E = E_min (1 + B/B_crit))";

@@ -46,7 +46,6 @@ std::optional<Table> exchange_against_compute(const std::vector<const RunRecord*
 
 Report breakdown_report(const std::vector<RunRecord>& runs) {
   Report rep;
-  rep.type = ReportType::kBreakdown;
   rep.title = "Step-time breakdown (median ms per step, share of the step)";
   rep.notes.push_back("comm is the communication not hidden behind the backward pass (max over ranks)");
   std::vector<const RunRecord*> with;

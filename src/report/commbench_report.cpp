@@ -160,7 +160,6 @@ Report commbench_report(const std::vector<RunRecord>& runs) {
   DLSCALE_CHECK(!series.empty(),
                 "no completed commbench run in the selection (sweeps with kind: commbench)");
   Report rep;
-  rep.type = ReportType::kCommbench;
   rep.title = "Collectives (dlscale commbench): bus bandwidth by message size";
   rep.notes.push_back(
       "busbw = algbw x the operation's bus factor (allreduce 2(p-1)/p); docs/metrics.md");

@@ -72,7 +72,6 @@ Report compare_report(const std::vector<RunRecord>& runs, const ReportOptions& o
   const auto& order = c.order;
   auto& grouped = c.grouped;
   Report rep;
-  rep.type = ReportType::kCompare;
   rep.title = fmt::format("Comparison by {} (throughput, samples/s; ratio = value / {})", by, baseline);
   rep.notes.push_back("values are medians of the completed repeats");
   Table t;

@@ -395,17 +395,17 @@ std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOpti
     const std::vector<ScalingRow> rows = scaling_rows(runs, scaling);
     if (rows.empty()) continue;
     any = true;
-    const Report rep = build_report(runs, {scaling == "weak" ? ReportType::kWeak : ReportType::kStrong, "", ""});
+    const Report rep = build_report(runs, {scaling, "", ""});
     o << "<h2 id=\"" << scaling << "\">" << esc(rep.title) << "</h2>\n" << scaling_charts(rows) << report_section(rep);
   }
   if (const std::vector<BusbwSeries> bw = busbw_series(all); !bw.empty()) {
-    const Report rep = build_report(all, {ReportType::kCommbench, "", ""});
+    const Report rep = build_report(all, {"commbench", "", ""});
     o << "<h2 id=\"commbench\">" << esc(rep.title) << "</h2>\n" << commbench_charts(bw) << report_section(rep);
     any = true;
   }
   if (!runs.empty()) {
     try {
-      const Report rep = build_report(runs, {ReportType::kBreakdown, "", ""});
+      const Report rep = build_report(runs, {"breakdown", "", ""});
       o << "<h2 id=\"breakdown\">Where the time goes</h2>\n" << breakdown_chart(rep) << report_section(rep);
       any = true;
     } catch (const Error&) {
@@ -413,11 +413,11 @@ std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOpti
     }
   }
   if (const std::vector<MemoryRow> rows = memory_rows(runs); !rows.empty()) {
-    const Report rep = build_report(runs, {ReportType::kMemory, "", ""});
+    const Report rep = build_report(runs, {"memory", "", ""});
     o << "<h2 id=\"memory\">Memory per worker</h2>\n" << memory_charts(rows) << report_section(rep);
   }
   if (const std::vector<NoiseRow> rows = noise_rows(runs); !rows.empty()) {
-    const Report rep = build_report(runs, {ReportType::kNoise, "", ""});
+    const Report rep = build_report(runs, {"noise", "", ""});
     o << "<h2 id=\"noise\">Gradient noise scale</h2>\n" << noise_chart(rows) << report_section(rep);
   }
   if (const std::vector<BatchStudy> studies = batch_studies(runs);
@@ -425,24 +425,24 @@ std::string render_html(const std::vector<sweep::RunRecord>& all, const HtmlOpti
         return std::count_if(s.points.begin(), s.points.end(),
                              [](const BatchPoint& p) { return p.steps; }) >= 2;
       })) {
-    const Report rep = build_report(runs, {ReportType::kBatch, "", ""});
+    const Report rep = build_report(runs, {"batch", "", ""});
     o << "<h2 id=\"batch\">Steps to target against the global batch</h2>\n"
       << batch_chart(studies) << report_section(rep);
   }
   if (!runs.empty() && (!opt.compare_by.empty() || !detect_compare_by(runs).empty())) {
-    const Report rep = build_report(runs, {ReportType::kCompare, opt.compare_by, opt.baseline});
+    const Report rep = build_report(runs, {"compare", opt.compare_by, opt.baseline});
     o << "<h2 id=\"compare\">Comparison</h2>\n" << report_section(rep);
   }
   if (!runs.empty()) {
     try {
-      const Report rep = build_report(runs, {ReportType::kIo, "", ""});
+      const Report rep = build_report(runs, {"io", "", ""});
       o << "<h2 id=\"io\">" << esc(rep.title) << "</h2>\n" << report_section(rep);
     } catch (const Error&) {
       // No runs that differ in data with a synthetic baseline: no section.
     }
   }
   if (const std::vector<TtaRow> rows = tta_rows(runs); !rows.empty()) {
-    const Report rep = build_report(runs, {ReportType::kTta, "", ""});
+    const Report rep = build_report(runs, {"tta", "", ""});
     o << "<h2 id=\"tta\">" << esc(rep.title) << "</h2>\n" << tta_charts(rows) << report_section(rep);
     any = true;
   }

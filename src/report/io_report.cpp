@@ -23,7 +23,6 @@ Report io_report(const std::vector<RunRecord>& runs) {
                 values.empty() ? std::string("none") : fmt::format("{}", fmt::join(values, ", ")));
   const Comparison c = compare_runs(runs, "data", "synthetic");
   Report rep;
-  rep.type = ReportType::kIo;
   rep.title = "I/O overhead (samples/s; overhead = 1 - real / synthetic)";
   rep.notes.push_back("overhead = (samples/s synthetic - samples/s real) / samples/s synthetic x 100%");
   rep.notes.push_back("data ms = median time a step waited for its batch; pipeline ms = time to build one batch");

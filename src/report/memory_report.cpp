@@ -52,7 +52,6 @@ Report memory_report(const std::vector<RunRecord>& runs) {
                 "no run in the selection has memory figures (train records have them since "
                 "results.mem was added)");
   Report rep;
-  rep.type = ReportType::kMemory;
   rep.title =
       "Memory per worker (MiB: the most any rank keeps between steps, and its peak resident set)";
   rep.notes.push_back(

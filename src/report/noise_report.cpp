@@ -79,7 +79,6 @@ Report noise_report(const std::vector<RunRecord>& runs) {
   DLSCALE_CHECK(!rows.empty(),
                 "no run in the selection measured the gradient noise scale (train --noise-scale)");
   Report rep;
-  rep.type = ReportType::kNoise;
   rep.title =
       "Gradient noise scale (B_simple = tr(Sigma)/|G|^2 from gradients over b_small and b_big "
       "samples)";

@@ -96,7 +96,7 @@ nlohmann::ordered_json json_label(const std::string& text) {
 std::string render_json(const Report& r) {
   nlohmann::ordered_json j;
   j["schema"] = kSchema;
-  j["type"] = to_string(r.type);
+  j["type"] = r.type;
   j["title"] = r.title;
   j["notes"] = r.notes;
   j["columns"] = r.data.headers;

@@ -10,56 +10,67 @@
 namespace dlscale::report {
 namespace {
 
-constexpr EnumNames<ReportType, 11> kTypeNames{"report type",
-                                               {{{ReportType::kWeak, "weak"},
-                                                 {ReportType::kStrong, "strong"},
-                                                 {ReportType::kBreakdown, "breakdown"},
-                                                 {ReportType::kCompare, "compare"},
-                                                 {ReportType::kCommbench, "commbench"},
-                                                 {ReportType::kIo, "io"},
-                                                 {ReportType::kTta, "tta"},
-                                                 {ReportType::kMemory, "memory"},
-                                                 {ReportType::kNoise, "noise"},
-                                                 {ReportType::kBatch, "batch"},
-                                                 {ReportType::kPredict, "predict"}}}};
+std::deque<ReportKind> make_kinds() {
+  using Runs = std::vector<RunRecord>;
+  const auto plain = [](Report (*f)(const Runs&)) {
+    return [f](const Runs& runs, const ReportOptions&) { return f(runs); };
+  };
+  std::deque<ReportKind> kinds{
+      {"weak", "",
+       [](const Runs& runs, const ReportOptions&) { return scaling_report(runs, "weak"); }},
+      {"strong", "",
+       [](const Runs& runs, const ReportOptions&) { return scaling_report(runs, "strong"); }},
+      {"breakdown", "", plain(breakdown_report)},
+      {"compare", "", compare_report},
+      {"commbench", "(busbw by message size of kind: commbench runs)", plain(commbench_report),
+       true},
+      {"io", "(I/O overhead of each data source against data: synthetic, docs/data.md)",
+       plain(io_report)},
+      {"tta",
+       "(time to accuracy against workers: MLPerf's olympic mean over seeds and repeats, "
+       "docs/convergence.md)",
+       plain(tta_report)},
+      {"memory",
+       "(parameters, gradients and optimizer state each worker keeps, and its peak resident set, "
+       "docs/metrics.md)",
+       plain(memory_report)},
+      {"noise", "(the gradient noise scale of runs with train --noise-scale, docs/convergence.md)",
+       plain(noise_report)},
+      {"batch",
+       "(steps and epochs to target against the global batch, with McCandlish et al.'s model "
+       "fitted, "
+       "examples/batch-scaling.yaml)",
+       plain(batch_report)},
+      {"predict",
+       "(each run's samples/s against the scaling model's; needs --calibrate, docs/predict.md)",
+       nullptr}};
+  return kinds;
+}
+
+std::deque<ReportKind>& kind_table() {
+  static std::deque<ReportKind> kinds = make_kinds();
+  return kinds;
+}
+
 constexpr EnumNames<Format, 4> kFormatNames{
     "format", {{{Format::kText, "text"}, {Format::kMarkdown, "markdown"}, {Format::kCsv, "csv"}, {Format::kJson, "json"}}}};
 
 }  // namespace
 
 Report build_report(const std::vector<RunRecord>& all, const ReportOptions& o) {
+  const ReportKind& kind = report_kind(o.type);
+  DLSCALE_CHECK(kind.build != nullptr,
+                "--type {} is built by 'dlscale report' (it needs --calibrate)", kind.name);
   DLSCALE_CHECK(!all.empty(), "no runs in the selection");
-  if (o.type == ReportType::kCommbench) return commbench_report(all);
-  // Collective benchmarks have no throughput or step time: not scaling data.
   std::vector<RunRecord> runs;
+  // Collective benchmarks have no throughput or step time: not scaling data.
   for (const RunRecord& r : all) {
-    if (!is_commbench_run(r)) runs.push_back(r);
+    if (kind.reads_commbench || !is_commbench_run(r)) runs.push_back(r);
   }
   DLSCALE_CHECK(!runs.empty(), "the selection holds only commbench runs; use --type commbench");
-  switch (o.type) {
-    case ReportType::kWeak:
-      return scaling_report(runs, "weak");
-    case ReportType::kStrong:
-      return scaling_report(runs, "strong");
-    case ReportType::kBreakdown:
-      return breakdown_report(runs);
-    case ReportType::kCompare:
-      return compare_report(runs, o);
-    case ReportType::kIo:
-      return io_report(runs);
-    case ReportType::kTta:
-      return tta_report(runs);
-    case ReportType::kMemory:
-      return memory_report(runs);
-    case ReportType::kNoise:
-      return noise_report(runs);
-    case ReportType::kBatch:
-      return batch_report(runs);
-    case ReportType::kCommbench:
-    case ReportType::kPredict:
-      break;
-  }
-  throw InternalError("unknown report type");
+  Report rep = kind.build(runs, o);
+  rep.type = kind.name;
+  return rep;
 }
 
 std::vector<RunRecord> filter_runs(std::vector<RunRecord> runs, const std::string& where) {
@@ -79,8 +90,33 @@ std::vector<RunRecord> filter_runs(std::vector<RunRecord> runs, const std::strin
   return out;
 }
 
-ReportType parse_report_type(const std::string& s) { return kTypeNames.parse(s); }
-std::string to_string(ReportType type) { return kTypeNames.name(type); }
+const std::deque<ReportKind>& report_kinds() { return kind_table(); }
+
+const ReportKind& report_kind(const std::string& name) {
+  std::string allowed;
+  for (const ReportKind& k : report_kinds()) {
+    if (k.name == name) return k;
+    allowed += (allowed.empty() ? "" : ", ") + k.name;
+  }
+  throw Error(fmt::format("unknown report type '{}'; allowed: {}", name, allowed));
+}
+
+void register_report_kind(ReportKind kind) {
+  DLSCALE_CHECK(!kind.name.empty() && kind.build != nullptr,
+                "a report type needs a name and a build");
+  for (const ReportKind& k : report_kinds()) {
+    DLSCALE_CHECK(k.name != kind.name, "report type '{}' is taken", kind.name);
+  }
+  kind_table().push_back(std::move(kind));
+}
+
+std::string report_type_help() {
+  std::string s;
+  for (const ReportKind& k : report_kinds()) {
+    s += (s.empty() ? "" : " | ") + k.name + (k.help.empty() ? "" : " " + k.help);
+  }
+  return s;
+}
 Format parse_format(const std::string& s) { return kFormatNames.parse(s); }
 
 }  // namespace dlscale::report

@@ -4,6 +4,8 @@
 // column per worker count, a step-time breakdown, and side-by-side
 // comparisons, the I/O overhead and time to accuracy. Built once as tables,
 // then rendered in any format.
+#include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,20 +14,6 @@
 
 namespace dlscale::report {
 
-/// kPredict is built by predict/predict_report.h (it needs calibrations).
-enum class ReportType {
-  kWeak,
-  kStrong,
-  kBreakdown,
-  kCompare,
-  kCommbench,
-  kIo,
-  kTta,
-  kMemory,
-  kNoise,
-  kBatch,
-  kPredict
-};
 enum class Format { kText, kMarkdown, kCsv, kJson };
 
 /// A cell: its display text and, for numbers, the value CSV/JSON carry.
@@ -44,7 +32,7 @@ struct Table {
 /// One report: wide tables for people (terminal, Markdown, HTML) and one
 /// long table with a row per measured point for programs (CSV, JSON).
 struct Report {
-  ReportType type = ReportType::kWeak;
+  std::string type = "weak";  ///< the report type's word (ReportKind::name)
   std::string title;
   std::vector<std::string> notes;
   std::vector<Table> tables;
@@ -52,7 +40,7 @@ struct Report {
 };
 
 struct ReportOptions {
-  ReportType type = ReportType::kWeak;
+  std::string type = "weak";  ///< a ReportKind's name
   std::string compare_by;  ///< compare: the parameter whose values go side by side ("" = detect)
   std::string baseline;    ///< compare: the value others are divided by ("" = the first seen)
 };
@@ -102,9 +90,29 @@ std::string render(const Report& report, Format format);
 /// Keeps the runs for which `where` (an expression over ${param}) is true.
 std::vector<sweep::RunRecord> filter_runs(std::vector<sweep::RunRecord> runs, const std::string& where);
 
-ReportType parse_report_type(const std::string& s);
-/// The word `report --type` takes for `type` (the same table parses it).
-std::string to_string(ReportType type);
+/// A report type: the word `report --type` takes, what its help says and
+/// how it is built. report.cpp's table holds the shipped ones, in --type's
+/// order; register_report_kind() adds one at run time.
+struct ReportKind {
+  std::string name;
+  std::string help;  ///< a phrase for --type's help, e.g. "(busbw by message size, ...)"
+  /// Builds the report; throws dlscale::Error naming what the runs lack.
+  /// Empty for "predict", which `dlscale report` builds (it needs calibrations).
+  std::function<Report(const std::vector<sweep::RunRecord>&, const ReportOptions&)> build;
+  /// false: commbench runs (no throughput, no step time) are dropped before
+  /// build, and a selection of only commbench runs is refused.
+  bool reads_commbench = false;
+};
+
+/// The report types, in --type's order; a deque, so that a registration
+/// keeps earlier entries where report_kind() pointed.
+const std::deque<ReportKind>& report_kinds();
+/// The kind named `name`; throws dlscale::Error listing the allowed names.
+const ReportKind& report_kind(const std::string& name);
+/// Adds a report type; throws when the name is empty or taken, or it has no build.
+void register_report_kind(ReportKind kind);
+/// `report --type`'s help: every kind's name and help, " | " between.
+std::string report_type_help();
 Format parse_format(const std::string& s);
 
 }  // namespace dlscale::report

@@ -114,7 +114,6 @@ Report scaling_report(const std::vector<RunRecord>& runs, const std::string& sca
   DLSCALE_CHECK(!rows.empty(), "no {}-scaling runs in the selection (the report needs runs with scaling: {})",
                 scaling, scaling);
   Report rep;
-  rep.type = scaling == "weak" ? ReportType::kWeak : ReportType::kStrong;
   rep.title = scaling == "weak" ? "Weak scaling (per-worker batch fixed)" : "Strong scaling (global batch fixed)";
   rep.notes.push_back(scaling == "weak"
                           ? "efficiency = t1 / tN x 100% (t = step time); speedup = throughput(N) / throughput(1)"

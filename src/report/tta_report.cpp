@@ -241,7 +241,6 @@ Report tta_report(const std::vector<RunRecord>& runs) {
                 "--epochs, --eval-every or --target-accuracy; docs/convergence.md)",
                 selection_sweeps(runs));
   Report rep;
-  rep.type = ReportType::kTta;
   rep.title = "Time to accuracy against workers (MLPerf olympic mean)";
   rep.notes.push_back(
       "time to accuracy = the olympic mean of the successful runs' times (MLPerf: the fastest "

@@ -66,7 +66,7 @@ std::vector<RunRecord> study() {
 }
 
 TEST(BatchReport, FitsTheMeasuredCurveAndPredictsFromTheSmallestBatch) {
-  const Report r = build_report(study(), {ReportType::kBatch, "", ""});
+  const Report r = build_report(study(), {"batch", "", ""});
   const Table& t = r.tables.at(0);
   ASSERT_EQ(t.rows.size(), 6u);  // linear: 4 batches; none: 2
   const auto column = [&](const std::string& name) {
@@ -101,7 +101,7 @@ TEST(BatchReport, RunsWithoutATargetAreNamed) {
   std::vector<RunRecord> runs = study();
   for (RunRecord& r : runs) r.repeats[0].metrics.erase("conv_success");
   try {
-    build_report(runs, {ReportType::kBatch, "", ""});
+    build_report(runs, {"batch", "", ""});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no run in the selection trained to a target"),

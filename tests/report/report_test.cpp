@@ -101,7 +101,7 @@ void expect_golden(const std::string& name, const std::string& actual) {
 }
 
 TEST(ReportGolden, WeakInEveryFormat) {
-  const Report r = build_report(dlscale_only(), {ReportType::kWeak, "", ""});
+  const Report r = build_report(dlscale_only(), {"weak", "", ""});
   expect_golden("weak.txt", render(r, Format::kText));
   expect_golden("weak.md", render(r, Format::kMarkdown));
   expect_golden("weak.csv", render(r, Format::kCsv));
@@ -109,7 +109,7 @@ TEST(ReportGolden, WeakInEveryFormat) {
 }
 
 TEST(ReportGolden, StrongInEveryFormat) {
-  const Report r = build_report(dlscale_only(), {ReportType::kStrong, "", ""});
+  const Report r = build_report(dlscale_only(), {"strong", "", ""});
   expect_golden("strong.txt", render(r, Format::kText));
   expect_golden("strong.md", render(r, Format::kMarkdown));
   expect_golden("strong.csv", render(r, Format::kCsv));
@@ -117,7 +117,7 @@ TEST(ReportGolden, StrongInEveryFormat) {
 }
 
 TEST(ReportGolden, BreakdownInEveryFormat) {
-  const Report r = build_report(dlscale_only(), {ReportType::kBreakdown, "", ""});
+  const Report r = build_report(dlscale_only(), {"breakdown", "", ""});
   expect_golden("breakdown.txt", render(r, Format::kText));
   expect_golden("breakdown.md", render(r, Format::kMarkdown));
   expect_golden("breakdown.csv", render(r, Format::kCsv));
@@ -129,7 +129,7 @@ TEST(ReportGolden, BreakdownInEveryFormat) {
 // golden runs record neither, so their breakdown has one table.)
 TEST(Report, BreakdownPutsBytesBesideFlopsPerSample) {
   std::vector<RunRecord> runs = dlscale_only();
-  EXPECT_EQ(build_report(runs, {ReportType::kBreakdown, "", ""}).tables.size(), 1u);
+  EXPECT_EQ(build_report(runs, {"breakdown", "", ""}).tables.size(), 1u);
   for (RunRecord& r : runs) {
     for (auto& rep : r.repeats) {
       rep.metrics["comm_bytes_per_step"] = 4e6;  // 4 MB a step
@@ -137,7 +137,7 @@ TEST(Report, BreakdownPutsBytesBesideFlopsPerSample) {
       rep.metrics["est_train_gflops_per_sec"] = 2.0 * rep.metrics["samples_per_sec"];
     }
   }
-  const Report r = build_report(runs, {ReportType::kBreakdown, "", ""});
+  const Report r = build_report(runs, {"breakdown", "", ""});
   ASSERT_EQ(r.tables.size(), 2u);
   const Table& t = r.tables[1];
   ASSERT_FALSE(t.rows.empty());
@@ -151,7 +151,7 @@ TEST(Report, BreakdownPutsBytesBesideFlopsPerSample) {
 TEST(ReportGolden, CompareInEveryFormat) {
   const auto runs = filter_runs(golden_runs(), "${scaling} == 'weak' and ${model} == 'lenet'");
   EXPECT_EQ(detect_compare_by(runs), "_tool");
-  const Report r = build_report(runs, {ReportType::kCompare, "", "ddp"});
+  const Report r = build_report(runs, {"compare", "", "ddp"});
   expect_golden("compare.txt", render(r, Format::kText));
   expect_golden("compare.md", render(r, Format::kMarkdown));
   expect_golden("compare.csv", render(r, Format::kCsv));
@@ -222,7 +222,7 @@ RunRecord commbench_run(std::int64_t id, int workers) {
 
 TEST(ReportGolden, CommbenchInEveryFormatAndHtml) {
   const std::vector<RunRecord> runs = {commbench_run(21, 2), commbench_run(22, 4)};
-  const Report r = build_report(runs, {ReportType::kCommbench, "", ""});
+  const Report r = build_report(runs, {"commbench", "", ""});
   expect_golden("commbench.txt", render(r, Format::kText));
   expect_golden("commbench.md", render(r, Format::kMarkdown));
   expect_golden("commbench.csv", render(r, Format::kCsv));
@@ -237,15 +237,15 @@ TEST(ReportGolden, CommbenchInEveryFormatAndHtml) {
   expect_golden("commbench.html", html);
   EXPECT_NE(html.find("allreduce: bus bandwidth vs message size"), std::string::npos);
   EXPECT_NE(html.find(">1M</text>"), std::string::npos);
-  EXPECT_EQ(build_report(mixed, {ReportType::kWeak, "", ""}).data.rows.size(),
-            build_report(dlscale_only(), {ReportType::kWeak, "", ""}).data.rows.size());
+  EXPECT_EQ(build_report(mixed, {"weak", "", ""}).data.rows.size(),
+            build_report(dlscale_only(), {"weak", "", ""}).data.rows.size());
   try {
-    build_report(runs, {ReportType::kWeak, "", ""});
+    build_report(runs, {"weak", "", ""});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "the selection holds only commbench runs; use --type commbench");
   }
-  EXPECT_THROW(build_report(dlscale_only(), {ReportType::kCommbench, "", ""}), Error);
+  EXPECT_THROW(build_report(dlscale_only(), {"commbench", "", ""}), Error);
 }
 
 /// Runs of a parameter-server comparison: allreduce next to PS with 1 and
@@ -274,13 +274,13 @@ std::vector<RunRecord> ps_runs() {
 }
 
 TEST(ReportGolden, CompareWithParameterServerTable) {
-  const Report r = build_report(ps_runs(), {ReportType::kCompare, "_setup", "allreduce"});
+  const Report r = build_report(ps_runs(), {"compare", "_setup", "allreduce"});
   ASSERT_EQ(r.tables.size(), 2u);  // throughput, then the PS table (PS runs only)
   EXPECT_EQ(r.tables[1].rows.size(), 2u);
   expect_golden("compare_ps.txt", render(r, Format::kText));
   expect_golden("compare_ps.md", render(r, Format::kMarkdown));
   // Without PS runs there is no PS table.
-  EXPECT_EQ(build_report(golden_runs(), {ReportType::kCompare, "", ""}).tables.size(), 1u);
+  EXPECT_EQ(build_report(golden_runs(), {"compare", "", ""}).tables.size(), 1u);
 }
 
 /// Runs of an I/O-overhead study: lenet on 1 and 2 workers, each on
@@ -303,7 +303,7 @@ std::vector<RunRecord> io_runs() {
 }
 
 TEST(ReportGolden, IoOverheadInEveryFormat) {
-  const Report r = build_report(io_runs(), {ReportType::kIo, "", ""});
+  const Report r = build_report(io_runs(), {"io", "", ""});
   ASSERT_EQ(r.tables.size(), 1u);
   ASSERT_EQ(r.tables[0].rows.size(), 2u);
   // 1 worker, fashion-mnist: 1 - 950 / 1000 = 5%.
@@ -314,7 +314,7 @@ TEST(ReportGolden, IoOverheadInEveryFormat) {
   expect_golden("io.json", render(r, Format::kJson));
   // Without a synthetic baseline there is no overhead to compute.
   try {
-    build_report(golden_runs(), {ReportType::kIo, "", ""});
+    build_report(golden_runs(), {"io", "", ""});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "--type io needs runs that differ in the parameter 'data', one of them synthetic "
@@ -354,7 +354,7 @@ std::vector<RunRecord> memory_runs() {
 }
 
 TEST(ReportGolden, MemoryInEveryFormatAndHtml) {
-  const Report r = build_report(memory_runs(), {ReportType::kMemory, "", ""});
+  const Report r = build_report(memory_runs(), {"memory", "", ""});
   ASSERT_EQ(r.tables.size(), 1u);
   ASSERT_EQ(r.tables[0].rows.size(), 9u);
   // zero stage 2 on 4 workers: 4Ψ + 4Ψ/4 + 8Ψ/4 = 7Ψ bytes = 7 x 42.7 MiB.
@@ -372,7 +372,7 @@ TEST(ReportGolden, MemoryInEveryFormatAndHtml) {
   EXPECT_NE(html.find("resnet18 zero zero-stage=2"), std::string::npos);
   // Runs without memory figures have no memory report.
   try {
-    build_report(golden_runs(), {ReportType::kMemory, "", ""});
+    build_report(golden_runs(), {"memory", "", ""});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no run in the selection has memory figures"), std::string::npos);
@@ -386,7 +386,7 @@ TEST(Report, MemoryOnAGpuShowsTheAllocatorsPeak) {
   for (RunRecord& r : runs) {
     for (auto& rep : r.repeats) rep.metrics["mem_device_peak_bytes"] = 3.0 * rep.metrics["mem_total_bytes"];
   }
-  const Report r = build_report(runs, {ReportType::kMemory, "", ""});
+  const Report r = build_report(runs, {"memory", "", ""});
   const Table& t = r.tables.at(0);
   ASSERT_EQ(t.headers.back(), "GPU peak MiB");
   // zero stage 2 on 4 workers: 3 x 7Ψ bytes.
@@ -416,7 +416,7 @@ TEST(Report, NoiseScaleBesideTheGlobalBatch) {
     runs.push_back(std::move(r));
   }
   runs.push_back(run(++id, "resnet18", "weak", 1, 16, {90.0}));  // measured nothing: no row
-  const Report r = build_report(runs, {ReportType::kNoise, "", ""});
+  const Report r = build_report(runs, {"noise", "", ""});
   const Table& t = r.tables.at(0);
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.headers.back(), "B_simple");
@@ -431,7 +431,7 @@ TEST(Report, NoiseScaleBesideTheGlobalBatch) {
   EXPECT_EQ(html.find("step 1, -40"),
             std::string::npos);  // negative: in the record, off the log axis
   try {
-    build_report(golden_runs(), {ReportType::kNoise, "", ""});
+    build_report(golden_runs(), {"noise", "", ""});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(
@@ -518,7 +518,7 @@ std::vector<RunRecord> tta_runs() {
 }
 
 TEST(ReportGolden, TimeToAccuracyInEveryFormat) {
-  const Report r = build_report(tta_runs(), {ReportType::kTta, "", ""});
+  const Report r = build_report(tta_runs(), {"tta", "", ""});
   ASSERT_EQ(r.tables.size(), 1u);
   const Table& t = r.tables[0];
   ASSERT_EQ(t.rows.size(), 4u);  // linear on 1, 2, 4 workers; none on 2
@@ -587,7 +587,7 @@ TEST(Report, TimeToAccuracyOfEveryFamilysMetric) {
       if (metric == "r2" && !names_metric) continue;  // not a zoo task: only a record that names it
       SCOPED_TRACE(metric + (names_metric ? " named" : " legacy"));
       const std::vector<RunRecord> runs = {family_tta_run(model, metric, names_metric)};
-      const Report r = build_report(runs, {ReportType::kTta, "", ""});
+      const Report r = build_report(runs, {"tta", "", ""});
       const Table& t = r.tables.at(0);
       const auto col = std::find(t.headers.begin(), t.headers.end(), "final accuracy (%)") - t.headers.begin();
       ASSERT_LT(static_cast<size_t>(col), t.headers.size()) << fmt::format("{}", fmt::join(t.headers, "|"));
@@ -617,13 +617,13 @@ TEST(ReportGolden, TimeToAccuracyHtml) {
 
 TEST(Report, TimeToAccuracyNeedsRunsThatEvaluated) {
   try {
-    build_report(golden_runs(), {ReportType::kTta, "", ""});
+    build_report(golden_runs(), {"tta", "", ""});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "no run of sweep 'golden' evaluated accuracy (--type tta needs runs trained with "
                            "--epochs, --eval-every or --target-accuracy; docs/convergence.md)");
   }
-  EXPECT_EQ(parse_report_type("tta"), ReportType::kTta);
+  EXPECT_EQ(report_kind("tta").name, "tta");
 }
 
 TEST(ReportGolden, ResultsExport) {
@@ -670,25 +670,27 @@ TEST(Report, ThroughputInTheModelsUnitWhenItIsNotSamples) {
       rep.record = R"({"model": {"unit": "tokens", "items_per_sample": 50}, "results": {}})";
     }
   }
-  const std::string text = render(build_report(runs, {ReportType::kWeak, "", ""}), Format::kText);
+  const std::string text = render(build_report(runs, {"weak", "", ""}), Format::kText);
   const size_t table = text.find("Throughput in the model's unit (items/s)");
   ASSERT_NE(table, std::string::npos) << text;
   EXPECT_NE(text.find("tokens", table), std::string::npos) << text;
   EXPECT_NE(text.find("5000.0 ±10.0%", table), std::string::npos) << text;  // 50 x the median 100, its spread
   EXPECT_NE(text.find("9000.0", table), std::string::npos) << text;
-  EXPECT_EQ(render(build_report(dlscale_only(), {ReportType::kWeak, "", ""}), Format::kText).find("model's unit"), std::string::npos);
+  EXPECT_EQ(
+      render(build_report(dlscale_only(), {"weak", "", ""}), Format::kText).find("model's unit"),
+      std::string::npos);
 }
 
 TEST(Report, ErrorsNameWhatIsMissing) {
   const auto runs = filter_runs(dlscale_only(), "${scaling} == 'weak'");
   try {
-    build_report(runs, {ReportType::kStrong, "", ""});
+    build_report(runs, {"strong", "", ""});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "no strong-scaling runs in the selection (the report needs runs with scaling: strong)");
   }
   try {
-    build_report(runs, {ReportType::kCompare, "", ""});
+    build_report(runs, {"compare", "", ""});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
