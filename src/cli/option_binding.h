@@ -2,7 +2,8 @@
 // The CLI's visitor of option tables (core/option_table.h): each row of a
 // table becomes a flag of a command, with its help, its default and its
 // help group. Booleans are flags; enums take their names and are parsed
-// here, at the edge (a wrong name is the enum's own one-line error).
+// here, at the edge (a wrong name is the enum's own one-line error), as are
+// the words of a registry (Option::words).
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -40,11 +41,28 @@ class OptionBinder {
       opt->default_str(enum_names(value).name(value));
       return opt;
     } else {
+      if constexpr (std::is_same_v<T, std::string>) {
+        if (o.check_word != nullptr) return add_word(o, value);
+      }
       CLI::Option* opt = command_->add_option(o.flags, value, o.help);
       if constexpr (IsVector<T>::value) opt->delimiter(',');
       if (o.show_default) opt->capture_default_str();
       return opt;
     }
+  }
+
+  /// A registry's word: checked as parsed, with the registry's own error.
+  CLI::Option* add_word(const Option& o, std::string& value) const {
+    const auto check = o.check_word;
+    CLI::Option* opt = command_->add_option_function<std::string>(
+        o.flags,
+        [&value, check](const std::string& text) {
+          check(text);
+          value = text;
+        },
+        o.help);
+    opt->default_str(value);
+    return opt;
   }
 
   CLI::App* command_;

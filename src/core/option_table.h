@@ -31,11 +31,20 @@ struct Option {
   const char* key;        ///< its key in a record's inputs; nullptr = not recorded
   bool is_agreed = false; ///< every rank must run with the same value (checked at start)
   bool show_default = true;
+  /// A text option whose values are a registry's words: throws
+  /// dlscale::Error naming a value that is none of them (at parse time).
+  void (*check_word)(const std::string&) = nullptr;
 
   /// Every rank of a job must be given the same value.
   Option agreed() const {
     Option o = *this;
     o.is_agreed = true;
+    return o;
+  }
+  /// Values are checked by `check` when parsed (a registry's words).
+  Option words(void (*check)(const std::string&)) const {
+    Option o = *this;
+    o.check_word = check;
     return o;
   }
   /// --help shows no default (a path, an optional value).

@@ -2,6 +2,7 @@
 // The user's choice of gradient synchronisation (--strategy and its flags),
 // typed, with their tables (core/option_table.h); no LibTorch needed to
 // include it.
+#include <deque>
 #include <string>
 
 #include "core/enum_names.h"
@@ -10,9 +11,22 @@
 
 namespace dlscale::dp {
 
-enum class StrategyKind { kAllreduce, kTree, kHierarchical, kIndependent, kPs, kZero };
-const EnumNames<StrategyKind, 6>& enum_names(StrategyKind);
-std::string to_string(StrategyKind strategy);
+/// A --strategy word and its phrase in --strategy's help. The shipped
+/// strategies are named once, in sync_options.cpp's table (their factories
+/// in libtorch/dp/strategy.cpp's); dp::register_strategy() adds one at run time.
+struct StrategyName {
+  std::string name;
+  std::string help;
+};
+/// The strategies' words, in --strategy's help order; a deque, so that an
+/// addition keeps the earlier entries where they were.
+const std::deque<StrategyName>& strategy_names();
+/// Adds a word; throws dlscale::Error when it is empty or taken.
+void add_strategy_name(StrategyName name);
+/// Throws dlscale::Error "unknown --strategy 'x'; allowed: ..." unless `name` is a strategy's.
+void check_strategy_name(const std::string& name);
+/// --strategy's help, from the table.
+std::string strategy_help();
 
 /// The type gradients travel and are summed in.
 enum class Compression { kNone, kFp16, kBf16 };
@@ -97,7 +111,7 @@ struct PsOptions {
 };
 
 struct SyncOptions {
-  StrategyKind strategy = StrategyKind::kAllreduce;
+  std::string strategy = "allreduce";  ///< a word of strategy_names()
   Compression compress = Compression::kNone;
   /// hierarchical: ranks r / ranks_per_node form a node; 0 = group by node name.
   int ranks_per_node = 0;
@@ -111,17 +125,8 @@ struct SyncOptions {
   /// The strategy's own flags; PsOptions has its table (a help group of its own).
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
-    v(Option{"--strategy",
-             "How gradients are combined (docs/strategies.md): allreduce (backend-native, "
-             "bucketed) | tree (binary tree to rank 0 and back over send/recv) | hierarchical "
-             "(reduce in each node, allreduce among node leaders, broadcast in the node) | "
-             "independent (no exchange: each worker trains its own replica) | ps (parameter "
-             "server: workers push gradients to shards that own the variables and their "
-             "optimizer, and pull the new values) | zero (sharded data parallelism, ZeRO: buckets "
-             "are reduce-scattered, each worker updates its shard of the parameters and optimizer "
-             "state, and the parameters are all-gathered; see --zero-stage)",
-             record::input::kStrategy}
-          .agreed(),
+    v(Option{"--strategy", strategy_help(), record::input::kStrategy}.agreed().words(
+          check_strategy_name),
       s.strategy);
     v(Option{"--compress",
              "none | fp16 | bf16: gradients travel and are summed in this type, then are cast "

@@ -1,15 +1,17 @@
 // A strategy written here in the test tree only, as docs/architecture.md's
 // recipe says ("Strategies": a Strategy and its GradientSync): "toy-flat"
 // averages every gradient in one flat allreduce after backward, with no
-// buckets and no overlap. The trainer takes it through its one seam (a
-// worker's strategy) and trains over two workers as over one, with no file
-// of src/ naming it. Naming it for --strategy (its word in StrategyKind and
-// a case in make_strategy) is the one part of the recipe a test cannot add.
+// buckets and no overlap. Registered (register_strategy: the row the recipe
+// adds to strategy.cpp's table, at run time), it is a --strategy word like
+// the shipped ones, and `--strategy toy-flat` trains over two workers as
+// over one, with no file of src/ naming it.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <mutex>
 
+#include "core/error.h"
+#include "libtorch/dp/independent_sync.h"
 #include "libtorch/dp/strategy.h"
 #include "libtorch/models/layers.h"
 #include "libtorch/models/model.h"
@@ -55,9 +57,19 @@ class FlatStrategy : public Strategy {
  public:
   std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> params,
                                           const SyncContext& c) override {
+    if (c.comm == nullptr) return make_independent_sync();  // one worker: nothing to exchange
     return std::make_unique<FlatSync>(std::move(params), *c.comm);
   }
 };
+
+void register_flat() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_strategy({{"toy-flat", "one flat allreduce after backward"},
+                       [](const SyncOptions&) { return std::make_unique<FlatStrategy>(); },
+                       ""});
+  });
+}
 
 /// Two layers whose weights come from a formula, not a generator: ranks
 /// that are threads share one, so random weights would differ between the
@@ -97,8 +109,10 @@ void register_two_layer() {
 
 train::TrainOptions flat_options(int64_t batch_per_worker) {
   register_two_layer();
+  register_flat();
   train::TrainOptions o;
   o.model.name = "toy-two-layer";
+  o.sync.strategy = "toy-flat";
   o.run.batch = batch_per_worker;
   o.run.steps = 4;
   o.run.warmup = 1;
@@ -107,12 +121,10 @@ train::TrainOptions flat_options(int64_t batch_per_worker) {
   return o;
 }
 
-/// Trains over `world` in-process ranks on a global batch of 16, each rank
-/// with its own FlatStrategy (the one-worker run uses none: nothing to
-/// exchange).
+/// Trains with --strategy toy-flat over `world` in-process ranks on a
+/// global batch of 16.
 testing::RankZeroRun train_flat(int world) {
-  return testing::train_in_process(world, flat_options(16 / world),
-                                   [] { return std::make_unique<FlatStrategy>(); });
+  return testing::train_in_process(world, flat_options(16 / world));
 }
 
 TEST(StrategySeam, AStrategyOfTheTestTreeTrainsOverTwoWorkersAsOverOne) {
@@ -131,6 +143,33 @@ TEST(StrategySeam, AStrategyOfTheTestTreeTrainsOverTwoWorkersAsOverOne) {
   EXPECT_FALSE(torch::allclose(initial.parameters()[0], two[0]));  // it trained
   EXPECT_EQ(FlatSync::exchanges.load(), 2 * 4);                    // each rank, each step
   EXPECT_EQ(two_record["results"]["comm"]["strategy"], "toy-flat") << two_record["results"]["comm"];
+  EXPECT_EQ(two_record["inputs"]["strategy"], "toy-flat");
+}
+
+TEST(StrategySeam, ARegisteredStrategyIsAStrategyWordLikeTheShippedOnes) {
+  register_flat();
+  EXPECT_NE(strategy_help().find(" | toy-flat (one flat allreduce after backward)"),
+            std::string::npos)
+      << strategy_help();
+  EXPECT_NO_THROW(check_strategy_name("toy-flat"));
+  try {
+    check_strategy_name("toy");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown --strategy 'toy'; allowed: allreduce, tree, hierarchical, independent, "
+                 "ps, zero, toy-flat");
+  }
+  try {
+    register_strategy({{"toy-flat", ""},
+                       [](const SyncOptions&) { return std::make_unique<FlatStrategy>(); },
+                       ""});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "strategy 'toy-flat' is taken");
+  }
+  EXPECT_THROW(register_strategy({{"toy-none", ""}, nullptr, ""}), Error);
+  EXPECT_THROW(check_strategy_name("toy-none"), Error);  // refused whole, not half-registered
 }
 
 }  // namespace

@@ -751,8 +751,7 @@ TEST(PredictParse, ARecordsInputsNameTheStrategyPredictRuns) {
 // inputs `train` records through its option tables name the strategy they
 // were given, not the reader's defaults.
 TEST(PredictParse, TheInputsTheOptionTablesWriteNameTheStrategy) {
-  using dp::Compression, dp::PsAssign, dp::PsMode, dp::PsPlacement, dp::StrategyKind,
-      dp::SyncOptions;
+  using dp::Compression, dp::PsAssign, dp::PsMode, dp::PsPlacement, dp::SyncOptions;
   const auto written = [](const SyncOptions& sync) {
     nlohmann::json inputs = nlohmann::json::object();
     record_inputs(sync, inputs);
@@ -760,7 +759,7 @@ TEST(PredictParse, TheInputsTheOptionTablesWriteNameTheStrategy) {
     return strategy_of_record(inputs);
   };
   SyncOptions ps;
-  ps.strategy = StrategyKind::kPs;
+  ps.strategy = "ps";
   ps.bucket_mb = 0;
   ps.ps.shards = 3;
   ps.ps.placement = PsPlacement::kDedicated;
@@ -769,11 +768,11 @@ TEST(PredictParse, TheInputsTheOptionTablesWriteNameTheStrategy) {
   ps.ps.partition_mb = 2;
   EXPECT_EQ(written(ps), "ps:3+dedicated+async+greedy+partition:2+flat");
   SyncOptions zero;
-  zero.strategy = StrategyKind::kZero;
+  zero.strategy = "zero";
   zero.zero_stage = 2;
   EXPECT_EQ(written(zero), "zero:2");
   SyncOptions tree;
-  tree.strategy = StrategyKind::kTree;
+  tree.strategy = "tree";
   tree.compress = Compression::kBf16;
   EXPECT_EQ(written(tree), "tree+bf16");
 }

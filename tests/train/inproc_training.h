@@ -3,12 +3,9 @@
 // the seam tests compare with one worker. The ranks share one random
 // generator, so a model trained this way must take its weights from zeros
 // or a formula, not from the generator.
-#include <functional>
-#include <memory>
 #include <vector>
 
 #include "comm/comm_test_util.h"
-#include "libtorch/dp/strategy.h"
 #include "libtorch/train/train_result.h"
 #include "libtorch/train/trainer.h"
 
@@ -20,23 +17,17 @@ struct RankZeroRun {
   std::vector<torch::Tensor> parameters;  ///< after the run
 };
 
-/// Trains `options` over `world` in-process ranks. With `strategy`, each
-/// rank of a run of two or more makes its own and the trainer takes it as
-/// the worker's (WorkerContext::strategy); else the options' strategy.
-inline RankZeroRun train_in_process(
-    int world, const train::TrainOptions& options,
-    const std::function<std::unique_ptr<dp::Strategy>()>& strategy = {}) {
+/// Trains `options` over `world` in-process ranks.
+inline RankZeroRun train_in_process(int world, const train::TrainOptions& options) {
   RankZeroRun out;
   train::TrainObserver quiet;
   comm::testing::run_ranks("inproc", world, [&](comm::Communicator& comm) {
-    const std::unique_ptr<dp::Strategy> own = strategy && world > 1 ? strategy() : nullptr;
     train::WorkerContext ctx;
     ctx.rank = comm.rank();
     ctx.world_size = world;
     ctx.local_rank = comm.rank();
     ctx.local_world_size = world;
     ctx.comm = world > 1 ? &comm : nullptr;
-    ctx.strategy = own.get();
     train::Trainer t(options, ctx);
     train::TrainResult r = t.run(quiet);
     if (comm.rank() != 0) return;

@@ -133,7 +133,7 @@ TEST(TrainOptions, RecordAndAgreementComeFromTheTables) {
   TrainOptions o;
   o.model.name = "lenet";
   o.optimizer.kind = OptimizerKind::kMomentum;
-  o.sync.strategy = dp::StrategyKind::kTree;
+  o.sync.strategy = "tree";
   o.data.order = data::DataOrder::kGlobal;
   ResolvedTrainOptions r = resolve_train_options(o, 2, 2);
   open_training_data(r);

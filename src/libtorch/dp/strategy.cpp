@@ -1,5 +1,7 @@
 #include "libtorch/dp/strategy.h"
 
+#include <deque>
+
 #include "core/error.h"
 #include "libtorch/dp/bucketed_sync.h"
 #include "libtorch/dp/independent_sync.h"
@@ -32,8 +34,8 @@ class BucketedStrategy : public Strategy {
     if (c.comm == nullptr || c.comm->size() == 1) {
       return with_sparse_gradients(make_independent_sync(), std::move(split.sparse), nullptr);
     }
-    auto collective = make_bucket_collective(to_string(options_.strategy), *c.comm,
-                                             options_.ranks_per_node, c.node_name);
+    auto collective =
+        make_bucket_collective(options_.strategy, *c.comm, options_.ranks_per_node, c.node_name);
     return with_sparse_gradients(
         std::make_unique<BucketedSync>(std::move(split.dense), *c.comm, std::move(collective), options_),
         std::move(split.sparse), c.comm);
@@ -54,22 +56,53 @@ class IndependentStrategy : public Strategy {
   }
 };
 
+/// A strategy's factory and its record section's key, by its word.
+struct Factory {
+  std::string name;
+  StrategyFactory make;
+  std::string section_key;
+};
+
+std::deque<Factory>& factory_table() {
+  const StrategyFactory bucketed = [](const SyncOptions& o) {
+    return std::make_unique<BucketedStrategy>(o);
+  };
+  static std::deque<Factory> factories{
+      {"allreduce", bucketed, ""},
+      {"tree", bucketed, ""},
+      {"hierarchical", bucketed, ""},
+      {"independent", [](const SyncOptions&) { return std::make_unique<IndependentStrategy>(); },
+       ""},
+      {"ps", make_ps_strategy, "ps"},
+      {"zero", make_zero_strategy, "zero"}};
+  return factories;
+}
+
 }  // namespace
 
 std::unique_ptr<Strategy> make_strategy(const SyncOptions& options) {
   check_sync_options(options);
-  switch (options.strategy) {
-    case StrategyKind::kPs:
-      return make_ps_strategy(options);
-    case StrategyKind::kZero:
-      return make_zero_strategy(options);
-    case StrategyKind::kIndependent:
-      return std::make_unique<IndependentStrategy>();
-    default:
-      return std::make_unique<BucketedStrategy>(options);
+  for (const Factory& f : factory_table()) {
+    if (f.name == options.strategy) return f.make(options);
   }
+  throw Error(
+      fmt::format("--strategy {} is named but has no factory in this program", options.strategy));
 }
 
-std::vector<std::string> strategy_section_keys() { return {"ps", "zero", "sparse"}; }
+void register_strategy(StrategyEntry entry) {
+  DLSCALE_CHECK(entry.make != nullptr, "strategy '{}' needs a factory", entry.name.name);
+  const std::string name = entry.name.name;
+  add_strategy_name(std::move(entry.name));
+  factory_table().push_back({name, std::move(entry.make), std::move(entry.section_key)});
+}
+
+std::vector<std::string> strategy_section_keys() {
+  std::vector<std::string> keys;
+  for (const Factory& f : factory_table()) {
+    if (!f.section_key.empty()) keys.push_back(f.section_key);
+  }
+  keys.push_back("sparse");  // --sparse-embeddings' decorator (sparse_sync.cpp), under any strategy
+  return keys;
+}
 
 }  // namespace dlscale::dp

@@ -5,11 +5,13 @@
 // section of the record. Nothing outside src/dp/ names a strategy: the
 // launcher asks servers(), each rank arrange(), a server serve(), a worker's
 // trainer make_sync() and, at the end, the GradientSync's report().
-// make_strategy() maps the user's word to one:
+// make_strategy() maps the user's word to one, by strategy.cpp's table of
+// factories (the words and their help are dp/sync_options.cpp's):
 //   allreduce, tree, hierarchical  bucketed_sync + their bucket collective
 //   independent                    no exchange (the compute-only ceiling)
 //   ps                             ps_strategy: servers, shards and pushes
 //   zero                           zero_strategy: sharded optimizer state, gradients, parameters
+// register_strategy() adds one at run time.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -85,6 +87,19 @@ class Strategy {
 
 /// The strategy of `options`; throws dlscale::Error when they are impossible.
 std::unique_ptr<Strategy> make_strategy(const SyncOptions& options);
+
+using StrategyFactory = std::function<std::unique_ptr<Strategy>(const SyncOptions&)>;
+
+/// A strategy added at run time: its --strategy word and help, its factory,
+/// and its record section's key ("" when its report() adds none).
+struct StrategyEntry {
+  StrategyName name;
+  StrategyFactory make;
+  std::string section_key;
+};
+/// Adds `entry` for --strategy and make_strategy(); throws dlscale::Error
+/// when its word is empty or taken, or it has no factory.
+void register_strategy(StrategyEntry entry);
 
 /// The record key of every strategy's own section ("ps"): a run's
 /// results.<key> holds its strategy's section and null for the others.

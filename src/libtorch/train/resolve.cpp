@@ -159,15 +159,14 @@ void check_strategy(const ResolvedTrainOptions& r) {
   DLSCALE_CHECK(!o.run.noise_scale || r.world_size >= 2 || o.run.accumulate >= 2,
                 "--noise-scale compares gradients over two batch sizes: give 2 or more workers, or "
                 "--accumulate 2 or more on one worker");
-  DLSCALE_CHECK(
-      !o.run.noise_scale || r.world_size == 1 || o.sync.strategy != dp::StrategyKind::kIndependent,
-      "--noise-scale needs the workers' averaged gradient, and --strategy independent "
-      "averages none");
+  DLSCALE_CHECK(!o.run.noise_scale || r.world_size == 1 || o.sync.strategy != "independent",
+                "--noise-scale needs the workers' averaged gradient, and --strategy independent "
+                "averages none");
   const std::string refusal = strategy->checkpoint_refusal();
   DLSCALE_CHECK(!needs.checkpoints || refusal.empty(),
                 "--checkpoint/--resume save one replica and its optimizer; --strategy {} keeps "
                 "{}, so it cannot be checkpointed",
-                dp::to_string(o.sync.strategy), refusal);
+                o.sync.strategy, refusal);
   DLSCALE_CHECK(!needs.checkpoints || o.data.order != data::DataOrder::kStreaming,
                 "--checkpoint/--resume need --data-order global: a streaming shuffle buffer's "
                 "position is not saved");
