@@ -5,41 +5,58 @@
 namespace dlscale::comm {
 namespace {
 
-constexpr EnumNames<Backend, 3> kBackends{
-    "--backend", {{{Backend::kGloo, "gloo"}, {Backend::kMpi, "mpi"}, {Backend::kNccl, "nccl"}}}};
+std::deque<BackendName>& name_table() {
+  static std::deque<BackendName> names{
+      {"gloo", "", true, ""},
+      {"mpi", "(builds with MPI)", DLSCALE_WITH_MPI != 0, "built without MPI"},
+      {"nccl", "(CUDA builds)", DLSCALE_WITH_NCCL != 0, "it needs a CUDA build"}};
+  return names;
+}
+
+const BackendName* find(const std::string& name) {
+  for (const BackendName& b : backends()) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
-const EnumNames<Backend, 3>& enum_names(Backend) { return kBackends; }
+const std::deque<BackendName>& backends() { return name_table(); }
 
-bool backend_built(Backend backend) {
-  switch (backend) {
-    case Backend::kGloo: return true;
-    case Backend::kMpi: return DLSCALE_WITH_MPI != 0;
-    case Backend::kNccl: return DLSCALE_WITH_NCCL != 0;
-  }
-  return false;
+void add_backend_name(BackendName name) {
+  DLSCALE_CHECK(!name.name.empty(), "a backend needs a name");
+  DLSCALE_CHECK(find(name.name) == nullptr, "backend '{}' is taken", name.name);
+  name_table().push_back(std::move(name));
+}
+
+bool backend_built(const std::string& name) {
+  const BackendName* b = find(name);
+  return b != nullptr && b->built;
 }
 
 std::string backend_names() {
   std::string names;
-  for (const auto& [backend, name] : kBackends.entries) {
-    if (backend_built(backend)) names += (names.empty() ? "" : ", ") + std::string(name);
+  for (const BackendName& b : backends()) {
+    if (b.built) names += (names.empty() ? "" : ", ") + b.name;
   }
   return names;
 }
 
-Backend parse_backend(const std::string& name) {
-  Backend backend = Backend::kGloo;
-  try {
-    backend = kBackends.parse(name);
-  } catch (const Error&) {
-    throw Error(fmt::format("unknown --backend '{}'; allowed: {}", name, backend_names()));
+std::string backend_help() {
+  std::string help;
+  for (const BackendName& b : backends()) {
+    help += (help.empty() ? "" : " | ") + b.name + (b.help.empty() ? "" : " " + b.help);
   }
-  DLSCALE_CHECK(backend_built(backend), "--backend {} is not available in this build ({}; docs/gpu.md); allowed: {}",
-                name, backend == Backend::kNccl ? "it needs a CUDA build" : "built without MPI",
-                backend_names());
-  return backend;
+  return help;
+}
+
+void check_backend(const std::string& name) {
+  const BackendName* b = find(name);
+  DLSCALE_CHECK(b != nullptr, "unknown --backend '{}'; allowed: {}", name, backend_names());
+  DLSCALE_CHECK(b->built,
+                "--backend {} is not available in this build ({}; docs/gpu.md); allowed: {}", name,
+                b->missing, backend_names());
 }
 
 }  // namespace dlscale::comm

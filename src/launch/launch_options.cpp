@@ -32,7 +32,8 @@ void check_job_options(const JobOptions& j) {
                 "--timeout must be in (0, {:g}] seconds (got {})", kMaxTimeoutS, o.timeout_s);
   if (!o.cluster.empty()) cluster::check_cluster_name(o.cluster);
   if (o.backend.empty()) return;  // chosen by the job (libtorch/launch/job.cpp)
-  const bool nccl = comm::parse_backend(o.backend) == comm::Backend::kNccl;
+  comm::check_backend(o.backend);
+  const bool nccl = o.backend == "nccl";
   DLSCALE_CHECK(!nccl || j.device.rfind("cuda", 0) == 0, "--backend nccl needs --device cuda");
   DLSCALE_CHECK(!nccl || !j.share_gpus,
                 "--backend nccl cannot put several ranks on one GPU: drop --share-gpus or use "

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "comm/backend.h"
 #include "core/enum_names.h"
 #include "core/option_table.h"
 
@@ -75,8 +76,9 @@ struct LaunchOptions {
   template <typename Self, typename Visitor>
   static void meeting(Self& s, Visitor&& v) {
     v(Option{"--backend",
-             "gloo | mpi | nccl (CUDA builds); default: mpi under mpirun, nccl with --device cuda and a GPU per "
-             "worker, gloo otherwise (docs/gpu.md)",
+             comm::backend_help() +
+                 "; default: mpi under mpirun, nccl with --device cuda and a GPU per worker, gloo "
+                 "otherwise (docs/gpu.md)",
              "backend"}
           .no_default(),
       s.backend);

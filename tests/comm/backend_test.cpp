@@ -16,18 +16,24 @@ namespace {
 using testing::error_of;
 
 TEST(Backends, NamedOnceAndCheckedAgainstTheBuild) {
-  using comm::Backend;
-  EXPECT_EQ(comm::parse_backend("gloo"), Backend::kGloo);
-  EXPECT_EQ(comm::enum_names(Backend::kMpi).name(Backend::kMpi), "mpi");
+  EXPECT_EQ(error_of([] { comm::check_backend("gloo"); }), "");
+  EXPECT_EQ(comm::backends().at(1).name, "mpi");
   EXPECT_EQ(comm::backend_names().rfind("gloo", 0), 0u) << comm::backend_names();
-  EXPECT_EQ(comm::backend_built(Backend::kMpi), DLSCALE_WITH_MPI != 0);
+  EXPECT_EQ(comm::backend_built("mpi"), DLSCALE_WITH_MPI != 0);
+  EXPECT_FALSE(comm::backend_built("tcp"));
   EXPECT_EQ(comm::backend_names().find("mpi") != std::string::npos, DLSCALE_WITH_MPI != 0);
-  EXPECT_EQ(error_of([] { comm::parse_backend("tcp"); }),
+  EXPECT_EQ(comm::backend_help(), "gloo | mpi (builds with MPI) | nccl (CUDA builds)");
+  EXPECT_EQ(error_of([] { comm::check_backend("tcp"); }),
             "unknown --backend 'tcp'; allowed: " + comm::backend_names());
-  if (!comm::backend_built(Backend::kNccl)) {
-    EXPECT_NE(error_of([] { comm::parse_backend("nccl"); }).find("needs a CUDA build"), std::string::npos);
+  if (!comm::backend_built("nccl")) {
+    EXPECT_NE(error_of([] { comm::check_backend("nccl"); }).find("needs a CUDA build"),
+              std::string::npos);
     EXPECT_EQ(comm::backend_names().find("nccl"), std::string::npos);
   }
+  EXPECT_EQ(error_of([] {
+              comm::add_backend_name({"gloo", "", true, ""});
+            }),
+            "backend 'gloo' is taken");
 }
 
 TEST(Backends, JobOptionsNameABadBackend) {

@@ -13,7 +13,9 @@ first: ..."; this script fails when:
 - a file outside src/libtorch/ includes LibTorch or what comes with it
   (ATen, c10, Gloo, MPI, NCCL, CUDA);
 - a folder's units are in more than one library of src/CMakeLists.txt
-  (executables beside their library's units are not libraries).
+  (executables beside their library's units are not libraries);
+- a test file (tests/**/*_test.cpp) is in no test executable of
+  tests/CMakeLists.txt: it would never be built, and never fail.
 ctest runs it as Layers.NoIncludeRunsUp.
 
     python3 tests/layers/check_layers.py SOURCE_DIR
@@ -90,6 +92,20 @@ def library_errors(root):
             "a folder is one library" for folder, libs in sorted(libraries.items()) if len(libs) > 1]
 
 
+def unlisted_test_errors(root):
+    """A test file that tests/CMakeLists.txt does not build."""
+    tests = os.path.join(root, "tests")
+    with open(os.path.join(tests, "CMakeLists.txt"), encoding="utf-8") as f:
+        listed = set(UNIT.findall(f.read()))
+    errors = []
+    for folder, _, files in sorted(os.walk(tests)):
+        for name in sorted(files):
+            path = os.path.relpath(os.path.join(folder, name), tests)
+            if name.endswith("_test.cpp") and path not in listed:
+                errors.append(f"tests/{path} is in no test executable of tests/CMakeLists.txt")
+    return errors
+
+
 def main(root):
     errors = []
     src = os.path.join(root, "src")
@@ -99,6 +115,7 @@ def main(root):
     rank = {f: i for i, f in enumerate(ORDER)}
     errors += include_errors(root, rank)
     errors += library_errors(root)
+    errors += unlisted_test_errors(root)
     doc = os.path.join(root, "docs", "architecture.md")
     stated = None
     with open(doc, encoding="utf-8") as text:

@@ -8,21 +8,14 @@
 #if DLSCALE_WITH_NCCL
 #include "libtorch/comm/nccl/nccl_communicator.h"
 #endif
+#include <chrono>
+#include <deque>
+#include <thread>
+
 #include "comm/tcp_store.h"
 #include "core/error.h"
 
-#include <chrono>
-#include <thread>
-
 namespace dlscale::comm {
-
-#if !DLSCALE_WITH_MPI
-/// Built without MPI: nothing to initialise or abandon.
-class MpiRuntime {
- public:
-  void abandon() {}
-};
-#endif
 
 namespace {
 
@@ -56,24 +49,80 @@ void agree_world_size(TcpStore& store, int rank, int size, std::chrono::millisec
   }
 }
 
+BackendWorld make_gloo(const SessionOptions& o, TcpStore* store) {
+  GlooOptions go;
+  go.timeout = o.timeout;
+  go.hostname = o.gloo_hostname;
+  return {std::make_unique<GlooCommunicator>(*store, o.rank, o.size, go), nullptr, nullptr};
+}
+
+#if DLSCALE_WITH_MPI
+BackendWorld make_mpi(const SessionOptions& o, TcpStore* /*store*/) {
+  auto mpi = std::make_shared<MpiRuntime>(o.mpi_polled ? MpiCollectives::kPolled
+                                                       : MpiCollectives::kBlocking);
+  DLSCALE_CHECK(mpi->size() == o.size,
+                "MPI reports {} ranks but the launch environment says {}; run the mpi backend "
+                "under mpirun or srun --mpi",
+                mpi->size(), o.size);
+  MpiRuntime* runtime = mpi.get();  // the session keeps it past its communicator
+  return {std::make_unique<MpiCommunicator>(*mpi, o.timeout), mpi,
+          [runtime] { runtime->abandon(); }};
+}
+#endif
+
+#if DLSCALE_WITH_NCCL
+BackendWorld make_nccl(const SessionOptions& o, TcpStore* store) {
+  DLSCALE_CHECK(o.cuda_device >= 0, "backend 'nccl' needs --device cuda");
+  NcclOptions no;
+  no.device = o.cuda_device;
+  no.timeout = o.timeout;
+  return {std::make_unique<NcclCommunicator>(*store, o.rank, o.size, no), nullptr, nullptr};
+}
+#endif
+
+/// A backend's factory, by its word, and whether it meets through the store.
+struct Factory {
+  std::string name;
+  bool uses_store = true;
+  BackendFactory make;
+};
+
+/// The backends this build has (the words, and which are built:
+/// comm/backend.cpp).
+std::deque<Factory>& factory_table() {
+  static std::deque<Factory> factories = [] {
+    std::deque<Factory> t{{"gloo", true, make_gloo}};
+#if DLSCALE_WITH_MPI
+    t.push_back({"mpi", false, make_mpi});
+#endif
+#if DLSCALE_WITH_NCCL
+    t.push_back({"nccl", true, make_nccl});
+#endif
+    return t;
+  }();
+  return factories;
+}
+
+const Factory& factory_of(const std::string& backend) {
+  check_backend(backend);
+  for (const Factory& f : factory_table()) {
+    if (f.name == backend) return f;
+  }
+  throw InternalError(fmt::format("--backend {} is named as built but has no factory", backend));
+}
+
 }  // namespace
 
+void register_backend(BackendEntry entry) {
+  DLSCALE_CHECK(entry.make != nullptr, "backend '{}' needs a factory", entry.name.name);
+  const std::string name = entry.name.name;
+  add_backend_name(std::move(entry.name));
+  factory_table().push_back({name, entry.uses_store, std::move(entry.make)});
+}
+
 CommSession::CommSession(const SessionOptions& o) {
-  DLSCALE_CHECK(backend_built(o.backend), "--backend {} is not available in this build; allowed: {}",
-                enum_names(o.backend).name(o.backend), backend_names());
-  std::unique_ptr<Communicator> world;
-#if DLSCALE_WITH_MPI
-  if (o.backend == Backend::kMpi) {
-    mpi_ = std::make_unique<MpiRuntime>(o.mpi_polled ? MpiCollectives::kPolled
-                                                     : MpiCollectives::kBlocking);
-    DLSCALE_CHECK(mpi_->size() == o.size,
-                  "MPI reports {} ranks but the launch environment says {}; run the mpi backend "
-                  "under mpirun or srun --mpi",
-                  mpi_->size(), o.size);
-    world = std::make_unique<MpiCommunicator>(*mpi_, o.timeout);
-  }
-#endif
-  if (o.backend == Backend::kGloo || o.backend == Backend::kNccl) {
+  const Factory& backend = factory_of(o.backend);
+  if (backend.uses_store) {
     if (o.host_store) {
       store_server_ =
           std::make_unique<TcpStoreServer>(o.store_bind_addr, static_cast<uint16_t>(o.store_port),
@@ -84,31 +133,19 @@ CommSession::CommSession(const SessionOptions& o) {
     store_ = std::make_unique<TcpStore>(o.store_addr, port, o.timeout, o.store_secret);
     agree_world_size(*store_, o.rank, o.size, o.timeout);
   }
-  if (o.backend == Backend::kGloo) {
-    GlooOptions go;
-    go.timeout = o.timeout;
-    go.hostname = o.gloo_hostname;
-    world = std::make_unique<GlooCommunicator>(*store_, o.rank, o.size, go);
-  }
-#if DLSCALE_WITH_NCCL
-  if (o.backend == Backend::kNccl) {
-    DLSCALE_CHECK(o.cuda_device >= 0, "backend 'nccl' needs --device cuda");
-    NcclOptions no;
-    no.device = o.cuda_device;
-    no.timeout = o.timeout;
-    world = std::make_unique<NcclCommunicator>(*store_, o.rank, o.size, no);
-  }
-#endif
-  DLSCALE_ASSERT(world != nullptr);
-  world_ = std::make_unique<StagedCommunicator>(std::move(world));
+  BackendWorld made = backend.make(o, store_.get());
+  DLSCALE_ASSERT(made.world != nullptr);
+  runtime_ = std::move(made.runtime);
+  abandon_ = std::move(made.abandon);
+  world_ = std::make_unique<StagedCommunicator>(std::move(made.world));
 }
 
 CommSession::~CommSession() {
-  world_.reset();  // before the store or MPI it depends on
+  world_.reset();  // before the store or the runtime it depends on
 }
 
 void CommSession::abandon() {
-  if (mpi_) mpi_->abandon();
+  if (abandon_) abandon_();
 }
 
 }  // namespace dlscale::comm

@@ -1,9 +1,12 @@
 #pragma once
-// The one place where a communicator is made from a backend. A
-// CommSession owns what the backend needs for the life of the job: the MPI
-// runtime, or the rendezvous store client (and its server on the rank that
-// hosts it). `dlscale train` and `dlscale commbench` both join jobs this way.
+// The one place where a communicator is made from a backend, by
+// session.cpp's table of factories (the words are comm/backend.cpp's). A
+// CommSession owns what the backend needs for the life of the job: its
+// runtime (MPI's), or the rendezvous store client (and its server on the
+// rank that hosts it). `dlscale train` and `dlscale commbench` both join
+// jobs this way.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -12,12 +15,11 @@
 
 namespace dlscale::comm {
 
-class MpiRuntime;
 class TcpStore;
 class TcpStoreServer;
 
 struct SessionOptions {
-  Backend backend = Backend::kGloo;  ///< one this build has (comm/backend.h)
+  std::string backend = "gloo";  ///< one this build has (comm/backend.h)
   int cuda_device = -1;          ///< this rank's GPU (nccl needs one); -1 = none
   int rank = 0;
   int size = 1;
@@ -49,10 +51,35 @@ class CommSession {
   void abandon();
 
  private:
-  std::unique_ptr<MpiRuntime> mpi_;
+  std::shared_ptr<void> runtime_;  ///< the backend's own (MPI's), kept until after world_
+  std::function<void()> abandon_;
   std::unique_ptr<TcpStoreServer> store_server_;
   std::unique_ptr<TcpStore> store_;
   std::unique_ptr<Communicator> world_;
 };
+
+/// What a backend's factory makes: the job's communicator and, for a
+/// backend with a runtime of its own (MPI), that runtime and what to do
+/// when the job failed (do not wait for peers on the way out).
+struct BackendWorld {
+  std::unique_ptr<Communicator> world;
+  std::shared_ptr<void> runtime;
+  std::function<void()> abandon;
+};
+/// Makes a backend's communicator for a session; `store` is the joined
+/// rendezvous store for a backend that meets through it, else null.
+using BackendFactory = std::function<BackendWorld(const SessionOptions&, TcpStore* store)>;
+
+/// A backend added at run time: its --backend word, whether it meets through
+/// the rendezvous store (which also checks every rank's world size), and
+/// its factory.
+struct BackendEntry {
+  BackendName name;
+  bool uses_store = true;
+  BackendFactory make;
+};
+/// Adds `entry` for --backend and CommSession; throws dlscale::Error when
+/// its word is empty or taken, or it has no factory.
+void register_backend(BackendEntry entry);
 
 }  // namespace dlscale::comm

@@ -37,10 +37,9 @@ void run_commbench_job(const CommbenchOptions& options, const launch::JobOptions
     std::unique_ptr<comm::Communicator> alone;
     std::unique_ptr<comm::CommSession> solo;
     comm::Communicator* comm = slot.comm;
-    if (comm == nullptr && !job.launch.backend.empty() &&
-        comm::parse_backend(job.launch.backend) == comm::Backend::kNccl) {
+    if (comm == nullptr && job.launch.backend == "nccl") {
       comm::SessionOptions so;
-      so.backend = comm::Backend::kNccl;
+      so.backend = "nccl";
       so.timeout = job.timeout();
       so.host_store = true;
       so.store_bind_addr = so.store_addr;  // loopback, a free port

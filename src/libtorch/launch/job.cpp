@@ -37,12 +37,14 @@ std::string this_host_name() {
 
 /// --backend as given; else mpi under mpirun, nccl when every local rank has
 /// a GPU of its own in a build with NCCL, gloo otherwise.
-comm::Backend job_backend(const JobOptions& options, const LaunchEnv& env, int cuda_device) {
-  using comm::Backend;
-  if (!options.launch.backend.empty()) return comm::parse_backend(options.launch.backend);
-  if (env.kind == LaunchKind::kMpirun) return Backend::kMpi;
+std::string job_backend(const JobOptions& options, const LaunchEnv& env, int cuda_device) {
+  if (!options.launch.backend.empty()) {
+    comm::check_backend(options.launch.backend);
+    return options.launch.backend;
+  }
+  if (env.kind == LaunchKind::kMpirun) return "mpi";
   const bool gpu_per_rank = cuda_device >= 0 && env.local_world_size <= compat::cuda_device_count();
-  return gpu_per_rank && comm::backend_built(Backend::kNccl) ? Backend::kNccl : Backend::kGloo;
+  return gpu_per_rank && comm::backend_built("nccl") ? "nccl" : "gloo";
 }
 
 comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv& env) {
@@ -52,9 +54,9 @@ comm::SessionOptions session_options(const JobOptions& options, const LaunchEnv&
   so.cuda_device = device.is_cuda() ? device.index() : -1;
   so.backend = job_backend(options, env, so.cuda_device);
   // Debian's Open MPI starts under srun through PMIx only (docs/slurm.md).
-  DLSCALE_CHECK(env.kind != LaunchKind::kSrun || so.backend != comm::Backend::kMpi || env.slurm.pmix,
-                "--backend mpi under srun needs 'srun --mpi=pmix' (this task has no PMIx server: PMIX_RANK is "
-                "not set); or use --backend gloo");
+  DLSCALE_CHECK(env.kind != LaunchKind::kSrun || so.backend != "mpi" || env.slurm.pmix,
+                "--backend mpi under srun needs 'srun --mpi=pmix' (this task has no PMIx server: "
+                "PMIX_RANK is not set); or use --backend gloo");
   so.rank = env.rank;
   so.size = env.world_size;
   so.timeout = options.timeout();
