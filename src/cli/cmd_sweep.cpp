@@ -10,11 +10,14 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/torch_commands.h"
 #include "core/build_info.h"
 #include "core/child_process.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "launch/train_job_options.h"
 #include "report/html.h"
+#include "sweep/command.h"
 #include "sweep/runner.h"
 
 namespace dlscale::cli {
@@ -58,12 +61,48 @@ std::set<std::string> option_names(CLI::App& app, const char* command) {
   return names;
 }
 
+/// Parses each planned run's flags as `dlscale train|commbench` would, with
+/// a parser of their own that runs nothing: a value the command refuses (an
+/// unknown --strategy or --compress, a number out of its range, --epochs
+/// with --steps) fails the plan in one line naming the run, before any run
+/// starts, instead of failing that run when its turn comes.
+void check_run_flags(const std::vector<sweep::PlannedRun>& plan) {
+  const std::string binary = "dlscale";  // where the command's own words start
+  std::vector<const sweep::Params*> all;
+  for (const sweep::PlannedRun& run : plan) all.push_back(&run.params);
+  const std::vector<std::string> varying = sweep::varying_params(all, {});
+  for (const sweep::PlannedRun& run : plan) {
+    const std::string kind = sweep::param_text(run.params, "kind");
+    if (run.skipped() || kind == "external") continue;
+    const std::vector<std::string> argv = sweep::build_command(run.params, binary, "/dev/null");
+    // CLI11 takes the arguments last first, without the program's name.
+    std::vector<std::string> args(argv.rbegin(), std::find(argv.rbegin(), argv.rend(), binary));
+    CLI::App app;
+    launch::TrainJobOptions train;
+    CommbenchFlags bench;
+    CLI::App* command = app.add_subcommand(kind == "commbench" ? "commbench" : "train");
+    if (kind == "commbench") add_commbench_flags(command, bench);
+    if (kind != "commbench") add_train_flags(command, train);
+    try {
+      app.parse(args);
+    } catch (const std::exception& e) {
+      std::string which;
+      for (const std::string& name : varying) {
+        which += (which.empty() ? "" : " ") + name + "=" + sweep::param_text(run.params, name);
+      }
+      throw Error(fmt::format("run {} of the plan{}: {}", run.index,
+                              which.empty() ? "" : " (" + which + ")", e.what()));
+    }
+  }
+}
+
 int run(CLI::App& app, const SweepFlags& f) {
   sweep::SweepSpec spec = sweep::load_sweep_file(f.file);
   if (!f.launcher.empty()) override_parameter(spec, "launcher", sweep::Value(f.launcher));
   if (f.max_jobs != 0) override_parameter(spec, "max-jobs", sweep::Value(static_cast<double>(f.max_jobs)));
   const std::vector<sweep::PlannedRun> plan = sweep::plan_sweep(
       spec, {option_names(app, "train"), option_names(app, "commbench")});
+  check_run_flags(plan);
   if (f.dry_run) {
     std::cout << "sweep '" << spec.name << "' from " << f.file << "\n";
     sweep::print_plan(std::cout, plan);

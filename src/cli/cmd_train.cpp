@@ -22,16 +22,8 @@ void note_given_launch_flags(const CLI::App* cmd, launch::LaunchOptions& options
   options.master_port_given = cmd->count("--master-port") > 0;
 }
 
-void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
-  auto opts = std::make_shared<launch::TrainJobOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "train",
-      "Train a model on synthetic or real data (--data) and measure throughput and where the "
-      "time goes.\n"
-      "Prints a header, a line every --display-every steps and a summary (global samples/s, "
-      "mean +/- standard error and jitter of per-step rates, p50/p95 step time, median "
-      "per-phase breakdown).");
-  train::TrainOptions& t = opts->train;
+void add_train_flags(CLI::App* cmd, launch::TrainJobOptions& options) {
+  train::TrainOptions& t = options.train;
   add_options(cmd, t.model, "");
   add_options(cmd, t.run, "");
   add_options(cmd, t.optimizer, "");
@@ -42,9 +34,21 @@ void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_options(cmd, t.recipe, convergence);
   cmd->get_option("--epochs")->excludes(cmd->get_option("--steps"));
   const std::string dp = "Data parallelism";
-  add_launch_flags(cmd, opts->launch, dp);
+  add_launch_flags(cmd, options.launch, dp);
   add_options(cmd, t.sync, dp);
   add_options(cmd, t.sync.ps, "Parameter server (--strategy ps)");
+}
+
+void add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
+  auto opts = std::make_shared<launch::TrainJobOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train a model on synthetic or real data (--data) and measure throughput and where the "
+      "time goes.\n"
+      "Prints a header, a line every --display-every steps and a summary (global samples/s, "
+      "mean +/- standard error and jitter of per-step rates, p50/p95 step time, median "
+      "per-phase breakdown).");
+  add_train_flags(cmd, *opts);
   cmd->callback([cmd, opts, argv] { run_train_command(*cmd, *opts, argv); });
 }
 

@@ -11,6 +11,7 @@ struct DataOptions;
 }
 namespace dlscale::launch {
 struct LaunchOptions;
+struct TrainJobOptions;
 }
 
 namespace dlscale::cli {
@@ -32,6 +33,12 @@ void add_launch_flags(CLI::App* command, launch::LaunchOptions& options, const s
 void note_given_launch_flags(const CLI::App* command, launch::LaunchOptions& options);
 void add_train_command(CLI::App& app, const std::vector<std::string>& argv);
 void add_commbench_command(CLI::App& app, const std::vector<std::string>& argv);
+struct CommbenchFlags;
+/// The flags of `train` and `commbench` on `command`, their values landing
+/// in `options` (which must outlive the parse); no callback. The sweep
+/// parses each planned run's flags with them before any run starts.
+void add_train_flags(CLI::App* command, launch::TrainJobOptions& options);
+void add_commbench_flags(CLI::App* command, CommbenchFlags& flags);
 /// Needs the train command registered first (it checks sweep parameters
 /// against the train options).
 void add_sweep_command(CLI::App& app);

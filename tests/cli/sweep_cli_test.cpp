@@ -124,6 +124,35 @@ TEST(SweepCli, BadFilesFailWithOneLine) {
   EXPECT_NE(o.err.find("results store '" + d.path + "/none.db' does not exist"), std::string::npos);
 }
 
+// A value the command refuses fails the plan before any run starts, naming
+// the run by what varies, as the command itself would name the value.
+TEST(SweepCli, AValueTheCommandRefusesFailsThePlan) {
+  Dir d;
+  const auto sweep = [&](const std::string& variables) {
+    return d.file(
+        "v.yaml",
+        "name: v\nparameters: {model: lenet, batch: 8, steps: 2}\nvariables:\n" + variables);
+  };
+  Outcome o = run_dlscale("sweep " + sweep("  strategy: [allreduce, ring]\n  workers: [1, 2]\n") +
+                          " --db " + d.path + "/r.db");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err,
+            "dlscale: error: run 3 of the plan (global-batch=8 strategy=ring workers=1): unknown "
+            "--strategy "
+            "'ring'; allowed: "
+            "allreduce, tree, hierarchical, independent, ps, zero\n");
+  EXPECT_FALSE(std::filesystem::exists(d.path + "/r.db"));  // nothing written
+  o = run_dlscale("sweep " + sweep("  compress: [none, fp8]\n") + " --dry-run");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(
+      o.err,
+      "dlscale: error: run 2 of the plan (compress=fp8): unknown --compress 'fp8'; allowed: none, "
+      "fp16, bf16\n");
+  o = run_dlscale("sweep " + sweep("  lr: [0.1, fast]\n") + " --dry-run");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("run 2 of the plan (lr=fast): "), std::string::npos) << o.err;
+}
+
 TEST(SweepCli, TwoSweepsWriteOneStoreAtOnce) {
   Dir d;
   const std::string a = d.file("a.yaml", echo_sweep("a", 25, d.path + "/a.txt"));
