@@ -6,19 +6,27 @@
 #include <vector>
 
 #include "core/option_table.h"
+#include "dp/sync_options.h"
 
 namespace dlscale::commbench {
 
-/// "allreduce" | "tree" | "hierarchical" | "broadcast" | "allgather" |
-/// "reduce_scatter" | "sendrecv".
-inline constexpr const char* kOperations[] = {"allreduce", "tree",           "hierarchical",
-                                              "broadcast", "allgather",      "reduce_scatter",
-                                              "sendrecv"};
+/// What commbench times besides the bucket collectives (the bucketed
+/// strategies' words, dp::bucket_collective_names()).
+inline constexpr const char* kOtherOperations[] = {"broadcast", "allgather", "reduce_scatter",
+                                                   "sendrecv"};
+
+/// Every --op: the bucket collectives, then kOtherOperations.
+inline std::vector<std::string> commbench_operations() {
+  std::vector<std::string> ops = dp::bucket_collective_names();
+  ops.insert(ops.end(), std::begin(kOtherOperations), std::end(kOtherOperations));
+  return ops;
+}
 
 /// The flags of `dlscale commbench` (its launch flags aside), their help and
 /// their keys in the record's inputs, listed once (core/option_table.h).
 struct CommbenchOptions {
-  std::vector<std::string> ops = {"allreduce"};  ///< from kOperations; "all" expands to each
+  std::vector<std::string> ops = {
+      "allreduce"};  ///< of commbench_operations(); "all" expands to each
   std::string min_size = "4";                    ///< --min-bytes as given (K/M/G suffixes)
   std::string max_size = "256M";                 ///< --max-bytes as given
   int64_t min_bytes = 4;                         ///< smallest message, bytes (from min_size)
@@ -33,10 +41,13 @@ struct CommbenchOptions {
   /// The sizes are recorded in bytes (min_bytes, max_bytes), not as given.
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
+    std::string bucketed;
+    for (const std::string& name : dp::bucket_collective_names()) bucketed += name + " | ";
     v(Option{"--op",
-             "Operations, comma-separated or repeated: allreduce (backend native) | tree | "
-             "hierarchical | broadcast | allgather | reduce_scatter | sendrecv (ping-pong, ranks "
-             "0-1) | all",
+             "Operations, comma-separated or repeated: " + bucketed +
+                 "broadcast | allgather | reduce_scatter | sendrecv (ping-pong, ranks 0-1) | all; "
+                 "the "
+                 "first are the bucketed strategies' collectives, as --strategy runs them",
              "ops"},
       s.ops);
     v(Option{"--min-bytes,-b", "Smallest message; K/M/G suffixes (x1024)", nullptr}, s.min_size);

@@ -9,19 +9,21 @@ namespace {
 
 std::deque<StrategyName>& name_table() {
   static std::deque<StrategyName> names{
-      {"allreduce", "backend-native, bucketed"},
-      {"tree", "binary tree to rank 0 and back over send/recv"},
-      {"hierarchical", "reduce in each node, allreduce among node leaders, broadcast in the node"},
-      {"independent", "no exchange: each worker trains its own replica"},
+      {"allreduce", "backend-native, bucketed", true},
+      {"tree", "binary tree to rank 0 and back over send/recv", true},
+      {"hierarchical", "reduce in each node, allreduce among node leaders, broadcast in the node",
+       true},
+      {"independent", "no exchange: each worker trains its own replica", false},
       {"ps",
        "parameter server: workers push gradients to shards that own the variables and their "
        "optimizer, "
-       "and pull the new values"},
+       "and pull the new values",
+       false},
       {"zero",
        "sharded data parallelism, ZeRO: buckets are reduce-scattered, each worker updates its "
        "shard of "
-       "the parameters and optimizer state, and the parameters are all-gathered; see "
-       "--zero-stage"}};
+       "the parameters and optimizer state, and the parameters are all-gathered; see --zero-stage",
+       false}};
   return names;
 }
 
@@ -92,6 +94,14 @@ void check_strategy_name(const std::string& name) {
     allowed += (allowed.empty() ? "" : ", ") + n.name;
   }
   throw Error(fmt::format("unknown --strategy '{}'; allowed: {}", name, allowed));
+}
+
+std::vector<std::string> bucket_collective_names() {
+  std::vector<std::string> names;
+  for (const StrategyName& n : strategy_names()) {
+    if (n.bucketed) names.push_back(n.name);
+  }
+  return names;
 }
 
 std::string strategy_help() {

@@ -4,6 +4,7 @@
 // include it.
 #include <deque>
 #include <string>
+#include <vector>
 
 #include "core/enum_names.h"
 #include "core/option_table.h"
@@ -17,6 +18,9 @@ namespace dlscale::dp {
 struct StrategyName {
   std::string name;
   std::string help;
+  /// Its gradients are summed bucket by bucket by a bucket collective of the
+  /// same word (libtorch/dp/bucket_collective.h), which `commbench --op` times.
+  bool bucketed = false;
 };
 /// The strategies' words, in --strategy's help order; a deque, so that an
 /// addition keeps the earlier entries where they were.
@@ -27,6 +31,8 @@ void add_strategy_name(StrategyName name);
 void check_strategy_name(const std::string& name);
 /// --strategy's help, from the table.
 std::string strategy_help();
+/// The words of the bucketed strategies ("allreduce", "tree", "hierarchical").
+std::vector<std::string> bucket_collective_names();
 
 /// The type gradients travel and are summed in.
 enum class Compression { kNone, kFp16, kBf16 };

@@ -10,7 +10,10 @@
 #include <atomic>
 #include <mutex>
 
+#include "commbench/commbench_options.h"
 #include "core/error.h"
+#include "libtorch/commbench/commbench.h"
+#include "libtorch/dp/bucket_collective.h"
 #include "libtorch/dp/independent_sync.h"
 #include "libtorch/dp/strategy.h"
 #include "libtorch/models/layers.h"
@@ -65,8 +68,40 @@ class FlatStrategy : public Strategy {
 void register_flat() {
   static std::once_flag once;
   std::call_once(once, [] {
-    register_strategy({{"toy-flat", "one flat allreduce after backward"},
+    register_strategy({{"toy-flat", "one flat allreduce after backward", false},
                        [](const SyncOptions&) { return std::make_unique<FlatStrategy>(); },
+                       ""});
+  });
+}
+
+/// A bucket collective of the test tree: each rank gathers every rank's
+/// bucket and sums them itself.
+class GatherSumCollective : public BucketCollective {
+ public:
+  explicit GatherSumCollective(comm::Communicator& comm) : comm_(comm) {}
+  std::string name() const override { return "toy-gather"; }
+  void sum(torch::Tensor& data, uint32_t /*tag*/) override {
+    data.copy_(comm_.allgather(data).sum(0));
+    ++sums;
+  }
+  double bytes_sent(double bytes) const override { return (comm_.size() - 1) * bytes; }
+  std::string formula() const override { return "(p-1) x S"; }
+  static inline std::atomic<int> sums{0};
+
+ private:
+  comm::Communicator& comm_;
+};
+
+/// The bucket-collective recipe: the collective, and the bucketed strategy
+/// of its word.
+void register_gather() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_bucket_collective("toy-gather", [](comm::Communicator& comm, int, const std::string&) {
+      return std::make_unique<GatherSumCollective>(comm);
+    });
+    register_strategy({{"toy-gather", "each rank sums every rank's gathered bucket", true},
+                       bucketed_strategy(),
                        ""});
   });
 }
@@ -127,15 +162,19 @@ testing::RankZeroRun train_flat(int world) {
   return testing::train_in_process(world, flat_options(16 / world));
 }
 
+void expect_same(const std::vector<torch::Tensor>& one, const std::vector<torch::Tensor>& two) {
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(one[i], two[i], 1e-5, 1e-6)) << "parameter " << i;
+  }
+}
+
 TEST(StrategySeam, AStrategyOfTheTestTreeTrainsOverTwoWorkersAsOverOne) {
   const std::vector<torch::Tensor> one = train_flat(1).parameters;
   const testing::RankZeroRun two_run = train_flat(2);
   const std::vector<torch::Tensor>& two = two_run.parameters;
   const nlohmann::json two_record = train::to_json(two_run.result);
-  ASSERT_EQ(one.size(), two.size());
-  for (size_t i = 0; i < one.size(); ++i) {
-    EXPECT_TRUE(torch::allclose(one[i], two[i], 1e-5, 1e-6)) << "parameter " << i;
-  }
+  expect_same(one, two);
   models::ModelOptions shape;
   shape.image_size = 8;
   shape.num_classes = 4;
@@ -144,6 +183,41 @@ TEST(StrategySeam, AStrategyOfTheTestTreeTrainsOverTwoWorkersAsOverOne) {
   EXPECT_EQ(FlatSync::exchanges.load(), 2 * 4);                    // each rank, each step
   EXPECT_EQ(two_record["results"]["comm"]["strategy"], "toy-flat") << two_record["results"]["comm"];
   EXPECT_EQ(two_record["inputs"]["strategy"], "toy-flat");
+}
+
+// The bucket-collective recipe: --strategy toy-gather trains in buckets
+// through the collective of the test tree, over two workers as over one, and
+// commbench times the collective by its word.
+TEST(StrategySeam, ABucketCollectiveOfTheTestTreeTrainsAndIsTimedByCommbench) {
+  register_gather();
+  train::TrainOptions o = flat_options(16);
+  o.sync.strategy = "toy-gather";
+  o.sync.first_bucket_mb = 0.0001;  // several buckets a step
+  o.sync.bucket_mb = 0.001;
+  const std::vector<torch::Tensor> one = testing::train_in_process(1, o).parameters;
+  o.run.batch = 8;
+  const testing::RankZeroRun two = testing::train_in_process(2, o);
+  expect_same(one, two.parameters);
+  const nlohmann::json record = train::to_json(two.result);
+  EXPECT_EQ(record["results"]["comm"]["strategy"], "toy-gather");
+  EXPECT_GE(GatherSumCollective::sums.load(),
+            2 * 4 * 2);  // each rank, each step, two buckets or more
+
+  const std::vector<std::string> ops = commbench::commbench_operations();
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "toy-gather"), ops.end());
+  commbench::CommbenchOptions bench;
+  bench.ops = {"toy-gather"};
+  bench.min_bytes = 1024;
+  bench.max_bytes = 4096;
+  bench.warmup = 1;
+  bench.iters = 2;
+  bench = commbench::resolve_commbench_options(bench);
+  comm::testing::run_ranks("inproc", 2, [&](comm::Communicator& comm) {
+    const commbench::CommbenchResult r =
+        commbench::run_commbench(bench, comm, "", nullptr, nullptr);
+    EXPECT_EQ(r.rows.size(), 3u);  // 1K, 2K and 4K
+    EXPECT_EQ(r.wrong, 0);
+  });
 }
 
 TEST(StrategySeam, ARegisteredStrategyIsAStrategyWordLikeTheShippedOnes) {
@@ -156,19 +230,23 @@ TEST(StrategySeam, ARegisteredStrategyIsAStrategyWordLikeTheShippedOnes) {
     check_strategy_name("toy");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "unknown --strategy 'toy'; allowed: allreduce, tree, hierarchical, independent, "
-                 "ps, zero, toy-flat");
+    const std::string what = e.what();  // the registered ones after the shipped ones
+    EXPECT_EQ(what.rfind("unknown --strategy 'toy'; allowed: allreduce, tree, hierarchical, "
+                         "independent, ps, zero, ",
+                         0),
+              0u)
+        << what;
+    EXPECT_NE(what.find("toy-flat"), std::string::npos) << what;
   }
   try {
-    register_strategy({{"toy-flat", ""},
+    register_strategy({{"toy-flat", "", false},
                        [](const SyncOptions&) { return std::make_unique<FlatStrategy>(); },
                        ""});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "strategy 'toy-flat' is taken");
   }
-  EXPECT_THROW(register_strategy({{"toy-none", ""}, nullptr, ""}), Error);
+  EXPECT_THROW(register_strategy({{"toy-none", "", false}, nullptr, ""}), Error);
   EXPECT_THROW(check_strategy_name("toy-none"), Error);  // refused whole, not half-registered
 }
 

@@ -279,18 +279,16 @@ int64_t parse_size(const std::string& text, const std::string& flag) {
 }
 
 CommbenchOptions resolve_commbench_options(CommbenchOptions o) {
+  const std::vector<std::string> all = commbench_operations();
   std::vector<std::string> ops;
   for (const std::string& op : o.ops) {
     if (op == "all") {
-      ops.assign(std::begin(kOperations), std::end(kOperations));
+      ops = all;
       break;
     }
-    const bool known =
-        std::find(std::begin(kOperations), std::end(kOperations), op) != std::end(kOperations);
-    DLSCALE_CHECK(known,
-                  "unknown --op '{}'; allowed: allreduce, tree, hierarchical, broadcast, "
-                  "allgather, reduce_scatter, sendrecv, all",
-                  op);
+    DLSCALE_CHECK(std::find(all.begin(), all.end(), op) != all.end(),
+                  "unknown --op '{}'; allowed: {}, all", op,
+                  fmt::format("{}", fmt::join(all, ", ")));
     if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
   }
   DLSCALE_CHECK(!ops.empty(), "--op needs at least one operation");

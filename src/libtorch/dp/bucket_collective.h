@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,17 @@ class BucketCollective {
   /// Node groups (hierarchical), else 0.
   virtual int nodes() const { return 0; }
 };
+
+/// Makes a bucket collective over `comm` (which outlives it), with the
+/// node grouping hierarchical uses (ranks_per_node, node_name).
+using CollectiveFactory = std::function<std::unique_ptr<BucketCollective>(
+    comm::Communicator& comm, int ranks_per_node, const std::string& node_name)>;
+
+/// Adds a bucket collective at run time, by the word of the bucketed
+/// strategy that uses it (registered with dp::bucketed_strategy(), its
+/// StrategyName marked bucketed); throws dlscale::Error when the word is
+/// taken. bucket_collective.cpp's table holds the shipped ones.
+void register_bucket_collective(const std::string& name, CollectiveFactory make);
 
 /// The collective of `strategy` ("allreduce", "tree", "hierarchical") over
 /// `comm`, which must outlive it. Hierarchical groups ranks into nodes:

@@ -89,6 +89,10 @@ std::unique_ptr<Strategy> make_strategy(const SyncOptions& options) {
       fmt::format("--strategy {} is named but has no factory in this program", options.strategy));
 }
 
+StrategyFactory bucketed_strategy() {
+  return [](const SyncOptions& o) { return std::make_unique<BucketedStrategy>(o); };
+}
+
 void register_strategy(StrategyEntry entry) {
   DLSCALE_CHECK(entry.make != nullptr, "strategy '{}' needs a factory", entry.name.name);
   const std::string name = entry.name.name;

@@ -101,6 +101,11 @@ struct StrategyEntry {
 /// when its word is empty or taken, or it has no factory.
 void register_strategy(StrategyEntry entry);
 
+/// The factory of a bucketed strategy (allreduce, tree, hierarchical):
+/// gradients in buckets, each summed by the bucket collective of the
+/// strategy's word (make_bucket_collective) as backward goes on.
+StrategyFactory bucketed_strategy();
+
 /// The record key of every strategy's own section ("ps"): a run's
 /// results.<key> holds its strategy's section and null for the others.
 std::vector<std::string> strategy_section_keys();
