@@ -1,6 +1,7 @@
 #include "launch/launch_env.h"
 
 #include <cstdlib>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ std::string to_string(LaunchKind kind) {
     case LaunchKind::kSpawned: return "dlscale launcher";
     case LaunchKind::kMpirun: return "mpirun";
     case LaunchKind::kSrun: return "srun";
+    case LaunchKind::kExternal:
+      return "external launcher";
   }
   return "?";
 }
@@ -83,8 +86,36 @@ ClusterHost read_cluster(const EnvLookup& env) {
   return c;
 }
 
+/// A worker of dlscale's own launcher.
+bool read_spawned(const EnvLookup& env, LaunchEnv& e) {
+  if (env(kEnvRank) == nullptr) return false;
+  e.kind = LaunchKind::kSpawned;
+  e.rank = read_int(env, kEnvRank, 0);
+  e.world_size = read_int(env, kEnvWorldSize, 1);
+  e.local_rank = read_int(env, kEnvLocalRank, e.rank);
+  e.local_world_size = read_int(env, kEnvLocalWorldSize, e.world_size);
+  e.master_addr = read_string(env, kEnvMasterAddr);
+  e.master_port = read_port(env, kEnvMasterPort);
+  e.status_fd = read_int(env, kEnvStatusFd, -1);
+  return true;
+}
+
+/// A rank of Open MPI's mpirun.
+bool read_mpirun(const EnvLookup& env, LaunchEnv& e) {
+  if (env("OMPI_COMM_WORLD_SIZE") == nullptr) return false;
+  e.kind = LaunchKind::kMpirun;
+  e.rank = read_int(env, "OMPI_COMM_WORLD_RANK", 0);
+  e.world_size = read_int(env, "OMPI_COMM_WORLD_SIZE", 1);
+  e.local_rank = read_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
+  e.local_world_size = read_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1);
+  e.master_addr = read_string(env, "MASTER_ADDR");
+  e.master_port = read_port(env, "MASTER_PORT");
+  return true;
+}
+
 /// Tasks of an srun step: counts, node, and where the step meets.
-void read_srun(const EnvLookup& env, LaunchEnv& e) {
+bool read_srun(const EnvLookup& env, LaunchEnv& e) {
+  if (env("SLURM_PROCID") == nullptr || env("SLURM_STEP_NUM_TASKS") == nullptr) return false;
   e.kind = LaunchKind::kSrun;
   e.rank = read_int(env, "SLURM_PROCID", 0);
   e.world_size = read_int(env, "SLURM_STEP_NUM_TASKS", 1);
@@ -111,9 +142,33 @@ void read_srun(const EnvLookup& env, LaunchEnv& e) {
   // "12000-12003" or "12000,12005": the step's reserved ports (MpiParams=ports).
   if (e.master_port == 0) e.master_port = read_port(env, "SLURM_STEP_RESV_PORTS");
   if (e.master_port == 0 && !s.job_id.empty()) e.master_port = slurm_step_port(s.job_id, s.step_id);
+  return true;
+}
+
+/// The rules, in the order they are tried; a deque, so that a registration
+/// keeps the earlier ones where they were.
+std::deque<LaunchRule>& rule_table() {
+  static std::deque<LaunchRule> rules{{to_string(LaunchKind::kSpawned), read_spawned},
+                                      {to_string(LaunchKind::kMpirun), read_mpirun},
+                                      {to_string(LaunchKind::kSrun), read_srun}};
+  return rules;
 }
 
 }  // namespace
+
+void register_launch_rule(LaunchRule rule) {
+  DLSCALE_CHECK(!rule.name.empty() && rule.detect != nullptr,
+                "a launch rule needs a name and a detect");
+  for (const LaunchRule& r : rule_table())
+    DLSCALE_CHECK(r.name != rule.name, "launch rule '{}' is taken", rule.name);
+  const auto detect = std::move(rule.detect);
+  rule.detect = [detect](const EnvLookup& env, LaunchEnv& e) {
+    if (!detect(env, e)) return false;
+    e.kind = LaunchKind::kExternal;
+    return true;
+  };
+  rule_table().push_back(std::move(rule));
+}
 
 std::string ClusterHost::env_value(const cluster::ClusterSpec& spec, int host) {
   return fmt::format("{}:{}:{}:{:g}:{}:{:g}", spec.name, host, spec.hosts, spec.link_mbit,
@@ -142,40 +197,26 @@ nlohmann::json SlurmStep::to_json() const {
 
 LaunchEnv detect_launch_env(const EnvLookup& env) {
   LaunchEnv e;
-  if (env(kEnvRank) != nullptr) {
-    e.kind = LaunchKind::kSpawned;
-    e.rank = read_int(env, kEnvRank, 0);
-    e.world_size = read_int(env, kEnvWorldSize, 1);
-    e.local_rank = read_int(env, kEnvLocalRank, e.rank);
-    e.local_world_size = read_int(env, kEnvLocalWorldSize, e.world_size);
-    e.master_addr = read_string(env, kEnvMasterAddr);
-    e.master_port = read_port(env, kEnvMasterPort);
-    e.status_fd = read_int(env, kEnvStatusFd, -1);
-  } else if (env("OMPI_COMM_WORLD_SIZE") != nullptr) {
-    e.kind = LaunchKind::kMpirun;
-    e.rank = read_int(env, "OMPI_COMM_WORLD_RANK", 0);
-    e.world_size = read_int(env, "OMPI_COMM_WORLD_SIZE", 1);
-    e.local_rank = read_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
-    e.local_world_size = read_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1);
-  } else if (env("SLURM_PROCID") != nullptr && env("SLURM_STEP_NUM_TASKS") != nullptr) {
-    read_srun(env, e);
-  }
-  if (e.kind == LaunchKind::kMpirun) {
-    e.master_addr = read_string(env, "MASTER_ADDR");
-    e.master_port = read_port(env, "MASTER_PORT");
+  for (const LaunchRule& rule : rule_table()) {
+    if (rule.detect(env, e)) {
+      e.launcher = rule.name;
+      break;
+    }
+    e = LaunchEnv{};  // a rule that declined leaves nothing behind
   }
   e.job_secret = read_string(env, kEnvJobSecret);
   e.cluster = read_cluster(env);
   // As --workers: more would wait out --timeout for peers that never come.
-  DLSCALE_CHECK(e.world_size <= kMaxProcesses && e.local_world_size <= kMaxProcesses,
-                "launch environment ({}) gives {} workers ({} on this node); dlscale runs at most {}",
-                to_string(e.kind), e.world_size, e.local_world_size, kMaxProcesses);
+  DLSCALE_CHECK(
+      e.world_size <= kMaxProcesses && e.local_world_size <= kMaxProcesses,
+      "launch environment ({}) gives {} workers ({} on this node); dlscale runs at most {}",
+      e.launcher, e.world_size, e.local_world_size, kMaxProcesses);
   DLSCALE_CHECK(e.world_size >= 1 && e.rank < e.world_size,
-                "launch environment ({}) gives rank {} outside world size {}", to_string(e.kind),
-                e.rank, e.world_size);
+                "launch environment ({}) gives rank {} outside world size {}", e.launcher, e.rank,
+                e.world_size);
   DLSCALE_CHECK(e.local_world_size >= 1 && e.local_rank < e.local_world_size,
-                "launch environment ({}) gives local rank {} outside {} local workers",
-                to_string(e.kind), e.local_rank, e.local_world_size);
+                "launch environment ({}) gives local rank {} outside {} local workers", e.launcher,
+                e.local_rank, e.local_world_size);
   return e;
 }
 

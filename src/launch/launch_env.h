@@ -16,6 +16,7 @@ enum class LaunchKind {
   kSpawned,     ///< a worker started by `dlscale train --workers N`
   kMpirun,      ///< under Open MPI's mpirun (OMPI_COMM_WORLD_*)
   kSrun,        ///< a task of a Slurm job step (SLURM_PROCID, SLURM_STEP_NUM_TASKS)
+  kExternal,    ///< another launcher, recognised by a registered rule (LaunchEnv::launcher)
 };
 std::string to_string(LaunchKind kind);
 
@@ -59,6 +60,8 @@ int slurm_step_port(const std::string& job_id, const std::string& step_id);
 
 struct LaunchEnv {
   LaunchKind kind = LaunchKind::kStandalone;
+  std::string launcher =
+      "standalone";  ///< the rule that recognised it: to_string(kind), or a registered name
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
@@ -79,6 +82,20 @@ struct LaunchEnv {
 
 /// Returns the value of an environment variable or nullptr.
 using EnvLookup = std::function<const char*(const char*)>;
+
+/// A launcher's detection rule: when `env` is that launcher's, fills the
+/// rank, world size, local rank and local world size (and master_addr and
+/// master_port when the launcher says where ranks meet) and returns true.
+struct LaunchRule {
+  std::string name;  ///< how records and errors name the launcher
+  std::function<bool(const EnvLookup& env, LaunchEnv& e)> detect;
+};
+/// Adds a rule, tried after the shipped ones (dlscale's own workers, mpirun,
+/// srun); an environment it recognises is LaunchKind::kExternal: the command
+/// line's --master-addr/--master-port win over the rule's, and rank 0 hosts
+/// the rendezvous store. Throws dlscale::Error when the name is empty or
+/// taken, or it has no detect.
+void register_launch_rule(LaunchRule rule);
 
 /// Reads the launch environment. Throws dlscale::Error naming the variable
 /// when one is malformed (not an integer, rank outside the world, a host

@@ -101,7 +101,7 @@ void run_worker(const JobOptions& options, const LaunchEnv& env, const WorkerBod
   slot.comm = &session.world();
   if (env.rank == 0) {
     DLSCALE_LOG_INFO("{} workers connected via {} ({})", env.world_size, slot.comm->backend(),
-                     to_string(env.kind));
+                     env.launcher);
   }
   try {
     body(slot);
@@ -163,7 +163,7 @@ void run_job(const JobOptions& options, const LaunchEnv& env, const std::vector<
                     env.kind == LaunchKind::kSpawned,
                 "--cluster starts the job on the cluster's hosts itself: run it by hand, not "
                 "under {}",
-                to_string(env.kind));
+                env.launcher);
   if (env.is_worker() && env.world_size > 1) {
     run_worker(options, env, body);
   } else if (!options.launch.cluster.empty() && env.cluster.name.empty()) {
