@@ -60,7 +60,7 @@ void run(const ReportFlags& f, bool type_given) {
   check_output_paths({{"--html", f.html}, {"-o", f.output}},
                      {{"--db", f.selection.db, ""}});
   const auto runs = load_selected_runs(f.selection);
-  const report::ReportOptions o{report::report_kind(f.type).name, f.compare_by, f.baseline};
+  const report::ReportOptions o{f.type, f.compare_by, f.baseline};  // --type: a kind (IsMember)
   const report::Format format = report::parse_format(f.format);
   if (!f.html.empty()) {
     report::HtmlOptions h;
@@ -79,12 +79,6 @@ void run(const ReportFlags& f, bool type_given) {
   write_output(report::render(report::build_report(runs, o), format), f.output);
 }
 
-std::vector<std::string> kind_names() {
-  std::vector<std::string> names;
-  for (const report::ReportKind& k : report::report_kinds()) names.push_back(k.name);
-  return names;
-}
-
 }  // namespace
 
 void add_report_command(CLI::App& app) {
@@ -98,7 +92,7 @@ void add_report_command(CLI::App& app) {
       "self-contained HTML page with charts (docs/reports.md).");
   add_run_selection(cmd, f->selection);
   CLI::Option* type = cmd->add_option("--type", f->type, report::report_type_help())
-                          ->check(CLI::IsMember(kind_names()))
+                          ->check(CLI::IsMember(report::report_kind_names()))
                           ->capture_default_str();
   cmd->add_option("--format", f->format, "text | markdown | csv | json")
       ->check(CLI::IsMember({"text", "markdown", "csv", "json"}))

@@ -1,6 +1,7 @@
 #include "comm/backend.h"
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace dlscale::comm {
 namespace {
@@ -36,19 +37,18 @@ bool backend_built(const std::string& name) {
 }
 
 std::string backend_names() {
-  std::string names;
+  std::vector<std::string> names;
   for (const BackendName& b : backends()) {
-    if (b.built) names += (names.empty() ? "" : ", ") + b.name;
+    if (b.built) names.push_back(b.name);
   }
-  return names;
+  return join(names, ", ");
 }
 
 std::string backend_help() {
-  std::string help;
-  for (const BackendName& b : backends()) {
-    help += (help.empty() ? "" : " | ") + b.name + (b.help.empty() ? "" : " " + b.help);
-  }
-  return help;
+  std::vector<std::string> parts;
+  for (const BackendName& b : backends())
+    parts.push_back(b.name + (b.help.empty() ? "" : " " + b.help));
+  return join(parts, " | ");
 }
 
 void check_backend(const std::string& name) {

@@ -2,6 +2,7 @@
 
 #include "core/enum_names.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace dlscale::dp {
 
@@ -88,12 +89,12 @@ void add_strategy_name(StrategyName name) {
 }
 
 void check_strategy_name(const std::string& name) {
-  std::string allowed;
+  std::vector<std::string> names;
   for (const StrategyName& n : strategy_names()) {
     if (n.name == name) return;
-    allowed += (allowed.empty() ? "" : ", ") + n.name;
+    names.push_back(n.name);
   }
-  throw Error(fmt::format("unknown --strategy '{}'; allowed: {}", name, allowed));
+  throw Error(fmt::format("unknown --strategy '{}'; allowed: {}", name, join(names, ", ")));
 }
 
 std::vector<std::string> bucket_collective_names() {
@@ -105,11 +106,9 @@ std::vector<std::string> bucket_collective_names() {
 }
 
 std::string strategy_help() {
-  std::string s = "How gradients are combined (docs/strategies.md): ";
-  for (const StrategyName& n : strategy_names()) {
-    s += (&n == &strategy_names().front() ? "" : " | ") + n.name + " (" + n.help + ")";
-  }
-  return s;
+  std::vector<std::string> parts;
+  for (const StrategyName& n : strategy_names()) parts.push_back(n.name + " (" + n.help + ")");
+  return "How gradients are combined (docs/strategies.md): " + join(parts, " | ");
 }
 std::string to_string(Compression compression) { return kCompressions.name(compression); }
 std::string to_string(SyncBuffers policy) { return kSyncBuffers.name(policy); }

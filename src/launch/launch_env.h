@@ -60,8 +60,8 @@ int slurm_step_port(const std::string& job_id, const std::string& step_id);
 
 struct LaunchEnv {
   LaunchKind kind = LaunchKind::kStandalone;
-  std::string launcher =
-      "standalone";  ///< the rule that recognised it: to_string(kind), or a registered name
+  /// The rule that recognised it: to_string(kind), or a registered rule's name.
+  std::string launcher = "standalone";
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;

@@ -1,11 +1,11 @@
 #include "report/report.h"
 
+#include "core/enum_names.h"
+#include "core/error.h"
+#include "core/text.h"
 #include "report/commbench_report.h"
 #include "report/report_parts.h"
 #include "report/tta_report.h"
-
-#include "core/enum_names.h"
-#include "core/error.h"
 
 namespace dlscale::report {
 namespace {
@@ -92,13 +92,18 @@ std::vector<RunRecord> filter_runs(std::vector<RunRecord> runs, const std::strin
 
 const std::deque<ReportKind>& report_kinds() { return kind_table(); }
 
+std::vector<std::string> report_kind_names() {
+  std::vector<std::string> names;
+  for (const ReportKind& k : report_kinds()) names.push_back(k.name);
+  return names;
+}
+
 const ReportKind& report_kind(const std::string& name) {
-  std::string allowed;
   for (const ReportKind& k : report_kinds()) {
     if (k.name == name) return k;
-    allowed += (allowed.empty() ? "" : ", ") + k.name;
   }
-  throw Error(fmt::format("unknown report type '{}'; allowed: {}", name, allowed));
+  throw Error(
+      fmt::format("unknown report type '{}'; allowed: {}", name, join(report_kind_names(), ", ")));
 }
 
 void register_report_kind(ReportKind kind) {
@@ -111,11 +116,10 @@ void register_report_kind(ReportKind kind) {
 }
 
 std::string report_type_help() {
-  std::string s;
-  for (const ReportKind& k : report_kinds()) {
-    s += (s.empty() ? "" : " | ") + k.name + (k.help.empty() ? "" : " " + k.help);
-  }
-  return s;
+  std::vector<std::string> parts;
+  for (const ReportKind& k : report_kinds())
+    parts.push_back(k.name + (k.help.empty() ? "" : " " + k.help));
+  return join(parts, " | ");
 }
 Format parse_format(const std::string& s) { return kFormatNames.parse(s); }
 

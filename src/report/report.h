@@ -107,6 +107,8 @@ struct ReportKind {
 /// The report types, in --type's order; a deque, so that a registration
 /// keeps earlier entries where report_kind() pointed.
 const std::deque<ReportKind>& report_kinds();
+/// Their names, in --type's order.
+std::vector<std::string> report_kind_names();
 /// The kind named `name`; throws dlscale::Error listing the allowed names.
 const ReportKind& report_kind(const std::string& name);
 /// Adds a report type; throws when the name is empty or taken, or it has no build.

@@ -62,16 +62,20 @@ ChildProcess start_rank(int rank, uint16_t port, const std::string& weights,
   return child;
 }
 
-TEST(LaunchRuleSeam, ARegisteredLauncherIsRecognisedAndNamed) {
-  register_toyrun();
-  const auto env = [](const char* name) -> const char* {
+/// toyrun's variables for rank `rank` of a world of 3 that meets at port 29500.
+EnvLookup toyrun_env(const char* rank) {
+  return [rank](const char* name) -> const char* {
     const std::string n = name;
-    return n == "TOYRUN_RANK"   ? "1"
+    return n == "TOYRUN_RANK"   ? rank
            : n == "TOYRUN_SIZE" ? "3"
            : n == "TOYRUN_PORT" ? "29500"
                                 : nullptr;
   };
-  const LaunchEnv e = detect_launch_env(env);
+}
+
+TEST(LaunchRuleSeam, ARegisteredLauncherIsRecognisedAndNamed) {
+  register_toyrun();
+  const LaunchEnv e = detect_launch_env(toyrun_env("1"));
   EXPECT_EQ(e.kind, LaunchKind::kExternal);
   EXPECT_EQ(e.launcher, "toyrun");
   EXPECT_EQ(e.rank, 1);
@@ -79,14 +83,7 @@ TEST(LaunchRuleSeam, ARegisteredLauncherIsRecognisedAndNamed) {
   EXPECT_EQ(e.master_port, 29500);
   EXPECT_EQ(detect_launch_env([](const char*) -> const char* { return nullptr; }).launcher,
             "standalone");
-  const auto beyond = [](const char* name) -> const char* {
-    const std::string n = name;
-    return n == "TOYRUN_RANK"   ? "3"
-           : n == "TOYRUN_SIZE" ? "3"
-           : n == "TOYRUN_PORT" ? "29500"
-                                : nullptr;
-  };
-  EXPECT_EQ(testing::error_of([&] { detect_launch_env(beyond); }),
+  EXPECT_EQ(testing::error_of([] { detect_launch_env(toyrun_env("3")); }),
             "launch environment (toyrun) gives rank 3 outside world size 3");
   EXPECT_EQ(testing::error_of([] {
               register_launch_rule({"mpirun", [](const EnvLookup&, LaunchEnv&) { return false; }});

@@ -3,6 +3,7 @@
 #include <deque>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "libtorch/dp/allreduce_collective.h"
 #include "libtorch/dp/hierarchical_collective.h"
 #include "libtorch/dp/tree_collective.h"
@@ -44,12 +45,12 @@ std::unique_ptr<BucketCollective> make_bucket_collective(const std::string& stra
                                                          comm::Communicator& comm,
                                                          int ranks_per_node,
                                                          const std::string& node_name) {
-  std::string allowed;
+  std::vector<std::string> names;
   for (const CollectiveEntry& e : collective_table()) {
     if (e.name == strategy) return e.make(comm, ranks_per_node, node_name);
-    allowed += (allowed.empty() ? "" : ", ") + e.name;
+    names.push_back(e.name);
   }
-  throw Error(fmt::format("unknown collective '{}'; allowed: {}", strategy, allowed));
+  throw Error(fmt::format("unknown collective '{}'; allowed: {}", strategy, join(names, ", ")));
 }
 
 }  // namespace dlscale::dp
