@@ -76,8 +76,10 @@ std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs) {
 
 Report noise_report(const std::vector<RunRecord>& runs) {
   const std::vector<NoiseRow> rows = noise_rows(runs);
-  DLSCALE_CHECK(!rows.empty(),
-                "no run in the selection measured the gradient noise scale (train --noise-scale)");
+  DLSCALE_CHECK(
+      !rows.empty(),
+      "no run in the selection measured the gradient noise scale (runs of several averaging "
+      "workers measure it unasked; train --noise-scale requires it)");
   Report rep;
   rep.title =
       "Gradient noise scale (B_simple = tr(Sigma)/|G|^2 from gradients over b_small and b_big "

@@ -34,7 +34,9 @@ std::deque<ReportKind> make_kinds() {
        "(parameters, gradients and optimizer state each worker keeps, and its peak resident set, "
        "docs/metrics.md)",
        plain(memory_report)},
-      {"noise", "(the gradient noise scale of runs with train --noise-scale, docs/convergence.md)",
+      {"noise",
+       "(the gradient noise scale of the runs that measured it: several averaging workers unasked, "
+       "or train --noise-scale; docs/convergence.md)",
        plain(noise_report)},
       {"batch",
        "(steps and epochs to target against the global batch, with McCandlish et al.'s model "

@@ -44,7 +44,13 @@ struct RunOptions {
   int64_t display_every = 10;      ///< print a step line every this many steps; 0 = never
   int64_t synthetic_batches = 1;   ///< distinct synthetic batches cycled through
   int64_t accumulate = 1;          ///< micro-batches per step, gradients summed locally
-  bool noise_scale = false;        ///< measure the gradient noise scale (train/noise_estimator.h)
+  bool noise_scale = false;        ///< the noise scale must be measured (train/noise_estimator.h)
+  /// Steps between noise-scale measurements: 0 = none; kNoiseEveryAuto
+  /// until resolved (every step with --noise-scale, else kNoiseEveryDefault
+  /// where the run can measure it, none where it cannot).
+  int64_t noise_every = kNoiseEveryAuto;
+  static constexpr int64_t kNoiseEveryAuto = -1;
+  static constexpr int64_t kNoiseEveryDefault = 10;
 
   template <typename Self, typename Visitor>
   static void table(Self& s, Visitor&& v) {
@@ -73,13 +79,23 @@ struct RunOptions {
           .agreed(),
       s.accumulate);
     v(Option{"--noise-scale",
-             "Measure the gradient noise scale B_simple = tr(Sigma)/|G|^2 from each worker's and "
-             "the "
-             "averaged gradient's squared norms (several workers; on one worker, --accumulate 2 or "
-             "more); docs/convergence.md",
+             "Require the gradient noise scale B_simple = tr(Sigma)/|G|^2, from each worker's and "
+             "the averaged gradient's squared norms, and measure it on every step unless "
+             "--noise-every says otherwise; a run that cannot measure it is refused (it needs "
+             "several workers whose strategy averages on the workers, or --accumulate 2 or more "
+             "on one); docs/convergence.md",
              "noise_scale"}
           .agreed(),
       s.noise_scale);
+    v(Option{"--noise-every",
+             "Measure the gradient noise scale on every Nth step (0 = never). Default: every "
+             "step with --noise-scale; otherwise every 10th where the run can measure it, so "
+             "every run of several averaging workers records it (about 1/10 of a measured "
+             "step's extra read of the gradients)",
+             "noise_every"}
+          .agreed()
+          .no_default(),
+      s.noise_every);
   }
 };
 

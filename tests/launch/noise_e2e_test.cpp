@@ -1,12 +1,16 @@
 // --noise-scale end to end through the real binary: every strategy that
 // averages gradients measures the same noise scale from the same gradients,
-// one worker measures it over micro-batches, and what cannot be measured is
-// refused in one line.
+// one worker measures it over micro-batches, a run of several averaging
+// workers measures every 10th step unasked (--noise-every), and what cannot
+// be measured is refused in one line when asked for.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "process_util.h"
 #include "weights_util.h"
@@ -18,10 +22,11 @@ using testing::run_dlscale;
 using testing::train;
 using testing::TrainRun;
 
-const std::string kLenet =
-    "train --model lenet --dropout 0 --threads 1 --steps 4 --warmup 1 --optimizer momentum "
-    "--lr 0.05 --synthetic-batches 2 --display-every 0 --global-batch 16 --first-bucket-mb 0.01 "
-    "--noise-scale";
+const std::string kLenetRecipe =
+    "train --model lenet --dropout 0 --threads 1 --warmup 1 --optimizer momentum --lr 0.05 "
+    "--synthetic-batches 2 --display-every 0 --global-batch 16 --first-bucket-mb 0.01";
+const std::string kLenetUnasked = kLenetRecipe + " --steps 4";
+const std::string kLenet = kLenetUnasked + " --noise-scale";
 
 // Step by step: the estimates of |G|^2 and tr(Σ) (|G|^2 can be negative
 // early: a 4-step run's estimate is noisy), and B_simple where defined. The
@@ -46,6 +51,38 @@ void expect_same_estimate(const nlohmann::json& mine, const nlohmann::json& thei
   }
 }
 
+/// What a run measuring only `steps` would record, from an every-step
+/// run's course: each step's own estimate is recovered from the moving
+/// average (ema_n = c_n (1 - d^n), x_n = (ema_n - d ema_{n-1}) / (1 - d)),
+/// and the kept steps' estimates are averaged again.
+nlohmann::json measured_on(const nlohmann::json& every_step, const std::vector<int>& steps) {
+  const double d = every_step["decay"].get<double>();
+  const nlohmann::json& course = every_step["course"];
+  nlohmann::json out = every_step;
+  out["course"] = {{"step", steps}};
+  for (const char* part : {"gradient_sq", "trace_sigma"}) {
+    std::vector<double> raw;
+    double previous = 0;
+    for (size_t n = 0; n < course["step"].size(); ++n) {
+      const double ema = course[part][n].get<double>() * (1 - std::pow(d, n + 1.0));
+      raw.push_back((ema - d * previous) / (1 - d));
+      previous = ema;
+    }
+    double ema = 0;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      ema = d * ema + (1 - d) * raw.at(static_cast<size_t>(steps[k]));
+      out["course"][part].push_back(ema / (1 - std::pow(d, k + 1.0)));
+    }
+  }
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const double g2 = out["course"]["gradient_sq"][k].get<double>();
+    out["course"]["b_simple"].push_back(
+        g2 > 0 ? nlohmann::json(out["course"]["trace_sigma"][k].get<double>() / g2)
+               : nlohmann::json());
+  }
+  return out;
+}
+
 TEST(NoiseScale, EveryAveragingStrategyMeasuresTheSameEstimate) {
   const TrainRun allreduce = train(kLenet + " --workers 2 --bucket-mb 0.2");
   const nlohmann::json& ref = allreduce.record["results"]["noise"];
@@ -54,6 +91,7 @@ TEST(NoiseScale, EveryAveragingStrategyMeasuresTheSameEstimate) {
   EXPECT_EQ(ref["b_big"], 16.0);
   EXPECT_EQ(ref["small_batch"], "worker");
   EXPECT_EQ(ref["steps"], 4);
+  EXPECT_EQ(ref["every"], 1);
   EXPECT_EQ(ref["course"]["b_simple"].size(), 4u);
   EXPECT_GT(ref["trace_sigma"].get<double>(), 0);
   for (const std::string setup : {"--bucket-mb 0", "--strategy tree --bucket-mb 0.2",
@@ -64,6 +102,35 @@ TEST(NoiseScale, EveryAveragingStrategyMeasuresTheSameEstimate) {
     SCOPED_TRACE(setup);
     const TrainRun r = train(kLenet + " --workers 2 " + setup);
     expect_same_estimate(r.record["results"]["noise"], ref);
+  }
+  // Every third step: the same gradients, measured on steps 0 and 3 alone.
+  const TrainRun third = train(kLenet + " --workers 2 --bucket-mb 0.2 --noise-every 3");
+  const nlohmann::json& n = third.record["results"]["noise"];
+  ASSERT_TRUE(n.is_object()) << third.record["results"].dump();
+  EXPECT_EQ(n["every"], 3);
+  EXPECT_EQ(n["steps"], 2);
+  expect_same_estimate(n, measured_on(ref, {0, 3}));
+}
+
+// Unasked, a run of several workers that average on the workers measures
+// every 10th step; one that cannot measure, or is told --noise-every 0,
+// records no noise scale and is not refused.
+TEST(NoiseScale, UnaskedEveryTenthStepOfAnAveragingRunIsMeasured) {
+  const TrainRun two = train(kLenetRecipe + " --workers 2 --steps 12 --compress fp16");
+  const nlohmann::json& n = two.record["results"]["noise"];
+  ASSERT_TRUE(n.is_object()) << two.record["results"].dump();
+  EXPECT_EQ(n["every"], 10);
+  EXPECT_EQ(n["course"]["step"], nlohmann::json({0, 10}));
+  EXPECT_EQ(two.record["inputs"]["noise_every"], 10);
+  EXPECT_EQ(two.record["inputs"]["noise_scale"], false);
+  EXPECT_GT(n["trace_sigma"].get<double>(), 0);
+  for (const std::string setup :
+       {" --workers 1", " --workers 2 --strategy ps", " --workers 2 --strategy independent",
+        " --workers 2 --noise-every 0"}) {
+    SCOPED_TRACE(setup);
+    const TrainRun r = train(kLenetUnasked + setup);
+    EXPECT_TRUE(r.record["results"]["noise"].is_null()) << r.record["results"]["noise"].dump();
+    EXPECT_EQ(r.record["inputs"]["noise_every"], 0);
   }
 }
 
@@ -103,6 +170,18 @@ TEST(NoiseScale, WhatCannotBeMeasuredIsOneLine) {
   EXPECT_EQ(independent.code, 2);
   EXPECT_NE(independent.err.find("--strategy independent averages none"), std::string::npos)
       << independent.err;
+  const std::string unasked = "train --model lenet --steps 2 --warmup 1";
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {unasked + " --noise-every 2", "--noise-scale compares gradients over two batch sizes"},
+           {unasked + " --workers 2 --strategy ps --noise-every 5",
+            "which only the parameter server's shards see"},
+           {unasked + " --workers 2 --noise-every -3", "--noise-every must be in [0, "},
+           {lenet + " --workers 2 --noise-every 0", "--noise-every 0 for none"}}) {
+    SCOPED_TRACE(args);
+    const auto r = run_dlscale(args);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

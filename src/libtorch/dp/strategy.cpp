@@ -49,6 +49,11 @@ class BucketedStrategy : public Strategy {
 class IndependentStrategy : public Strategy {
  public:
   std::string checkpoint_refusal() const override { return "replicas that differ"; }
+  void check(const RunNeeds& n) const override {
+    DLSCALE_CHECK(!n.averaged_gradient || n.workers == 1,
+                  "--noise-scale needs the workers' averaged gradient, and --strategy independent "
+                  "averages none");
+  }
   std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> params,
                                           const SyncContext& c) override {
     // Each worker's own sparse rows, made dense locally: nothing travels.

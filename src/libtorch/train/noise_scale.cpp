@@ -24,14 +24,15 @@ nlohmann::json numbers(const std::vector<double>& values) {
 }  // namespace
 
 NoiseProbe::NoiseProbe(std::vector<torch::Tensor> params, int workers, int64_t micro_batches,
-                       int64_t local_batch)
+                       int64_t local_batch, int64_t every)
     : params_(std::move(params)),
       workers_(workers),
       micro_batches_(micro_batches),
+      every_(every),
       estimator_(workers > 1 ? static_cast<double>(local_batch * micro_batches)
                              : static_cast<double>(local_batch),
                  static_cast<double>(local_batch * micro_batches * workers)) {
-  DLSCALE_ASSERT(workers > 1 || micro_batches > 1);
+  DLSCALE_ASSERT((workers > 1 || micro_batches > 1) && every >= 1);
   for (const auto& p : params_) {
     hooks_.push_back(p.register_hook([this](const torch::Tensor& grad) {
       if (!counting_ || !grad.defined()) return;
@@ -90,6 +91,7 @@ nlohmann::json NoiseProbe::report() const {
           {"b_big", estimator_.b_big()},
           {"small_batch", workers_ > 1 ? "worker" : "micro-batch"},
           {"decay", estimator_.decay()},
+          {"every", every_},
           {"steps", estimator_.steps()},
           {"b_simple", number_or_null(estimator_.b_simple())},
           {"gradient_sq", number_or_null(estimator_.gradient_sq())},
@@ -105,10 +107,10 @@ std::string NoiseProbe::summary() const {
   const double b = estimator_.b_simple();
   return fmt::format(
       "gradient noise scale: B_simple {} (|G|^2 {:.4g}, tr(Sigma) {:.4g}; batches {:g} and {:g}, "
-      "{} steps)",
+      "{} steps measured{})",
       std::isfinite(b) ? fmt::format("{:.4g}", b) : "undefined (|G|^2 estimate not positive)",
       estimator_.gradient_sq(), estimator_.trace_sigma(), estimator_.b_small(), estimator_.b_big(),
-      estimator_.steps());
+      estimator_.steps(), every_ > 1 ? fmt::format(", every {}", every_) : "");
 }
 
 }  // namespace dlscale::train

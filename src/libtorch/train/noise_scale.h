@@ -9,6 +9,8 @@
 //    large one the workers' average;
 //  - one worker with --accumulate K >= 2: the small batch is a micro-batch
 //    (passes 1 .. K-1), the large one the step.
+// Only every `every`-th step is measured (--noise-every); on the others the
+// hooks return at once and nothing is exchanged.
 #include <torch/torch.h>
 
 #include <functional>
@@ -24,11 +26,13 @@ namespace dlscale::train {
 class NoiseProbe {
  public:
   NoiseProbe(std::vector<torch::Tensor> params, int workers, int64_t micro_batches,
-             int64_t local_batch);
+             int64_t local_batch, int64_t every);
   ~NoiseProbe();
   NoiseProbe(const NoiseProbe&) = delete;
   NoiseProbe& operator=(const NoiseProbe&) = delete;
 
+  /// Whether `step` is one it measures (begin_backward() .. finish_step()).
+  bool measures(int64_t step) const { return step % every_ == 0; }
   /// Around micro-batch `m`'s backward; `loss_scale` multiplies its
   /// gradients (--amp fp16), and each micro-batch's loss counts 1/K.
   void begin_backward(int64_t micro_batch, double loss_scale);
@@ -50,6 +54,7 @@ class NoiseProbe {
   std::vector<unsigned> hooks_;
   const int workers_;
   const int64_t micro_batches_;
+  const int64_t every_;
   NoiseEstimator estimator_;
   std::mutex mu_;                       // hooks may run on autograd's threads
   std::vector<torch::Tensor> squares_;  // this pass's, while counting

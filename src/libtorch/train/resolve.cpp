@@ -137,8 +137,8 @@ void check_compute(ComputeOptions& o, int local_world_size) {
                 "--amp fp16 needs --device cuda (on CPU use --amp bf16)");
 }
 
-/// What the run asks that its strategy may not honour, refused up front.
-void check_strategy(const ResolvedTrainOptions& r) {
+/// What the run asks of its strategy, the noise scale aside.
+dp::RunNeeds run_needs(const ResolvedTrainOptions& r) {
   const TrainOptions& o = r.options;
   const RecipeOptions& recipe = o.recipe;
   dp::RunNeeds needs;
@@ -152,16 +152,57 @@ void check_strategy(const ResolvedTrainOptions& r) {
   needs.buffers_every_step = o.sync.sync_buffers == dp::SyncBuffers::kStep;
   needs.clips_gradients = o.optimizer.clip_grad_norm > 0;
   needs.sparse_gradients = o.model.sparse_embeddings;
-  needs.averaged_gradient = o.run.noise_scale;
   needs.workers = r.world_size;
+  return needs;
+}
+
+/// Why the run cannot measure the gradient noise scale ("" if it can): it
+/// needs two batch sizes, and on several workers their averaged gradient,
+/// which the strategy's own check says whether it holds.
+std::string noise_refusal(const ResolvedTrainOptions& r, const dp::Strategy& strategy,
+                          dp::RunNeeds needs) {
+  if (r.world_size == 1 && r.options.run.accumulate < 2) {
+    return "--noise-scale compares gradients over two batch sizes: give 2 or more workers, or "
+           "--accumulate 2 or more on one worker";
+  }
+  needs.averaged_gradient = true;
+  try {
+    strategy.check(needs);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// --noise-every's default: every step with --noise-scale, else every
+/// kNoiseEveryDefault-th where the run can measure it and never where it
+/// cannot. Asked for (--noise-scale, or --noise-every N >= 1), a run that
+/// cannot is refused.
+void resolve_noise(RunOptions& o, const std::string& refusal) {
+  DLSCALE_CHECK(o.noise_every == RunOptions::kNoiseEveryAuto ||
+                    (o.noise_every >= 0 && o.noise_every <= kMaxSteps),
+                "--noise-every must be in [0, {}] (got {}; 0 = never)", kMaxSteps, o.noise_every);
+  DLSCALE_CHECK(!o.noise_scale || o.noise_every != 0,
+                "--noise-scale asks for the gradient noise scale and --noise-every 0 for none: "
+                "give one of them");
+  const bool asked = o.noise_scale || o.noise_every > 0;
+  DLSCALE_CHECK(!asked || refusal.empty(), "{}", refusal);
+  if (o.noise_every != RunOptions::kNoiseEveryAuto) return;
+  if (o.noise_scale) {
+    o.noise_every = 1;
+  } else {
+    o.noise_every = refusal.empty() ? RunOptions::kNoiseEveryDefault : 0;
+  }
+}
+
+/// What the run asks that its strategy may not honour, refused up front;
+/// then whether the noise scale is measured, and how often.
+void check_strategy(ResolvedTrainOptions& r) {
+  const TrainOptions& o = r.options;
+  const dp::RunNeeds needs = run_needs(r);
   const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(o.sync);
   strategy->check(needs);
-  DLSCALE_CHECK(!o.run.noise_scale || r.world_size >= 2 || o.run.accumulate >= 2,
-                "--noise-scale compares gradients over two batch sizes: give 2 or more workers, or "
-                "--accumulate 2 or more on one worker");
-  DLSCALE_CHECK(!o.run.noise_scale || r.world_size == 1 || o.sync.strategy != "independent",
-                "--noise-scale needs the workers' averaged gradient, and --strategy independent "
-                "averages none");
+  resolve_noise(r.options.run, noise_refusal(r, *strategy, needs));
   const std::string refusal = strategy->checkpoint_refusal();
   DLSCALE_CHECK(!needs.checkpoints || refusal.empty(),
                 "--checkpoint/--resume save one replica and its optimizer; --strategy {} keeps "

@@ -101,9 +101,9 @@ Trainer::Trainer(const ResolvedTrainOptions& config, const WorkerContext& worker
     tracer_ = std::make_unique<Tracer>(worker.rank, now_seconds());
     profiler_ = std::make_unique<BackwardProfiler>(model_->parameters());
   }
-  if (o.run.noise_scale) {
+  if (o.run.noise_every > 0) {
     noise_ = std::make_unique<NoiseProbe>(model_->parameters(), worker.world_size, o.run.accumulate,
-                                          o.run.batch);
+                                          o.run.batch, o.run.noise_every);
   }
   const size_t marks = step_marks(o.run.accumulate);  // 6 without --accumulate
   if (device_.is_cuda()) phase_clock_ = make_cuda_phase_clock(device_.index(), marks);

@@ -174,7 +174,8 @@ class Trainer {
   std::unique_ptr<dp::GradientSync> sync_;
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<BackwardProfiler> profiler_;  ///< with --trace: when each gradient is ready
-  std::unique_ptr<NoiseProbe> noise_;           ///< with --noise-scale
+  std::unique_ptr<NoiseProbe> noise_;           ///< with --noise-every N >= 1 (resolved)
+  bool noise_now_ = false;                      ///< this step is one noise_ measures
   std::unique_ptr<Evaluator> evaluator_;  ///< null when the run does not evaluate
   std::unique_ptr<Mllog> mllog_;          ///< rank 0 with --mllog only
   std::unique_ptr<PhaseClock> phase_clock_;  ///< host clock, or CUDA events on a GPU

@@ -43,6 +43,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   // the compute stream on a GPU.
   PhaseClock& clock = *phase_clock_;
   sync_->begin_step();
+  noise_now_ = noise_ && noise_->measures(step);
   const double host_start = now_seconds();
   torch::Tensor losses;
   for (int64_t m = 0; m < k; ++m) {
@@ -82,7 +83,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
     measure_noise(step);
     clip_gradients();
     sync_->apply_update(*optimizer_);
-  } else if (noise_) {
+  } else if (noise_now_) {
     noise_->skip_step();  // an overflow: the step is not measured
   }
   clock.mark(marks + 2);
@@ -96,13 +97,13 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
 
 void Trainer::backward(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
                        bool measured) {
-  if (noise_) noise_->begin_backward(micro_batch, scaler_->enabled() ? scaler_->scale() : 1.0);
+  if (noise_now_) noise_->begin_backward(micro_batch, scaler_->enabled() ? scaler_->scale() : 1.0);
   backward_pass(loss, micro_batch, micro_batches, measured);
-  if (noise_) noise_->end_backward();
+  if (noise_now_) noise_->end_backward();
 }
 
 void Trainer::measure_noise(int64_t step) {
-  if (!noise_) return;
+  if (!noise_now_) return;
   const double averaged = sync_->averaged_gradient_sq_norm(model_->parameters());
   std::function<double(double)> sum_over_workers;
   if (worker_.world_size > 1) {
