@@ -90,8 +90,8 @@ struct RunOptions {
     v(Option{"--noise-every",
              "Measure the gradient noise scale on every Nth step (0 = never). Default: every "
              "step with --noise-scale; otherwise every 10th where the run can measure it, so "
-             "every run of several averaging workers records it (about 1/10 of a measured "
-             "step's extra read of the gradients)",
+             "every run of several averaging workers records it (a measured step reads the "
+             "gradients twice more: under 1% of the run at every 10th, bench/README.md)",
              "noise_every"}
           .agreed()
           .no_default(),

@@ -107,10 +107,11 @@ std::string NoiseProbe::summary() const {
   const double b = estimator_.b_simple();
   return fmt::format(
       "gradient noise scale: B_simple {} (|G|^2 {:.4g}, tr(Sigma) {:.4g}; batches {:g} and {:g}, "
-      "{} steps measured{})",
+      "{} step{} measured{})",
       std::isfinite(b) ? fmt::format("{:.4g}", b) : "undefined (|G|^2 estimate not positive)",
       estimator_.gradient_sq(), estimator_.trace_sigma(), estimator_.b_small(), estimator_.b_big(),
-      estimator_.steps(), every_ > 1 ? fmt::format(", every {}", every_) : "");
+      estimator_.steps(), estimator_.steps() == 1 ? "" : "s",
+      every_ > 1 ? fmt::format(", every {}", every_) : "");
 }
 
 }  // namespace dlscale::train
