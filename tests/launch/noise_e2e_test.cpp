@@ -98,7 +98,9 @@ TEST(NoiseScale, EveryAveragingStrategyMeasuresTheSameEstimate) {
                                   "--strategy hierarchical --ranks-per-node 1 --bucket-mb 0.2",
                                   "--strategy zero --zero-stage 1 --bucket-mb 0.2",
                                   "--strategy zero --zero-stage 2 --bucket-mb 0.2",
-                                  "--strategy zero --zero-stage 3 --bucket-mb 0.2"}) {
+                                  "--strategy zero --zero-stage 3 --bucket-mb 0.2",
+                                  "--strategy ps --ps-shards 2 --bucket-mb 0.2",
+                                  "--strategy ps --ps-placement dedicated --bucket-mb 0"}) {
     SCOPED_TRACE(setup);
     const TrainRun r = train(kLenet + " --workers 2 " + setup);
     expect_same_estimate(r.record["results"]["noise"], ref);
@@ -125,8 +127,8 @@ TEST(NoiseScale, UnaskedEveryTenthStepOfAnAveragingRunIsMeasured) {
   EXPECT_EQ(two.record["inputs"]["noise_scale"], false);
   EXPECT_GT(n["trace_sigma"].get<double>(), 0);
   for (const std::string setup :
-       {" --workers 1", " --workers 2 --strategy ps", " --workers 2 --strategy independent",
-        " --workers 2 --noise-every 0"}) {
+       {" --workers 1", " --workers 2 --strategy ps --ps-mode async",
+        " --workers 2 --strategy independent", " --workers 2 --noise-every 0"}) {
     SCOPED_TRACE(setup);
     const TrainRun r = train(kLenetUnasked + setup);
     EXPECT_TRUE(r.record["results"]["noise"].is_null()) << r.record["results"]["noise"].dump();
@@ -162,10 +164,9 @@ TEST(NoiseScale, WhatCannotBeMeasuredIsOneLine) {
   EXPECT_NE(alone.err.find("--noise-scale compares gradients over two batch sizes"),
             std::string::npos)
       << alone.err;
-  const auto ps = run_dlscale(lenet + " --workers 2 --strategy ps");
+  const auto ps = run_dlscale(lenet + " --workers 2 --strategy ps --ps-mode async");
   EXPECT_EQ(ps.code, 2);
-  EXPECT_NE(ps.err.find("which only the parameter server's shards see"), std::string::npos)
-      << ps.err;
+  EXPECT_NE(ps.err.find("which --ps-mode async never forms"), std::string::npos) << ps.err;
   const auto independent = run_dlscale(lenet + " --workers 2 --strategy independent");
   EXPECT_EQ(independent.code, 2);
   EXPECT_NE(independent.err.find("--strategy independent averages none"), std::string::npos)
@@ -173,8 +174,8 @@ TEST(NoiseScale, WhatCannotBeMeasuredIsOneLine) {
   const std::string unasked = "train --model lenet --steps 2 --warmup 1";
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {unasked + " --noise-every 2", "--noise-scale compares gradients over two batch sizes"},
-           {unasked + " --workers 2 --strategy ps --noise-every 5",
-            "which only the parameter server's shards see"},
+           {unasked + " --workers 2 --strategy ps --ps-mode async --noise-every 5",
+            "which --ps-mode async never forms"},
            {unasked + " --workers 2 --noise-every -3", "--noise-every must be in [0, "},
            {lenet + " --workers 2 --noise-every 0", "--noise-every 0 for none"}}) {
     SCOPED_TRACE(args);

@@ -172,6 +172,7 @@ struct SyncContext {
   OptimizerFactory make_optimizer;     ///< for a strategy that owns the update
   int64_t steps = 0;                   ///< the run's steps, warm-up included
   int64_t warmup = 0;
+  int64_t noise_every = 0;                   ///< steps between noise-scale measurements (0: none)
   std::chrono::milliseconds timeout{60000};  ///< links without a communicator
   /// The model's units (libtorch/models/units.h) in forward order, each as indices
   /// into the parameters; a parameter in no unit (or shared by two) is in

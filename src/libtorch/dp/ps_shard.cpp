@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "libtorch/dp/grad_clip.h"
 
 namespace dlscale::dp {
 namespace {
@@ -78,6 +79,7 @@ void PsShard::serve(int w) {
     for (int64_t step = 0; step < config_.steps; ++step) {
       receive_push(step, push);
       apply(w, step);
+      if (measures(step)) send_norm(w);
       const bool last = step + 1 == config_.steps;
       if (!last) push = post_push(w);
       grant(w, last);
@@ -185,6 +187,7 @@ void PsShard::apply(int w, int64_t step) {
       grad_.copy_(slots_[0]);
       for (int u = 1; u < workers_; ++u) grad_.add_(slots_[u]);
       grad_.div_(workers_);
+      if (measures(step)) norm_sq_ = self_dot(grad_).item<double>();
       arrived_ = 0;
       ++round_;
     }
@@ -199,6 +202,23 @@ void PsShard::apply(int w, int64_t step) {
   }
   if (step + 1 == config_.steps) ++finished_;
   cv_.notify_all();
+}
+
+bool PsShard::measures(int64_t step) const {
+  return config_.mode == PsMode::kSync && config_.noise_every > 0 &&
+         step % config_.noise_every == 0;
+}
+
+void PsShard::send_norm(int w) {
+  // The round's norm stays until every link sent it: the next round needs
+  // every worker's push, which follows this link's pull.
+  torch::Tensor norm;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    norm = torch::tensor({norm_sq_}, torch::kFloat64);
+  }
+  const PsEndpoint& link = config_.workers[w];
+  link.comm->send(norm, link.peer, kPsNormTag);
 }
 
 torch::Tensor PsShard::encode(const ShardReport& r) {

@@ -6,7 +6,9 @@
 //   send the current values (a pull; the first one before step 0);
 //   receive the worker's gradient, one message per push bucket;
 //   sync:  once all N gradients of the step are in, sum them in worker order,
-//          divide by N and apply the optimizer once (version + 1);
+//          divide by N and apply the optimizer once (version + 1); on a step
+//          the noise scale measures (--noise-every), send the worker the
+//          averaged gradient's squared norm over the shard first;
 //   async: apply this worker's gradient on arrival (version + 1) and record
 //          its staleness: the version now minus the version it was computed on.
 // The last pull of the run waits until every worker's last gradient is
@@ -42,6 +44,8 @@ inline constexpr uint32_t kPsValuesTag = 1u << 20;           ///< shard -> worke
 inline constexpr uint32_t kPsInitTag = kPsValuesTag + 1;     ///< worker 0 -> shard: initial values
 inline constexpr uint32_t kPsRequestTag = kPsValuesTag + 2;  ///< worker -> shard: pull request
 inline constexpr uint32_t kPsReportTag = kPsValuesTag + 3;   ///< shard -> worker 0: its report
+/// shard -> worker: the averaged gradient's squared norm over the shard (float64)
+inline constexpr uint32_t kPsNormTag = kPsValuesTag + 4;
 
 /// One end of a worker-shard link: a communicator and the peer's rank in it.
 struct PsEndpoint {
@@ -57,6 +61,7 @@ struct PsShardConfig {
   int64_t warmup = 0;
   PsMode mode = PsMode::kSync;
   int max_staleness = -1;
+  int64_t noise_every = 0;  ///< sync: steps between sending the averaged gradient's norm (0: never)
   OptimizerFactory make_optimizer;
   /// Called after each update with the new version (progress for a launcher).
   std::function<void(int64_t version)> on_update;
@@ -79,6 +84,8 @@ class PsShard {
   std::vector<std::unique_ptr<comm::Request>> post_push(int w);
   void receive_push(int64_t step, std::vector<std::unique_ptr<comm::Request>>& push);
   void apply(int w, int64_t step);
+  bool measures(int64_t step) const;
+  void send_norm(int w);
   void step_optimizer(const torch::Tensor& grad);
   bool gate_open() const;  // with mu_ held
   void wait(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
@@ -105,6 +112,7 @@ class PsShard {
   std::string error_;
   ShardReport report_;
   double staleness_sum_ = 0;
+  double norm_sq_ = 0;  // sync: this round's averaged gradient's squared norm, when measured
 };
 
 }  // namespace dlscale::dp

@@ -42,9 +42,9 @@ class PsStrategy : public Strategy {
     DLSCALE_CHECK(!n.clips_gradients,
                   "--clip-grad-norm clips the workers' averaged gradient, which only the parameter "
                   "server's shards see: use another strategy");
-    DLSCALE_CHECK(!n.averaged_gradient,
-                  "--noise-scale needs the norm of the workers' averaged gradient, which only the "
-                  "parameter server's shards see: use another strategy");
+    DLSCALE_CHECK(!n.averaged_gradient || options_.ps.mode == PsMode::kSync,
+                  "--noise-scale needs the workers' averaged gradient, which --ps-mode async never "
+                  "forms (its shards apply each worker's gradient alone): use --ps-mode sync");
     DLSCALE_CHECK(!n.loss_scaling,
                   "--amp fp16 scales the loss and unscales combined gradients, which the parameter "
                   "server's shards never see: use --amp bf16 with --strategy ps");
@@ -127,6 +127,7 @@ void PsStrategy::serve(const ServeContext& c) {
   config.warmup = c.warmup;
   config.mode = options_.ps.mode;
   config.max_staleness = options_.ps.max_staleness;
+  config.noise_every = c.noise_every;
   config.make_optimizer = c.make_optimizer;
   const int shard = server_;
   config.on_update = [&c, shard](int64_t version) {

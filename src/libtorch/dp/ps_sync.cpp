@@ -1,13 +1,12 @@
 #include "libtorch/dp/ps_sync.h"
 
-#include <limits>
 #include <numeric>
 #include <thread>
 
-#include "libtorch/comm/inproc/inproc_communicator.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "dp/ps_plan.h"
+#include "libtorch/comm/inproc/inproc_communicator.h"
 #include "libtorch/dp/ps_shard.h"
 
 namespace dlscale::dp {
@@ -29,10 +28,9 @@ class PsSync : public GradientSync {
   void begin_backward() override;
   SyncStepStats end_backward() override;
   void apply_update(torch::optim::Optimizer& optimizer) override;
-  /// The averaged gradient exists on the servers only.
-  double averaged_gradient_sq_norm(const std::vector<torch::Tensor>& /*params*/) override {
-    return std::numeric_limits<double>::quiet_NaN();
-  }
+  /// The averaged gradient exists on the shards only (sync mode): each
+  /// sends its part's squared norm on the steps measured, before the pull.
+  double averaged_gradient_sq_norm(const std::vector<torch::Tensor>& /*params*/) override;
   StrategyReport report() override;
 
  private:
@@ -70,6 +68,12 @@ class PsSync : public GradientSync {
   // pull was copied out (see pull()), and the pulls still to come.
   std::vector<std::unique_ptr<comm::Request>> pull_recvs_;
   int64_t pulls_left_ = 0;
+  // --noise-every (sync): each shard's norm of the averaged gradient on a
+  // measured step, received beside that step's pull (posted with it).
+  const int64_t noise_every_;
+  const int64_t steps_;
+  std::vector<torch::Tensor> norms_;
+  std::vector<std::unique_ptr<comm::Request>> norm_recvs_;
 
   // Colocated: this process's shard and the in-memory link to it.
   std::shared_ptr<comm::InProcGroup> local_group_;
@@ -86,7 +90,9 @@ PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options,
       overlap_(options.bucket_mb > 0),
       bounded_(options.ps.mode == PsMode::kAsync && options.ps.max_staleness >= 0),
       shard_ranks_(layout.shard_ranks),
-      pulls_left_(context.steps + 1) {
+      pulls_left_(context.steps + 1),
+      noise_every_(options.ps.mode == PsMode::kSync ? context.noise_every : 0),
+      steps_(context.steps) {
   for (const auto& p : params_) {
     DLSCALE_CHECK(p.scalar_type() == torch::kFloat32 && p.device().is_cpu() &&
                       p.is_non_overlapping_and_dense(),
@@ -181,6 +187,7 @@ void PsSync::start_local_shard(const SyncOptions& options, const PsLayout& layou
   config.warmup = context.warmup;
   config.mode = options.ps.mode;
   config.max_staleness = options.ps.max_staleness;
+  config.noise_every = context.noise_every;
   config.make_optimizer = context.make_optimizer;
   local_shard_ = std::make_shared<PsShard>(std::move(config));
   // A failed shard breaks the in-memory link: this process's worker then
@@ -225,9 +232,17 @@ void PsSync::send_initial_values() {
 }
 
 void PsSync::post_pull() {
+  // The pull that comes after step `steps - pulls_left_` (the first one
+  // after step 0); a measured step's shards send its norm before it.
+  const int64_t step = steps_ - pulls_left_;  // -1: the initial values
+  const bool norm = noise_every_ > 0 && step >= 0 && step % noise_every_ == 0;
+  norms_.reserve(shards_.size());  // irecv's tensors stay where they are
   for (size_t s = 0; s < shards_.size(); ++s) {
     on_shard(static_cast<int>(s), [&] {
       pull_recvs_.push_back(shards_[s].comm->irecv(values_[s], shards_[s].peer, kPsValuesTag));
+      if (!norm) return;
+      norms_.push_back(torch::zeros({1}, torch::kFloat64));
+      norm_recvs_.push_back(shards_[s].comm->irecv(norms_.back(), shards_[s].peer, kPsNormTag));
     });
   }
 }
@@ -333,6 +348,18 @@ SyncStepStats PsSync::end_backward() {
 
 void PsSync::apply_update(torch::optim::Optimizer& /*optimizer: the shards own the update*/) {
   pull();
+}
+
+double PsSync::averaged_gradient_sq_norm(const std::vector<torch::Tensor>& /*params*/) {
+  DLSCALE_ASSERT(norm_recvs_.size() == shards_.size());  // a measured step (trainer/noise_scale.h)
+  double sum = 0;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    on_shard(static_cast<int>(s), [&] { norm_recvs_[s]->wait(); });
+    sum += norms_[s].item<double>();
+  }
+  norm_recvs_.clear();
+  norms_.clear();
+  return sum;
 }
 
 StrategyReport PsSync::report() {

@@ -55,6 +55,7 @@ struct ServeContext {
   OptimizerFactory make_optimizer;
   int64_t steps = 0;
   int64_t warmup = 0;
+  int64_t noise_every = 0;  ///< steps between noise-scale measurements (0: none)
   std::function<void(const std::string&)> status;  ///< progress lines for the launcher
 };
 

@@ -29,6 +29,7 @@ void serve(dp::Strategy& strategy, const ResolvedTrainOptions& config,
   context.make_optimizer = optimizer_factory(c);
   context.steps = c.options.run.steps;
   context.warmup = c.options.run.warmup;
+  context.noise_every = c.options.run.noise_every;
   context.status = status;
   strategy.serve(context);
 }

@@ -184,6 +184,7 @@ void Trainer::setup_sync() {
   sync_context.make_optimizer = optimizer_factory(c);
   sync_context.steps = c.options.run.steps;
   sync_context.warmup = c.options.run.warmup;
+  sync_context.noise_every = c.options.run.noise_every;
   sync_context.timeout = c.timeout;
   sync_context.units = models::unit_parameters(*model_);
   sync_context.sparse = models::sparse_gradient_parameters(*model_);
