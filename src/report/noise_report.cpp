@@ -1,5 +1,6 @@
 // report --type noise: the gradient noise scale each run measured
-// (train --noise-scale, docs/convergence.md), beside its global batch.
+// (several averaging workers unasked, or train --noise-scale; docs/convergence.md),
+// beside its global batch.
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
