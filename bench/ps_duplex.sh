@@ -2,12 +2,14 @@
 # The colocated parameter server against the ring allreduce on the emulated
 # cluster (bench/README.md, "Both directions of a link"): lenet (28x28, b64)
 # and resnet18 (32x32, b32) on HOSTS hosts x 1 worker at LINK_MBIT, 1 thread,
-# weak scaling; allreduce, ps:1, ps:HOSTS split at 1 MiB and ps:HOSTS
-# round-robin, alternating, ROUNDS rounds. Prints each run's samples/s, then
+# weak scaling; allreduce, ps:1, ps:HOSTS split at 1 MiB, ps:HOSTS
+# round-robin and (setup "greedy") ps:HOSTS split at 0.25 MiB and placed
+# greedily, alternating, ROUNDS rounds. Prints each run's samples/s, then
 # the medians and the ratios to ps:1 and to allreduce. As root, from the
 # repository root after a build:
 #   sudo bash bench/ps_duplex.sh                 # 2 hosts, 100 Mbit/s, 3 rounds: about 8 minutes
 #   sudo HOSTS=4 SETUPS="ar split" bash bench/ps_duplex.sh
+#   sudo HOSTS=4 SETUPS="ar greedy split" ROUNDS=5 bash bench/ps_duplex.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dlscale=${DLSCALE:-build/dlscale}
@@ -23,7 +25,8 @@ flags() {
     ps1) echo "--strategy ps --ps-shards 1" ;;
     split) echo "--strategy ps --ps-shards $hosts --ps-partition-mb 1" ;;
     rr) echo "--strategy ps --ps-shards $hosts" ;;
-    *) echo "ps_duplex.sh: unknown setup '$1' (ar ps1 split rr)" >&2; exit 2 ;;
+    greedy) echo "--strategy ps --ps-shards $hosts --ps-partition-mb 0.25 --ps-assign greedy" ;;
+    *) echo "ps_duplex.sh: unknown setup '$1' (ar ps1 split rr greedy)" >&2; exit 2 ;;
   esac
 }
 for s in $setups; do flags "$s" > /dev/null || exit 2; done  # before any run: $(flags) cannot stop the script

@@ -305,10 +305,17 @@ std::vector<Child> start_children(const LaunchPlan& plan, int port, const std::s
   return children;
 }
 
+/// How long a worker's peer failure waits for another worker of this node
+/// to end with its own error, which is then the cause named: a peer failure
+/// is usually the echo of one (another node's launcher gone with its store
+/// after a rank there refused the job, say).
+constexpr double kPeerEchoGraceSeconds = 2.0;
+
 /// Watches the workers' progress and exits until they all ended or one
 /// failed; returns why the job failed ("" if it did not), and its exit code.
 std::string supervise(std::vector<Child>& children, const LaunchPlan& plan,
                       const InterruptGuard& interrupts, int& exit_code, FailureCause& cause) {
+  double grace_end = -1;  // set when a peer failure is seen while others run
   while (true) {
     std::vector<pollfd> fds;
     for (const auto& c : children) fds.push_back({c.status.fd(), POLLIN, 0});
@@ -321,6 +328,10 @@ std::string supervise(std::vector<Child>& children, const LaunchPlan& plan,
       any_running = any_running || c.running();
     }
     const std::string failure = find_failure(children, now, plan.timeout, interrupts.signal(), exit_code, cause);
+    if (!failure.empty() && cause == FailureCause::kPeer && any_running) {
+      if (grace_end < 0) grace_end = now + kPeerEchoGraceSeconds;
+      if (now < grace_end) continue;
+    }
     if (!failure.empty() || !any_running) return failure;
   }
 }

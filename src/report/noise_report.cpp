@@ -19,11 +19,10 @@ struct NoiseMetric {
   const char* metric;
   const char* format;
 };
-const NoiseMetric kNoise[] = {{"b_small", "noise_b_small", "{:.0f}"},
-                              {"b_big", "noise_b_big", "{:.0f}"},
-                              {"|G|^2", "noise_gradient_sq", "{:.4g}"},
-                              {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"},
-                              {"B_simple", "noise_b_simple", "{:.4g}"}};
+const NoiseMetric kNoise[] = {
+    {"steps measured", "noise_steps", "{:.0f}"},  {"b_small", "noise_b_small", "{:.0f}"},
+    {"b_big", "noise_b_big", "{:.0f}"},           {"|G|^2", "noise_gradient_sq", "{:.4g}"},
+    {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"}, {"B_simple", "noise_b_simple", "{:.4g}"}};
 
 /// At most this many points of a run's course go on the chart.
 constexpr size_t kCoursePoints = 60;

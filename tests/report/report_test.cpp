@@ -408,6 +408,7 @@ TEST(Report, NoiseScaleBesideTheGlobalBatch) {
       rep.metrics["noise_b_big"] = 16.0 * workers;
       rep.metrics["noise_gradient_sq"] = workers == 2 ? 0.5 : -0.25;  // 4 workers: undefined
       rep.metrics["noise_trace_sigma"] = 300;
+      rep.metrics["noise_steps"] = 4;
       if (workers == 2) rep.metrics["noise_b_simple"] = 600;
       // Its course: undefined at first (null), negative, then positive.
       rep.record =
@@ -421,6 +422,8 @@ TEST(Report, NoiseScaleBesideTheGlobalBatch) {
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.headers.back(), "B_simple");
   EXPECT_EQ(t.rows[0][3].text, "32");  // global batch
+  EXPECT_EQ(t.headers.at(4), "steps measured");
+  EXPECT_EQ(t.rows[0][4].text, "4");
   EXPECT_EQ(*t.rows[0].back().value, 600);
   EXPECT_EQ(t.rows[1].back().text, "");
   EXPECT_EQ(*t.rows[1][t.rows[1].size() - 3].value, -0.25);  // |G|^2 as measured, not clamped
