@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/numbers.h"
 #include "cli/torch_commands.h"
 #include "core/build_info.h"
 #include "core/child_process.h"
@@ -61,6 +62,15 @@ std::set<std::string> option_names(CLI::App& app, const char* command) {
   return names;
 }
 
+/// " (name=value ...)": what varies between the plan's runs, as `run` has it.
+std::string which_run(const sweep::PlannedRun& run, const std::vector<std::string>& varying) {
+  std::string which;
+  for (const std::string& name : varying) {
+    which += (which.empty() ? "" : " ") + name + "=" + sweep::param_text(run.params, name);
+  }
+  return which.empty() ? "" : " (" + which + ")";
+}
+
 /// Parses each planned run's flags as `dlscale train|commbench` would, with
 /// a parser of their own that runs nothing: a value the command refuses (an
 /// unknown --strategy or --compress, a number out of its range, --epochs
@@ -83,15 +93,15 @@ void check_run_flags(const std::vector<sweep::PlannedRun>& plan) {
     CLI::App* command = app.add_subcommand(kind == "commbench" ? "commbench" : "train");
     if (kind == "commbench") add_commbench_flags(command, bench);
     if (kind != "commbench") add_train_flags(command, train);
+    check_number_flags(app);  // numbers are refused in the command line's words
     try {
       app.parse(args);
+    } catch (const CLI::ConversionError& e) {
+      throw Error(fmt::format("run {} of the plan{}: {}", run.index, which_run(run, varying),
+                              explain_conversion_error(e.what())));
     } catch (const std::exception& e) {
-      std::string which;
-      for (const std::string& name : varying) {
-        which += (which.empty() ? "" : " ") + name + "=" + sweep::param_text(run.params, name);
-      }
-      throw Error(fmt::format("run {} of the plan{}: {}", run.index,
-                              which.empty() ? "" : " (" + which + ")", e.what()));
+      throw Error(
+          fmt::format("run {} of the plan{}: {}", run.index, which_run(run, varying), e.what()));
     }
   }
 }

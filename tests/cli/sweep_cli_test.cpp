@@ -151,6 +151,11 @@ TEST(SweepCli, AValueTheCommandRefusesFailsThePlan) {
   o = run_dlscale("sweep " + sweep("  lr: [0.1, fast]\n") + " --dry-run");
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("run 2 of the plan (lr=fast): "), std::string::npos) << o.err;
+  o = run_dlscale("sweep " + sweep("  warmup: [1, bogus]\n") + " --dry-run");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err,
+            "dlscale: error: run 2 of the plan (warmup=bogus): --warmup: 'bogus' is not an "
+            "integer\n");
 }
 
 TEST(SweepCli, TwoSweepsWriteOneStoreAtOnce) {
