@@ -166,6 +166,13 @@ class GradientSync {
 };
 
 /// What a worker's GradientSync needs besides the parameters.
+/// Whether `step` is one that measures the gradient noise scale, `every`
+/// steps apart (--noise-every; 0: none): the trainer's probe, the parameter
+/// server's workers and its shards must pick the same steps.
+inline bool measures_noise(int64_t step, int64_t every) {
+  return every > 0 && step >= 0 && step % every == 0;
+}
+
 struct SyncContext {
   comm::Communicator* comm = nullptr;  ///< the workers; must outlive the sync; null for one worker
   std::string node_name;               ///< ranks with equal names share a node (hierarchical)

@@ -205,8 +205,7 @@ void PsShard::apply(int w, int64_t step) {
 }
 
 bool PsShard::measures(int64_t step) const {
-  return config_.mode == PsMode::kSync && config_.noise_every > 0 &&
-         step % config_.noise_every == 0;
+  return config_.mode == PsMode::kSync && measures_noise(step, config_.noise_every);
 }
 
 void PsShard::send_norm(int w) {

@@ -232,10 +232,9 @@ void PsSync::send_initial_values() {
 }
 
 void PsSync::post_pull() {
-  // The pull that comes after step `steps - pulls_left_` (the first one
-  // after step 0); a measured step's shards send its norm before it.
-  const int64_t step = steps_ - pulls_left_;  // -1: the initial values
-  const bool norm = noise_every_ > 0 && step >= 0 && step % noise_every_ == 0;
+  // The pull that comes after step `steps - pulls_left_` (-1: the initial
+  // values); a measured step's shards send its norm before it.
+  const bool norm = measures_noise(steps_ - pulls_left_, noise_every_);
   norms_.reserve(shards_.size());  // irecv's tensors stay where they are
   for (size_t s = 0; s < shards_.size(); ++s) {
     on_shard(static_cast<int>(s), [&] {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "libtorch/dp/gradient_sync.h"
 #include "train/noise_estimator.h"
 
 namespace dlscale::train {
@@ -32,7 +33,7 @@ class NoiseProbe {
   NoiseProbe& operator=(const NoiseProbe&) = delete;
 
   /// Whether `step` is one it measures (begin_backward() .. finish_step()).
-  bool measures(int64_t step) const { return step % every_ == 0; }
+  bool measures(int64_t step) const { return dp::measures_noise(step, every_); }
   /// Around micro-batch `m`'s backward; `loss_scale` multiplies its
   /// gradients (--amp fp16), and each micro-batch's loss counts 1/K.
   void begin_backward(int64_t micro_batch, double loss_scale);
