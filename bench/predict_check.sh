@@ -29,24 +29,7 @@ out=${OUT:-/tmp/dlscale-$sweep}
 mkdir -p "$out"
 cd "$out"
 
-# The median of 3 one-worker runs, its record kept as NAME.json: on a
-# shared machine a single run can land in a slow moment (bench/README.md,
-# "Predicted against measured, re-run").
-calibrate() {  # NAME, then train's flags
-  local name=$1 i rates=()
-  shift
-  for i in 1 2 3; do
-    "$dlscale" train "$@" --trace "$name.$i.trace.json" --json "$name.$i.json" > /dev/null
-    rates+=("$(python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["results"]["samples_per_sec"], 1))' \
-      "$name.$i.json") $i")
-  done
-  local sorted
-  sorted=$(printf '%s\n' "${rates[@]}" | sort -g)
-  i=$(echo "$sorted" | sed -n 2p | cut -d' ' -f2)
-  cp "$name.$i.json" "$name.json"
-  cp "$name.$i.trace.json" "$name.trace.json"
-  echo "$name: $(echo "$sorted" | cut -d' ' -f1 | tr '\n' ' ')samples/s; run $i (the median) kept" >&2
-}
+. "$here/bench/calibrate.sh"  # calibrate NAME FLAGS...: the median of 3 one-worker runs
 
 echo "== calibration: 1 worker, 1 thread, as the sweep runs; the median of 3" >&2
 calibrate lenet -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0

@@ -1,4 +1,6 @@
 // dlscale report: scaling tables and the HTML page from the results store.
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -24,9 +26,34 @@ struct ReportFlags {
   std::string html;
   std::string output;
   std::vector<std::string> calibrate;  // --type predict
+  std::string tta;                     // --type predict: a record or run id that reached its target
   std::string system;
   predict::NetworkFlags network;
 };
+
+/// --tta's record: a file's, else (digits naming no file) the stored run's
+/// first completed repeat in --db.
+nlohmann::json tta_record(const ReportFlags& f) {
+  const bool id = !f.tta.empty() && f.tta.find_first_not_of("0123456789") == std::string::npos;
+  if (!id || std::filesystem::exists(f.tta)) return predict::read_json_file(f.tta);
+  const auto runs = report::load_runs(f.selection.db, "", "");
+  const auto run = std::find_if(runs.begin(), runs.end(), [&](const sweep::RunRecord& r) {
+    return std::to_string(r.id) == f.tta;
+  });
+  DLSCALE_CHECK(run != runs.end(), "--tta {}: no such file, and no run {} in {}", f.tta, f.tta,
+                f.selection.db);
+  const auto repeat =
+      std::find_if(run->repeats.begin(), run->repeats.end(), [](const sweep::RepeatRecord& r) {
+        return r.status == sweep::kStatusCompleted && !r.record.empty();
+      });
+  DLSCALE_CHECK(repeat != run->repeats.end(),
+                "--tta {}: run {} of {} has no completed repeat with a record", f.tta, f.tta,
+                f.selection.db);
+  const nlohmann::json record = nlohmann::json::parse(repeat->record, nullptr, false);
+  DLSCALE_CHECK(!record.is_discarded(), "--tta {}: run {}'s stored record is not JSON", f.tta,
+                f.tta);
+  return record;
+}
 
 /// --type predict: each run against the scaling model.
 report::Report predict_report(const ReportFlags& f, const std::vector<sweep::RunRecord>& runs) {
@@ -53,7 +80,10 @@ report::Report predict_report(const ReportFlags& f, const std::vector<sweep::Run
       in.wire16_copy_bytes_per_s[i] = in.base.wire16[i].inter_bytes_per_s;
     }
   }
-  return predict::predict_report(runs, in);
+  if (f.tta.empty()) return predict::predict_report(runs, in);
+  const nlohmann::json record = tta_record(f);
+  const std::string what = "--tta " + f.tta;
+  return predict::predict_tta_report(runs, in, predict::tta_run_from_record(record, what), record);
 }
 
 void run(const ReportFlags& f, bool type_given) {
@@ -72,6 +102,8 @@ void run(const ReportFlags& f, bool type_given) {
     std::cerr << "HTML report: " << f.html << "\n";
     if (!type_given) return;
   }
+  DLSCALE_CHECK(f.tta.empty() || o.type == "predict",
+                "--tta goes with --type predict (the type is {})", o.type);
   if (o.type == "predict") {
     write_output(report::render(predict_report(f, runs), format), f.output);
     return;
@@ -107,6 +139,13 @@ void add_report_command(CLI::App& app) {
                   "that");
   cmd->add_option("--calibrate", f->calibrate,
                   "predict: a 1-worker 'dlscale train --trace T --json FILE' record per model (repeatable)")
+      ->group("Predict");
+  cmd->add_option("--tta", f->tta,
+                  "predict: time to target instead of samples/s: a train record (or a run id in "
+                  "--db) that reached "
+                  "its target and measured its noise scale; each run of its model and target gets "
+                  "its measured "
+                  "steps and training time beside the predicted")
       ->group("Predict");
   cmd->add_option("--system", f->system, "predict: a system file or shipped name for the links runs do not shape")
       ->group("Predict");

@@ -40,6 +40,7 @@ inline constexpr const char* kModel = "model";
 inline constexpr const char* kBatch = "batch";            ///< per worker
 inline constexpr const char* kAccumulate = "accumulate";  ///< micro-batches per step
 inline constexpr const char* kThreads = "threads";
+inline constexpr const char* kSeed = "seed";
 inline constexpr const char* kWorldSize = "world_size";
 inline constexpr const char* kStrategy = "strategy";
 inline constexpr const char* kCompress = "compress";

@@ -64,43 +64,162 @@ Network run_network(const nlohmann::json& inputs, const SweepCheckInputs& in, st
   return n;
 }
 
-std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckInputs& in) {
-  const nlohmann::json record = run_record(run);
-  const auto measured = report::median_metric(run, record::metric::kSamplesPerSec);
-  if (record.is_null() || !measured) return std::nullopt;
-  const nlohmann::json& inputs = record[record::kInputs];
-  Checked c;
-  c.workers = inputs.value(input::kWorldSize, 1);
-  c.model = inputs.value(input::kModel, "");
-  c.strategy = strategy_of_record(inputs);
-  // The predictor models one forward and backward per step: runs with
-  // --accumulate are not put beside its predictions.
-  if (c.workers < 2 || c.strategy.empty() || inputs.value(input::kAccumulate, int64_t{1}) != 1) {
+/// What the scaling model predicts for one completed run of a trained
+/// model: its step at its workers, batch, strategy, threads and link.
+struct RunPrediction {
+  std::string model, link, strategy;
+  long long workers = 0;
+  nlohmann::json record;
+  StepPrediction step;
+};
+
+/// Null for a run without a stored train record, of `independent`, with
+/// --accumulate (the predictor models one forward and backward per step),
+/// or of fewer than `min_workers`. Throws dlscale::Error when no
+/// calibration measured its model.
+std::optional<RunPrediction> predict_run(const sweep::RunRecord& run, nlohmann::json record,
+                                         const SweepCheckInputs& in, long long min_workers) {
+  RunPrediction r;
+  r.record = std::move(record);
+  if (r.record.is_null()) return std::nullopt;
+  const nlohmann::json& inputs = r.record[record::kInputs];
+  r.workers = inputs.value(input::kWorldSize, 1);
+  r.model = inputs.value(input::kModel, "");
+  r.strategy = strategy_of_record(inputs);
+  if (r.workers < min_workers || r.strategy.empty() ||
+      inputs.value(input::kAccumulate, int64_t{1}) != 1) {
     return std::nullopt;
   }
   const auto cal = std::find_if(in.calibrations.begin(), in.calibrations.end(),
-                                [&](const Workload& w) { return w.model == c.model; });
-  DLSCALE_CHECK(cal != in.calibrations.end(), "run {} trained {}, but no --calibrate record measured it", run.id,
-                c.model);
-  const Network n = run_network(inputs, in, c.link);
+                                [&](const Workload& w) { return w.model == r.model; });
+  DLSCALE_CHECK(cal != in.calibrations.end(),
+                "run {} trained {}, but no --calibrate record measured it", run.id, r.model);
+  const Network n = run_network(inputs, in, r.link);
   PredictOptions o;
-  o.workers = {c.workers};
+  o.workers = {r.workers};
   o.batch = inputs.value(input::kBatch, 0);
   o.bucket_mb = inputs.value(input::kBucketMb, 25.0);
   o.first_bucket_mb = inputs.value(input::kFirstBucketMb, 1.0);
   o.threads_per_worker = inputs.value(input::kThreads, 1);
   const nlohmann::json& env =
-      record.contains(record::kEnvironment) ? record[record::kEnvironment] : nlohmann::json();
+      r.record.contains(record::kEnvironment) ? r.record[record::kEnvironment] : nlohmann::json();
   o.shared_cores = in.shared_cores > 0 ? in.shared_cores
                    : env.is_object()   ? env.value(record::kOnlineCores, 0)
                                        : 0;
   o.copy_bytes_per_s = in.copy_bytes_per_s;
   o.wire16_copy_bytes_per_s = in.wire16_copy_bytes_per_s;
-  const Prediction p = predict(*cal, n, {parse_strategy(c.strategy)}, o);
+  r.step = predict(*cal, n, {parse_strategy(r.strategy)}, o).strategies[0].points[0];
+  return r;
+}
+
+std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckInputs& in) {
+  const auto measured = report::median_metric(run, record::metric::kSamplesPerSec);
+  if (!measured) return std::nullopt;
+  const auto p = predict_run(run, run_record(run), in, 2);
+  if (!p) return std::nullopt;
+  Checked c;
+  c.model = p->model;
+  c.link = p->link;
+  c.strategy = p->strategy;
+  c.workers = p->workers;
   c.measured = *measured;
-  c.predicted = p.strategies[0].points[0].throughput;
-  c.bottleneck = p.strategies[0].points[0].bottleneck;
+  c.predicted = p->step.throughput;
+  c.bottleneck = p->step.bottleneck;
   return c;
+}
+
+/// A run of the --tta record's model and target: measured against
+/// predicted steps and training time to that target.
+struct TtaChecked {
+  RunPrediction p;
+  long long id = 0, seed = 0;
+  double global_batch = 0;
+  bool reached = false, base = false;
+  double steps = 0, train_s = 0, tta_s = 0;  ///< measured, when reached
+  double steps_predicted = 0, train_s_predicted = 0;
+};
+
+/// results.convergence of a record, or null.
+const nlohmann::json& convergence_of(const nlohmann::json& record) {
+  static const nlohmann::json kNone;
+  const auto results = record.find(record::kResults);
+  if (results == record.end() || !results->is_object()) return kNone;
+  const auto conv = results->find(record::kConvergence);
+  return conv != results->end() && conv->is_object() ? *conv : kNone;
+}
+
+/// Whether `conv` trained to the --tta run's metric and target.
+bool same_target(const nlohmann::json& conv, const TtaRun& tta) {
+  return conv.is_object() && conv.value(record::kConvergenceMetric, "accuracy") == tta.metric &&
+         std::fabs(conv.value("target", 0.0) - tta.target) <= 1e-9 * std::max(1.0, tta.target);
+}
+
+std::optional<TtaChecked> check_tta_run(const sweep::RunRecord& run, const SweepCheckInputs& in,
+                                        const TtaRun& tta, const nlohmann::json& tta_record) {
+  nlohmann::json record = run_record(run);
+  if (record.is_null() || record[record::kInputs].value(input::kModel, "") != tta.model ||
+      !same_target(convergence_of(record), tta)) {
+    return std::nullopt;  // another model or target
+  }
+  auto p = predict_run(run, std::move(record), in, 1);
+  if (!p) return std::nullopt;
+  const nlohmann::json& conv = convergence_of(p->record);
+  const nlohmann::json& inputs = p->record[record::kInputs];
+  TtaChecked c;
+  c.id = run.id;
+  c.seed = inputs.value(input::kSeed, 0LL);
+  c.global_batch = inputs.value(input::kBatch, 0.0) * static_cast<double>(p->workers);
+  c.reached = conv.value(record::kConvergenceStatus, "") == record::kStatusSuccess;
+  c.base = inputs == tta_record.value(record::kInputs, nlohmann::json()) &&
+           conv.value("run_s", -1.0) == convergence_of(tta_record).value("run_s", -2.0);
+  if (c.reached) {
+    c.steps = conv.value("steps_done", 0.0);
+    c.tta_s = conv.value("time_to_accuracy_s", 0.0);
+    c.train_s = c.tta_s - conv.value("eval_s", 0.0) - conv.value("checkpoint_s", 0.0);
+    c.reached = c.steps > 0 && c.train_s > 0;  // else a record with nothing to compare
+  }
+  c.steps_predicted = tta.model_fit.steps(c.global_batch);
+  c.train_s_predicted = c.steps_predicted * p->step.step_s;
+  c.p = std::move(*p);
+  return c;
+}
+
+/// Signed error of `predicted` against `measured`, in %.
+double error_pct(double predicted, double measured) {
+  return 100 * (predicted - measured) / measured;
+}
+
+void add_tta_row(report::Report& rep, report::Table& t, const TtaChecked& c) {
+  const auto optional = [&](double v, const char* spec) {
+    return c.reached ? report::number(v, spec) : report::Cell{"", {}};
+  };
+  const double steps_error = c.reached ? error_pct(c.steps_predicted, c.steps) : 0;
+  const double time_error = c.reached ? error_pct(c.train_s_predicted, c.train_s) : 0;
+  t.rows.push_back({{fmt::format("{}{}", c.id, c.base ? " (B0)" : ""), static_cast<double>(c.id)},
+                    {std::to_string(c.p.workers), static_cast<double>(c.p.workers)},
+                    {c.p.strategy, {}},
+                    {c.p.link, {}},
+                    report::number(c.global_batch, "{:g}"),
+                    {std::to_string(c.seed), static_cast<double>(c.seed)},
+                    c.reached ? report::number(c.steps, "{:.0f}") : report::Cell{"not reached", {}},
+                    report::number(c.steps_predicted, "{:.0f}"),
+                    optional(c.train_s, "{:.1f}"),
+                    report::number(c.train_s_predicted, "{:.1f}"),
+                    optional(time_error, "{:+.1f}")});
+  std::vector<report::Cell> d = t.rows.back();
+  d[0] = {std::to_string(c.id), static_cast<double>(c.id)};
+  d.push_back({c.base ? "true" : "false", {}});
+  d.push_back(optional(c.tta_s, "{:.3f}"));
+  d.push_back(optional(steps_error, "{:+.1f}"));
+  rep.data.rows.push_back(std::move(d));
+}
+
+/// "median |error| 12.3%, largest 45.6%; 7 of 9 within 25%", or why none.
+std::string error_summary(std::vector<double> errors) {
+  if (errors.empty()) return "no run besides the --tta record's own reached the target";
+  const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 25; });
+  return fmt::format("median |error| {:.1f}%, largest {:.1f}%; {} of {} within 25%", median(errors),
+                     *std::max_element(errors.begin(), errors.end()), within, errors.size());
 }
 
 }  // namespace
@@ -196,6 +315,62 @@ report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const S
   rep.notes.push_back(hops.empty() ? "shaped links and uplinks at their nominal rates"
                                    : "shaped hops as commbench measured them: " + hops +
                                          "; any other at its nominal rate");
+  rep.tables.push_back(std::move(t));
+  return rep;
+}
+
+report::Report predict_tta_report(const std::vector<sweep::RunRecord>& runs,
+                                  const SweepCheckInputs& in, const TtaRun& tta,
+                                  const nlohmann::json& tta_record) {
+  std::vector<TtaChecked> rows;
+  for (const sweep::RunRecord& run : runs) {
+    if (auto c = check_tta_run(run, in, tta, tta_record)) rows.push_back(std::move(*c));
+  }
+  DLSCALE_CHECK(
+      !rows.empty(),
+      "no completed run in the selection trained {} to {} >= {:g} (the --tta record's model and "
+      "target)",
+      tta.model, tta.metric, tta.target);
+  report::Report rep;
+  rep.type = "predict";
+  rep.title = fmt::format("Time to target: predicted against measured ({}, {} >= {:g})", tta.model,
+                          tta.metric, tta.target);
+  report::Table t;
+  t.title = rep.title;
+  t.headers = {"run",   "workers",         "strategy",   "link",        "global batch", "seed",
+               "steps", "predicted steps", "training s", "predicted s", "error %"};
+  t.numeric = {true, true, false, false, true, true, true, true, true, true, true};
+  rep.data.title = rep.title;
+  rep.data.headers = {
+      "run",       "workers",    "strategy",         "link",           "global_batch",
+      "seed",      "steps",      "steps_predicted",  "train_s",        "train_s_predicted",
+      "error_pct", "tta_record", "time_to_target_s", "steps_error_pct"};
+  rep.data.numeric = t.numeric;
+  for (bool numeric : {false, true, true}) rep.data.numeric.push_back(numeric);
+  std::vector<double> step_errors, time_errors;
+  for (const TtaChecked& c : rows) {
+    add_tta_row(rep, t, c);
+    if (!c.reached || c.base) continue;
+    step_errors.push_back(std::fabs(error_pct(c.steps_predicted, c.steps)));
+    time_errors.push_back(std::fabs(error_pct(c.train_s_predicted, c.train_s)));
+  }
+  const BatchModel& m = tta.model_fit;
+  rep.notes.push_back(
+      fmt::format("from {}: {:.3g} epochs at global batch {:g}, B_simple {:.4g}, so S(B) = {:.4g} "
+                  "(1 + {:.4g}/B) steps "
+                  "(McCandlish et al. 2018, B_crit = B_simple)",
+                  tta.source, tta.epochs, tta.global_batch, tta.b_simple, m.s_min, m.b_noise));
+  rep.notes.push_back("training time to target: " + error_summary(time_errors));
+  rep.notes.push_back("steps to target: " + error_summary(step_errors));
+  rep.notes.push_back(
+      "measured training s: the run's time to target less its evaluations and checkpoints; "
+      "predicted: the "
+      "model's steps at the run's global batch x the scaling model's step for its workers, batch, "
+      "strategy "
+      "and link; (B0) marks the --tta record, which the model passes through (not in the errors)");
+  const auto missed =
+      std::count_if(rows.begin(), rows.end(), [](const TtaChecked& c) { return !c.reached; });
+  if (missed > 0) rep.notes.push_back(fmt::format("{} run(s) did not reach the target", missed));
   rep.tables.push_back(std::move(t));
   return rep;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "predict/predictor.h"
+#include "predict/tta.h"
 #include "report/report.h"
 
 namespace dlscale::predict {
@@ -45,5 +46,16 @@ std::string strategy_of_record(const nlohmann::json& inputs);
 /// absolute errors. Throws dlscale::Error when no run could be predicted,
 /// naming why (no calibration for its model, no record).
 report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const SweepCheckInputs& inputs);
+
+/// `report --type predict --tta RECORD`: one row per completed run (1 or
+/// more workers) that trained the record's model to its metric and target:
+/// measured steps and training time to target beside what `predict --tta`'s
+/// model gives at the run's global batch, times the scaling model's step
+/// for the run; notes give the median and largest errors (the record's own
+/// run, `tta_record`, left out). Runs that did not reach the target show
+/// the prediction alone. Throws dlscale::Error when no run matches.
+report::Report predict_tta_report(const std::vector<sweep::RunRecord>& runs,
+                                  const SweepCheckInputs& inputs, const TtaRun& tta,
+                                  const nlohmann::json& tta_record);
 
 }  // namespace dlscale::predict

@@ -63,7 +63,9 @@ struct RunOptions {
     v(Option{"--steps", "Total steps including warm-up; measured steps = steps - warmup", "steps"}.agreed(),
       s.steps);
     v(Option{"--warmup", "Warm-up steps excluded from the measurement", "warmup"}.agreed(), s.warmup);
-    v(Option{"--seed", "Seed of model initialization, synthetic data, sample order and augmentation", "seed"}
+    v(Option{"--seed",
+             "Seed of model initialization, synthetic data, sample order and augmentation",
+             record::input::kSeed}
           .agreed(),
       s.seed);
     v(Option{"--display-every", "Print a step line every N steps (and the first and last); 0 = none",

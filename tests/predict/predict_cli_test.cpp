@@ -280,6 +280,18 @@ variables:
     EXPECT_NEAR(row["error_pct"].get<double>(), 100 * (predicted - measured) / measured, 1e-9);
   }
   EXPECT_NE(fails("report --db " + db + " --type predict --link-gbps 1").find("--calibrate"), std::string::npos);
+  // --tta: a record or a stored run that reached its target (unit tests:
+  // TtaReport.*); none of these runs trained to one.
+  const std::string tta =
+      "report --db " + db + " --type predict --calibrate " + lenet_record() + " --link-gbps 8";
+  EXPECT_NE(fails(tta + " --tta " + reached_record())
+                .find("no completed run in the selection trained lenet to top1 >= 0.9"),
+            std::string::npos);
+  EXPECT_NE(fails(tta + " --tta 1").find("--tta 1: the run had no target"), std::string::npos);
+  EXPECT_NE(fails(tta + " --tta 99").find("--tta 99: no such file, and no run 99 in " + db),
+            std::string::npos);
+  EXPECT_NE(fails("report --db " + db + " --tta 1").find("--tta goes with --type predict"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // McCandlish et al.'s model of steps and epochs to target (core/batch_model.h)
-// and predict --tta on top of the scaling model (predict/tta.h).
+// and predict --tta on top of the scaling model (predict/tta.h), and
+// report --type predict --tta (predict/predict_report.h).
 #include "predict/tta.h"
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 
 #include "core/batch_model.h"
 #include "core/error.h"
+#include "predict/predict_report.h"
 
 namespace dlscale::predict {
 namespace {
@@ -168,6 +170,94 @@ TEST(Tta, ThePageThinsALongListOfNAndKeepsTheFastest) {
   EXPECT_LE(circles, 2u * 24);  // two charts of about 24 points
   const TtaPoint& fastest = p.strategies[0].points[p.strategies[0].fastest];
   EXPECT_NE(page.find(fmt::format("fastest: N = {} (", fastest.workers)), std::string::npos);
+}
+
+/// A stored run of `model` on `workers` x `batch` that trained to top-1 0.9:
+/// reached in `steps` steps and `tta_s` seconds (4 s of them evaluating,
+/// 1 s writing checkpoints), else aborted (steps < 0).
+sweep::RunRecord tta_stored_run(long long id, const std::string& model, int workers, int batch,
+                                double steps, double tta_s) {
+  nlohmann::json conv = {{"target", 0.9},
+                         {"metric", "top1"},
+                         {"eval_s", 4.0},
+                         {"checkpoint_s", 1.0},
+                         {"run_s", tta_s}};
+  conv["status"] = steps > 0 ? "success" : "aborted";
+  conv["steps_done"] = steps > 0 ? steps : 3000.0;
+  conv["time_to_accuracy_s"] = steps > 0 ? nlohmann::json(tta_s) : nlohmann::json();
+  const nlohmann::json record = {
+      {"kind", "train"},
+      {"model", {{"name", model}}},
+      {"inputs", {{"model", model}, {"batch", batch}, {"world_size", workers}, {"seed", id}}},
+      {"results", {{"convergence", conv}}}};
+  sweep::RunRecord run;
+  run.id = id;
+  sweep::RepeatRecord r;
+  r.status = sweep::kStatusCompleted;
+  r.record = record.dump();
+  run.repeats.push_back(r);
+  return run;
+}
+
+TEST(TtaReport, EachRunOfTheModelAndTargetGetsItsMeasuredStepsAndTimeBesideThePredicted) {
+  // B0: 2 workers x 32 reached the target in 1,500 steps, 1.5 epochs,
+  // B_simple 64, so S(B) = 750 (1 + 64/B): 2,250 steps at 32, 1,500 at 64.
+  nlohmann::json b0 =
+      nlohmann::json::parse(tta_stored_run(2, "m", 2, 32, 1500, 20).repeats[0].record);
+  b0["results"]["convergence"]["epochs_to_target"] = 1.5;
+  b0["results"]["noise"] = {{"b_simple", 64.0}};
+  const TtaRun tta = tta_run_from_record(b0, "b0.json");
+  std::vector<sweep::RunRecord> runs = {
+      tta_stored_run(1, "m", 1, 32, 2000, 30),   // 1 worker: its step is the calibration's 10 ms
+      tta_stored_run(2, "m", 2, 32, 1500, 20),   // the --tta record's own run
+      tta_stored_run(3, "m", 2, 32, -1, 40),     // aborted
+      tta_stored_run(4, "other", 1, 32, 900, 9)  // another model: left out
+  };
+  runs[1].repeats[0].record = b0.dump();
+  SweepCheckInputs in;
+  in.calibrations = {small_workload()};
+  in.calibrations[0].model = "m";
+  in.base = ten_gbit();
+  const report::Report rep = predict_tta_report(runs, in, tta, b0);
+  const report::Table& d = rep.data;
+  ASSERT_EQ(d.rows.size(), 3u);
+  const auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(d.headers.begin(), d.headers.end(), name) -
+                               d.headers.begin());
+  };
+  const auto value = [&](size_t row, const std::string& name) {
+    return d.rows[row][column(name)].value;
+  };
+  // Run 1: 2,250 steps predicted x 10 ms = 22.5 s against 30 - 4 - 1 = 25 s.
+  EXPECT_DOUBLE_EQ(*value(0, "steps"), 2000);
+  EXPECT_DOUBLE_EQ(*value(0, "steps_predicted"), 2250);
+  EXPECT_DOUBLE_EQ(*value(0, "train_s"), 25);
+  EXPECT_NEAR(*value(0, "train_s_predicted"), 22.5, 1e-9);
+  EXPECT_NEAR(*value(0, "error_pct"), -10, 1e-9);
+  EXPECT_NEAR(*value(0, "steps_error_pct"), 12.5, 1e-9);
+  EXPECT_DOUBLE_EQ(*value(0, "time_to_target_s"), 30);
+  // The --tta run: its own steps exactly, marked, and not in the errors.
+  EXPECT_DOUBLE_EQ(*value(1, "steps_predicted"), 1500);
+  EXPECT_EQ(d.rows[1][column("tta_record")].text, "true");
+  EXPECT_EQ(d.rows[0][column("tta_record")].text, "false");
+  // The aborted run: the prediction alone.
+  EXPECT_FALSE(value(2, "steps").has_value());
+  EXPECT_FALSE(value(2, "error_pct").has_value());
+  EXPECT_DOUBLE_EQ(*value(2, "steps_predicted"), 1500);
+  ASSERT_GE(rep.notes.size(), 3u);
+  EXPECT_EQ(rep.notes[1],
+            "training time to target: median |error| 10.0%, largest 10.0%; 1 of 1 within 25%");
+  EXPECT_EQ(rep.notes.back(), "1 run(s) did not reach the target");
+  // No run of the record's model and target: one line naming them.
+  b0["results"]["convergence"]["target"] = 0.8;
+  try {
+    predict_tta_report(runs, in, tta_run_from_record(b0, "b0.json"), b0);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "no completed run in the selection trained m to top1 >= 0.8 (the --tta record's "
+              "model and target)");
+  }
 }
 
 }  // namespace
