@@ -216,10 +216,65 @@ void add_tta_row(report::Report& rep, report::Table& t, const TtaChecked& c) {
 
 /// "median |error| 12.3%, largest 45.6%; 7 of 9 within 25%", or why none.
 std::string error_summary(std::vector<double> errors) {
-  if (errors.empty()) return "no run besides the --tta record's own reached the target";
+  if (errors.empty()) return "none reached the target besides the --tta record's own run";
   const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 25; });
   return fmt::format("median |error| {:.1f}%, largest {:.1f}%; {} of {} within 25%", median(errors),
                      *std::max_element(errors.begin(), errors.end()), within, errors.size());
+}
+
+/// The runs of one configuration (workers, strategy, link, global batch),
+/// the --tta record's own run left out, and their medians against the
+/// prediction they share: the protocol (the median of the seeds).
+report::Table tta_configurations(const std::vector<TtaChecked>& rows,
+                                 std::vector<double>& step_errors,
+                                 std::vector<double>& time_errors) {
+  report::Table t;
+  t.title =
+      "By configuration: medians over the seeds that reached the target (B0's own run left out)";
+  t.headers = {"workers",         "strategy",      "link",       "global batch", "reached", "steps",
+               "predicted steps", "steps error %", "training s", "predicted s",  "error %"};
+  t.numeric = {true, false, false, true, true, true, true, true, true, true, true};
+  std::vector<const TtaChecked*> done;
+  for (const TtaChecked& first : rows) {
+    const auto same = [&](const TtaChecked* c) {
+      return c->p.workers == first.p.workers && c->p.strategy == first.p.strategy &&
+             c->p.link == first.p.link && c->global_batch == first.global_batch;
+    };
+    if (first.base || std::any_of(done.begin(), done.end(), same)) continue;
+    done.push_back(&first);
+    std::vector<double> steps, train_s;
+    int runs = 0;
+    for (const TtaChecked& c : rows) {
+      if (c.base || !same(&c)) continue;
+      ++runs;
+      if (!c.reached) continue;
+      steps.push_back(c.steps);
+      train_s.push_back(c.train_s);
+    }
+    std::vector<report::Cell> row = {
+        {std::to_string(first.p.workers), static_cast<double>(first.p.workers)},
+        {first.p.strategy, {}},
+        {first.p.link, {}},
+        report::number(first.global_batch, "{:g}"),
+        {fmt::format("{}/{}", steps.size(), runs), static_cast<double>(steps.size())},
+        {},
+        report::number(first.steps_predicted, "{:.0f}"),
+        {},
+        {},
+        report::number(first.train_s_predicted, "{:.1f}"),
+        {}};
+    if (!steps.empty()) {
+      const double s = median(steps), tr = median(train_s);
+      row[5] = report::number(s, "{:.0f}");
+      row[7] = report::number(error_pct(first.steps_predicted, s), "{:+.1f}");
+      row[8] = report::number(tr, "{:.1f}");
+      row[10] = report::number(error_pct(first.train_s_predicted, tr), "{:+.1f}");
+      step_errors.push_back(std::fabs(*row[7].value));
+      time_errors.push_back(std::fabs(*row[10].value));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
 }
 
 }  // namespace
@@ -302,9 +357,7 @@ report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const S
     d.rows.back()[5].value = c.predicted;
     d.rows.back()[6].value = error;
   }
-  const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 25; });
-  rep.notes.push_back(fmt::format("median |error| {:.1f}%, largest {:.1f}%; {} of {} within 25%", median(errors),
-                                  *std::max_element(errors.begin(), errors.end()), within, errors.size()));
+  rep.notes.push_back(error_summary(errors));
   rep.notes.push_back("measured: median samples/s of the completed repeats; predicted from the --calibrate records "
                       "and the network, each run's link, workers, strategy and threads taken from its record");
   std::string hops;
@@ -360,8 +413,12 @@ report::Report predict_tta_report(const std::vector<sweep::RunRecord>& runs,
                   "(1 + {:.4g}/B) steps "
                   "(McCandlish et al. 2018, B_crit = B_simple)",
                   tta.source, tta.epochs, tta.global_batch, tta.b_simple, m.s_min, m.b_noise));
-  rep.notes.push_back("training time to target: " + error_summary(time_errors));
-  rep.notes.push_back("steps to target: " + error_summary(step_errors));
+  std::vector<double> group_steps, group_times;
+  report::Table groups = tta_configurations(rows, group_steps, group_times);
+  rep.notes.push_back("by configuration (median of its seeds), training time to target: " +
+                      error_summary(group_times) + "; steps: " + error_summary(group_steps));
+  rep.notes.push_back("by run, training time to target: " + error_summary(time_errors) +
+                      "; steps: " + error_summary(step_errors));
   rep.notes.push_back(
       "measured training s: the run's time to target less its evaluations and checkpoints; "
       "predicted: the "
@@ -372,6 +429,7 @@ report::Report predict_tta_report(const std::vector<sweep::RunRecord>& runs,
       std::count_if(rows.begin(), rows.end(), [](const TtaChecked& c) { return !c.reached; });
   if (missed > 0) rep.notes.push_back(fmt::format("{} run(s) did not reach the target", missed));
   rep.tables.push_back(std::move(t));
+  rep.tables.push_back(std::move(groups));
   return rep;
 }
 

@@ -245,8 +245,20 @@ TEST(TtaReport, EachRunOfTheModelAndTargetGetsItsMeasuredStepsAndTimeBesideThePr
   EXPECT_FALSE(value(2, "error_pct").has_value());
   EXPECT_DOUBLE_EQ(*value(2, "steps_predicted"), 1500);
   ASSERT_GE(rep.notes.size(), 3u);
-  EXPECT_EQ(rep.notes[1],
-            "training time to target: median |error| 10.0%, largest 10.0%; 1 of 1 within 25%");
+  EXPECT_EQ(
+      rep.notes[1],
+      "by configuration (median of its seeds), training time to target: median |error| 10.0%, "
+      "largest "
+      "10.0%; 1 of 1 within 25%; steps: median |error| 12.5%, largest 12.5%; 1 of 1 within 25%");
+  // By configuration: 1 worker at 32, and 2 at 64 without B0's run (the
+  // aborted one alone: nothing to compare).
+  ASSERT_EQ(rep.tables.size(), 2u);
+  const report::Table& groups = rep.tables[1];
+  ASSERT_EQ(groups.rows.size(), 2u);
+  EXPECT_EQ(groups.rows[0][4].text, "1/1");
+  EXPECT_NEAR(*groups.rows[0][10].value, -10, 1e-9);
+  EXPECT_EQ(groups.rows[1][4].text, "0/1");
+  EXPECT_FALSE(groups.rows[1][10].value.has_value());
   EXPECT_EQ(rep.notes.back(), "1 run(s) did not reach the target");
   // No run of the record's model and target: one line naming them.
   b0["results"]["convergence"]["target"] = 0.8;
