@@ -306,10 +306,14 @@ void check_readable(const std::string& path) {
 }
 
 std::string read_file(const std::string& path) {
+  // A directory opens, and reads as nothing: name it instead.
+  DLSCALE_CHECK(special_file_kind(path) != "a directory", "cannot read '{}': it is a directory",
+                path);
   std::ifstream in(path, std::ios::binary);
   DLSCALE_CHECK(in.good(), "cannot read '{}': {}", path, std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
+  DLSCALE_CHECK(!in.bad(), "cannot read '{}': {}", path, std::strerror(errno));
   return ss.str();
 }
 

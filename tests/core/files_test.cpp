@@ -233,5 +233,16 @@ TEST_F(FilesTest, ReadMissingFileThrows) {
   EXPECT_THROW(read_file((dir_ / "absent").string()), Error);
 }
 
+// A directory opens and reads as nothing; it is named instead, so a record
+// given as a directory is not reported as empty JSON.
+TEST_F(FilesTest, ReadingADirectoryNamesIt) {
+  try {
+    read_file(dir_.string());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot read '" + dir_.string() + "': it is a directory");
+  }
+}
+
 }  // namespace
 }  // namespace dlscale
