@@ -17,8 +17,15 @@ PsShard::PsShard(PsShardConfig config)
       bounded_(config_.mode == PsMode::kAsync && config_.max_staleness >= 0) {
   DLSCALE_ASSERT(workers_ >= 1 && config_.steps >= 1 && config_.make_optimizer);
   const int64_t m = config_.plan.elements;
-  values_ = torch::zeros({m}, torch::kFloat32).set_requires_grad(true);
+  values_ = torch::zeros({m}, torch::kFloat32);
   grad_ = torch::zeros({m}, torch::kFloat32);
+  for (const PsBucket& b : config_.plan.buckets) {
+    bucket_values_.push_back(values_.narrow(0, b.offset, b.length).set_requires_grad(true));
+  }
+  const size_t buckets = config_.plan.buckets.size();
+  bucket_arrived_.assign(buckets, 0);
+  bucket_rounds_.assign(buckets, 0);
+  norm_parts_.assign(buckets, 0.0);
   for (int w = 0; w < workers_; ++w) {
     slots_.push_back(torch::zeros({m}, torch::kFloat32));
     if (config_.mode == PsMode::kAsync) snapshots_.push_back(torch::zeros({m}, torch::kFloat32));
@@ -32,17 +39,16 @@ PsShard::PsShard(PsShardConfig config)
 
 void PsShard::run() {
   {
-    torch::NoGradGuard no_grad;
-    torch::Tensor init = values_.detach();
     const PsEndpoint& w0 = config_.workers[0];
     try {
-      w0.comm->recv(init, w0.peer, kPsInitTag);
+      w0.comm->recv(values_, w0.peer, kPsInitTag);
     } catch (const Error& e) {
       throw PeerFailure(fmt::format("ps shard {}: initial values from worker 0: {}",
                                     config_.shard, e.what()));
     }
   }
-  optimizer_ = config_.make_optimizer({values_}, nullptr);
+  for (const torch::Tensor& v : bucket_values_)
+    optimizers_.push_back(config_.make_optimizer({v}, nullptr));
   std::vector<std::thread> links;
   for (int w = 0; w < workers_; ++w) links.emplace_back([this, w] { serve(w); });
   for (auto& t : links) t.join();
@@ -71,15 +77,16 @@ void PsShard::fail(int w, const std::string& what) {
 
 void PsShard::serve(int w) {
   try {
+    if (config_.mode == PsMode::kSync) return serve_sync(w);
     // Each push's receives are posted before the values that the push
     // answers go out, so the "ready" notes travel ahead of bulk data
     // (docs/strategies.md, "Both directions of a link").
     std::vector<std::unique_ptr<comm::Request>> push = post_push(w);
     grant(w, false);  // steps >= 1: the first pull is never the last
     for (int64_t step = 0; step < config_.steps; ++step) {
-      receive_push(step, push);
+      for (auto& r : push) r->wait();
+      count_step_bytes(step);
       apply(w, step);
-      if (measures(step)) send_norm(w);
       const bool last = step + 1 == config_.steps;
       if (!last) push = post_push(w);
       grant(w, last);
@@ -87,6 +94,34 @@ void PsShard::serve(int w) {
   } catch (const std::exception& e) {
     fail(w, e.what());
   }
+}
+
+void PsShard::serve_sync(int w) {
+  // Bucket b's new values go out as soon as every worker's bucket b is in
+  // and applied, while the later buckets' pushes still arrive: both
+  // directions of the link carry data at once (docs/strategies.md). The
+  // values of bucket b are not written again before this worker pushes
+  // bucket b again, which it does only after this pull is in.
+  const PsEndpoint& link = config_.workers[w];
+  const auto send = [&](size_t b) {
+    return link.comm->isend(bucket_values_[b].detach(), link.peer, ps_pull_tag(b));
+  };
+  std::vector<std::unique_ptr<comm::Request>> push = post_push(w), pulls;
+  for (size_t b = 0; b < bucket_values_.size(); ++b)
+    pulls.push_back(send(b));  // the initial values
+  for (int64_t step = 0; step < config_.steps; ++step) {
+    const bool last = step + 1 == config_.steps;
+    for (size_t b = 0; b < push.size(); ++b) {
+      push[b]->wait();
+      apply_bucket(b, step);
+      if (!last) push[b] = post_push_bucket(w, b);
+      pulls[b]->wait();  // the previous step's (long done: this worker pushed again since)
+      pulls[b] = send(b);
+    }
+    count_step_bytes(step);
+    if (measures(step)) send_norm(w);
+  }
+  for (auto& r : pulls) r->wait();
 }
 
 void PsShard::wait(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
@@ -140,22 +175,23 @@ void PsShard::grant(int w, bool last) {
   link.comm->send(out, link.peer, kPsValuesTag);
 }
 
-std::vector<std::unique_ptr<comm::Request>> PsShard::post_push(int w) {
-  // slots_[w] is free here: sync rounds sum it before any link's grant, and
-  // async applies it on its own link before that link's grant.
+std::unique_ptr<comm::Request> PsShard::post_push_bucket(int w, size_t b) {
+  // slots_[w]'s bucket b is free here: a sync round sums it before its
+  // link posts again, and async applies it on its own link before that.
   const PsEndpoint& link = config_.workers[w];
+  const PsBucket& bucket = config_.plan.buckets[b];
+  torch::Tensor part = slots_[w].narrow(0, bucket.offset, bucket.length);
+  return link.comm->irecv(part, link.peer, static_cast<uint32_t>(b));
+}
+
+std::vector<std::unique_ptr<comm::Request>> PsShard::post_push(int w) {
   std::vector<std::unique_ptr<comm::Request>> requests;
-  for (size_t b = 0; b < config_.plan.buckets.size(); ++b) {
-    const PsBucket& bucket = config_.plan.buckets[b];
-    torch::Tensor part = slots_[w].narrow(0, bucket.offset, bucket.length);
-    requests.push_back(link.comm->irecv(part, link.peer, static_cast<uint32_t>(b)));
-  }
+  for (size_t b = 0; b < config_.plan.buckets.size(); ++b)
+    requests.push_back(post_push_bucket(w, b));
   return requests;
 }
 
-void PsShard::receive_push(int64_t step, std::vector<std::unique_ptr<comm::Request>>& push) {
-  for (auto& r : push) r->wait();
-  push.clear();
+void PsShard::count_step_bytes(int64_t step) {
   if (step >= config_.warmup) {
     std::lock_guard<std::mutex> lock(mu_);
     report_.bytes_in_per_step += static_cast<double>(report_.bytes);
@@ -163,15 +199,19 @@ void PsShard::receive_push(int64_t step, std::vector<std::unique_ptr<comm::Reque
   }
 }
 
-void PsShard::step_optimizer(const torch::Tensor& grad) {
-  values_.mutable_grad() = grad;
-  optimizer_->step();
+void PsShard::step_bucket(size_t b, const torch::Tensor& grad) {
+  const PsBucket& bucket = config_.plan.buckets[b];
+  bucket_values_[b].mutable_grad() = grad.narrow(0, bucket.offset, bucket.length);
+  optimizers_[b]->step();
+}
+
+void PsShard::updated() {
   ++version_;
   ++report_.updates;
   if (config_.on_update) config_.on_update(version_);
 }
 
-void PsShard::apply(int w, int64_t step) {
+void PsShard::apply(int w, int64_t step) {  // async: this worker's gradient alone
   std::unique_lock<std::mutex> lock(mu_);
   const int64_t stale = version_ - base_[w];
   DLSCALE_ASSERT(!bounded_ || stale <= config_.max_staleness);
@@ -179,28 +219,46 @@ void PsShard::apply(int w, int64_t step) {
   report_.staleness_max = std::max(report_.staleness_max, stale);
   staleness_sum_ += static_cast<double>(stale);
   in_flight_[w] = false;
-  if (config_.mode == PsMode::kAsync || ++arrived_ == workers_) {
-    const double start = now_seconds();
-    if (config_.mode == PsMode::kSync) {
-      // The last gradient of the round: sum in worker order (deterministic),
-      // average, apply once.
-      grad_.copy_(slots_[0]);
-      for (int u = 1; u < workers_; ++u) grad_.add_(slots_[u]);
-      grad_.div_(workers_);
-      if (measures(step)) norm_sq_ = self_dot(grad_).item<double>();
-      arrived_ = 0;
-      ++round_;
-    }
-    step_optimizer(config_.mode == PsMode::kSync ? grad_ : slots_[w]);
-    const double end = now_seconds();
-    if (step >= config_.warmup) report_.busy_seconds_per_step += end - start;
-    report_.apply_intervals.push_back(start);
-    report_.apply_intervals.push_back(end);
-  } else {
-    const int64_t round = round_;
-    wait(lock, [&] { return round_ != round; }, "the other workers' gradients");
-  }
+  const double start = now_seconds();
+  for (size_t b = 0; b < bucket_values_.size(); ++b) step_bucket(b, slots_[w]);
+  updated();
+  const double end = now_seconds();
+  if (step >= config_.warmup) report_.busy_seconds_per_step += end - start;
+  report_.apply_intervals.push_back(start);
+  report_.apply_intervals.push_back(end);
   if (step + 1 == config_.steps) ++finished_;
+  cv_.notify_all();
+}
+
+void PsShard::apply_bucket(size_t b, int64_t step) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (++bucket_arrived_[b] < workers_) {
+    const int64_t round = bucket_rounds_[b];
+    wait(
+        lock, [&] { return bucket_rounds_[b] != round; }, "the other workers' gradients");
+    return;
+  }
+  // The last worker's bucket b of the round: sum in worker order
+  // (deterministic), average, apply.
+  const double start = now_seconds();
+  const PsBucket& bucket = config_.plan.buckets[b];
+  torch::Tensor sum = grad_.narrow(0, bucket.offset, bucket.length);
+  sum.copy_(slots_[0].narrow(0, bucket.offset, bucket.length));
+  for (int u = 1; u < workers_; ++u) sum.add_(slots_[u].narrow(0, bucket.offset, bucket.length));
+  sum.div_(workers_);
+  if (measures(step)) norm_parts_[b] = self_dot(sum).item<double>();
+  step_bucket(b, grad_);
+  bucket_arrived_[b] = 0;
+  ++bucket_rounds_[b];
+  if (++buckets_applied_ == bucket_values_.size()) {
+    buckets_applied_ = 0;
+    report_.staleness_histogram[0] += workers_;  // each worker's gradient, never stale
+    updated();
+  }
+  const double end = now_seconds();
+  if (step >= config_.warmup) report_.busy_seconds_per_step += end - start;
+  report_.apply_intervals.push_back(start);
+  report_.apply_intervals.push_back(end);
   cv_.notify_all();
 }
 
@@ -209,13 +267,14 @@ bool PsShard::measures(int64_t step) const {
 }
 
 void PsShard::send_norm(int w) {
-  // The round's norm stays until every link sent it: the next round needs
-  // every worker's push, which follows this link's pull.
-  torch::Tensor norm;
+  // The round's parts stay until every link sent their sum: the next round
+  // needs every worker's push, which follows this norm's receipt.
+  double sum = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    norm = torch::tensor({norm_sq_}, torch::kFloat64);
+    for (double part : norm_parts_) sum += part;
   }
+  const torch::Tensor norm = torch::tensor({sum}, torch::kFloat64);
   const PsEndpoint& link = config_.workers[w];
   link.comm->send(norm, link.peer, kPsNormTag);
 }

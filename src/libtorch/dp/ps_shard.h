@@ -5,12 +5,16 @@
 //   (bounded async only) receive a pull request, wait for the staleness gate;
 //   send the current values (a pull; the first one before step 0);
 //   receive the worker's gradient, one message per push bucket;
-//   sync:  once all N gradients of the step are in, sum them in worker order,
-//          divide by N and apply the optimizer once (version + 1); on a step
-//          the noise scale measures (--noise-every), send the worker the
-//          averaged gradient's squared norm over the shard first;
-//   async: apply this worker's gradient on arrival (version + 1) and record
-//          its staleness: the version now minus the version it was computed on.
+//   sync:  bucket by bucket (BytePS's pipelining): once all N workers'
+//          bucket b is in, sum it in worker order, divide by N and apply the
+//          optimizer to it, then send bucket b's new values to each worker,
+//          while later buckets' pushes still arrive; the step's last bucket
+//          makes the version + 1. On a step the noise scale measures
+//          (--noise-every), send the worker the averaged gradient's squared
+//          norm over the shard after its buckets;
+//   async: apply this worker's whole gradient on arrival (version + 1), and
+//          record its staleness: the version now minus the version it was
+//          computed on; its pulls are whole.
 // The last pull of the run waits until every worker's last gradient is
 // applied, so all workers end with the same values. A link thread per worker
 // keeps a slow worker from holding up the others in async mode.
@@ -46,6 +50,8 @@ inline constexpr uint32_t kPsRequestTag = kPsValuesTag + 2;  ///< worker -> shar
 inline constexpr uint32_t kPsReportTag = kPsValuesTag + 3;   ///< shard -> worker 0: its report
 /// shard -> worker: the averaged gradient's squared norm over the shard (float64)
 inline constexpr uint32_t kPsNormTag = kPsValuesTag + 4;
+/// shard -> worker, sync: bucket b's values (a pull, bucket by bucket).
+inline uint32_t ps_pull_tag(size_t bucket) { return (2u << 20) + static_cast<uint32_t>(bucket); }
 
 /// One end of a worker-shard link: a communicator and the peer's rank in it.
 struct PsEndpoint {
@@ -80,13 +86,17 @@ class PsShard {
 
  private:
   void serve(int w);
+  void serve_sync(int w);
   void grant(int w, bool last);
+  std::unique_ptr<comm::Request> post_push_bucket(int w, size_t b);
   std::vector<std::unique_ptr<comm::Request>> post_push(int w);
-  void receive_push(int64_t step, std::vector<std::unique_ptr<comm::Request>>& push);
+  void count_step_bytes(int64_t step);
   void apply(int w, int64_t step);
+  void apply_bucket(size_t b, int64_t step);
   bool measures(int64_t step) const;
   void send_norm(int w);
-  void step_optimizer(const torch::Tensor& grad);
+  void step_bucket(size_t b, const torch::Tensor& grad);
+  void updated();          // with mu_ held: one whole update (version + 1)
   bool gate_open() const;  // with mu_ held
   void wait(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
             const char* what);
@@ -95,24 +105,29 @@ class PsShard {
   PsShardConfig config_;
   const int workers_;
   const bool bounded_;
-  torch::Tensor values_;                // the shard's variables, flat; requires grad for the optimizer
+  torch::Tensor values_;                // the shard's variables, flat
   torch::Tensor grad_;                  // sync: the summed gradient
   std::vector<torch::Tensor> slots_;    // per worker: its last gradient
   std::vector<torch::Tensor> snapshots_;  // async: the values sent to each worker
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  // Per push bucket: a view of values_ (a leaf that requires grad) and its
+  // optimizer; the optimizers are elementwise, so a bucket at a time
+  // computes what one optimizer over the whole shard would.
+  std::vector<torch::Tensor> bucket_values_;
+  std::vector<std::unique_ptr<torch::optim::Optimizer>> optimizers_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   int64_t version_ = 0;
-  int arrived_ = 0;          // sync: gradients in for this round
-  int64_t round_ = 0;        // sync: rounds applied
+  std::vector<int> bucket_arrived_;     // sync: per bucket, workers' pushes in this round
+  std::vector<int64_t> bucket_rounds_;  // sync: per bucket, rounds applied
+  size_t buckets_applied_ = 0;          // sync: buckets of this round applied
+  std::vector<double> norm_parts_;      // sync: per bucket, this round's averaged squared norm
   int finished_ = 0;         // workers whose last gradient is applied
   std::vector<int64_t> base_;      // per worker: the version it computes on
   std::vector<bool> in_flight_;    // per worker: holds values, gradient not yet applied
   std::string error_;
   ShardReport report_;
   double staleness_sum_ = 0;
-  double norm_sq_ = 0;  // sync: this round's averaged gradient's squared norm, when measured
 };
 
 }  // namespace dlscale::dp

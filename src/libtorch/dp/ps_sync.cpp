@@ -52,6 +52,7 @@ class PsSync : public GradientSync {
   SyncInfo info_;
   const bool overlap_;
   const bool bounded_;
+  const bool sync_;  // pulls come bucket by bucket (async: whole)
   int worker_ = 0;
   std::vector<PsEndpoint> shards_;
   std::vector<int> shard_ranks_;
@@ -64,9 +65,10 @@ class PsSync : public GradientSync {
   std::vector<BucketTiming> timings_;
   double step_bytes_ = 0;
   bool pulled_ = false;  // the first pull happened
-  // Unbounded modes: the next pull's receives, posted as soon as the last
-  // pull was copied out (see pull()), and the pulls still to come.
-  std::vector<std::unique_ptr<comm::Request>> pull_recvs_;
+  // Unbounded modes: the next pull's receives (per shard; sync: one per
+  // bucket), posted as soon as the last pull was copied out (see pull()),
+  // and the pulls still to come.
+  std::vector<std::vector<std::unique_ptr<comm::Request>>> pull_recvs_;
   int64_t pulls_left_ = 0;
   // --noise-every (sync): each shard's norm of the averaged gradient on a
   // measured step, received beside that step's pull (posted with it).
@@ -89,6 +91,7 @@ PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options,
       options_(options.ps),
       overlap_(options.bucket_mb > 0),
       bounded_(options.ps.mode == PsMode::kAsync && options.ps.max_staleness >= 0),
+      sync_(options.ps.mode == PsMode::kSync),
       shard_ranks_(layout.shard_ranks),
       pulls_left_(context.steps + 1),
       noise_every_(options.ps.mode == PsMode::kSync ? context.noise_every : 0),
@@ -238,7 +241,14 @@ void PsSync::post_pull() {
   norms_.reserve(shards_.size());  // irecv's tensors stay where they are
   for (size_t s = 0; s < shards_.size(); ++s) {
     on_shard(static_cast<int>(s), [&] {
-      pull_recvs_.push_back(shards_[s].comm->irecv(values_[s], shards_[s].peer, kPsValuesTag));
+      auto& recvs = pull_recvs_.emplace_back();
+      const PsEndpoint& shard = shards_[s];
+      if (!sync_) recvs.push_back(shard.comm->irecv(values_[s], shard.peer, kPsValuesTag));
+      const std::vector<PsBucket>& buckets = plan_.shards[s].buckets;
+      for (size_t b = 0; sync_ && b < buckets.size(); ++b) {
+        torch::Tensor part = values_[s].narrow(0, buckets[b].offset, buckets[b].length);
+        recvs.push_back(shard.comm->irecv(part, shard.peer, ps_pull_tag(b)));
+      }
       if (!norm) return;
       norms_.push_back(torch::zeros({1}, torch::kFloat64));
       norm_recvs_.push_back(shards_[s].comm->irecv(norms_.back(), shards_[s].peer, kPsNormTag));
@@ -260,7 +270,11 @@ void PsSync::pull() {
     }
   } else {
     if (pull_recvs_.empty()) post_pull();
-    for (int s = 0; s < k; ++s) on_shard(s, [&] { pull_recvs_[s]->wait(); });
+    for (int s = 0; s < k; ++s) {
+      on_shard(s, [&] {
+        for (auto& r : pull_recvs_[s]) r->wait();
+      });
+    }
     pull_recvs_.clear();
   }
   pulled_ = true;
