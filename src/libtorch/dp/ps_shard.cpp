@@ -267,8 +267,9 @@ bool PsShard::measures(int64_t step) const {
 }
 
 void PsShard::send_norm(int w) {
-  // The round's parts stay until every link sent their sum: the next round
-  // needs every worker's push, which follows this norm's receipt.
+  // The round's parts stay until every link has read them: the next round
+  // writes part b only once every link, this one too, has reached bucket b
+  // of the next step, which this link does after this send.
   double sum = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
