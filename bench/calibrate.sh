@@ -1,9 +1,12 @@
+# shellcheck shell=bash
 # Sourced by the bench scripts that predict (predict_check.sh,
 # tta_check.sh): `calibrate NAME FLAGS...` traces 3 one-worker
 # `$dlscale train FLAGS...` runs in the current directory and keeps the
 # median one (by samples/s) as NAME.json and NAME.trace.json.
 # On a shared machine a single run can land in a slow moment
-# (bench/README.md, "Predicted against measured, re-run").
+# (bench/README.md, "Predicted against measured, re-run"). The sourcing
+# script sets $dlscale.
+# shellcheck disable=SC2154
 calibrate() {  # NAME, then train's flags
   local name=$1 i rates=()
   shift
