@@ -148,13 +148,12 @@ bool PsShard::gate_open() const {
   return worst + flying <= config_.max_staleness;
 }
 
-void PsShard::grant(int w, bool last) {
+void PsShard::grant(int w, bool last) {  // async: a pull of the whole slice
   const PsEndpoint& link = config_.workers[w];
   if (bounded_) {
     torch::Tensor request = torch::zeros({1}, torch::kInt64);
     link.comm->recv(request, link.peer, kPsRequestTag);
   }
-  torch::Tensor out = values_.detach();
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (last) {
@@ -164,15 +163,10 @@ void PsShard::grant(int w, bool last) {
     }
     base_[w] = version_;
     in_flight_[w] = !last;
-    if (config_.mode == PsMode::kAsync) {
-      // Other links keep applying while this one sends: send a snapshot.
-      snapshots_[w].copy_(out);
-      out = snapshots_[w];
-    }
+    // Other links keep applying while this one sends: send a snapshot.
+    snapshots_[w].copy_(values_);
   }
-  // Sync: nothing writes the values until every worker, this one included,
-  // has received them and pushed again.
-  link.comm->send(out, link.peer, kPsValuesTag);
+  link.comm->send(snapshots_[w], link.peer, kPsValuesTag);
 }
 
 std::unique_ptr<comm::Request> PsShard::post_push_bucket(int w, size_t b) {

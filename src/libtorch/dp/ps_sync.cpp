@@ -243,11 +243,14 @@ void PsSync::post_pull() {
     on_shard(static_cast<int>(s), [&] {
       auto& recvs = pull_recvs_.emplace_back();
       const PsEndpoint& shard = shards_[s];
-      if (!sync_) recvs.push_back(shard.comm->irecv(values_[s], shard.peer, kPsValuesTag));
-      const std::vector<PsBucket>& buckets = plan_.shards[s].buckets;
-      for (size_t b = 0; sync_ && b < buckets.size(); ++b) {
-        torch::Tensor part = values_[s].narrow(0, buckets[b].offset, buckets[b].length);
-        recvs.push_back(shard.comm->irecv(part, shard.peer, ps_pull_tag(b)));
+      if (sync_) {
+        const std::vector<PsBucket>& buckets = plan_.shards[s].buckets;
+        for (size_t b = 0; b < buckets.size(); ++b) {
+          torch::Tensor part = values_[s].narrow(0, buckets[b].offset, buckets[b].length);
+          recvs.push_back(shard.comm->irecv(part, shard.peer, ps_pull_tag(b)));
+        }
+      } else {
+        recvs.push_back(shard.comm->irecv(values_[s], shard.peer, kPsValuesTag));
       }
       if (!norm) return;
       norms_.push_back(torch::zeros({1}, torch::kFloat64));
