@@ -42,16 +42,10 @@ nlohmann::json tta_record(const ReportFlags& f) {
   });
   DLSCALE_CHECK(run != runs.end(), "--tta {}: no such file, and no run {} in {}", f.tta, f.tta,
                 f.selection.db);
-  const auto repeat =
-      std::find_if(run->repeats.begin(), run->repeats.end(), [](const sweep::RepeatRecord& r) {
-        return r.status == sweep::kStatusCompleted && !r.record.empty();
-      });
-  DLSCALE_CHECK(repeat != run->repeats.end(),
-                "--tta {}: run {} of {} has no completed repeat with a record", f.tta, f.tta,
+  nlohmann::json record = predict::stored_train_record(*run);
+  DLSCALE_CHECK(!record.is_null(),
+                "--tta {}: run {} of {} has no completed repeat with a train record", f.tta, f.tta,
                 f.selection.db);
-  const nlohmann::json record = nlohmann::json::parse(repeat->record, nullptr, false);
-  DLSCALE_CHECK(!record.is_discarded(), "--tta {}: run {}'s stored record is not JSON", f.tta,
-                f.tta);
   return record;
 }
 

@@ -11,12 +11,9 @@
 #include "report/report_parts.h"
 
 namespace dlscale::predict {
-namespace {
-
 namespace input = record::input;
 
-/// The first completed repeat's record, or null.
-nlohmann::json run_record(const sweep::RunRecord& run) {
+nlohmann::json stored_train_record(const sweep::RunRecord& run) {
   for (const sweep::RepeatRecord& r : run.repeats) {
     if (r.status != sweep::kStatusCompleted || r.record.empty()) continue;
     nlohmann::json j = nlohmann::json::parse(r.record, nullptr, false);
@@ -26,6 +23,8 @@ nlohmann::json run_record(const sweep::RunRecord& run) {
   }
   return nullptr;
 }
+
+namespace {
 
 struct Checked {
   std::string model, link, strategy, bottleneck;
@@ -115,7 +114,7 @@ std::optional<RunPrediction> predict_run(const sweep::RunRecord& run, nlohmann::
 std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckInputs& in) {
   const auto measured = report::median_metric(run, record::metric::kSamplesPerSec);
   if (!measured) return std::nullopt;
-  const auto p = predict_run(run, run_record(run), in, 2);
+  const auto p = predict_run(run, stored_train_record(run), in, 2);
   if (!p) return std::nullopt;
   Checked c;
   c.model = p->model;
@@ -139,15 +138,6 @@ struct TtaChecked {
   double steps_predicted = 0, train_s_predicted = 0;
 };
 
-/// results.convergence of a record, or null.
-const nlohmann::json& convergence_of(const nlohmann::json& record) {
-  static const nlohmann::json kNone;
-  const auto results = record.find(record::kResults);
-  if (results == record.end() || !results->is_object()) return kNone;
-  const auto conv = results->find(record::kConvergence);
-  return conv != results->end() && conv->is_object() ? *conv : kNone;
-}
-
 /// Whether `conv` trained to the --tta run's metric and target.
 bool same_target(const nlohmann::json& conv, const TtaRun& tta) {
   return conv.is_object() && conv.value(record::kConvergenceMetric, "accuracy") == tta.metric &&
@@ -156,7 +146,7 @@ bool same_target(const nlohmann::json& conv, const TtaRun& tta) {
 
 std::optional<TtaChecked> check_tta_run(const sweep::RunRecord& run, const SweepCheckInputs& in,
                                         const TtaRun& tta, const nlohmann::json& tta_record) {
-  nlohmann::json record = run_record(run);
+  nlohmann::json record = stored_train_record(run);
   if (record.is_null() || record[record::kInputs].value(input::kModel, "") != tta.model ||
       !same_target(convergence_of(record), tta)) {
     return std::nullopt;  // another model or target

@@ -37,6 +37,10 @@ struct SweepCheckInputs {
 /// record.
 void take_shaped_commbench(std::vector<std::string>& paths, SweepCheckInputs& inputs);
 
+/// The first completed repeat's `dlscale train` record of a stored run
+/// (with its inputs), or null.
+nlohmann::json stored_train_record(const sweep::RunRecord& run);
+
 /// The strategy a train record's inputs describe, as predict writes it
 /// ("allreduce+flat", "ps:2+async", "zero:3", ...); "" for independent.
 std::string strategy_of_record(const nlohmann::json& inputs);

@@ -25,12 +25,7 @@ std::string duration(double s) {
 
 /// results.convergence of a record, checked to have reached its target.
 const nlohmann::json& reached_convergence(const nlohmann::json& record, const std::string& what) {
-  static const nlohmann::json kNone;
-  const auto results = record.find(record::kResults);
-  const nlohmann::json& conv =
-      results != record.end() && results->is_object() && results->contains(record::kConvergence)
-          ? results->at(record::kConvergence)
-          : kNone;
+  const nlohmann::json& conv = convergence_of(record);
   DLSCALE_CHECK(conv.is_object() && conv.value("target", 0.0) > 0,
                 "{}: the run had no target (train --target-accuracy), so it says nothing about "
                 "time to accuracy",
@@ -43,6 +38,14 @@ const nlohmann::json& reached_convergence(const nlohmann::json& record, const st
 }
 
 }  // namespace
+
+const nlohmann::json& convergence_of(const nlohmann::json& record) {
+  static const nlohmann::json kNone;
+  const auto results = record.find(record::kResults);
+  if (results == record.end() || !results->is_object()) return kNone;
+  const auto conv = results->find(record::kConvergence);
+  return conv != results->end() && conv->is_object() ? *conv : kNone;
+}
 
 TtaRun tta_run_from_record(const nlohmann::json& record, const std::string& what) {
   DLSCALE_CHECK(record.is_object() && record.value(record::kKind, "") == record::kKindTrain,

@@ -29,6 +29,10 @@ struct TtaRun {
   BatchModel model_fit;  ///< through (B0, E0) with B_noise = B_simple
 };
 
+/// results.convergence of a train record (an object), or null when it has
+/// none (no target, evaluation or convergence section).
+const nlohmann::json& convergence_of(const nlohmann::json& record);
+
 /// Reads a `dlscale train --json` record; throws dlscale::Error (one line
 /// naming `what` and the field) unless it reached its target and holds a
 /// finite, positive noise scale (train --noise-scale).
