@@ -18,13 +18,22 @@
 
 namespace {
 
+/// The files the reader opens, in a directory of their own that is removed
+/// when the fuzzer exits (libFuzzer returns through exit() after -runs=N).
 const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dlscale_fuzz_idx_XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    return tmpl;
-  }();
-  return dir;
+  struct Dir {
+    std::string path =
+        (std::filesystem::temp_directory_path() / "dlscale_fuzz_idx_XXXXXX").string();
+    Dir() {
+      if (::mkdtemp(path.data()) == nullptr) std::abort();
+    }
+    ~Dir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
 }
 
 void write(const std::string& path, const std::string& bytes, bool gz) {

@@ -56,17 +56,39 @@ struct Outcome {
   std::string err;  // stderr
 };
 
-/// A unique path in the temp directory (not created). The pid alone is not
-/// unique: pids are reused, and a path an earlier process left behind would
-/// be taken for this one's; a random token drawn once per process is.
+/// This process's scratch directory in the temp directory, created on first
+/// use and removed with everything in it when the process exits, so that a
+/// test run leaves nothing behind in /tmp. The pid alone does not name it:
+/// pids are reused, and a directory an earlier process left behind (killed
+/// by a timeout) would be taken for this one's; a random token drawn once per
+/// process does. A child forked from the process (run_dlscale, local
+/// workers) leaves without static destructors, and would not remove it
+/// anyway: only the process that made it does.
+inline const std::string& scratch_dir() {
+  struct Dir {
+    pid_t owner = ::getpid();
+    std::string path;
+    Dir() {
+      std::random_device device;
+      path =
+          (std::filesystem::temp_directory_path() /
+           ("dlscale_test_" + std::to_string(owner) + "_" + std::to_string(device() % 1000000000U)))
+              .string();
+      std::filesystem::create_directories(path);
+    }
+    ~Dir() {
+      std::error_code ignored;
+      if (::getpid() == owner) std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
+/// A unique path in this process's scratch directory (not created).
 inline std::string temp_path(const std::string& name) {
   static int counter = 0;
-  static const std::string token = [] {
-    std::random_device device;
-    return std::to_string(::getpid()) + "_" + std::to_string(device() % 1000000000U);
-  }();
-  return std::filesystem::temp_directory_path().string() + "/dlscale_test_" + token + "_" +
-         std::to_string(counter++) + "_" + name;
+  return scratch_dir() + "/" + std::to_string(counter++) + "_" + name;
 }
 
 /// Runs `command` through the shell; captures stdout, stderr and exit code.
