@@ -233,9 +233,13 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
                   "node, strategy and published rates");
   add_network_flags(cmd, f->network);
   cmd->add_option("--strategy,-s", f->strategies,
-                  "Strategies, comma-separated or repeated: allreduce | allreduce-hd | tree | hierarchical | ps[:K] "
-                  "| zero[:1|2|3], with +flat, +fp16, +bf16 and for ps +dedicated, +async, +node-aggregate, +greedy; "
-                  "default: the system's, else allreduce, allreduce+flat, tree, hierarchical, ps:1, allreduce+fp16")
+                  "Strategies, comma-separated or repeated: allreduce | allreduce-hd | tree | "
+                  "hierarchical | ps[:K|:node] "
+                  "| zero[:1|2|3], with +flat, +fp16, +bf16 and for ps +dedicated, +async, "
+                  "+node-aggregate, +greedy, "
+                  "+partition:MB, +update-then-pull (docs/predict.md); "
+                  "default: the system's, else allreduce, allreduce+flat, tree, hierarchical, "
+                  "ps:1, allreduce+fp16")
       ->delimiter(',');
   cmd->add_option("--workers,-n", f->workers,
                   "N to predict: 1,2,4 | A-B (powers of two) | A-B:STEP | A-B:xF; up to 100,000,000")

@@ -1,8 +1,9 @@
 #include "predict/predictor.h"
 
 #include <algorithm>
-#include <cmath>
+#include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 
@@ -62,11 +63,35 @@ double largest_shard_share(const Workload& w, long long shards, bool greedy, dou
 
 namespace {
 
+/// One PS push of `bytes` (a pull has the same legs, each link's direction
+/// reversed): how long it holds the busiest shard's link one way, a
+/// worker's link the other way, and the fabric's uplink, each with its α;
+/// and its cost as one message, the slowest leg (docs/predict.md).
+struct PsLegs {
+  Cost cost;
+  double shard_s = 0, worker_s = 0, uplink_s = 0;
+  bool colocated = true;  ///< the busiest shard's links are a worker's too
+};
+
+/// The legs of one message taking `shard_side` bytes into the busiest shard
+/// and `worker_side` out of a worker, over `link`, through the fabric.
+PsLegs legs(double shard_side, double worker_side, const Link& link, LinkKind worker_kind,
+            double uplink, const Fabric& fabric) {
+  PsLegs l;
+  l.cost = with_uplink(busiest(shard_side, worker_side, link, worker_kind), uplink, fabric);
+  // A side that sends nothing (the one shard's own worker) holds nothing.
+  l.shard_s = shard_side > 0 ? link.alpha_s + shard_side / link.bytes_per_s : 0;
+  l.worker_s = worker_side > 0 ? link.alpha_s + worker_side / link.bytes_per_s : 0;
+  if (uplink > 0 && fabric.bytes_per_s > 0) l.uplink_s = link.alpha_s + uplink / fabric.bytes_per_s;
+  return l;
+}
+
 /// Moving `bytes` (one push, or one pull) between N workers and K shards,
 /// the busiest shard holding `share` of every exchange. With a fabric, the
 /// shards live as dlscale places them: colocated on ranks 0..K-1, dedicated
 /// on nodes of their own before the workers' (docs/predict.md).
-Cost ps_transfer(const StrategySpec& s, const Network& n, long long workers, double bytes, double share) {
+PsLegs ps_legs(const StrategySpec& s, const Network& n, long long workers, double bytes,
+               double share) {
   const long long shards = s.shards(n.nodes(workers));
   const double k = static_cast<double>(shards);
   const long long per_node = std::max(1, n.workers_per_node);
@@ -74,28 +99,96 @@ Cost ps_transfer(const StrategySpec& s, const Network& n, long long workers, dou
     const long long local = std::min<long long>(workers, per_node);
     const long long nodes = n.nodes(workers);
     const double m = static_cast<double>(nodes);
-    // The node's host takes the other local workers' gradients.
-    Cost c;
-    c.latency_s = n.intra.alpha_s;
-    c.add_transfer(kIntra, static_cast<double>(local - 1) * bytes / n.intra.bytes_per_s);
+    // The node's host takes the other local workers' gradients first, over
+    // the intra link: every leg waits for it.
+    Cost gather;
+    gather.latency_s = n.intra.alpha_s;
+    gather.add_transfer(kIntra, static_cast<double>(local - 1) * bytes / n.intra.bytes_per_s);
+    PsLegs l;
     if (m > 1) {
       const double uplink = all_to_all_uplink_bytes({0, 1, nodes}, {0, 1, shards}, bytes, n.fabric);
-      c.add(with_uplink(busiest((m - 1) * bytes * share, (k - 1) / k * bytes, n.inter, kInter),
-                        uplink, n.fabric));
+      l = legs((m - 1) * bytes * share, (k - 1) / k * bytes, n.inter, kInter, uplink, n.fabric);
     }
-    return c;
+    const double gather_s = gather.total();
+    l.cost = gather.add(l.cost);
+    l.shard_s += gather_s;
+    l.worker_s += gather_s;
+    if (l.uplink_s > 0) l.uplink_s += gather_s;
+    return l;
   }
   const double w = static_cast<double>(workers);
   if (s.ps_dedicated) {
     const double uplink =
         all_to_all_uplink_bytes({shards, per_node, workers}, {0, 1, shards}, bytes, n.fabric);
-    return with_uplink(busiest(w * bytes * share, bytes, n.inter, kInter), uplink, n.fabric);
+    PsLegs l = legs(w * bytes * share, bytes, n.inter, kInter, uplink, n.fabric);
+    l.colocated = false;
+    return l;
   }
   const double uplink =
       all_to_all_uplink_bytes({0, per_node, workers}, {0, per_node, shards}, bytes, n.fabric);
-  return with_uplink(busiest((w - 1) * bytes * share, (k - 1) / k * bytes, n.flat_link(workers),
-                             n.flat_kind(workers)),
-                     uplink, n.fabric);
+  return legs((w - 1) * bytes * share, (k - 1) / k * bytes, n.flat_link(workers),
+              n.flat_kind(workers), uplink, n.fabric);
+}
+
+/// A synchronous PS's exchange, bucket by bucket as dlscale's shards serve
+/// it (docs/strategies.md): bucket b's push leaves when backward has it
+/// (after its casts); its pull when every worker's push of b is in and the
+/// busiest shard has applied its share of b (`update_s_per_byte`). Each
+/// direction of each link is a resource that one message holds at a time,
+/// the uplink both ways: a push takes the shard's link in and a worker's
+/// out, a pull the shard's out and a worker's in. Colocated, the shard's
+/// links are a worker's, so pulls share each direction with the pushes
+/// still going out; a dedicated shard's pulls overlap them.
+StreamResult ps_pipeline(const StrategySpec& s, const Network& n, long long workers,
+                         const std::vector<Bucket>& buckets, double share,
+                         double update_s_per_byte) {
+  enum { kShardIn, kShardOut, kWorkerIn, kWorkerOut, kUplink, kResources };
+  std::array<double, kResources> free_at{};
+  StreamResult r;
+  // Holds the message's resources from when it is ready and they are free.
+  auto send = [&](double ready, const PsLegs& l, bool pull) {
+    const int worker_in = l.colocated ? kShardIn : kWorkerIn,
+              worker_out = l.colocated ? kShardOut : kWorkerOut;
+    const std::array<std::pair<int, double>, 3> held = {
+        std::pair{pull ? kShardOut : kShardIn, l.shard_s},
+        std::pair{pull ? worker_in : worker_out, l.worker_s},
+        std::pair{static_cast<int>(kUplink), l.uplink_s}};
+    double start = ready;
+    for (const auto& [resource, s_held] : held)
+      if (s_held > 0) start = std::max(start, free_at[static_cast<size_t>(resource)]);
+    double end = start;
+    for (const auto& [resource, s_held] : held) {
+      if (s_held <= 0) continue;
+      free_at[static_cast<size_t>(resource)] =
+          std::max(free_at[static_cast<size_t>(resource)], start + s_held);
+      end = std::max(end, start + s_held);
+    }
+    r.busy.add(l.cost);
+    return end;
+  };
+  struct Pull {
+    double ready_s, wire;
+    bool sent;
+  };
+  std::vector<Pull> pulls;  // in push order
+  auto pull_ready_by = [&](double t) {
+    for (Pull& p : pulls)
+      if (!p.sent && p.ready_s <= t) {
+        r.end_s = std::max(r.end_s, send(p.ready_s, ps_legs(s, n, workers, p.wire, share), true));
+        p.sent = true;
+      }
+  };
+  const double cast = n.cast_rate(s.compress);
+  for (const Bucket& b : buckets) {  // ready times in this step's seconds
+    const double wire = b.bytes * s.wire_fraction();
+    const double cast_s = cast > 0 ? 2 * b.bytes / cast : 0;  // down, then up
+    pull_ready_by(b.ready_s + cast_s);  // a pull ready first goes first on the links they share
+    const double pushed = send(b.ready_s + cast_s, ps_legs(s, n, workers, wire, share), false);
+    r.busy.cast_s += cast_s;
+    pulls.push_back({pushed + update_s_per_byte * b.bytes, wire, false});
+  }
+  pull_ready_by(std::numeric_limits<double>::infinity());
+  return r;
 }
 
 /// A ring over `ranks` workers on the flat link, through the fabric.
@@ -130,7 +223,7 @@ Cost bucket_cost(const StrategySpec& s, const Network& n, long long workers, dou
       return c.add(inside).add(across).add(inside);
     }
     case Algorithm::kPs:
-      return c.add(ps_transfer(s, n, workers, wire, share));
+      return c.add(ps_legs(s, n, workers, wire, share).cost);
     case Algorithm::kZero:
       return c.add(flat_ring(ring_reduce_scatter, wire, n, workers));
   }
@@ -317,14 +410,23 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
                                                      : 0;
   if (s.algorithm == Algorithm::kPs && s.ps_async) {
     step = async_ps_step(s, wire_net, workers, total, share, p.compute_s, comm);
+  } else if (s.algorithm == Algorithm::kPs && !s.ps_update_then_pull) {
+    std::vector<Bucket> stream = buckets;
+    for (Bucket& b : stream) b.ready_s *= scale * slow * stretch;
+    // The shards update, bucket by bucket: the busiest holds `share` of each.
+    const StreamResult r =
+        ps_pipeline(s, stream_net, workers, stream, share, c.optimizer_s * share / total);
+    comm = r.busy;
+    optimizer_s = 0;
+    step = c.data_s + c.forward_s + std::max(c.backward_s, r.end_s);
   } else {
     std::vector<Transfer> stream;
     for (const Bucket& b : buckets) stream.push_back({b.ready_s * scale * slow * stretch, bucket_cost(s, stream_net, workers, b.bytes, share)});
     const StreamResult r = run_stream(stream);
     comm = r.busy;
-    Cost after;  // outside backward: before the next forward or after the update
-    if (s.algorithm == Algorithm::kPs)
-      after = ps_transfer(s, wire_net, workers, total * s.wire_fraction(), share);
+    Cost after;                         // outside backward: after the update
+    if (s.algorithm == Algorithm::kPs)  // +update-then-pull: every variable, once updated
+      after = ps_legs(s, wire_net, workers, total * s.wire_fraction(), share).cost;
     if (s.algorithm == Algorithm::kZero) {
       optimizer_s /= static_cast<double>(workers);
       for (const Bucket& b : buckets)

@@ -10,8 +10,9 @@ namespace dlscale::predict {
 namespace {
 
 constexpr const char* kAllowed =
-    "allreduce | allreduce-hd | tree | hierarchical | ps[:K|:node] | zero[:1|2|3], then +flat, +fp16, +bf16 and for ps "
-    "+dedicated, +async, +node-aggregate, +greedy, +partition:MB";
+    "allreduce | allreduce-hd | tree | hierarchical | ps[:K|:node] | zero[:1|2|3], then +flat, "
+    "+fp16, +bf16 and for ps "
+    "+dedicated, +async, +node-aggregate, +greedy, +partition:MB, +update-then-pull";
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> parts;
@@ -58,6 +59,8 @@ void apply_modifier(StrategySpec& s, const std::string& m, const std::string& te
     s.node_aggregate = true;
   } else if (ps && m == "greedy") {
     s.ps_greedy = true;
+  } else if (ps && m == "update-then-pull") {
+    s.ps_update_then_pull = true;
   } else if (ps && m.rfind("partition:", 0) == 0) {
     s.ps_partition_mb = positive(m.substr(10), text);
   } else {
@@ -103,6 +106,10 @@ StrategySpec parse_strategy(const std::string& text) {
   }
   DLSCALE_CHECK(!(s.ps_dedicated && s.node_aggregate), "strategy '{}': +node-aggregate places shards on the workers' "
                 "nodes; it cannot be +dedicated", text);
+  DLSCALE_CHECK(!(s.ps_async && s.ps_update_then_pull),
+                "strategy '{}': +update-then-pull is the synchronous ps's "
+                "order; +async has no common update",
+                text);
   return s;
 }
 

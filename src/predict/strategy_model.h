@@ -6,7 +6,9 @@
 // nodes), +async, +node-aggregate (the workers of a node sum first and one
 // of them talks to the servers, as tf_cnn_benchmarks' distributed mode),
 // +greedy (tensors placed by size, not round-robin), +partition:MB
-// (tensors over MB MiB split over the shards, BytePS's partitioning).
+// (tensors over MB MiB split over the shards, BytePS's partitioning),
+// +update-then-pull (every pull after the whole update, as TensorFlow's
+// synchronous PS, instead of bucket by bucket as dlscale's).
 // No LibTorch.
 #include <string>
 #include <vector>
@@ -26,6 +28,8 @@ struct StrategySpec {
   bool node_aggregate = false;   ///< ps: sum inside each node first
   bool ps_greedy = false;        ///< ps: tensors placed largest first on the least-loaded shard (else round-robin)
   double ps_partition_mb = 0;    ///< ps: tensors bigger than this many MiB split over shards; 0 = never
+  bool ps_update_then_pull =
+      false;  ///< ps: one update once every push is in, then the pulls (else bucket by bucket)
   int zero_stage = 1;            ///< zero: 1 | 2 | 3
   double wire_fraction() const { return compress == "none" ? 1.0 : 0.5; }
   /// ps: the shards at `nodes` nodes (K, or one per node).

@@ -142,19 +142,36 @@ TEST(PredictStep, AcrossNodesTheInterNodeLinkBindsAndHierarchicalSplitsTheLevels
   EXPECT_NEAR(step("allreduce-hd+flat", 16).step_s, 10e-3 + 20e-3 + 8e-4 + 225e-3 + 2e-3, 1e-12);
 }
 
-TEST(PredictStep, AParameterServerPushesDuringBackwardAndPullsAfterTheUpdate) {
-  // ps:2 colocated, 4 workers on one node: a push of S loads the busiest
-  // shard with (N-1) S/K = 1.5 S; one alpha. Bucket 1: 5 + 6.01 = 11.01;
-  // bucket 2: 20 + 12.01 = 32.01. Pull of 12 MB: 0.01 + 18 ms.
+TEST(PredictStep, AParameterServerPushesDuringBackwardAndPullsEachBucketAfterItsUpdate) {
+  // ps:2 colocated, 4 workers on one node: a push of S holds the busiest
+  // shard's link in for (N-1) S/K = 1.5 S (one alpha) and its link out, a
+  // worker's, for (K-1)/K S = S/2; a pull the other way round. Bucket 1
+  // (4 MB): in 5 -> 11.01, out 5 -> 7.01; the shard applies its half of it,
+  // 2 ms x 0.5 x 4/12 = 0.333 ms, and its pull holds out 11.343 -> 17.353
+  // and in -> 13.353. Bucket 2 (8 MB, ready at 20): in -> 32.01, out ->
+  // 24.01; update 0.667 ms; pull out 32.677 -> 44.687.
   const StepPrediction p = step("ps:2", 4);
-  EXPECT_NEAR(p.step_s, 10e-3 + 32.01e-3 + 2e-3 + 18.01e-3, 1e-12);
+  EXPECT_NEAR(p.step_s, 10e-3 + 32.01e-3 + 2e-3 * 0.5 * 8 / 12 + 12.01e-3, 1e-12);
+  // ps:1: the shard's own worker sends nothing, so pushes hold its link in
+  // and pulls its link out, and pull 1 (ready at 5 + 12.01 + 0.667 ms) goes
+  // out while push 2 comes in (20 -> 44.01); pull 2 follows its update.
+  EXPECT_NEAR(step("ps:1", 4).step_s, 10e-3 + 20e-3 + 24.01e-3 + 2e-3 * 8 / 12 + 24.01e-3, 1e-12);
   EXPECT_EQ(p.bottleneck, "ps-shard link");
   // Pushes to the other shard (S/2) plus the pulls its shard serves (3 S/2).
   EXPECT_NEAR(p.bytes_per_rank, 12e6 - 6e6 + 3 * 6e6, 1e-6);
-  // Dedicated: the shard's link takes N S/K = 2 S over the inter link.
+  // Dedicated: the shard's link takes N S/K = 2 S in over the inter link,
+  // and its pulls go out while later pushes come in. Push 1 holds it 5 ->
+  // 85.1, push 2 85.1 -> 245.2; pull 1 goes out at 85.43, pull 2 at 245.87
+  // after its update, for 160.1 ms.
   const StepPrediction d = step("ps:2+dedicated", 4);
-  const double push1 = 1e-4 + 8e6 / 1e8, push2 = 1e-4 + 16e6 / 1e8, pull = 1e-4 + 24e6 / 1e8;
-  EXPECT_NEAR(d.step_s, 10e-3 + (5e-3 + push1 + push2) + 2e-3 + pull, 1e-12);
+  const double push1 = 1e-4 + 8e6 / 1e8, push2 = 1e-4 + 16e6 / 1e8;
+  EXPECT_NEAR(d.step_s, 10e-3 + (5e-3 + push1 + push2) + 2e-3 * 0.5 * 8 / 12 + push2, 1e-12);
+  // +update-then-pull (TensorFlow's synchronous PS): the shards update once
+  // every push is in (2 ms), then the workers pull all 12 MB: 0.01 + 18 ms
+  // colocated, 0.1 + 240 ms from the dedicated shards.
+  EXPECT_NEAR(step("ps:2+update-then-pull", 4).step_s, 10e-3 + 32.01e-3 + 2e-3 + 18.01e-3, 1e-12);
+  EXPECT_NEAR(step("ps:2+dedicated+update-then-pull", 4).step_s,
+              10e-3 + (5e-3 + push1 + push2) + 2e-3 + (1e-4 + 24e6 / 1e8), 1e-12);
   // Async: each worker computes, pushes and pulls alone (2 alpha + 2 S/B on its link)
   // unless the shards' links cap the rate ((N-1) S/K per step).
   const StepPrediction a = step("ps:2+async", 4);
@@ -166,8 +183,9 @@ TEST(PredictStep, NodeAggregationSumsInsideEachNodeThenPushesToOneShardPerNode) 
   // 7 S over the intra link; between nodes the busiest shard takes
   // (M-1) S/K = S/2, a worker node sends (K-1)/K S = S/2.
   const StepPrediction p = step("ps:node+node-aggregate+flat", 16);
+  // One bucket (flat): its pull follows the shard's update of its half.
   const double one_way = (1e-5 + 7 * 12e6 / 1e9) + (1e-4 + 6e6 / 1e8);
-  EXPECT_NEAR(p.step_s, 10e-3 + 20e-3 + one_way + 2e-3 + one_way, 1e-12);
+  EXPECT_NEAR(p.step_s, 10e-3 + 20e-3 + one_way + 2e-3 * 0.5 + one_way, 1e-12);
 }
 
 TEST(PredictStep, ZeroReduceScattersDuringBackwardShardsTheUpdateAndGathersAfter) {
@@ -262,9 +280,10 @@ TEST(PredictFabric, AnUplinkAsFastAsTheLinksSlowsAParameterServerButNotARing) {
   // ps:4 colocated: a push loads each link with 3/4 S = 9 MB (90 ms), but
   // each rack's 2 workers send half of S to the 2 shards outside it:
   // 2 x 2 x S/4 = 12 MB on the uplink, 120 ms, each push and each pull.
-  EXPECT_NEAR(step("ps:4+flat", 4, one_node(1)).step_s, 10e-3 + 20e-3 + 2 * 90.1e-3 + 2e-3, kTol);
+  // Between them the shard applies its quarter: 2 ms / 4.
+  EXPECT_NEAR(step("ps:4+flat", 4, one_node(1)).step_s, 10e-3 + 20e-3 + 2 * 90.1e-3 + 0.5e-3, kTol);
   const StepPrediction ps = step("ps:4+flat", 4, racks(2, 1e8));
-  EXPECT_NEAR(ps.step_s, 10e-3 + 20e-3 + 2 * 120.1e-3 + 2e-3, kTol);
+  EXPECT_NEAR(ps.step_s, 10e-3 + 20e-3 + 2 * 120.1e-3 + 0.5e-3, kTol);
   EXPECT_EQ(ps.bottleneck, "fabric uplink");
   // Hierarchical's ring runs over the nodes' leaders: 2 nodes of 2 workers
   // in groups of 1, uplink 5e7: 2 alpha + 12 MB / 5e7 = 240.2 ms between
@@ -383,10 +402,12 @@ TEST(PredictParse, StrategiesAndTheirModifiers) {
   EXPECT_TRUE(parse_strategy("tree+flat").flat);
   EXPECT_DOUBLE_EQ(parse_strategy("ps:2+greedy+partition:0.5").ps_partition_mb, 0.5);
   EXPECT_TRUE(parse_strategy("ps:2+greedy+partition:0.5").ps_greedy);
-  for (const std::string bad : {"ring", "ps:0", "zero:4", "allreduce+dedicated", "allreduce:2", "ps:2+dedicated+node-aggregate",
-                                "zero+fp16", "allreduce+", "ps:x", "ps+partition:0", "ps+partition:x",
-                                "allreduce+partition:4", "allreduce+fp16+bf16", "allreduce+fp16+fp16",
-                                "ps+node-aggregate+node-aggregate", "tree+flat+flat", "ps+partition:1+partition:2"}) {
+  for (const std::string bad :
+       {"ring", "ps:0", "zero:4", "allreduce+dedicated", "allreduce:2",
+        "ps:2+dedicated+node-aggregate", "zero+fp16", "allreduce+", "ps:x", "ps+partition:0",
+        "ps+partition:x", "allreduce+partition:4", "allreduce+fp16+bf16", "allreduce+fp16+fp16",
+        "ps+node-aggregate+node-aggregate", "tree+flat+flat", "ps+partition:1+partition:2",
+        "allreduce+update-then-pull", "ps:2+async+update-then-pull"}) {
     EXPECT_THROW(parse_strategy(bad), Error) << bad;
   }
   try {
@@ -620,10 +641,11 @@ TEST(PredictWire, A16BitWireGoesAtItsOwnMeasuredRateOnTheLinksAndTheSharedCores)
   EXPECT_NEAR(step("allreduce+flat", 4, n).step_s, 10e-3 + 20e-3 + 18.06e-3 + 2e-3, kTol);
   n.wire16[1].intra_bytes_per_s = 4e9;
   EXPECT_NEAR(step("allreduce+flat+bf16", 4, n).step_s, 10e-3 + 20e-3 + 9.06e-3 + 2e-3, kTol);
-  // The PS's pull after the update takes the wire's rate too.
+  // The PS's pull after the update (the shard's half: 1 ms) takes the
+  // wire's rate too.
   const StepPrediction ps = step("ps:2+flat+fp16", 4, n);
   const double push = 1e-5 + 1.5 * 6e6 / 2.5e8;  // the busiest shard: (N-1) S/K, S = 6 MB
-  EXPECT_NEAR(ps.step_s, 10e-3 + 20e-3 + push + 2e-3 + push, kTol);
+  EXPECT_NEAR(ps.step_s, 10e-3 + 20e-3 + push + 1e-3 + push, kTol);
   // On shared cores the bytes a rank sends cost CPU at that wire's copy
   // rate: 1.5 x 6 MB at 0.5 GB/s = 18 ms of backward (the fp32 rate of
   // 1 GB/s would give 9 ms).
