@@ -15,3 +15,14 @@ function(dlscale_unity target)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${DLSCALE_UNITY_BATCH})
   endif()
 endfunction()
+
+# A target off the training step's hot path (the command line, sweeps,
+# reports, the launchers and clusters) compiled at -O1 instead of the build
+# type's -O3: its units take about 0.7x the compile time, and its commands
+# run in milliseconds either way (bench/README.md, "Cold code at -O1"). The
+# library that trains (dlscale), the data pipeline (dlscale_data), the core
+# helpers and the predictor (whose loops cover up to 100,000,000 workers)
+# keep -O3.
+function(dlscale_cold target)
+  target_compile_options(${target} PRIVATE $<$<NOT:$<CONFIG:Debug>>:-O1>)
+endfunction()
