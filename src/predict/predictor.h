@@ -3,8 +3,9 @@
 // at bucket granularity. Buckets become ready during backward at the
 // calibrated times; their collectives run one after another on one
 // communication stream, overlapping the rest of backward; the optimizer
-// follows; what a strategy must do outside backward (a parameter server's
-// pull, ZeRO's all-gather) adds to the step. No LibTorch.
+// follows; what a strategy must do outside backward (ZeRO's all-gather)
+// adds to the step. A synchronous parameter server's pushes, updates and
+// pulls follow each bucket instead (ps_model.h). No LibTorch.
 #include <functional>
 #include <map>
 #include <string>
