@@ -10,17 +10,17 @@ endfunction()
 # CLI11; a batch pays that once (bench/README.md, "A newcomer's build").
 # Names in a unit's anonymous namespace must then be unique within its
 # batch.
-# A torch-free library (dlscale_unity_torch_free) takes DLSCALE_UNITY_BATCH_TORCH_FREE
-# units a batch: its units share only those lighter headers, so a larger
-# batch saves their parse more often and costs a rebuild little.
+# `dlscale_unity(target BATCH)` takes BATCH units a batch instead: a
+# torch-free library takes DLSCALE_UNITY_BATCH_TORCH_FREE, since its units
+# share only those lighter headers, so a larger batch saves their parse more
+# often and costs a rebuild little.
 function(dlscale_unity target)
-  if(DLSCALE_UNITY)
-    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${DLSCALE_UNITY_BATCH})
+  set(batch ${DLSCALE_UNITY_BATCH})
+  if(ARGC GREATER 1)
+    set(batch ${ARGV1})
   endif()
-endfunction()
-function(dlscale_unity_torch_free target)
   if(DLSCALE_UNITY)
-    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${DLSCALE_UNITY_BATCH_TORCH_FREE})
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${batch})
   endif()
 endfunction()
 

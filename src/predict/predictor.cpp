@@ -202,20 +202,21 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
   ShardShares own(w, s);
   const double share = s.algorithm == Algorithm::kPs ? (shares != nullptr ? *shares : own)(s.shards(n.nodes(workers)))
                                                      : 0;
+  std::vector<Bucket> ready = buckets;  // ready times in this step's seconds
+  for (Bucket& b : ready) b.ready_s *= scale * slow * stretch;
   if (s.algorithm == Algorithm::kPs && s.ps_async) {
     step = async_ps_step(s, wire_net, workers, total, share, p.compute_s, comm);
   } else if (s.algorithm == Algorithm::kPs && !s.ps_update_then_pull) {
-    std::vector<Bucket> stream = buckets;
-    for (Bucket& b : stream) b.ready_s *= scale * slow * stretch;
     // The shards update, bucket by bucket: the busiest holds `share` of each.
     const StreamResult r =
-        ps_pipeline(s, stream_net, workers, stream, share, c.optimizer_s * share / total);
+        ps_pipeline(s, stream_net, workers, ready, share, c.optimizer_s * share / total);
     comm = r.busy;
     optimizer_s = 0;
     step = c.data_s + c.forward_s + std::max(c.backward_s, r.end_s);
   } else {
     std::vector<Transfer> stream;
-    for (const Bucket& b : buckets) stream.push_back({b.ready_s * scale * slow * stretch, bucket_cost(s, stream_net, workers, b.bytes, share)});
+    for (const Bucket& b : ready)
+      stream.push_back({b.ready_s, bucket_cost(s, stream_net, workers, b.bytes, share)});
     const StreamResult r = run_stream(stream);
     comm = r.busy;
     Cost after;                         // outside backward: after the update

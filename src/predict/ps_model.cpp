@@ -168,14 +168,15 @@ StreamResult ps_pipeline(const StrategySpec& s, const Network& n, long long work
     return end;
   };
   struct Pull {
-    double ready_s, wire;
+    double ready_s;
+    PsLegs legs;  // its push's, each link's direction reversed
     bool sent;
   };
   std::vector<Pull> pulls;  // in push order
   auto pull_ready_by = [&](double t) {
     for (Pull& p : pulls)
       if (!p.sent && p.ready_s <= t) {
-        r.end_s = std::max(r.end_s, send(p.ready_s, ps_legs(s, n, workers, p.wire, share), true));
+        r.end_s = std::max(r.end_s, send(p.ready_s, p.legs, true));
         p.sent = true;
       }
   };
@@ -184,9 +185,10 @@ StreamResult ps_pipeline(const StrategySpec& s, const Network& n, long long work
     const double wire = b.bytes * s.wire_fraction();
     const double cast_s = cast > 0 ? 2 * b.bytes / cast : 0;  // down, then up
     pull_ready_by(b.ready_s + cast_s);  // a pull ready first goes first on the links they share
-    const double pushed = send(b.ready_s + cast_s, ps_legs(s, n, workers, wire, share), false);
+    const PsLegs legs = ps_legs(s, n, workers, wire, share);
+    const double pushed = send(b.ready_s + cast_s, legs, false);
     r.busy.cast_s += cast_s;
-    pulls.push_back({pushed + update_s_per_byte * b.bytes, wire, false});
+    pulls.push_back({pushed + update_s_per_byte * b.bytes, legs, false});
   }
   pull_ready_by(std::numeric_limits<double>::infinity());
   return r;
