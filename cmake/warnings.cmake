@@ -24,6 +24,40 @@ function(dlscale_unity target)
   endif()
 endfunction()
 
+# `dlscale_unity_grouped(target BATCH SMALL_BATCH SMALL_REGEX)`: the units
+# whose path matches SMALL_REGEX in batches of SMALL_BATCH, the others in
+# batches of BATCH, each kind in the order listed. The LibTorch library puts
+# the trainer's units (the ones edited most) in small batches, so that a
+# rebuild after touching one stays short, and the rest (models,
+# communicators, strategies) in large ones, so that a fresh build parses
+# LibTorch's header fewer times. Units marked SKIP_UNITY_BUILD_INCLUSION
+# still compile alone.
+function(dlscale_unity_grouped target batch small_batch small_regex)
+  if(NOT DLSCALE_UNITY)
+    return()
+  endif()
+  get_target_property(sources ${target} SOURCES)
+  set(count_large 0)
+  set(count_small 0)
+  foreach(src IN LISTS sources)
+    get_source_file_property(skip ${src} SKIP_UNITY_BUILD_INCLUSION)
+    if(skip OR NOT src MATCHES "\\.cpp$")
+      continue()
+    endif()
+    if(src MATCHES "${small_regex}")
+      math(EXPR index "${count_small} / ${small_batch}")
+      math(EXPR count_small "${count_small} + 1")
+      set(group "small_${index}")
+    else()
+      math(EXPR index "${count_large} / ${batch}")
+      math(EXPR count_large "${count_large} + 1")
+      set(group "large_${index}")
+    endif()
+    set_source_files_properties(${src} PROPERTIES UNITY_GROUP ${group})
+  endforeach()
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
+endfunction()
+
 # A target off the training step's hot path (the command line, sweeps,
 # reports, the launchers and clusters) compiled at -O1 instead of the build
 # type's -O3: its units take about 0.7x the compile time, and its commands
