@@ -53,8 +53,16 @@ check-html: build-run
 	bash scripts/setup.sh --with-chromium
 	scripts/check_html.sh $(REPORT) $(REPORT:.html=.png) 4
 
+# Twice JOBS tests at once, at most JOBS of them computing: each core is one
+# `cpu` slot of the resource file, and a test that mostly waits takes none
+# (tests/CMakeLists.txt, "CPU slots").
+CPU_SLOTS = $(BUILD_DIR)/cpu-slots.json
+
 test: build fuzz-smoke
-	cd $(BUILD_DIR) && ctest -j $(JOBS) --output-on-failure --no-tests=error
+	printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpu": [{"id": "0", "slots": %s}]}]}\n' \
+	  $(JOBS) > $(CPU_SLOTS)
+	cd $(BUILD_DIR) && ctest -j $$((2 * $(JOBS))) --resource-spec-file $(abspath $(CPU_SLOTS)) \
+	  --output-on-failure --no-tests=error
 
 # libFuzzer harnesses (fuzz/): the expression language (sweep files and
 # --where), sweep files through the planner, the rendezvous store's wire

@@ -97,8 +97,9 @@ class SlurmDrill : public ::testing::Test {
   void TearDown() override {
     if (!name_.empty()) cluster::cluster_down(name_);
   }
-  void up(int hosts) {
-    const auto o = run_dlscale(fmt::format("cluster up --name {} --hosts {} --slurm", name_, hosts));
+  void up(int hosts, const std::string& flags = "") {
+    const auto o =
+        run_dlscale(fmt::format("cluster up --name {} --hosts {} --slurm {}", name_, hosts, flags));
     ASSERT_EQ(o.code, 0) << o.out << o.err;
   }
   /// `dlscale cluster exec` on host 0 of this cluster.
@@ -237,7 +238,11 @@ TEST_F(SlurmDrill, TaskKilledMidRunFailsTheStepNamingRankAndNode) {
 }
 
 TEST_F(SlurmDrill, SlurmdKilledMidRunFailsTheStepAsANodeFailure) {
-  up(2);
+  // Links of 100 Mbit/s: lenet's step then waits about a second on its
+  // exchange, so that the two ranks do not keep both cores busy for the
+  // ~20 s that Slurm takes to declare the node dead (50 s of CPU on
+  // unshaped links); the step stays well within --timeout.
+  up(2, "--link-mbit 100");
   Job job(on_host0(fmt::format("srun -N 2 --ntasks-per-node 1 {} train --model lenet --batch 16 --steps 100000 "
                                "--display-every 0 --threads 1 --timeout 4",
                                DLSCALE_BINARY)));
