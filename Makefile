@@ -1,12 +1,13 @@
 # The two commands of the README, and their parts.
 #   make run   install what it needs, build the dlscale executables, run the main job
 #   make test  install what the tests need too, build everything, run the test suite
+#   make ctest the test suite alone, in a tree already built
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DLSCALE = $(BUILD_DIR)/dlscale
 
-.PHONY: setup setup-run configure configure-run build build-run run check-html test fuzz-build fuzz-smoke fuzz \
+.PHONY: setup setup-run configure configure-run build build-run run check-html test ctest fuzz-build fuzz-smoke fuzz \
 	bench clean
 
 # Dependencies by profile (scripts/setup.sh): `run` for the build and the
@@ -59,6 +60,10 @@ check-html: build-run
 CPU_SLOTS = $(BUILD_DIR)/cpu-slots.json
 
 test: build fuzz-smoke
+	$(MAKE) --no-print-directory ctest
+
+# ctest alone, in a tree already built.
+ctest:
 	printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpu": [{"id": "0", "slots": %s}]}]}\n' \
 	  $(JOBS) > $(CPU_SLOTS)
 	cd $(BUILD_DIR) && ctest -j $$((2 * $(JOBS))) --resource-spec-file $(abspath $(CPU_SLOTS)) \
