@@ -64,7 +64,9 @@ test: build fuzz-smoke
 
 # ctest alone, in a tree already built.
 ctest:
-	printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpu": [{"id": "0", "slots": %s}]}]}\n' \
+	@test -f $(BUILD_DIR)/CTestTestfile.cmake || \
+	  { echo "make ctest: $(BUILD_DIR) holds no configured build; run 'make test'" >&2; exit 2; }
+	@printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpu": [{"id": "0", "slots": %s}]}]}\n' \
 	  $(JOBS) > $(CPU_SLOTS)
 	cd $(BUILD_DIR) && ctest -j $$((2 * $(JOBS))) --resource-spec-file $(abspath $(CPU_SLOTS)) \
 	  --output-on-failure --no-tests=error
