@@ -66,6 +66,7 @@ test: build fuzz-smoke
 ctest:
 	@test -f $(BUILD_DIR)/CTestTestfile.cmake || \
 	  { echo "make ctest: $(BUILD_DIR) holds no configured build; run 'make test'" >&2; exit 2; }
+	@case '$(JOBS)' in ''|*[!0-9]*|0*) echo "make ctest: JOBS='$(JOBS)' is not a number of cores" >&2; exit 2;; esac
 	@printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpu": [{"id": "0", "slots": %s}]}]}\n' \
 	  $(JOBS) > $(CPU_SLOTS)
 	cd $(BUILD_DIR) && ctest -j $$((2 * $(JOBS))) --resource-spec-file $(abspath $(CPU_SLOTS)) \
