@@ -33,11 +33,39 @@ void parse_exit(const std::string& text, JobState& s) {
   s.signal = colon == std::string::npos ? 0 : std::atoi(text.substr(colon + 1).c_str());
 }
 
+/// A Slurm client command, run in its own process group: a Ctrl-C, or a
+/// signal sent to the sweep's group, does not end it mid-request (an sbatch
+/// ended there may have submitted a job whose ID nobody reads, an scontrol
+/// answers nothing). Its exit code, or 128 + the signal that ended it.
+int run_client(SpawnOptions spawn, std::string* out) {
+  spawn.own_group = true;
+  spawn.die_with_parent = false;
+  return run_captured(std::move(spawn), out);
+}
+
+int run_client(const std::vector<std::string>& argv, std::string* out) {
+  SpawnOptions spawn;
+  spawn.argv = argv;
+  return run_client(std::move(spawn), out);
+}
+
+/// A query ended by a signal said nothing of the job: not "unknown" (a job
+/// read so was once left running when a sweep was interrupted).
+void refuse_signalled(const std::string& command, const std::string& id, int rc) {
+  if (rc <= 128) return;
+  throw PeerFailure(
+      fmt::format("{} for Slurm job {} was ended by signal {}: nothing is known of the job",
+                  command, id, rc - 128));
+}
+
 /// `sacct -n -X -P -o State,ExitCode,Elapsed` for jobs scontrol has forgotten.
 JobState query_accounting(const std::string& id) {
   JobState s;
   std::string out;
-  if (run_captured({"sacct", "-n", "-X", "-P", "-j", id, "-o", "State,ExitCode,Elapsed"}, &out) != 0) return s;
+  const int rc =
+      run_client({"sacct", "-n", "-X", "-P", "-j", id, "-o", "State,ExitCode,Elapsed"}, &out);
+  refuse_signalled("sacct", id, rc);
+  if (rc != 0) return s;
   std::istringstream in(out);
   std::string line;
   if (!std::getline(in, line) || line.empty()) return s;
@@ -86,7 +114,7 @@ void throw_controller_unreachable(const std::string& command, const std::string&
 
 void check_controller() {
   std::string out;
-  const int rc = run_captured({"scontrol", "ping"}, &out);
+  const int rc = run_client({"scontrol", "ping"}, &out);
   if (rc == kExitExecFailed) return;  // no Slurm client: sbatch's own check names it
   if (rc != 0 || out.find("DOWN") != std::string::npos || says_controller_unreachable(out)) {
     throw_controller_unreachable("scontrol ping", out);
@@ -121,9 +149,8 @@ std::string submit_job(const BatchJob& job) {
   SpawnOptions spawn;
   spawn.argv = sbatch_command(job);
   spawn.set_env = job.env;
-  spawn.die_with_parent = false;
   std::string out;
-  const int rc = run_captured(spawn, &out);
+  const int rc = run_client(spawn, &out);
   out = trim(out);
   if (rc == kExitExecFailed) throw Error("launcher slurm needs 'sbatch' (Debian package slurm-client) on PATH");
   if (says_controller_unreachable(out)) throw_controller_unreachable("sbatch", out);
@@ -186,19 +213,21 @@ JobState parse_scontrol_job(const std::string& line) {
 
 JobState query_job(const std::string& id) {
   std::string out;
-  if (run_captured({"scontrol", "show", "job", "-o", id}, &out) == 0) {
+  const int rc = run_client({"scontrol", "show", "job", "-o", id}, &out);
+  if (rc == 0) {
     JobState s = parse_scontrol_job(out);
     if (s.known) return s;
   } else if (says_controller_unreachable(out)) {
     // Not "unknown": the job may be running. Nothing may be decided on it.
     throw_controller_unreachable("scontrol", out);
   }
+  refuse_signalled("scontrol show job", id, rc);
   return query_accounting(id);
 }
 
 bool cancel_job(const std::string& id) {
   std::string out;
-  return run_captured({"scancel", id}, &out) == 0;
+  return run_client({"scancel", id}, &out) == 0;
 }
 
 }  // namespace dlscale::slurm

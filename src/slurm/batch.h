@@ -55,7 +55,10 @@ JobState parse_scontrol_job(const std::string& line);
 double parse_slurm_duration(const std::string& text);
 
 /// Asks scontrol, then sacct. `known` is false when neither knows the job;
-/// throws dlscale::PeerFailure when slurmctld cannot be reached.
+/// throws dlscale::PeerFailure when slurmctld cannot be reached, or when a
+/// signal ended scontrol or sacct before it answered. Like every Slurm
+/// command here, they run in their own process group, out of reach of a
+/// Ctrl-C meant for the sweep.
 JobState query_job(const std::string& id);
 
 /// Whether a Slurm command's output says slurmctld could not be reached.

@@ -286,6 +286,28 @@ std::string queue(const std::string& cluster) {
   return run_dlscale(fmt::format("cluster exec --name {} 0 -- squeue -h -o %i", cluster)).out;
 }
 
+/// The last `lines` lines of `text`.
+std::string last_lines(const std::string& text, int lines) {
+  std::size_t at = text.size();
+  for (int n = 0; n <= lines && at != std::string::npos && at > 0; ++n)
+    at = text.rfind('\n', at - 1);
+  return at == std::string::npos ? text : text.substr(at + 1);
+}
+
+/// What Slurm says of the cluster's jobs, and its daemons' last log lines:
+/// printed when a drill finds a job where none should be.
+std::string slurm_diagnosis(const std::string& cluster) {
+  std::string out =
+      run_dlscale(fmt::format("cluster exec --name {} 0 -- scontrol show job -o", cluster)).out;
+  const std::string logs = slurm::slurm_dir(cluster) + "/log";
+  std::error_code ec;  // no logs: what scontrol said is all there is
+  for (const auto& e : std::filesystem::directory_iterator(logs, ec)) {
+    out += fmt::format("--- {} (end)\n{}", e.path().string(),
+                       last_lines(read_file(e.path().string()), 25));
+  }
+  return out;
+}
+
 struct KilledSweep {
   int code = 0;     ///< the sweep's exit code (128 + SIGKILL)
   std::string out;  ///< what it printed
@@ -349,8 +371,9 @@ TEST_F(SlurmDrill, SweepInterruptedCancelsItsJobsAndKilledOneIsFollowedOnResume)
     ::kill(-sweep.pid, SIGTERM);  // the sweep (cluster exec became it)
     EXPECT_EQ(sweep.wait_within(45), 128 + SIGTERM) << sweep.out() << sweep.err();
     EXPECT_NE(sweep.out().find("cancelled"), std::string::npos) << sweep.out();
+    EXPECT_EQ(queue(name_), "") << "the interrupted sweep left jobs in Slurm:\n"
+                                << sweep.out() << sweep.err() << slurm_diagnosis(name_);
   }
-  EXPECT_EQ(queue(name_), "") << "the interrupted sweep left jobs in Slurm";
   // Killed outright instead: its jobs go on, and the next invocation follows
   // them rather than submitting them again.
   s.write(30);
@@ -361,7 +384,7 @@ TEST_F(SlurmDrill, SweepInterruptedCancelsItsJobsAndKilledOneIsFollowedOnResume)
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("submitted by an earlier sweep"), std::string::npos) << submitted << o.out;
   EXPECT_NE(o.out.find("4 completed, 0 failed"), std::string::npos) << o.out;
-  EXPECT_EQ(queue(name_), "");
+  EXPECT_EQ(queue(name_), "") << slurm_diagnosis(name_);
 }
 
 /// Every run of the drill's sweep as "status job", and every file of its
@@ -404,7 +427,7 @@ TEST_F(SlurmDrill, SweepResumedWhileSlurmctldIsDownChangesNothingAndALaterOneFol
   EXPECT_NE(o.out.find("[1/4] lenet weak w2 b16 repeat 1/1: following Slurm job"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("[2/4] lenet weak w2 b16 repeat 1/1: following Slurm job"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("4 completed, 0 failed"), std::string::npos) << o.out;
-  EXPECT_EQ(queue(name_), "");
+  EXPECT_EQ(queue(name_), "") << slurm_diagnosis(name_);
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 #include "slurm/batch.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
+#include "core/error.h"
 #include "core/files.h"
 #include "core/subprocess.h"
 #include "process_util.h"
@@ -67,6 +70,59 @@ TEST(SlurmBatch, NothingInTheCommentEndsItsLine) {
   ASSERT_EQ(run_captured({script}, &out), 0) << out;
   EXPECT_FALSE(std::filesystem::exists(marker));
   std::filesystem::remove(script);
+}
+
+/// Fake Slurm commands first on PATH while it lives.
+struct FakeClients {
+  std::string dir = testing::temp_path("fake-slurm");
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  FakeClients() {
+    std::filesystem::create_directories(dir);
+    ::setenv("PATH", (dir + ":" + path).c_str(), 1);
+  }
+  ~FakeClients() {
+    ::setenv("PATH", path.c_str(), 1);
+    std::filesystem::remove_all(dir);
+  }
+  void add(const std::string& name, const std::string& body) const {
+    write_file_atomic(dir + "/" + name, "#!/bin/sh\n" + body + "\n");
+    std::filesystem::permissions(dir + "/" + name, std::filesystem::perms::owner_all);
+  }
+};
+
+// An scontrol ended by a signal (a Ctrl-C that reached it) said nothing: the
+// job is not "unknown". A sweep once read it so, stopped following the job
+// and left it running in Slurm when interrupted.
+TEST(SlurmBatch, AQueryEndedByASignalIsNotAnUnknownJob) {
+  const FakeClients fake;
+  fake.add("sacct", "exit 1");  // no accounting, as on the emulated cluster
+  fake.add("scontrol", "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1");
+  EXPECT_FALSE(query_job("7").known);
+  fake.add("scontrol", "kill -TERM $$");
+  try {
+    query_job("7");
+    ADD_FAILURE() << "a killed scontrol was read as an answer";
+  } catch (const PeerFailure& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "scontrol show job for Slurm job 7 was ended by signal 15: nothing is known of the job");
+  }
+  fake.add("scontrol", "exit 1");
+  fake.add("sacct", "kill -INT $$");
+  EXPECT_THROW(query_job("7"), PeerFailure);
+}
+
+// Slurm's commands run in their own process group: a Ctrl-C or a signal to
+// the sweep's group cannot end them mid-request.
+TEST(SlurmBatch, ClientsRunInTheirOwnProcessGroup) {
+  const FakeClients fake;
+  // Field 5 of /proc/PID/stat is the process group.
+  fake.add("scontrol",
+           "set -- $(cat /proc/$$/stat); echo \"JobId=7 JobState=RUNNING Reason=$5 ExitCode=0:0\"");
+  const JobState st = query_job("7");
+  ASSERT_EQ(st.state, "RUNNING");
+  EXPECT_NE(st.reason, std::to_string(::getpgrp()));
+  EXPECT_GT(std::stol(st.reason), 0);
 }
 
 }  // namespace
