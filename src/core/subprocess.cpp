@@ -126,9 +126,10 @@ ChildProcess run_reading_output(SpawnOptions spawn, bool with_stderr, std::strin
   return child;
 }
 
-int run_captured(SpawnOptions spawn, std::string* output) {
+int run_captured(SpawnOptions spawn, std::string* output, int* signal) {
   spawn.stdin_fd = SpawnOptions::kDevNull;
   const ChildProcess child = run_reading_output(std::move(spawn), true, output);
+  if (signal != nullptr) *signal = child.term_signal();
   return child.term_signal() != 0 ? 128 + child.term_signal() : child.exit_code();
 }
 

@@ -53,8 +53,9 @@ std::optional<ProcState> proc_state(long pid);
 /// code (127 when it could not be started, 128 + n when killed by signal n).
 int run_captured(const std::vector<std::string>& argv, std::string* output);
 /// The same for a child described in full (its environment, a namespace to
-/// enter); its stdin, stdout and stderr are set here.
-int run_captured(SpawnOptions spawn, std::string* output);
+/// enter); its stdin, stdout and stderr are set here. `signal`, when given,
+/// receives the signal that ended it, or 0 (an exit code above 128 is not one).
+int run_captured(SpawnOptions spawn, std::string* output, int* signal = nullptr);
 
 /// Starts `spawn` with its stdout (and its stderr too, `with_stderr`) into a
 /// pipe, reads it into `output` until every holder has closed it, waits for

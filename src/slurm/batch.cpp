@@ -36,35 +36,36 @@ void parse_exit(const std::string& text, JobState& s) {
 /// A Slurm client command, run in its own process group: a Ctrl-C, or a
 /// signal sent to the sweep's group, does not end it mid-request (an sbatch
 /// ended there may have submitted a job whose ID nobody reads, an scontrol
-/// answers nothing). Its exit code, or 128 + the signal that ended it.
-int run_client(SpawnOptions spawn, std::string* out) {
+/// answers nothing). As run_captured.
+int run_client(SpawnOptions spawn, std::string* out, int* signal = nullptr) {
   spawn.own_group = true;
   spawn.die_with_parent = false;
-  return run_captured(std::move(spawn), out);
+  return run_captured(std::move(spawn), out, signal);
 }
 
-int run_client(const std::vector<std::string>& argv, std::string* out) {
+int run_client(const std::vector<std::string>& argv, std::string* out, int* signal = nullptr) {
   SpawnOptions spawn;
   spawn.argv = argv;
-  return run_client(std::move(spawn), out);
+  return run_client(std::move(spawn), out, signal);
 }
 
 /// A query ended by a signal said nothing of the job: not "unknown" (a job
 /// read so was once left running when a sweep was interrupted).
-void refuse_signalled(const std::string& command, const std::string& id, int rc) {
-  if (rc <= 128) return;
+void refuse_signalled(const std::string& command, const std::string& id, int signal) {
+  if (signal == 0) return;
   throw PeerFailure(
       fmt::format("{} for Slurm job {} was ended by signal {}: nothing is known of the job",
-                  command, id, rc - 128));
+                  command, id, signal));
 }
 
 /// `sacct -n -X -P -o State,ExitCode,Elapsed` for jobs scontrol has forgotten.
 JobState query_accounting(const std::string& id) {
   JobState s;
   std::string out;
-  const int rc =
-      run_client({"sacct", "-n", "-X", "-P", "-j", id, "-o", "State,ExitCode,Elapsed"}, &out);
-  refuse_signalled("sacct", id, rc);
+  int signal = 0;
+  const int rc = run_client({"sacct", "-n", "-X", "-P", "-j", id, "-o", "State,ExitCode,Elapsed"},
+                            &out, &signal);
+  refuse_signalled("sacct", id, signal);
   if (rc != 0) return s;
   std::istringstream in(out);
   std::string line;
@@ -213,7 +214,8 @@ JobState parse_scontrol_job(const std::string& line) {
 
 JobState query_job(const std::string& id) {
   std::string out;
-  const int rc = run_client({"scontrol", "show", "job", "-o", id}, &out);
+  int signal = 0;
+  const int rc = run_client({"scontrol", "show", "job", "-o", id}, &out, &signal);
   if (rc == 0) {
     JobState s = parse_scontrol_job(out);
     if (s.known) return s;
@@ -221,7 +223,7 @@ JobState query_job(const std::string& id) {
     // Not "unknown": the job may be running. Nothing may be decided on it.
     throw_controller_unreachable("scontrol", out);
   }
-  refuse_signalled("scontrol show job", id, rc);
+  refuse_signalled("scontrol show job", id, signal);
   return query_accounting(id);
 }
 

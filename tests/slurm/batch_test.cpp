@@ -98,6 +98,8 @@ TEST(SlurmBatch, AQueryEndedByASignalIsNotAnUnknownJob) {
   fake.add("sacct", "exit 1");  // no accounting, as on the emulated cluster
   fake.add("scontrol", "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1");
   EXPECT_FALSE(query_job("7").known);
+  fake.add("scontrol", "exit 143");  // an exit code, however high, is not a signal
+  EXPECT_FALSE(query_job("7").known);
   fake.add("scontrol", "kill -TERM $$");
   try {
     query_job("7");
