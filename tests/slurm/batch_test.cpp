@@ -100,17 +100,19 @@ TEST(SlurmBatch, AQueryEndedByASignalIsNotAnUnknownJob) {
   EXPECT_FALSE(query_job("7").known);
   fake.add("scontrol", "exit 143");  // an exit code, however high, is not a signal
   EXPECT_FALSE(query_job("7").known);
-  fake.add("scontrol", "kill -TERM $$");
+  // SIGKILL: what a Ctrl-C or SIGTERM does, with no disposition or mask
+  // inherited from the test's runner in the way.
+  fake.add("scontrol", "kill -KILL $$");
   try {
     query_job("7");
     ADD_FAILURE() << "a killed scontrol was read as an answer";
   } catch (const PeerFailure& e) {
     EXPECT_STREQ(
         e.what(),
-        "scontrol show job for Slurm job 7 was ended by signal 15: nothing is known of the job");
+        "scontrol show job for Slurm job 7 was ended by signal 9: nothing is known of the job");
   }
   fake.add("scontrol", "exit 1");
-  fake.add("sacct", "kill -INT $$");
+  fake.add("sacct", "kill -KILL $$");
   EXPECT_THROW(query_job("7"), PeerFailure);
 }
 
