@@ -57,13 +57,35 @@ function(dlscale_unity_grouped target batch small_batch small_regex)
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
 endfunction()
 
+# `dlscale_split_cold(target COLD HOT_REGEX)`: TARGET's units whose path does
+# not match HOT_REGEX move to a new object library COLD, compiled at -O1
+# (dlscale_cold), whose objects TARGET's archive holds; TARGET keeps the
+# others at the build type's level. COLD needs TARGET's compile settings
+# (dlscale_libtorch_settings in src/CMakeLists.txt).
+function(dlscale_split_cold target cold hot_regex)
+  get_target_property(sources ${target} SOURCES)
+  set(hot)
+  set(cold_units)
+  foreach(src IN LISTS sources)
+    if(src MATCHES "${hot_regex}")
+      list(APPEND hot ${src})
+    else()
+      list(APPEND cold_units ${src})
+    endif()
+  endforeach()
+  add_library(${cold} OBJECT ${cold_units})
+  dlscale_cold(${cold})
+  set_property(TARGET ${target} PROPERTY SOURCES ${hot} $<TARGET_OBJECTS:${cold}>)
+endfunction()
+
 # A target off the training step's hot path (the command line, sweeps,
 # reports, the launchers and clusters) compiled at -O1 instead of the build
 # type's -O3: its units take about 0.7x the compile time, and its commands
-# run in milliseconds either way (bench/README.md, "Cold code at -O1"). The
-# library that trains (dlscale), the data pipeline (dlscale_data), the core
-# helpers and the predictor (whose loops cover up to 100,000,000 workers)
-# keep -O3.
+# run in milliseconds either way (bench/README.md, "Cold code at -O1"); so do
+# the LibTorch library's cold half (dlscale_split_cold) and dlscale-torch's
+# commands. The LibTorch library's hot half, the data pipeline
+# (dlscale_data), the core helpers and the predictor (whose loops cover up
+# to 100,000,000 workers) keep -O3.
 function(dlscale_cold target)
   target_compile_options(${target} PRIVATE $<$<NOT:$<CONFIG:Debug>>:-O1>)
 endfunction()

@@ -27,8 +27,8 @@ namespace dlscale::models {
 
 namespace {
 
-constexpr double kMinSide = 0.15;
-constexpr double kMaxSide = 0.6;
+constexpr double kObjectMinSide = 0.15;
+constexpr double kObjectMaxSide = 0.6;
 
 /// The pixels of an ellipse inscribed in the box [x0, x1) x [y0, y1) of an
 /// image of `height` x `width`: [height, width] bool.
@@ -97,7 +97,7 @@ class InstanceSegmentation : public Task {
       const auto* r = u.data_ptr<float>();
       for (int64_t k = 0; k < n; ++k) {  // later objects paint over earlier ones
         const auto span = [&](float side_u, float start_u, int64_t extent) {
-          const double side = kMinSide + (kMaxSide - kMinSide) * side_u;
+          const double side = kObjectMinSide + (kObjectMaxSide - kObjectMinSide) * side_u;
           const int64_t len = std::max<int64_t>(2, std::lround(side * static_cast<double>(extent)));
           const int64_t start = std::lround(start_u * static_cast<double>(extent - len));
           return std::pair{start, start + len};
