@@ -12,12 +12,13 @@
 namespace dlscale {
 
 LineReader::LineReader(LineReader&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), partial_(std::move(other.partial_)) {}
+    : fd_(std::exchange(other.fd_, -1)), eof_(other.eof_), partial_(std::move(other.partial_)) {}
 
 LineReader& LineReader::operator=(LineReader&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
+    eof_ = other.eof_;
     partial_ = std::move(other.partial_);
   }
   return *this;
@@ -29,8 +30,9 @@ LineReader::~LineReader() {
 
 std::vector<std::string> LineReader::read_lines(bool flush) {
   char buf[4096];
-  ssize_t got;
+  ssize_t got = -1;
   while (fd_ >= 0 && (got = ::read(fd_, buf, sizeof(buf))) > 0) partial_.append(buf, static_cast<size_t>(got));
+  if (fd_ >= 0 && got == 0) eof_ = true;
   std::vector<std::string> lines;
   size_t nl;
   while ((nl = partial_.find('\n')) != std::string::npos) {

@@ -20,12 +20,16 @@ class LineReader {
   ~LineReader();
 
   int fd() const { return fd_; }
+  /// The fd to poll for more: -1 (which poll(2) skips) once the writers
+  /// closed the pipe, which otherwise reads as ready on every poll.
+  int poll_fd() const { return eof_ ? -1 : fd_; }
   /// Reads what the pipe holds without blocking and returns the complete
   /// lines, without their '\n'; with `flush`, an unfinished last line too.
   std::vector<std::string> read_lines(bool flush = false);
 
  private:
   int fd_ = -1;
+  bool eof_ = false;  ///< a read returned 0: every writer closed the pipe
   std::string partial_;
 };
 

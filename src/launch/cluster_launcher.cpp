@@ -198,7 +198,7 @@ bool supervise(const ClusterPlan& plan, const cluster::ClusterSpec& spec,
   double first_at = -1;
   while (true) {
     std::vector<pollfd> fds;
-    for (const NodeProc& n : nodes) fds.push_back({n.err.fd(), POLLIN, 0});
+    for (const NodeProc& n : nodes) fds.push_back({n.err.poll_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
     for (NodeProc& n : nodes) forward_stderr(n, false);
     bool any_running = false;

@@ -318,7 +318,7 @@ std::string supervise(std::vector<Child>& children, const LaunchPlan& plan,
   double grace_end = -1;  // set when a peer failure is seen while others run
   while (true) {
     std::vector<pollfd> fds;
-    for (const auto& c : children) fds.push_back({c.status.fd(), POLLIN, 0});
+    for (const auto& c : children) fds.push_back({c.status.poll_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 200);
     const double now = now_seconds();
     bool any_running = false;

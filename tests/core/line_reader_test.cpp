@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <string>
@@ -23,6 +24,26 @@ TEST(LineReader, ReturnsCompleteLinesAndKeepsTheRest) {
   EXPECT_EQ(pipe.reader.read_lines(), (std::vector<std::string>{"two", ""}));
   EXPECT_EQ(pipe.reader.read_lines(/*flush=*/true), (std::vector<std::string>{"thr"}));
   EXPECT_TRUE(pipe.reader.read_lines(true).empty());
+}
+
+// A pipe whose writers are gone reads as ready on every poll(2): a launcher
+// that kept polling it spun a core until its other children ended (the
+// cluster launcher after one host's exit, 25 s of CPU in one drill). Once
+// the end is read, the descriptor to poll is -1, which poll skips.
+TEST(LineReader, StopsBeingPolledOnceItsWritersAreGone) {
+  LinePipe pipe;
+  EXPECT_EQ(pipe.reader.poll_fd(), pipe.reader.fd());
+  put(pipe.write_fd, "last\n");
+  pipe.close_write();
+  pollfd p{pipe.reader.poll_fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 1);
+  EXPECT_EQ(pipe.reader.read_lines(), (std::vector<std::string>{"last"}));
+  EXPECT_EQ(pipe.reader.poll_fd(), -1);
+  EXPECT_GE(pipe.reader.fd(), 0);  // still owned, closed with the reader
+  p = {pipe.reader.poll_fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0);  // nothing to report: a poll waits its timeout
+  LineReader moved = std::move(pipe.reader);
+  EXPECT_EQ(moved.poll_fd(), -1);
 }
 
 TEST(LineReader, OwnsItsDescriptorAndTheWriteEndIsAsAsked) {
