@@ -20,10 +20,23 @@ using sweep::RunRecord;
 /// Parameters that are the table's axes, steer the sweep, or only name a
 /// run's output files: runs differing only in these are the same
 /// configuration (seeds and repeats of it).
-const std::set<std::string> kTtaNotLabels = {
-    "workers",    "batch",         "global-batch",       "scaling", "repeats", "timeout",
-    "command",    "launcher-args", "throughput-pattern", "model",   "seed",    "mllog",
-    "checkpoint", "trace",         "save-weights",       "json"};
+const std::set<std::string> kTtaNotLabels = {"workers",
+                                             "batch",
+                                             "global-batch",
+                                             "scaling",
+                                             "repeats",
+                                             "timeout",
+                                             "command",
+                                             "launcher-args",
+                                             "throughput-pattern",
+                                             "model",
+                                             "seed",
+                                             "mllog",
+                                             "checkpoint",
+                                             "trace",
+                                             "save-weights",
+                                             "json",
+                                             "save-initial-weights"};
 
 /// The accuracy a run's target is on is its task's first metric, which the
 /// record names (results.convergence.metric, and final_accuracy). Records

@@ -182,6 +182,7 @@ struct ComputeOptions {
 struct OutputOptions {
   std::string json_path;     ///< result record file; "" = none
   std::string save_weights;  ///< rank 0 saves the final parameters here (torch::save); "" = no
+  std::string save_initial_weights;  ///< rank 0 saves the parameters before the first step here
   std::string trace_path;    ///< Chrome-trace JSON of every rank's phases and buckets
 
   template <typename Self, typename Visitor>
@@ -192,6 +193,13 @@ struct OutputOptions {
              "save_weights"}
           .no_default(),
       s.save_weights);
+    v(Option{"--save-initial-weights",
+             "Rank 0 saves the parameters as training starts, before the first step (after "
+             "--resume: the "
+             "checkpoint's), as --save-weights does",
+             "save_initial_weights"}
+          .no_default(),
+      s.save_initial_weights);
     v(Option{"--trace",
              "Write a Chrome-trace JSON (chrome://tracing, Perfetto) of every rank's phases and bucket "
              "collectives",

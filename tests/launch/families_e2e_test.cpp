@@ -17,6 +17,7 @@ namespace {
 
 using testing::closeness;
 using testing::expect_tcp_bytes;
+using testing::Initial;
 using testing::run_dlscale;
 using testing::train;
 using testing::TrainRun;
@@ -54,11 +55,11 @@ double share_of_update(const std::vector<torch::Tensor>& a, const std::vector<to
   return worst;
 }
 
-/// `run` within `f`'s tolerance of `one` (`initial`: the weights before training).
-void expect_matches(const Family& f, const TrainRun& run, const TrainRun& one, const TrainRun& initial,
-                    double rtol, double atol) {
+/// `run` within `f`'s tolerance of `one` (`one.initial`: the weights before training).
+void expect_matches(const Family& f, const TrainRun& run, const TrainRun& one, double rtol,
+                    double atol) {
   if (f.update_share > 0) {
-    EXPECT_LE(share_of_update(run.weights, one.weights, initial.weights), f.update_share);
+    EXPECT_LE(share_of_update(run.weights, one.weights, one.initial), f.update_share);
   } else {
     EXPECT_LE(closeness(run.weights, one.weights, rtol, atol), 1.0);
   }
@@ -79,9 +80,8 @@ TEST_P(FamilyStrategies, MatchOneWorkerOnTheGlobalBatch) {
   const Family& f = GetParam();
   const std::string flags = std::string("train --model ") + f.args + kCommon;
   const std::string base = flags + " --lr " + f.lr;
-  const TrainRun one = train(base);
+  const TrainRun one = train(base, Initial::kSave);
   ASSERT_FALSE(one.weights.empty());
-  const TrainRun initial = train(flags + " --lr 1e-30");  // updates below float resolution: the initial weights
   const nlohmann::json& model = one.record["model"];
   EXPECT_EQ(model["unit"], f.unit);
   EXPECT_EQ(model["items_per_sample"], f.items_per_sample);
@@ -94,16 +94,16 @@ TEST_P(FamilyStrategies, MatchOneWorkerOnTheGlobalBatch) {
                                 "--workers 2 --strategy ps --ps-shards 2"}) {
     SCOPED_TRACE(run);
     const TrainRun r = train(base + " " + run);
-    expect_matches(f, r, one, initial, 1e-5, 1e-7);
+    expect_matches(f, r, one, 1e-5, 1e-7);
     EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
   }
   const TrainRun fp16 = train(base + " --workers 2 --compress fp16");
-  expect_matches(f, fp16, one, initial, 1.0 / 1024, 1e-4);
+  expect_matches(f, fp16, one, 1.0 / 1024, 1e-4);
   EXPECT_EQ(fp16.record["results"]["comm"]["wire_dtype"], "float16");
   const TrainRun independent = train(base + " --workers 2 --strategy independent");
   EXPECT_EQ(independent.record["results"]["comm"]["replicas_identical"], false);
   // Each replica trained on half the batch: visibly not the global batch's weights.
-  EXPECT_GT(share_of_update(independent.weights, one.weights, initial.weights), 0.2);
+  EXPECT_GT(share_of_update(independent.weights, one.weights, one.initial), 0.2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyStrategies,
@@ -147,22 +147,21 @@ TEST(FamilyLengths, BatchesOfTheirOwnLengthMatchOneWorkerAndCountTheirTokens) {
 // 8,732 background boxes whose losses lie within ulps of each other at
 // initialization, so a rounding flips which box is picked, and its
 // gradient's share moves the weights by ~0.3-0.7% of the step's update
-// (fp16's wire rounding: ~9%). A wrong average is off by 50-100%. That the
+// (fp16's wire rounding on three workers: ~9%). A wrong average is off by
+// 50-100%. That the
 // loss of a batch is the mean of its shards' is tested exactly in
 // tests/models/detection_test.cpp. Two images per worker (a batch norm of
 // the last 1x1 maps needs two), one step: state carried across steps (the
 // optimizer's, the strategies') is the smaller models' tests' to check. The
-// weights before training are a run's at lr 1e-30. Two tests of 7 and 6
-// runs: a run of two or three workers takes 10-20 s of CPU, and one test of
-// all 13 runs at two steps ran past ctest's 300 s on a loaded 2-core machine.
+// weights before training are the first run's (--save-initial-weights). A
+// worker's step is 5-7 s of CPU here, so the runs that need no third worker
+// (compression, independent replicas) take two, and the 24 workers' steps
+// are split over two tests (15 and 9): one test of 13 runs at two steps ran
+// past ctest's 300 s on a loaded 2-core machine.
 const std::string kSsd =
     "train --model ssd300 --classes 5 --threads 1 --optimizer momentum --display-every 0 "
     "--sync-buffers step --first-bucket-mb 1 --synthetic-batches 2";
 const std::string kSsdStep = kSsd + " --steps 1 --warmup 0 --lr 0.01";
-
-TrainRun ssd_initial_weights() {
-  return train(kSsd + " --steps 1 --warmup 0 --lr 1e-30 --global-batch 2");
-}
 
 std::string ssd_on(int workers) {
   return kSsdStep + " --global-batch " + std::to_string(2 * workers) + " --workers " +
@@ -170,14 +169,13 @@ std::string ssd_on(int workers) {
 }
 
 TEST(Ssd300Strategies, MatchFlatAllreduceOnTwoWorkers) {
-  const TrainRun one = train(kSsdStep + " --global-batch 2");
+  const TrainRun one = train(kSsdStep + " --global-batch 2", Initial::kSave);
   ASSERT_FALSE(one.weights.empty());
   EXPECT_EQ(one.record["model"]["unit"], "images");
   EXPECT_EQ(one.record["model"]["family"], "detection");
-  const TrainRun initial = ssd_initial_weights();
   const TrainRun flat = train(ssd_on(2) + " --strategy allreduce --bucket-mb 0");
   ASSERT_FALSE(flat.weights.empty());
-  EXPECT_GT(share_of_update(flat.weights, one.weights, initial.weights), 0.5)
+  EXPECT_GT(share_of_update(flat.weights, one.weights, one.initial), 0.5)
       << "batch norm is per worker";
   for (const std::string run :
        {"--strategy allreduce --bucket-mb 8", "--strategy tree", "--strategy ps --ps-shards 2",
@@ -187,24 +185,23 @@ TEST(Ssd300Strategies, MatchFlatAllreduceOnTwoWorkers) {
     EXPECT_LE(closeness(r.weights, flat.weights, 1e-5, 1e-6), 1.0);
     EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
   }
+  const TrainRun fp16 = train(ssd_on(2) + " --compress fp16");
+  EXPECT_LE(share_of_update(fp16.weights, flat.weights, one.initial), 0.3);
+  EXPECT_EQ(fp16.record["results"]["comm"]["wire_dtype"], "float16");
+  const TrainRun independent = train(ssd_on(2) + " --strategy independent");
+  EXPECT_EQ(independent.record["results"]["comm"]["replicas_identical"], false);
 }
 
 TEST(Ssd300Strategies, MatchFlatAllreduceOnThreeWorkers) {
-  const TrainRun initial = ssd_initial_weights();
-  const TrainRun flat = train(ssd_on(3) + " --strategy allreduce --bucket-mb 0");
+  const TrainRun flat = train(ssd_on(3) + " --strategy allreduce --bucket-mb 0", Initial::kSave);
   ASSERT_FALSE(flat.weights.empty());
   for (const std::string run :
        {"--strategy allreduce --bucket-mb 8", "--strategy hierarchical --ranks-per-node 2"}) {
     SCOPED_TRACE(run);
     const TrainRun r = train(ssd_on(3) + " " + run);
-    EXPECT_LE(share_of_update(r.weights, flat.weights, initial.weights), 0.05);
+    EXPECT_LE(share_of_update(r.weights, flat.weights, flat.initial), 0.05);
     EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
   }
-  const TrainRun fp16 = train(ssd_on(3) + " --compress fp16");
-  EXPECT_LE(share_of_update(fp16.weights, flat.weights, initial.weights), 0.3);
-  EXPECT_EQ(fp16.record["results"]["comm"]["wire_dtype"], "float16");
-  const TrainRun independent = train(ssd_on(3) + " --strategy independent");
-  EXPECT_EQ(independent.record["results"]["comm"]["replicas_identical"], false);
 }
 
 // maskrcnn: its backbone's batch norm is frozen, each image's pyramid and
@@ -242,21 +239,20 @@ TEST(MaskRcnnStrategies, MatchOneWorkerOnTheGlobalBatch) {
 
 TEST(MaskRcnnStrategies, HierarchicalCompressedAndIndependentWorkers) {
   const std::string alone = kMaskRcnn + " --backbone-batch 1";
-  const TrainRun one = train(alone + " --lr 0.0005");
+  const TrainRun one = train(alone + " --lr 0.0005", Initial::kSave);
   ASSERT_FALSE(one.weights.empty());
   EXPECT_EQ(one.record["inputs"]["backbone_batch"], 1);
-  const TrainRun initial = train(alone + " --lr 1e-30");
   const TrainRun fp16 = train(alone + " --lr 0.0005 --workers 2 --compress fp16");
   // fp16 keeps 11 bits, fewer below 6e-5 (subnormal), where many of this
   // small step's gradients lie: 2% of an update here; a wrong average: 50-100%.
-  EXPECT_LE(share_of_update(fp16.weights, one.weights, initial.weights), 0.05);
+  EXPECT_LE(share_of_update(fp16.weights, one.weights, one.initial), 0.05);
   EXPECT_EQ(fp16.record["results"]["comm"]["wire_dtype"], "float16");
   const TrainRun hierarchical =
       train(alone + " --lr 0.0005 --workers 4 --strategy hierarchical --ranks-per-node 2");
   EXPECT_LE(closeness(hierarchical.weights, one.weights, 1e-5, 1e-7), 1.0);
   const TrainRun independent = train(alone + " --lr 0.0005 --workers 2 --strategy independent");
   EXPECT_EQ(independent.record["results"]["comm"]["replicas_identical"], false);
-  EXPECT_GT(share_of_update(independent.weights, one.weights, initial.weights), 0.2);
+  EXPECT_GT(share_of_update(independent.weights, one.weights, one.initial), 0.2);
 }
 
 // --sparse-embeddings: ncf's four tables' gradients travel as the rows the

@@ -37,17 +37,25 @@ inline double closeness(const std::vector<torch::Tensor>& a, const std::vector<t
 struct TrainRun {
   std::vector<torch::Tensor> weights;
   nlohmann::json record;
+  std::vector<torch::Tensor> initial;  ///< before the first step, when asked for
 };
 
-/// Trains with `args`; returns rank 0's final weights and JSON record.
-inline TrainRun train(const std::string& args) {
+enum class Initial { kSkip, kSave };
+
+/// Trains with `args`; returns rank 0's final weights and JSON record, and
+/// with Initial::kSave the weights before the first step too
+/// (--save-initial-weights).
+inline TrainRun train(const std::string& args, Initial initial = Initial::kSkip) {
   const std::string w = temp_path("w.pt");
   const std::string j = temp_path("r.json");
-  const auto o = run_dlscale(args + " --save-weights " + w + " --json " + j);
+  const std::string i = initial == Initial::kSave ? temp_path("i.pt") : "";
+  const auto o = run_dlscale(args + " --save-weights " + w + " --json " + j +
+                             (i.empty() ? "" : " --save-initial-weights " + i));
   EXPECT_EQ(o.code, 0) << args << "\n" << o.err;
   TrainRun r;
   if (o.code != 0) return r;
   r.weights = load_weights(w);
+  if (!i.empty()) r.initial = load_weights(i);
   r.record = nlohmann::json::parse(read_file(j));
   std::filesystem::remove(j);
   return r;

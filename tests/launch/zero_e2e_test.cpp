@@ -180,15 +180,14 @@ TEST(ZeroStrategy, LarsAndBiasNormExclusionMatchAllreduce) {
   const std::string lars = kLenet + " --optimizer lars --lr 0.5 --weight-decay 0.0005";
   const std::string excluded =
       kLenet + " --optimizer momentum --lr 0.05 --weight-decay 0.01 --wd-exclude bias-norm";
-  // SGD at a rate too small to move a float32 weight: the initial weights.
-  const std::vector<torch::Tensor> initial = train(kLenet + " --optimizer sgd --lr 1e-30").weights;
   for (const std::string& args : {lars, excluded}) {
     // LARS's whole-tensor norms come from float32 _foreach_norm, the pieces'
     // from float64 sums: the trust ratios differ in the 7th digit, the
     // weights by up to 1.4e-5 of themselves (measured); a ratio taken from
     // one worker's pieces alone is off by about 10%.
     const double rtol = args == lars ? 5e-5 : 1e-5;
-    const TrainRun one = train(args);
+    const TrainRun one = train(args, testing::Initial::kSave);
+    const std::vector<torch::Tensor>& initial = one.initial;
     for (const int n : {2, 3}) {
       const std::string workers = " --workers " + std::to_string(n);
       const TrainRun allreduce = train(args + workers);
@@ -208,17 +207,23 @@ TEST(ZeroStrategy, LarsAndBiasNormExclusionMatchAllreduce) {
 
 // Stage 3 frees the parameters after every backward: evaluations between
 // steps and the end of the run (the replica check, the saved weights) gather
-// them first, and see exactly what allreduce's replicas hold.
+// them first, and see exactly what allreduce's replicas hold. The weights
+// saved before the first step are the whole model too, rank 0's as
+// allreduce broadcasts them.
 TEST(ZeroStrategy, Stage3EvaluatesAndSavesTheCurrentParameters) {
   const std::string args =
       "train --model tinycnn --data fashion-mnist --augment none --threads 1 --global-batch 64 "
       "--steps 12 "
       "--warmup 1 --eval-every-steps 5 --optimizer momentum --lr 0.05 --display-every 0 --workers "
       "2";
-  const TrainRun allreduce = train(args);
-  const TrainRun r = train(args + " --strategy zero --zero-stage 3");
+  const TrainRun allreduce = train(args, testing::Initial::kSave);
+  const TrainRun r = train(args + " --strategy zero --zero-stage 3", testing::Initial::kSave);
   ASSERT_FALSE(r.weights.empty());
   EXPECT_LE(closeness(r.weights, allreduce.weights, 1e-5, 1e-7), 1.0);
+  ASSERT_EQ(r.initial.size(), allreduce.initial.size());
+  for (size_t i = 0; i < r.initial.size(); ++i)
+    EXPECT_TRUE(torch::equal(r.initial[i], allreduce.initial[i])) << i;
+  EXPECT_GT(closeness(r.weights, r.initial, 1e-3, 0), 1.0);  // twelve steps moved them
   EXPECT_EQ(r.record["results"]["comm"]["replicas_identical"], true);
   const nlohmann::json& mine = r.record["results"]["convergence"]["evals"];
   const nlohmann::json& theirs = allreduce.record["results"]["convergence"]["evals"];

@@ -233,6 +233,7 @@ void check_train_outputs(const TrainOptions& o) {
   check_output_paths({{"--json", o.output.json_path},
                       {"--trace", o.output.trace_path},
                       {"--save-weights", o.output.save_weights},
+                      {"--save-initial-weights", o.output.save_initial_weights},
                       {"--mllog", r.mllog_path},
                       checkpoint},
                      {{"--resume", r.resume_path, "--checkpoint"}});

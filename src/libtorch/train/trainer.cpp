@@ -268,6 +268,14 @@ void Trainer::record_strategy_report(dp::StrategyReport report) {
   result_.strategy = std::move(report);
 }
 
+void Trainer::save_parameters(const std::string& path) {
+  sync_->need_parameters();
+  if (worker_.rank != 0) return;
+  std::ostringstream out;
+  torch::save(model_->parameters(), out);
+  write_file_atomic(path, out.str());
+}
+
 void Trainer::write_outputs() {
   const TrainOptions& o = result_.config.options;
   std::vector<nlohmann::json> traces;
@@ -280,13 +288,9 @@ void Trainer::write_outputs() {
       traces.push_back(tracer_->events());
     }
   }
+  if (!o.output.save_weights.empty()) save_parameters(o.output.save_weights);
   if (worker_.rank != 0) return;
   if (tracer_) write_file_atomic(o.output.trace_path, dump_json(make_trace(traces)) + "\n");
-  if (!o.output.save_weights.empty()) {
-    std::ostringstream out;
-    torch::save(model_->parameters(), out);
-    write_file_atomic(o.output.save_weights, out.str());
-  }
   if (profiler_) result_.backward_profile = profiler_->to_json();
   if (!o.output.json_path.empty()) write_file_atomic(o.output.json_path, dump_json(to_json(result_), 2) + "\n");
 }
@@ -294,6 +298,7 @@ void Trainer::write_outputs() {
 TrainResult Trainer::run(TrainObserver& observer) {
   const TrainOptions& o = result_.config.options;
   result_.steps.clear();
+  if (!o.output.save_initial_weights.empty()) save_parameters(o.output.save_initial_weights);
   if (worker_.world_size > 1) worker_.comm->barrier();  // start the clocks together
   result_.started_at = utc_timestamp();
   log_run_start();

@@ -146,6 +146,9 @@ class Trainer {
   /// Every rank's account and peak resident set, into result_.memory.
   void gather_memory();
   void write_outputs();
+  /// Every rank gathers the parameters (ZeRO stage 3 shards them); rank 0
+  /// saves them to `path` (torch::save of the parameter list).
+  void save_parameters(const std::string& path);
   void record_sync_info();
   void record_strategy_report(dp::StrategyReport report);
   // Convergence (libtorch/train/trainer_convergence.cpp).
