@@ -354,27 +354,27 @@ void drills(const std::string& name, Fault fault) {
 }
 
 TEST_F(ClusterDrill, WorkerKilledOnAHost) {
-  up(3);
+  up(3, 20);
   drills(name_, Fault::kKillWorker);
 }
 
 TEST_F(ClusterDrill, WorkerStopped) {
-  up(3);
+  up(3, 20);
   drills(name_, Fault::kStopWorker);
 }
 
 TEST_F(ClusterDrill, LinkTakenDownMidRun) {
-  up(3, 1000);
+  up(3, 20);
   drills(name_, Fault::kLinkDown);
 }
 
 TEST_F(ClusterDrill, RendezvousUnreachableFromTheStart) {
-  up(3);
+  up(3, 20);
   drills(name_, Fault::kUnreachable);
 }
 
 TEST_F(ClusterDrill, MasterHostKilled) {
-  up(3);
+  up(3, 20);
   drills(name_, Fault::kKillMaster);
 }
 
