@@ -194,9 +194,8 @@ struct OutputOptions {
           .no_default(),
       s.save_weights);
     v(Option{"--save-initial-weights",
-             "Rank 0 saves the parameters as training starts, before the first step (after "
-             "--resume: the "
-             "checkpoint's), as --save-weights does",
+             "Rank 0 saves the parameters before the first step here, as --save-weights does "
+             "(after --resume: the checkpoint's)",
              "save_initial_weights"}
           .no_default(),
       s.save_initial_weights);

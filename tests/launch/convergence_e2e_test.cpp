@@ -345,9 +345,11 @@ TEST(Checkpoints, KStepsResumeKStepsEqualsTwoKStepsBitForBit) {
       const std::string ckpt = temp_path("ckpt");
       const TrainRun first = train(base + "4 --checkpoint " + ckpt + " --checkpoint-every 4");
       ASSERT_TRUE(std::filesystem::exists(ckpt)) << optimizer;
-      const TrainRun resumed = train(base + "8 --resume " + ckpt);
+      const TrainRun resumed = train(base + "8 --resume " + ckpt, testing::Initial::kSave);
       const TrainRun straight = train(base + "8");
       EXPECT_TRUE(same_weights(resumed.weights, straight.weights)) << optimizer << " x" << workers;
+      // A resumed run starts from the checkpoint's weights: the first run's last.
+      EXPECT_TRUE(same_weights(resumed.initial, first.weights)) << optimizer << " x" << workers;
       EXPECT_FALSE(same_weights(first.weights, straight.weights)) << optimizer;
       EXPECT_EQ(resumed.record["results"]["convergence"].is_null(), true);
       EXPECT_EQ(resumed.record["steps"]["step"].front(), 4);
@@ -490,6 +492,9 @@ TEST(Checkpoints, OutputsThatOverwriteACheckpointAreRefused) {
   const std::string before = read_file(ckpt);
   EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + ckpt + " --json " + ckpt)
                 .find("--json would overwrite the --resume file '" + ckpt + "'"),
+            std::string::npos);
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + ckpt + " --save-initial-weights " + ckpt)
+                .find("--save-initial-weights would overwrite the --resume file '" + ckpt + "'"),
             std::string::npos);
   EXPECT_EQ(read_file(ckpt), before);
   // The checkpoint may continue the file it resumed from.

@@ -148,9 +148,8 @@ TEST(FamilyLengths, BatchesOfTheirOwnLengthMatchOneWorkerAndCountTheirTokens) {
 // initialization, so a rounding flips which box is picked, and its
 // gradient's share moves the weights by ~0.3-0.7% of the step's update
 // (fp16's wire rounding on three workers: ~9%). A wrong average is off by
-// 50-100%. That the
-// loss of a batch is the mean of its shards' is tested exactly in
-// tests/models/detection_test.cpp. Two images per worker (a batch norm of
+// 50-100%. That the loss of a batch is the mean of its shards' is tested
+// exactly in tests/models/detection_test.cpp. Two images per worker (a batch norm of
 // the last 1x1 maps needs two), one step: state carried across steps (the
 // optimizer's, the strategies') is the smaller models' tests' to check. The
 // weights before training are the first run's (--save-initial-weights). A
