@@ -21,6 +21,7 @@ namespace {
 
 using testing::fails;
 using testing::run_dlscale;
+using testing::same_weights;
 using testing::temp_path;
 using testing::train;
 using testing::TrainRun;
@@ -323,14 +324,6 @@ TEST(TimeToAccuracy, MllogOfResnetCarriesTheClosedRulesKeys) {
     EXPECT_EQ(e["key"].get<std::string>().rfind("sgd_", 0), std::string::npos) << e.dump();
   }
   std::filesystem::remove(log);
-}
-
-bool same_weights(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
-  if (a.size() != b.size() || a.empty()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!torch::equal(a[i], b[i])) return false;
-  }
-  return true;
 }
 
 TEST(Checkpoints, KStepsResumeKStepsEqualsTwoKStepsBitForBit) {

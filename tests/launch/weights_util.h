@@ -34,6 +34,15 @@ inline double closeness(const std::vector<torch::Tensor>& a, const std::vector<t
   return a.size() == b.size() ? worst : 1e30;
 }
 
+/// The same parameter list, bit for bit (an empty list matches nothing).
+inline bool same_weights(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!torch::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
 struct TrainRun {
   std::vector<torch::Tensor> weights;
   nlohmann::json record;
