@@ -13,6 +13,7 @@
 #include "cli/torch_commands.h"
 #include "core/error.h"
 #include "core/sysinfo.h"
+#include "launch/train_job_options.h"
 
 namespace dlscale::cli {
 namespace {
@@ -47,7 +48,9 @@ void add_passed_through(CLI::App& app, const char* name, const char* about, cons
 
 }  // namespace
 
-void run_train_command(const CLI::App&, launch::TrainJobOptions&, const std::vector<std::string>& argv) {
+void run_train_command(const CLI::App&, launch::TrainJobOptions& options,
+                       const std::vector<std::string>& argv) {
+  launch::check_train_job(options);  // a usage error costs no LibTorch start
   hand_off(argv);
 }
 

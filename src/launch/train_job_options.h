@@ -12,4 +12,13 @@ struct TrainJobOptions {
   LaunchOptions launch;
 };
 
+/// The job a launch of `options` runs: the launch flags, the compute's
+/// device, `threads` a worker and the strategy's `servers` processes.
+JobOptions job_of(const TrainJobOptions& options, int threads, int servers);
+
+/// The checks of a train job that need no LibTorch (the launch flags, then
+/// train/train_checks.h's): the front runs them before it starts
+/// dlscale-torch, which runs them again with the rest (libtorch/launch/train_job.cpp).
+void check_train_job(const TrainJobOptions& options);
+
 }  // namespace dlscale::launch

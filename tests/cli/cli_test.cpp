@@ -341,6 +341,25 @@ TEST(TwoExecutables, WithoutTheTorchExecutableTrainingIsNamed) {
               std::string::npos)
         << o.err;
   }
+  // train's usage errors that need neither LibTorch nor the zoo are the
+  // front's own: the same line, without dlscale-torch.
+  for (const auto& [args, fragment] :
+       {std::pair{"train --model lenet --batch 0", "--batch must be in [1, 1048576] (got 0)"},
+        std::pair{"train --model lenet --steps 3 --warmup 3", "--steps (3) must be greater"},
+        std::pair{"train --model lenet --lr 1e308", "--lr must be in (0, 1e+06] (got 1e+308)"},
+        std::pair{"train --model lenet --workers 100000",
+                  "--workers must be in [1, 1024] (got 100000)"},
+        std::pair{"train --model lenet --lr-end-factor 2",
+                  "--lr-end-factor must be in [0, 1] (got 2)"},
+        std::pair{"train --model lenet --warmup 1 --json /proc/r.json",
+                  "cannot write '/proc/r.json'"}}) {
+    SCOPED_TRACE(args);
+    const Outcome o = dlscale::testing::run_shell(dir + "/dlscale " + args);
+    EXPECT_EQ(o.code, 2);
+    EXPECT_EQ(o.err.rfind("dlscale: error: ", 0), 0u) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+    EXPECT_NE(o.err.find(fragment), std::string::npos) << o.err;
+  }
   // There but not executable: the hint is chmod, not a build (issue 42).
   const std::string torch = dir + "/dlscale-torch";
   dlscale::write_file_atomic(torch, "#!/bin/sh\n");

@@ -59,18 +59,6 @@ void train_worker(const train::ResolvedTrainOptions& config, const train::Worker
   trainer.run(observer);
 }
 
-/// The job a launch of `options` runs: the launch flags, the compute's
-/// device and threads, and the strategy's server processes.
-JobOptions job_of(const TrainJobOptions& options, int threads, int servers) {
-  JobOptions job;
-  job.launch = options.launch;
-  job.device = options.train.compute.device;
-  job.share_gpus = options.train.compute.share_gpus;
-  job.threads_per_worker = threads;
-  job.servers = servers;
-  return job;
-}
-
 /// The number of workers of the job, and of this node's: known in a worker
 /// (its environment), and before a cluster launch (the cluster's hosts).
 std::pair<int, int> job_size(const TrainJobOptions& options, const LaunchEnv& env, int servers) {
