@@ -40,13 +40,13 @@ void Trainer::gather_rank_times() {
 
 namespace {
 
-/// FNV-1a over every parameter's bytes: equal on two ranks iff (barring a
-/// 2^-64 collision) their replicas are bit-identical.
+/// A checksum of every parameter's bytes (core/hash.h): equal on two ranks
+/// iff (barring a 2^-64 collision) their replicas are bit-identical.
 int64_t parameter_checksum(const std::vector<torch::Tensor>& params) {
   uint64_t h = kFnv1aOffset;
   for (const auto& p : params) {
     const torch::Tensor c = p.detach().contiguous().cpu();
-    h = fnv1a(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size(), h);
+    h = buffer_checksum(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size(), h);
   }
   return static_cast<int64_t>(h);
 }
