@@ -1,7 +1,9 @@
 #pragma once
-// The TorchScript modules of the tests, exported at test time by
-// examples/own-model/export.py (Debian's python3-torch and -torchvision):
-// once per test binary, into a temporary directory removed at its exit.
+// The TorchScript modules of the tests, exported by
+// examples/own-model/export.py (Debian's python3-torch and -torchvision) at
+// build time into the build tree (tests/CMakeLists.txt,
+// DLSCALE_OWN_MODELS_DIR): read-only for the tests, which write their own
+// files into a temporary directory of their own.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,13 +23,9 @@ struct OwnModels {
 inline const OwnModels& own_models() {
   static const OwnModels e = [] {
     OwnModels x;
-    x.dir = temp_path("own-models");
-    const auto o = run_shell(std::string("/usr/bin/python3 ") + DLSCALE_SOURCE_DIR +
-                             "/examples/own-model/export.py " + x.dir +
-                             " resnet18 resnet18-10 small-cnn encoder translator recommender "
-                             "mnist-mlp two-inputs raises no-params 2>&1");
-    EXPECT_EQ(o.code, 0) << o.out << o.err;
-    std::istringstream lines(o.out);
+    x.dir = DLSCALE_OWN_MODELS_DIR;
+    // export.py's output: each file written and its parameter count.
+    std::istringstream lines(read_file(x.dir + "/exported.txt"));
     for (std::string line; std::getline(lines, line);) {
       std::istringstream words(line);
       std::string path, count;
@@ -36,25 +34,17 @@ inline const OwnModels& own_models() {
         x.pytorch_parameters[std::filesystem::path(path).stem().string()] = std::stoll(count);
       }
     }
+    EXPECT_EQ(x.pytorch_parameters.size(), 10u) << "rebuild the tests: " << x.dir;
     return x;
   }();
-  // The modules (about 100 MB) leave with the test binary.
-  struct RemoveAtExit {
-    std::string dir;
-    ~RemoveAtExit() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  };
-  static const RemoveAtExit cleanup{e.dir};
   return e;
 }
 
-/// Writes `text` into a new file named after `name` beside the modules
-/// (removed with them) and returns its path: the tests' task files.
+/// Writes `text` into a new file named after `name` in this process's
+/// scratch directory (process_util.h) and returns its path: the tests'
+/// task files and broken modules.
 inline std::string own_file(const std::string& name, const std::string& text) {
-  static int counter = 0;
-  const std::string path = own_models().dir + "/" + std::to_string(counter++) + "_" + name;
+  const std::string path = temp_path(name);
   write_file_atomic(path, text);
   return path;
 }

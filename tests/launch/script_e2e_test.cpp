@@ -1,5 +1,5 @@
 // Your own model end to end (docs/models.md): TorchScript modules exported
-// at test time train through the real binary with real worker processes.
+// at build time (tests/own_models.h) train through the real binary with real worker processes.
 // N workers on shards of a global batch reach one worker's weights under
 // every strategy, a batch-norm module matches the flat allreduce on the
 // same workers, a checkpoint resumes bit for bit, and a module that fails

@@ -203,7 +203,8 @@ std::string load_error(const std::string& name, const std::string& task_file = "
 }
 
 TEST(ScriptModel, BadModulesAreOneLineNamingWhatIsWrong) {
-  const std::string dir = own_models().dir;
+  const std::string dir = testing::temp_path("bad-modules");  // the exported modules are read-only
+  std::filesystem::create_directories(dir);
   std::ofstream(dir + "/empty.pt").flush();
   std::ofstream(dir + "/junk.pt") << "not a zip archive, and not TorchScript";
   {
