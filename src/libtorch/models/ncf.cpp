@@ -20,8 +20,13 @@ constexpr int64_t kMlpLayers[] = {256, 256, 128, 64};  // the first is the two e
 class NeuMF : public Model {
  public:
   NeuMF(int64_t users, int64_t items, bool sparse) {
+    // Each table is filled once, N(0, 0.01) below: given its weight, an
+    // Embedding skips its own N(0, 1) fill, a second pass of the random
+    // generator over 32 M values (about 0.2 s of CPU a worker).
     const auto table = [&](const std::string& name, int64_t rows, int64_t dim) {
-      return register_module(name, torch::nn::Embedding(torch::nn::EmbeddingOptions(rows, dim).sparse(sparse)));
+      return register_module(
+          name, torch::nn::Embedding(
+                    torch::nn::EmbeddingOptions(rows, dim).sparse(sparse)._weight(torch::empty({rows, dim}))));
     };
     gmf_user_ = table("gmf_user", users, kGmfDim);
     gmf_item_ = table("gmf_item", items, kGmfDim);
