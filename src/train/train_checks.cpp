@@ -74,21 +74,20 @@ void check_optimizer(const OptimizerOptions& o) {
 /// The sizes the options give the model; whether they fit it is the zoo's
 /// to say (models::resolve_options).
 void check_model_sizes(const models::ModelOptions& o) {
-  DLSCALE_CHECK(o.image_size >= 0 && o.image_size <= cap::kMaxImageSize,
-                "--image-size must be in [0, {}] (got {}; 0 = the model's default)",
-                cap::kMaxImageSize, o.image_size);
-  DLSCALE_CHECK(o.num_classes >= 0 && o.num_classes <= cap::kMaxClasses,
-                "--classes must be in [0, {}] (got {}; 0 = the model's default)", cap::kMaxClasses,
-                o.num_classes);
-  DLSCALE_CHECK(o.vocab >= 0 && o.vocab <= cap::kMaxVocab,
-                "--vocab must be in [0, {}] (got {}; 0 = the model's default)", cap::kMaxVocab,
-                o.vocab);
-  DLSCALE_CHECK(o.seq_len >= 0 && o.seq_len <= cap::kMaxSeqLen,
-                "--seq-len must be in [0, {}] (got {}; 0 = the model's default)", cap::kMaxSeqLen,
-                o.seq_len);
-  DLSCALE_CHECK(o.hidden >= 0 && o.hidden <= cap::kMaxHidden,
-                "--hidden must be in [0, {}] (got {}; 0 = the model's default)", cap::kMaxHidden,
-                o.hidden);
+  struct Size {
+    const char* flag;
+    int64_t value;
+    int64_t cap;
+  };
+  for (const Size& size :
+       {Size{"--image-size", o.image_size, cap::kMaxImageSize},
+        Size{"--classes", o.num_classes, cap::kMaxClasses},
+        Size{"--vocab", o.vocab, cap::kMaxVocab}, Size{"--seq-len", o.seq_len, cap::kMaxSeqLen},
+        Size{"--hidden", o.hidden, cap::kMaxHidden}}) {
+    DLSCALE_CHECK(size.value >= 0 && size.value <= size.cap,
+                  "{} must be in [0, {}] (got {}; 0 = the model's default)", size.flag, size.cap,
+                  size.value);
+  }
 }
 
 void check_sync_caps(const dp::SyncOptions& o) {

@@ -25,8 +25,8 @@ class NeuMF : public Model {
     // generator over 32 M values (about 0.2 s of CPU a worker).
     const auto table = [&](const std::string& name, int64_t rows, int64_t dim) {
       return register_module(
-          name, torch::nn::Embedding(
-                    torch::nn::EmbeddingOptions(rows, dim).sparse(sparse)._weight(torch::empty({rows, dim}))));
+          name, torch::nn::Embedding(torch::nn::EmbeddingOptions(rows, dim).sparse(sparse)._weight(
+                    torch::empty({rows, dim}))));
     };
     gmf_user_ = table("gmf_user", users, kGmfDim);
     gmf_item_ = table("gmf_item", items, kGmfDim);
