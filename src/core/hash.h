@@ -1,7 +1,7 @@
 #pragma once
-// FNV-1a, 64-bit: a fast, stable hash for checksums and short keys (not
-// for security); and a faster checksum of large buffers that only compares
-// them. Neither is for security.
+// FNV-1a, 64-bit: a fast, stable hash for checksums and short keys; and a
+// faster checksum of large buffers, for comparing them only. Neither is for
+// security.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
