@@ -80,6 +80,7 @@ NodeProc start_node(const ClusterPlan& plan, const cluster::ClusterSpec& spec, i
   n.host = h;
   SpawnOptions spawn;
   spawn.program = plan.binary;
+  spawn.run = plan.run;
   spawn.argv = plan.argv;
   spawn.argv.insert(spawn.argv.end(),
                     {"--nnodes", std::to_string(spec.hosts), "--node-rank", std::to_string(h),

@@ -21,6 +21,10 @@ struct ClusterPlan {
   int servers = 0;                ///< dedicated PS shards (on host 0)
   int master_port = 29500;        ///< the rendezvous port on host 0
   std::string binary = self_executable();
+  /// When set, each host's node launcher is a fork of this process that
+  /// enters the host and runs run(argc, argv) instead of executing `binary`
+  /// (SpawnOptions::run): LibTorch is not loaded again in every host.
+  int (*run)(int argc, char** argv) = nullptr;
   std::vector<std::string> argv;  ///< this command's arguments, argv[0] included
   /// After the first host fails, how long the others get to end by themselves
   /// (and say why) before they are stopped.

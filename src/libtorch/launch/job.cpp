@@ -20,8 +20,8 @@ namespace {
 
 int (*g_worker_entry)(int, char**) = nullptr;
 
-/// The entry local workers run as forks of this launcher, or null to
-/// exec them (set_worker_entry says when).
+/// The entry local workers and a cluster's node launchers run as forks of
+/// this launcher, or null to exec them (set_worker_entry says when).
 int (*fork_entry(const JobOptions& options))(int, char**) {
   const char* exec = std::getenv(kEnvWorkerExec);
   const bool forced = exec != nullptr && std::string(exec) == "1";
@@ -145,6 +145,7 @@ void run_on_cluster(const JobOptions& options, const std::vector<std::string>& a
   plan.workers_per_host = options.launch.workers_per_host;
   plan.servers = options.servers;
   plan.master_port = options.launch.master_port;
+  plan.run = fork_entry(options);
   plan.argv = argv;
   run_cluster_job(plan);
 }
