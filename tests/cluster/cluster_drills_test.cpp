@@ -174,10 +174,11 @@ TEST_F(ClusterDrill, TrainingAcrossHostsEqualsLocalWorkersAndBindsOnlyItsAddress
   // The node launchers above were forks of the cluster launcher; executed
   // ones (a GPU job's, --backend mpi's) reach the same numbers.
   const std::string executed = temp_path("executed.json");
-  const auto e = run_shell(fmt::format("DLSCALE_WORKER_EXEC=1 {} {} --seed 7 --json {}", DLSCALE_BINARY,
-                                       train_args(name_, 400, 30), executed));
+  const auto e = run_shell(fmt::format("DLSCALE_WORKER_EXEC=1 {} {} --seed 7 --json {}",
+                                       DLSCALE_BINARY, train_args(name_, 400, 30), executed));
   ASSERT_EQ(e.code, 0) << e.err;
-  EXPECT_EQ(nlohmann::json::parse(read_file(executed))["results"]["loss_last"], l["results"]["loss_last"]);
+  EXPECT_EQ(nlohmann::json::parse(read_file(executed))["results"]["loss_last"],
+            l["results"]["loss_last"]);
   expect_no_process_left(name_, 2);
   std::filesystem::remove(record);
   std::filesystem::remove(local);
