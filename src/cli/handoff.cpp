@@ -13,6 +13,7 @@
 #include "cli/torch_commands.h"
 #include "core/error.h"
 #include "core/sysinfo.h"
+#include "launch/cluster_launcher.h"
 #include "launch/train_job_options.h"
 
 namespace dlscale::cli {
@@ -51,6 +52,7 @@ void add_passed_through(CLI::App& app, const char* name, const char* about, cons
 void run_train_command(const CLI::App&, launch::TrainJobOptions& options,
                        const std::vector<std::string>& argv) {
   launch::check_train_job(options);  // a usage error costs no LibTorch start
+  if (!options.launch.cluster.empty()) launch::refuse_cluster_set_flags(argv);
   hand_off(argv);
 }
 

@@ -49,18 +49,6 @@ bool gives_flag(const std::vector<std::string>& argv, const std::string& flag) {
   return false;
 }
 
-/// The flags --cluster sets for every host itself.
-void refuse_own_flags(const std::vector<std::string>& argv) {
-  for (const char* flag :
-       {"--workers", "-n", "--nnodes", "--node-rank", "--master-addr", "--host-addr",
-        "--master-bind"}) {
-    DLSCALE_CHECK(!gives_flag(argv, flag),
-                  "{} cannot be given with --cluster, which starts --workers-per-host workers "
-                  "on each host and sets the nodes and addresses itself",
-                  flag);
-  }
-}
-
 /// Every host's workers share this machine's cores: unless --threads was
 /// given, each worker gets cores / (hosts x workers per host).
 void add_default_threads(ClusterPlan& plan, const cluster::ClusterSpec& spec) {
@@ -253,8 +241,19 @@ const NodeProc* find_culprit(const std::vector<NodeProc>& nodes) {
 
 }  // namespace
 
+void refuse_cluster_set_flags(const std::vector<std::string>& argv) {
+  for (const char* flag :
+       {"--workers", "-n", "--nnodes", "--node-rank", "--master-addr", "--host-addr",
+        "--master-bind"}) {
+    DLSCALE_CHECK(!gives_flag(argv, flag),
+                  "{} cannot be given with --cluster, which starts --workers-per-host workers "
+                  "on each host and sets the nodes and addresses itself",
+                  flag);
+  }
+}
+
 void run_cluster_job(const ClusterPlan& given) {
-  refuse_own_flags(given.argv);
+  refuse_cluster_set_flags(given.argv);
   DLSCALE_CHECK(given.workers_per_host >= 1, "--workers-per-host must be at least 1 (got {})",
                 given.workers_per_host);
   cluster::check_can_manage();

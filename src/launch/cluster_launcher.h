@@ -31,6 +31,10 @@ struct ClusterPlan {
   std::chrono::milliseconds grace{3000};
 };
 
+/// Refuses, naming it, a flag of `argv` (argv[0] included) that --cluster
+/// sets for every host itself (--workers, --nnodes, the addresses...).
+void refuse_cluster_set_flags(const std::vector<std::string>& argv);
+
 /// Runs the job on every host; returns when all node launchers exited 0.
 /// Throws dlscale::Error when the cluster is not up or this process may not
 /// enter its namespaces, JobFailed when a host failed.

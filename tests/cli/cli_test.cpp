@@ -352,7 +352,9 @@ TEST(TwoExecutables, WithoutTheTorchExecutableTrainingIsNamed) {
         std::pair{"train --model lenet --lr-end-factor 2",
                   "--lr-end-factor must be in [0, 1] (got 2)"},
         std::pair{"train --model lenet --warmup 1 --json /proc/r.json",
-                  "cannot write '/proc/r.json'"}}) {
+                  "cannot write '/proc/r.json'"},
+        std::pair{"train --model lenet --cluster lab --nnodes 2",
+                  "--nnodes cannot be given with --cluster"}}) {
     SCOPED_TRACE(args);
     const Outcome o = dlscale::testing::run_shell(dir + "/dlscale " + args);
     EXPECT_EQ(o.code, 2);
