@@ -242,9 +242,8 @@ const NodeProc* find_culprit(const std::vector<NodeProc>& nodes) {
 }  // namespace
 
 void refuse_cluster_set_flags(const std::vector<std::string>& argv) {
-  for (const char* flag :
-       {"--workers", "-n", "--nnodes", "--node-rank", "--master-addr", "--host-addr",
-        "--master-bind"}) {
+  for (const char* flag : {"--workers", "-n", "--nnodes", "--node-rank", "--master-addr",
+                           "--host-addr", "--master-bind"}) {
     DLSCALE_CHECK(!gives_flag(argv, flag),
                   "{} cannot be given with --cluster, which starts --workers-per-host workers "
                   "on each host and sets the nodes and addresses itself",
