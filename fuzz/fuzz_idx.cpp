@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "data/idx_dataset.h"
 
 namespace {
@@ -27,10 +28,7 @@ const std::string& scratch_dir() {
     Dir() {
       if (::mkdtemp(path.data()) == nullptr) std::abort();
     }
-    ~Dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
+    ~Dir() { dlscale::remove_tree(path); }
   };
   static const Dir dir;
   return dir.path;

@@ -77,8 +77,7 @@ inline const std::string& scratch_dir() {
       std::filesystem::create_directories(path);
     }
     ~Dir() {
-      std::error_code ignored;
-      if (::getpid() == owner) std::filesystem::remove_all(path, ignored);
+      if (::getpid() == owner) dlscale::remove_tree(path);
     }
   };
   static const Dir dir;

@@ -143,7 +143,7 @@ void remove_namespace(const std::string& ns) {
   run_tool({"ip", "netns", "delete", ns});
 }
 
-void remove_all(const std::string& name) {
+void remove_leftovers(const std::string& name) {
   const auto all = namespaces_by_cluster();
   if (const auto it = all.find(name); it != all.end()) {
     for (const std::string& ns : it->second) remove_namespace(ns);
@@ -156,7 +156,7 @@ void remove_all(const std::string& name) {
   for (const auto& e : fs::directory_iterator(kStateDir, ec)) {
     if (e.is_directory(ec) && e.path().filename().string().rfind(name + ".", 0) == 0) services.push_back(e.path());
   }
-  for (const fs::path& dir : services) fs::remove_all(dir, ec);
+  for (const fs::path& dir : services) remove_tree(dir);
 }
 
 /// Every host's name and address, for each host's /etc/hosts.
@@ -333,7 +333,7 @@ UpOutcome cluster_up(const ClusterSpec& spec, const StartServices& services) {
                   spec.name, describe(now.spec), spec.name);
     return UpOutcome::kAlreadyUp;
   }
-  remove_all(spec.name);  // leftovers of a crashed up or a crashed down
+  remove_leftovers(spec.name);  // leftovers of a crashed up or a crashed down
   try {
     build(spec);
     std::error_code ec;
@@ -351,7 +351,7 @@ UpOutcome cluster_up(const ClusterSpec& spec, const StartServices& services) {
                             {"slurm_memory_mb", spec.slurm_memory_mb}};
     write_file_atomic(state_path(spec.name), dump_json(state, 2) + "\n");
   } catch (...) {
-    remove_all(spec.name);
+    remove_leftovers(spec.name);
     throw;
   }
   return UpOutcome::kCreated;
@@ -364,7 +364,7 @@ bool cluster_down(const std::string& name) {
   const ClusterStatus now = status_of(name, namespaces_by_cluster());
   std::error_code ec;
   const bool existed = !now.namespaces.empty() || fs::exists(state_path(name), ec);
-  remove_all(name);
+  remove_leftovers(name);
   return existed;
 }
 

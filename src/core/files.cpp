@@ -1,6 +1,7 @@
 #include "core/files.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -245,6 +246,24 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     ::unlink(tmp.c_str());
     throw_write_error(path, err);
   }
+}
+
+namespace {
+
+/// nftw's visitor for remove_tree: children come before their directory
+/// (FTW_DEPTH), links are entries of their own (FTW_PHYS).
+int remove_visited(const char* path, const struct stat* /*st*/, int /*type*/, struct FTW* /*ftw*/) {
+  ::remove(path);  // what cannot be removed stays; remove_tree reports it
+  return 0;
+}
+
+}  // namespace
+
+bool remove_tree(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::lstat(path.c_str(), &st) != 0) return true;
+  ::nftw(path.c_str(), remove_visited, 16, FTW_DEPTH | FTW_PHYS);
+  return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
 }
 
 bool is_atomic_temporary(const std::string& name) {

@@ -108,6 +108,16 @@ int remove_stale_temporaries(const std::string& path);
 /// named pipe" or "a socket"; "" for a regular file or nothing there.
 std::string special_file_kind(const std::string& path);
 
+/// Removes `path` and, when it is a directory, everything under it; links
+/// are removed, never followed. Nothing there is fine. Best effort: returns
+/// whether `path` is gone. The project's one way to remove a tree, instead of
+/// std::filesystem::remove_all: a CUDA PyTorch's libtorch.so exports its own
+/// copy of std::filesystem's functions, built by another toolchain, and the
+/// dynamic linker binds a program's calls to it. Its remove_all jumped to
+/// address 0 on a non-empty directory (PyTorch 2.11.0+cu130, an H200 machine,
+/// 2026-11-30). Layers.NoIncludeRunsUp refuses remove_all in the tree.
+bool remove_tree(const std::string& path);
+
 /// Reads a whole file; throws dlscale::Error naming the path when unreadable.
 std::string read_file(const std::string& path);
 

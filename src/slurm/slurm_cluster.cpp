@@ -260,10 +260,7 @@ void start_slurm(const cluster::ClusterSpec& spec) {
   for (Daemon& d : daemons) d.child.release();
 }
 
-void remove_slurm_files(const std::string& cluster) {
-  std::error_code ec;
-  fs::remove_all(slurm_dir(cluster), ec);
-}
+void remove_slurm_files(const std::string& cluster) { remove_tree(slurm_dir(cluster)); }
 
 std::string slurm_state(const std::string& cluster) {
   std::error_code ec;

@@ -281,7 +281,7 @@ TEST(Cli, ARecordWhosePathsAreNotUtf8IsWritten) {
   const auto j = nlohmann::json::parse(dlscale::read_file(dir + "/r.json"));
   EXPECT_NE(j.dump().find("bytes\xef\xbf\xbd/r.json"), std::string::npos);
   EXPECT_GT(dlscale::read_file(dir + "/m.log").size(), 0u);
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
 }
 
 }  // namespace
@@ -376,7 +376,7 @@ TEST(TwoExecutables, WithoutTheTorchExecutableTrainingIsNamed) {
   const Outcome bad = dlscale::testing::run_shell(dir + "/dlscale train --no-such-flag");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("--no-such-flag"), std::string::npos) << bad.err;
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
 }
 
 // The hand-over keeps the command line: dlscale-torch runs with dlscale's

@@ -18,7 +18,7 @@ namespace {
 struct Dir {
   std::string path = temp_path("sweepcli");
   Dir() { std::filesystem::create_directories(path); }
-  ~Dir() { std::filesystem::remove_all(path); }
+  ~Dir() { dlscale::remove_tree(path); }
   std::string file(const std::string& name, const std::string& content) const {
     write_file_atomic(path + "/" + name, content);
     return path + "/" + name;

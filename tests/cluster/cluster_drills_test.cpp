@@ -496,7 +496,7 @@ variables:
       << o.out;
   EXPECT_NE(o.out.find("removed cluster 's2lu'"), std::string::npos) << o.out;
   EXPECT_FALSE(cluster::find_cluster("s2lu").has_value());
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
 }
 
 }  // namespace

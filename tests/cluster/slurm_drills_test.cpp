@@ -13,6 +13,7 @@
 
 #include "cluster/drill_util.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/job_env.h"
 #include "slurm/slurm_cluster.h"
 #include "sweep/results_store.h"
@@ -152,7 +153,7 @@ TEST_F(SlurmDrill, MissingPackagesAreOneLine) {
   EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.err, "dlscale: error: Slurm needs 'munged' (Debian package munge; scripts/setup.sh installs it)\n");
   EXPECT_FALSE(cluster::find_cluster(name_).has_value()) << "a failed up left the cluster behind";
-  std::filesystem::remove_all(bin);
+  dlscale::remove_tree(bin);
 }
 
 TEST_F(SlurmDrill, ADaemonThatFailsToStartIsNamedWithItsLastLogLine) {
@@ -171,7 +172,7 @@ TEST_F(SlurmDrill, ADaemonThatFailsToStartIsNamedWithItsLastLogLine) {
             "bind listen port (6817): Address already in use\n");
   EXPECT_FALSE(cluster::find_cluster(name_).has_value()) << "a failed up left the cluster behind";
   EXPECT_FALSE(std::filesystem::exists(slurm::slurm_dir(name_)));
-  std::filesystem::remove_all(bin);
+  dlscale::remove_tree(bin);
 }
 
 TEST_F(SlurmDrill, SrunAcrossHostsEqualsLocalWorkersAndGroupsByNode) {
@@ -278,7 +279,7 @@ variables:
 )Y",
                                                    steps));
   }
-  ~SlurmSweep() { std::filesystem::remove_all(dir); }
+  ~SlurmSweep() { dlscale::remove_tree(dir); }
 };
 
 /// The jobs Slurm shows, one ID per line.

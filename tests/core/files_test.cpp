@@ -23,7 +23,7 @@ class FilesTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("dlscale_files_test_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { dlscale::remove_tree(dir_); }
   fs::path dir_;
 };
 
@@ -35,6 +35,26 @@ TEST_F(FilesTest, AtomicWriteReplacesWholeFileAndLeavesNoTemporary) {
   int entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++entries;
   EXPECT_EQ(entries, 1);
+}
+
+// remove_tree takes a nested tree, files and an empty directory included,
+// removes a link to a directory outside without following it, and takes a
+// path that is not there as already removed.
+TEST_F(FilesTest, RemoveTreeRemovesEverythingBelowAndFollowsNoLink) {
+  const fs::path outside = dir_ / "outside";
+  fs::create_directories(outside);
+  write_file_atomic((outside / "kept").string(), "k");
+  const fs::path tree = dir_ / "tree";
+  fs::create_directories(tree / "a" / "b" / "empty");
+  write_file_atomic((tree / "top").string(), "1");
+  write_file_atomic((tree / "a" / "b" / "deep").string(), "2");
+  fs::create_directory_symlink(outside, tree / "a" / "link");
+  EXPECT_TRUE(remove_tree(tree.string()));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+  EXPECT_EQ(read_file((outside / "kept").string()), "k");
+  EXPECT_TRUE(remove_tree(tree.string()));                // nothing there
+  EXPECT_TRUE(remove_tree((outside / "kept").string()));  // a plain file
+  EXPECT_FALSE(fs::exists(outside / "kept"));
 }
 
 TEST_F(FilesTest, MissingDirectoryIsNamed) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace dlscale::testing {
 
@@ -25,10 +26,7 @@ class TempDir {
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  ~TempDir() { dlscale::remove_tree(path_); }
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
 

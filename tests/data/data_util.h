@@ -34,7 +34,7 @@ inline void write_test_png(const std::string& path, int64_t side, int64_t k) {
 inline std::string write_idx_dataset(int64_t n_train, int64_t n_test, int64_t side, bool gz) {
   const std::string dir = temp_path("idx");
   // Nothing else may share the directory: the reader prefers .gz files.
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
   std::filesystem::create_directories(dir);
   const std::string ext = gz ? ".gz" : "";
   for (const auto& [prefix, n, offset] :

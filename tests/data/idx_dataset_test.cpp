@@ -44,7 +44,7 @@ TEST(IdxDataset, ReturnsExactlyThePixelsAndLabelsWrittenGzipOrNot) {
         EXPECT_EQ(d->label(i), idx_label(i + offset));
       }
     }
-    std::filesystem::remove_all(dir);
+    dlscale::remove_tree(dir);
   }
 }
 
@@ -67,7 +67,7 @@ TEST(IdxDataset, NormalisationIsTheTrainSplitsStatistics) {
     EXPECT_NEAR(d->info().mean[0], mean, 1e-6);
     EXPECT_NEAR(d->info().std[0], stddev, 1e-6);
   }
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
 }
 
 TEST(IdxDataset, BadFilesAreNamedInOneLine) {
@@ -104,12 +104,12 @@ TEST(IdxDataset, BadFilesAreNamedInOneLine) {
   for (size_t i = 20; i < bytes.size() - 8; ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
   write_file_atomic(gz, bytes);
   EXPECT_NE(error_message([&] { open_idx(gz_dir, Split::kTrain); }).find(gz + ": "), std::string::npos);
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove_all(gz_dir);
+  dlscale::remove_tree(dir);
+  dlscale::remove_tree(gz_dir);
   const std::string empty = write_idx_dataset(0, 0, 5, false);
   EXPECT_EQ(error_message([&] { open_idx(empty, Split::kTrain); }),
             empty + "/train-images-idx3-ubyte: holds no samples");
-  std::filesystem::remove_all(empty);
+  dlscale::remove_tree(empty);
 }
 
 Image ramp(int64_t h, int64_t w, int64_t c) {

@@ -376,7 +376,7 @@ TEST(Checkpoints, AResumeOnADifferentLearningRateCurveIsRefused) {
   // A constant rate does not depend on the run's length: it may be extended.
   ASSERT_EQ(run_dlscale(tiny_run() + " --steps 6 --checkpoint " + ckpt + " --checkpoint-every 3").code, 0);
   EXPECT_EQ(run_dlscale(tiny_run() + " --steps 9 --resume " + ckpt).code, 0);
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
 }
 
 TEST(Checkpoints, AForeignOrDamagedCheckpointIsRefused) {
@@ -492,7 +492,7 @@ TEST(Checkpoints, OutputsThatOverwriteACheckpointAreRefused) {
   EXPECT_EQ(read_file(ckpt), before);
   // The checkpoint may continue the file it resumed from.
   EXPECT_EQ(run_dlscale(tiny_run() + " --steps 6 --resume " + ckpt + " --checkpoint " + ckpt).code, 0);
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
 }
 
 }  // namespace

@@ -136,7 +136,7 @@ TEST(DataTools, PackInspectVerifyAndBenchThroughTheBinary) {
   o = run_dlscale("data verify " + out);
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find(shard), std::string::npos) << o.err;
-  std::filesystem::remove_all(out);
+  dlscale::remove_tree(out);
   std::filesystem::remove(json);
 }
 
@@ -161,7 +161,7 @@ TEST(DataTraining, StreamingOrderReadsEachWorkersOwnShards) {
                              "--data-order streaming --data tfrecord:" + out);
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("3 shard(s) cannot feed 8 workers"), std::string::npos) << o.err;
-  std::filesystem::remove_all(out);
+  dlscale::remove_tree(out);
 }
 
 /// An image folder of 24 PNGs (classes a, b) and one corrupt file in a.
@@ -192,8 +192,8 @@ TEST(DataTraining, CorruptImagesFailOrAreSkippedAndStagingIsReported) {
   EXPECT_GT(staged.record["results"]["data"]["stage_s"].get<double>(), 0);
   EXPECT_TRUE(std::filesystem::exists(stage + "/b/1.png"));
   EXPECT_EQ(staged.record["results"]["data"]["location"], stage);
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove_all(stage);
+  dlscale::remove_tree(dir);
+  dlscale::remove_tree(stage);
 }
 
 /// A tmpfs of `options` mounted on a new directory, unmounted at scope exit.
@@ -206,7 +206,7 @@ class ScratchMount {
   }
   ~ScratchMount() {
     if (ok_) testing::run_shell("umount " + dir_);
-    std::filesystem::remove_all(dir_);
+    dlscale::remove_tree(dir_);
   }
   bool ok() const { return ok_; }
   const std::string& dir() const { return dir_; }
@@ -233,7 +233,7 @@ TEST(DataTraining, StagingOntoAFullOrReadOnlyDiskSaysSo) {
   const std::string err = fails(run + read_only.dir() + "/stage");
   EXPECT_EQ(err, "dlscale: error: --stage-dir " + read_only.dir() +
                      "/stage does not exist and cannot be created: Read-only file system\n");
-  std::filesystem::remove_all(data);
+  dlscale::remove_tree(data);
 }
 
 }  // namespace

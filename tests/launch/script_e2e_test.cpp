@@ -150,7 +150,7 @@ TEST(OwnModel, ADeclaredTaskReadsRealDataToItsTarget) {
                        "' (declared) reads 784: declare 'image' as C x S x S float32"),
       std::string::npos)
       << refused.err;
-  std::filesystem::remove_all(data);
+  dlscale::remove_tree(data);
 }
 
 // Batch norm's statistics are each worker's own: strategies match the flat
@@ -227,7 +227,7 @@ TEST(OwnModel, NodesWhoseModulesDifferAreNamed) {
   EXPECT_NE(o.out.find("workers disagree on the run config: rank 1 has model_file_digest="),
             std::string::npos)
       << o.out;
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
 }
 
 // The worked example (examples/own-model/run.sh): export with PyTorch,
@@ -245,7 +245,7 @@ TEST(OwnModel, TheWorkedExampleExportsSweepsAndReports) {
     EXPECT_NE(o.out.find(model), std::string::npos) << model << "\n" << o.out;
   }
   EXPECT_NE((o.out + o.err).find("6 completed, 0 failed"), std::string::npos) << o.out << o.err;
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
 }
 
 }  // namespace

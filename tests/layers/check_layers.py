@@ -15,7 +15,10 @@ first: ..."; this script fails when:
 - a folder's units are in more than one library of src/CMakeLists.txt
   (executables beside their library's units are not libraries);
 - a test file (tests/**/*_test.cpp) is in no test executable of
-  tests/CMakeLists.txt: it would never be built, and never fail.
+  tests/CMakeLists.txt: it would never be built, and never fail;
+- C++ of src/, tests/ or fuzz/ calls std::filesystem::remove_all, which a
+  CUDA PyTorch's libtorch.so replaces by a copy that crashes: remove_tree
+  (core/files.h) says why.
 ctest runs it as Layers.NoIncludeRunsUp.
 
     python3 tests/layers/check_layers.py SOURCE_DIR
@@ -106,6 +109,25 @@ def unlisted_test_errors(root):
     return errors
 
 
+REMOVE_ALL = re.compile(r"\bremove_all\s*\(")
+CPP = (".cpp", ".h", ".cu")
+
+
+def remove_all_errors(root):
+    """A call of std::filesystem::remove_all (any function of that name)."""
+    errors = []
+    for top in ("src", "tests", "fuzz"):
+        for folder, _, files in sorted(os.walk(os.path.join(root, top))):
+            for name in sorted(f for f in files if f.endswith(CPP)):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8", errors="replace") as text:
+                    for number, line in enumerate(text, 1):
+                        if REMOVE_ALL.search(line.split("//")[0]):
+                            errors.append(f"{os.path.relpath(path, root)}:{number}: remove_all: "
+                                          "use remove_tree (core/files.h)")
+    return errors
+
+
 def main(root):
     errors = []
     src = os.path.join(root, "src")
@@ -116,6 +138,7 @@ def main(root):
     errors += include_errors(root, rank)
     errors += library_errors(root)
     errors += unlisted_test_errors(root)
+    errors += remove_all_errors(root)
     doc = os.path.join(root, "docs", "architecture.md")
     stated = None
     with open(doc, encoding="utf-8") as text:

@@ -98,7 +98,7 @@ TEST(PredictCli, PredictsWithoutLibTorchUnlessItProfilesAZooModel) {
   EXPECT_NE(o.code, 0);
   EXPECT_NE(o.err.find("'predict' needs " + dir + "/dlscale-torch, which could not be started"), std::string::npos)
       << o.err;
-  std::filesystem::remove_all(dir);
+  dlscale::remove_tree(dir);
 }
 
 TEST(PredictCli, ShippedSystemsPredictAndValidate) {

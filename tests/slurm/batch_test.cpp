@@ -82,7 +82,7 @@ struct FakeClients {
   }
   ~FakeClients() {
     ::setenv("PATH", path.c_str(), 1);
-    std::filesystem::remove_all(dir);
+    dlscale::remove_tree(dir);
   }
   void add(const std::string& name, const std::string& body) const {
     write_file_atomic(dir + "/" + name, "#!/bin/sh\n" + body + "\n");

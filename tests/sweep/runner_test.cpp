@@ -25,7 +25,7 @@ struct Fixture {
   std::string db = dir + "/results.db";
   std::string counter = dir + "/ran.txt";
   Fixture() { std::filesystem::create_directories(dir); }
-  ~Fixture() { std::filesystem::remove_all(dir); }
+  ~Fixture() { dlscale::remove_tree(dir); }
 
   std::string yaml(const std::string& extra = "") const {
     return R"Y(
