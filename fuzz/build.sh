@@ -3,6 +3,10 @@
 # libclang-rt-14-dev, installed by scripts/setup.sh test) under
 # AddressSanitizer and UndefinedBehaviorSanitizer.
 #
+# Each source is compiled once into OUT_DIR/obj/, however many harnesses
+# link it, FUZZ_JOBS (default: the cores) at a time; a harness is relinked
+# when one of its objects changed.
+#
 #   fuzz/build.sh [OUT_DIR]      (default build-fuzz)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,33 +15,88 @@ mkdir -p "$out"
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/setup.sh test)" >&2; exit 2; }
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$root/src" -DDLSCALE_FUZZ)
-# build NAME SOURCES... [-lLIB...]: the harness fuzz/NAME.cpp with the sources it tests.
-build() {
-  local name=$1; shift
-  local srcs=() libs=()
-  for a in "$@"; do
-    case $a in -l*) libs+=("$a") ;; *) srcs+=("$a") ;; esac
+jobs=${FUZZ_JOBS:-$(nproc)}
+objdir=$out/obj
+mkdir -p "$objdir"
+
+# The object of a source file: OUT_DIR/obj/<path with / as _>.o.
+object_of() {
+  local rel=${1#"$root"/}
+  echo "$objdir/${rel//\//_}.o"
+}
+
+# Whether `target` is newer than every one of `inputs`, the headers of src/
+# and fuzz/, and this script.
+up_to_date() {
+  local target=$1; shift
+  [ -e "$target" ] && [ -z "$(find "$@" "$0" -newer "$target" -print -quit)" ] &&
+    [ -z "$(find "$root/src" "$root/fuzz" -name '*.h' -newer "$target" -print -quit)" ]
+}
+
+# Compiles one source; the object appears only when complete, so that a
+# killed build leaves none that looks up to date.
+compile_one() {
+  clang++ "${flags[@]}" -c "$1" -o "$2.tmp" && mv "$2.tmp" "$2"
+}
+
+# Compiles each source once, however many harnesses link it, `jobs` at a time.
+compile_all() {
+  local running=0 failed=0 src obj
+  for src in "$@"; do
+    obj=$(object_of "$src")
+    up_to_date "$obj" "$src" && continue
+    if [ "$running" -ge "$jobs" ]; then
+      wait -n || failed=1
+      running=$((running - 1))
+    fi
+    echo "fuzz: compiling ${src#"$root"/}"
+    compile_one "$src" "$obj" &
+    running=$((running + 1))
   done
-  # Up to date when newer than its sources, the headers and this script.
-  if [ -x "$out/$name" ] && [ -z "$(find "$root/fuzz/$name.cpp" "${srcs[@]}" "$root/src" "$0" -newer "$out/$name" \
-        \( -name '*.cpp' -o -name '*.h' -o -name '*.sh' \) -print -quit)" ]; then
-    echo "fuzz: $name is up to date"
-    return
-  fi
-  echo "fuzz: building $name"
-  clang++ "${flags[@]}" "$root/fuzz/$name.cpp" "${srcs[@]}" -o "$out/$name" "${libs[@]}" \
-    -lfmt -lyaml-cpp -lpthread
+  while [ "$running" -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+  done
+  return "$failed"
+}
+
+# harness NAME SOURCES... [-lLIB...]: the harness fuzz/NAME.cpp with the sources it tests.
+names=()
+declare -A sources libraries
+harness() {
+  local name=$1; shift
+  names+=("$name")
+  sources[$name]="$root/fuzz/$name.cpp"
+  libraries[$name]=""
+  for a in "$@"; do
+    case $a in -l*) libraries[$name]+=" $a" ;; *) sources[$name]+=" $a" ;; esac
+  done
 }
 sweep=("$root/src/sweep/expression.cpp" "$root/src/sweep/params.cpp" "$root/src/core/text.cpp")
-build fuzz_expression "${sweep[@]}"
-build fuzz_sweep_file "${sweep[@]}" "$root/src/sweep/sweep_file.cpp" "$root/src/sweep/planner.cpp" \
+harness fuzz_expression "${sweep[@]}"
+harness fuzz_sweep_file "${sweep[@]}" "$root/src/sweep/sweep_file.cpp" "$root/src/sweep/planner.cpp" \
   "$root/src/core/files.cpp" "$root/src/core/text_table.cpp" -lre2
-build fuzz_store "$root/src/comm/tcp_store.cpp" "$root/src/core/log.cpp" "$root/src/core/clock.cpp"
-build fuzz_records "$root/src/data/tfrecord.cpp" "$root/src/data/tar_shards.cpp" \
+harness fuzz_store "$root/src/comm/tcp_store.cpp" "$root/src/core/log.cpp" "$root/src/core/clock.cpp"
+harness fuzz_records "$root/src/data/tfrecord.cpp" "$root/src/data/tar_shards.cpp" \
   "$root/src/data/image_codec.cpp" "$root/src/core/files.cpp" -ljpeg -lpng
-build fuzz_idx "$root/src/data/idx_dataset.cpp" "$root/src/data/file_list.cpp" "$root/src/core/files.cpp" -lz
-build fuzz_shard_index "$root/src/data/shard_index.cpp" "$root/src/data/tfrecord.cpp" \
+harness fuzz_idx "$root/src/data/idx_dataset.cpp" "$root/src/data/file_list.cpp" "$root/src/core/files.cpp" -lz
+harness fuzz_shard_index "$root/src/data/shard_index.cpp" "$root/src/data/tfrecord.cpp" \
   "$root/src/data/tar_shards.cpp" "$root/src/core/files.cpp"
-build fuzz_checkpoint "$root/src/train/checkpoint_meta.cpp" "$root/src/train/convergence.cpp" \
+harness fuzz_checkpoint "$root/src/train/checkpoint_meta.cpp" "$root/src/train/convergence.cpp" \
   "$root/src/train/recipe.cpp" "$root/src/core/text.cpp"
-build fuzz_task_file "$root/src/models/task_file.cpp" "$root/src/core/files.cpp" "$root/src/core/text.cpp"
+harness fuzz_task_file "$root/src/models/task_file.cpp" "$root/src/core/files.cpp" "$root/src/core/text.cpp"
+
+# Every source once, then each harness linked from its objects.
+mapfile -t all < <(for n in "${names[@]}"; do tr ' ' '\n' <<<"${sources[$n]}"; done | sort -u)
+compile_all "${all[@]}" || { echo "fuzz: compiling failed" >&2; exit 1; }
+for name in "${names[@]}"; do
+  objects=()
+  for src in ${sources[$name]}; do objects+=("$(object_of "$src")"); done
+  if up_to_date "$out/$name" "${objects[@]}"; then
+    echo "fuzz: $name is up to date"
+    continue
+  fi
+  echo "fuzz: linking $name"
+  # shellcheck disable=SC2086 # libraries[] holds -l words
+  clang++ "${flags[@]}" "${objects[@]}" -o "$out/$name" ${libraries[$name]} -lfmt -lyaml-cpp -lpthread
+done

@@ -4,7 +4,8 @@
 # expressions, a few store requests, the files in fuzz/seeds/fuzz_records/)
 # kept under OUT_DIR/corpus so that later runs continue where earlier ones
 # stopped. Crashes are written to OUT_DIR/artifacts; the script fails if any
-# harness crashed or hung.
+# harness crashed or hung. FUZZ_JOBS harnesses (default: the cores) run at
+# once; their summaries come in a fixed order when all have ended.
 #
 #   fuzz/run.sh [OUT_DIR] [RUNS] [LIBFUZZER FLAGS...]   (defaults: build-fuzz, 1000000)
 #
@@ -60,15 +61,12 @@ seed() {
   esac
 }
 
-failed=0
-for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuzz_shard_index fuzz_checkpoint \
-    fuzz_task_file; do
-  bin=$out/$name
-  [ -x "$bin" ] || { echo "fuzz: $bin is missing (run fuzz/build.sh)" >&2; exit 2; }
-  seed "$name"
-  log=$out/$name.log
+# fuzz_one NAME: runs one harness; its summary goes to OUT_DIR/NAME.summary,
+# and its exit status says whether it crashed or hung.
+fuzz_one() {
+  local name=$1 bin=$out/$1 log=$out/$1.log start rc execs crashes
   start=$(date +%s)
-  own=()
+  local own=()
   # The store serves each connection on its own thread, which may still be
   # ending when libFuzzer's per-input leak check looks: that check reports
   # buffers those threads are about to free, so it is off for this harness.
@@ -78,10 +76,35 @@ for name in fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuz
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   crashes=$(ls "$out/artifacts" 2>/dev/null | grep -c "^$name-" || true)
-  echo "$name: ${execs:-?} executions in $(( $(date +%s) - start )) s, exit $rc, $crashes artifact(s)"
-  if [ "$rc" -ne 0 ]; then
-    failed=1
-    grep -E "ERROR|SUMMARY|Test unit written|^fuzz_|terminate|what\(\)" "$log" | head -8
-  fi
+  {
+    echo "$name: ${execs:-?} executions in $(( $(date +%s) - start )) s, exit $rc, $crashes artifact(s)"
+    [ "$rc" -eq 0 ] || grep -E "ERROR|SUMMARY|Test unit written|^fuzz_|terminate|what\(\)" "$log" | head -8
+  } >"$out/$name.summary"
+  return "$rc"
+}
+
+# The harnesses, FUZZ_JOBS (default: the cores) at a time; their summaries
+# in this order once all have ended.
+names=(fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuzz_shard_index fuzz_checkpoint
+       fuzz_task_file)
+jobs=${FUZZ_JOBS:-$(nproc)}
+failed=0
+running=0
+for name in "${names[@]}"; do
+  [ -x "$out/$name" ] || { echo "fuzz: $out/$name is missing (run fuzz/build.sh)" >&2; exit 2; }
+  seed "$name"
 done
+for name in "${names[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$name" &
+  running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+for name in "${names[@]}"; do cat "$out/$name.summary"; done
 exit $failed
