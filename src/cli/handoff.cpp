@@ -29,6 +29,7 @@ namespace {
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   default_openmp_wait();
+  defer_blas_pool();
   ::execv(torch.c_str(), args.data());
   const int err = errno;
   // There but not executable (EACCES): the fix is its mode, not a build.

@@ -126,4 +126,20 @@ void default_openmp_wait() {
   ::setenv("GOMP_SPINCOUNT", kDefaultGompSpincount, 0);
 }
 
+void defer_blas_pool() {
+  for (const char* name : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (std::getenv(name) != nullptr) return;
+  }
+  ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  ::setenv(kEnvBlasPoolDeferred, "1", 1);
+}
+
+bool restore_blas_environment() {
+  const char* deferred = std::getenv(kEnvBlasPoolDeferred);
+  if (deferred == nullptr || std::string(deferred) != "1") return false;
+  ::unsetenv("OPENBLAS_NUM_THREADS");
+  ::unsetenv(kEnvBlasPoolDeferred);
+  return true;
+}
+
 }  // namespace dlscale

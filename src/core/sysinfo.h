@@ -52,4 +52,19 @@ nlohmann::json to_json(const SystemInfo& info);
 void default_openmp_wait();
 inline constexpr const char* kDefaultGompSpincount = "10000";
 
+/// Debian's pthread OpenBLAS starts its pool (a thread a core but one) when
+/// it loads, and the new threads spin on sched_yield for about 0.1 s before
+/// they sleep: 14% of the CPU of a dlscale-torch start on 2 cores, paid
+/// again by every executed rank (mpirun, srun), for a pool that
+/// set_compute_threads resizes before any training work anyway. Unless the
+/// environment sizes OpenBLAS's pool itself (OPENBLAS_NUM_THREADS,
+/// GOTO_NUM_THREADS or OMP_NUM_THREADS), sets OPENBLAS_NUM_THREADS=1 and
+/// kEnvBlasPoolDeferred for the load; called by the front before it starts
+/// dlscale-torch, whose entry calls restore_blas_environment.
+void defer_blas_pool();
+/// Takes back what defer_blas_pool set, so that what dlscale-torch starts
+/// sees the user's environment; returns whether it had set it.
+bool restore_blas_environment();
+inline constexpr const char* kEnvBlasPoolDeferred = "DLSCALE_BLAS_POOL_DEFERRED";
+
 }  // namespace dlscale

@@ -2,11 +2,16 @@
 
 #include <c10/util/Exception.h>
 
+#include <fmt/format.h>
+
+#include <filesystem>
 #include <optional>
 #include <string>
 
 #include "cli/app.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "core/sysinfo.h"
 #include "libtorch/launch/job.h"
 
 namespace dlscale::cli {
@@ -24,9 +29,20 @@ std::optional<ExitError> torch_error(const std::exception& e) {
 
 int run(int argc, char** argv) { return run_cli(argc, argv, torch_error); }
 
+/// This process's threads: after the load, 1 but OpenBLAS's pool.
+int thread_count() {
+  std::error_code ec;
+  int n = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec)) ++n;
+  return n;
+}
+
 }  // namespace
 
 int torch_main(int argc, char** argv) {
+  const bool deferred = restore_blas_environment();  // OpenBLAS has read it (core/sysinfo.h)
+  DLSCALE_LOG_DEBUG("dlscale-torch: {} thread(s) after loading LibTorch, OpenBLAS's pool {}", thread_count(),
+                    deferred ? "deferred" : "as the environment sized it");
   launch::set_worker_entry(run);  // local workers: forks that run it
   return run(argc, argv);
 }
