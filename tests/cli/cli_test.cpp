@@ -100,19 +100,23 @@ TEST(Cli, TheFrontShortensOpenMpsSpinUnlessTheEnvironmentSetsIt) {
 // computes with. A size the environment gives is kept.
 TEST(Cli, TheFrontDefersOpenBlasPoolUnlessTheEnvironmentSizesIt) {
   const std::string record = dlscale::testing::temp_path("blas.json");
-  const std::string run = std::string(DLSCALE_BINARY) +
-                          " train --model lenet --batch 4 --steps 2 --warmup 1 --threads 2 --display-every 0 "
-                          "--json " +
-                          record;
-  const std::string env = "env -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u OMP_NUM_THREADS DLSCALE_LOG_LEVEL=debug ";
+  const std::string run =
+      std::string(DLSCALE_BINARY) +
+      " train --model lenet --batch 4 --steps 2 --warmup 1 --threads 2 --display-every 0 "
+      "--json " +
+      record;
+  const std::string env =
+      "env -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u OMP_NUM_THREADS DLSCALE_LOG_LEVEL=debug ";
   const Outcome deferred = dlscale::testing::run_shell(env + run);
   ASSERT_EQ(deferred.code, 0) << deferred.err;
-  EXPECT_NE(deferred.err.find("1 thread(s) after loading LibTorch, OpenBLAS's pool deferred"), std::string::npos)
+  EXPECT_NE(deferred.err.find("1 thread(s) after loading LibTorch, OpenBLAS's pool deferred"),
+            std::string::npos)
       << deferred.err;
   EXPECT_EQ(nlohmann::json::parse(dlscale::read_file(record))["environment"]["blas_threads"], 2);
   const Outcome sized = dlscale::testing::run_shell(env + "OPENBLAS_NUM_THREADS=1 " + run);
   ASSERT_EQ(sized.code, 0) << sized.err;
-  EXPECT_NE(sized.err.find("OpenBLAS's pool as the environment sized it"), std::string::npos) << sized.err;
+  EXPECT_NE(sized.err.find("OpenBLAS's pool as the environment sized it"), std::string::npos)
+      << sized.err;
   EXPECT_EQ(nlohmann::json::parse(dlscale::read_file(record))["environment"]["blas_threads"], 2);
 }
 

@@ -1,7 +1,6 @@
 #include "libtorch/cli/torch_entry.h"
 
 #include <c10/util/Exception.h>
-
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -33,7 +32,9 @@ int run(int argc, char** argv) { return run_cli(argc, argv, torch_error); }
 int thread_count() {
   std::error_code ec;
   int n = 0;
-  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec)) ++n;
+  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end;
+       it.increment(ec))
+    ++n;
   return n;
 }
 
@@ -41,8 +42,8 @@ int thread_count() {
 
 int torch_main(int argc, char** argv) {
   const bool deferred = restore_blas_environment();  // OpenBLAS has read it (core/sysinfo.h)
-  DLSCALE_LOG_DEBUG("dlscale-torch: {} thread(s) after loading LibTorch, OpenBLAS's pool {}", thread_count(),
-                    deferred ? "deferred" : "as the environment sized it");
+  DLSCALE_LOG_DEBUG("dlscale-torch: {} thread(s) after loading LibTorch, OpenBLAS's pool {}",
+                    thread_count(), deferred ? "deferred" : "as the environment sized it");
   launch::set_worker_entry(run);  // local workers: forks that run it
   return run(argc, argv);
 }
