@@ -15,7 +15,8 @@ mkdir -p "$out"
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/setup.sh test)" >&2; exit 2; }
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$root/src" -DDLSCALE_FUZZ)
-jobs=${FUZZ_JOBS:-$(nproc)}
+# shellcheck source=fuzz/jobs.sh
+. "$root/fuzz/jobs.sh"
 objdir=$out/obj
 mkdir -p "$objdir"
 
@@ -41,23 +42,14 @@ compile_one() {
 
 # Compiles each source once, however many harnesses link it, `jobs` at a time.
 compile_all() {
-  local running=0 failed=0 src obj
+  local src obj
   for src in "$@"; do
     obj=$(object_of "$src")
     up_to_date "$obj" "$src" && continue
-    if [ "$running" -ge "$jobs" ]; then
-      wait -n || failed=1
-      running=$((running - 1))
-    fi
     echo "fuzz: compiling ${src#"$root"/}"
-    compile_one "$src" "$obj" &
-    running=$((running + 1))
+    job_start compile_one "$src" "$obj"
   done
-  while [ "$running" -gt 0 ]; do
-    wait -n || failed=1
-    running=$((running - 1))
-  done
-  return "$failed"
+  jobs_wait
 }
 
 # harness NAME SOURCES... [-lLIB...]: the harness fuzz/NAME.cpp with the sources it tests.

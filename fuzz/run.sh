@@ -87,24 +87,14 @@ fuzz_one() {
 # in this order once all have ended.
 names=(fuzz_expression fuzz_sweep_file fuzz_store fuzz_records fuzz_idx fuzz_shard_index fuzz_checkpoint
        fuzz_task_file)
-jobs=${FUZZ_JOBS:-$(nproc)}
-failed=0
-running=0
+# shellcheck source=fuzz/jobs.sh
+. "$root/fuzz/jobs.sh"
 for name in "${names[@]}"; do
   [ -x "$out/$name" ] || { echo "fuzz: $out/$name is missing (run fuzz/build.sh)" >&2; exit 2; }
   seed "$name"
 done
-for name in "${names[@]}"; do
-  if [ "$running" -ge "$jobs" ]; then
-    wait -n || failed=1
-    running=$((running - 1))
-  fi
-  fuzz_one "$name" &
-  running=$((running + 1))
-done
-while [ "$running" -gt 0 ]; do
-  wait -n || failed=1
-  running=$((running - 1))
-done
+for name in "${names[@]}"; do job_start fuzz_one "$name"; done
+failed=0
+jobs_wait || failed=1
 for name in "${names[@]}"; do cat "$out/$name.summary"; done
 exit $failed
