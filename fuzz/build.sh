@@ -40,7 +40,7 @@ compile_one() {
   clang++ "${flags[@]}" -c "$1" -o "$2.tmp" && mv "$2.tmp" "$2"
 }
 
-# Compiles each source once, however many harnesses link it, `jobs` at a time.
+# Compiles each source once, however many harnesses link it, FUZZ_JOBS at a time.
 compile_all() {
   local src obj
   for src in "$@"; do
