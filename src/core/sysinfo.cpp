@@ -1,5 +1,6 @@
 #include "core/sysinfo.h"
 
+#include <dirent.h>
 #include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -132,6 +133,17 @@ void defer_blas_pool() {
   }
   ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
   ::setenv(kEnvBlasPoolDeferred, "1", 1);
+}
+
+int thread_count() {
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  int threads = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] != '.') ++threads;
+  }
+  ::closedir(dir);
+  return threads;
 }
 
 bool restore_blas_environment() {

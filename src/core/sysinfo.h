@@ -62,6 +62,8 @@ inline constexpr const char* kDefaultGompSpincount = "10000";
 /// kEnvBlasPoolDeferred for the load; called by the front before it starts
 /// dlscale-torch, whose entry calls restore_blas_environment.
 void defer_blas_pool();
+/// The threads of this process (/proc/self/task); -1 when unknown.
+int thread_count();
 /// Takes back what defer_blas_pool set, so that what dlscale-torch starts
 /// sees the user's environment; returns whether it had set it.
 bool restore_blas_environment();

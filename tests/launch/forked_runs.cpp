@@ -7,27 +7,14 @@
 // than it had at start executes the binary instead. The threads it has at
 // start are OpenBLAS's, which stops them itself at fork (its atfork
 // handler), as dlscale's own forked workers rely on (docs/launch.md).
-#include <dirent.h>
-
+#include "core/child_process.h"
+#include "core/sysinfo.h"
 #include "libtorch/cli/torch_entry.h"
 #include "libtorch/compute/threads.h"
-#include "core/child_process.h"
 #include "process_util.h"
 
 namespace dlscale::testing {
 namespace {
-
-/// The threads of this process (/proc/self/task); -1 when unknown.
-int thread_count() {
-  DIR* dir = ::opendir("/proc/self/task");
-  if (dir == nullptr) return -1;
-  int threads = 0;
-  while (const dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] != '.') ++threads;
-  }
-  ::closedir(dir);
-  return threads;
-}
 
 int& threads_at_start() {
   static int threads = -1;

@@ -3,7 +3,6 @@
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -27,16 +26,6 @@ std::optional<ExitError> torch_error(const std::exception& e) {
 }
 
 int run(int argc, char** argv) { return run_cli(argc, argv, torch_error); }
-
-/// This process's threads: after the load, 1 but OpenBLAS's pool.
-int thread_count() {
-  std::error_code ec;
-  int n = 0;
-  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end;
-       it.increment(ec))
-    ++n;
-  return n;
-}
 
 }  // namespace
 
