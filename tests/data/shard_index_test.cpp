@@ -26,7 +26,7 @@ using testing::error_message;
 using testing::TempDir;
 
 /// A folder of 2 classes x 20 16x16 PNGs.
-std::string write_folder(const TempDir& dir) {
+std::string write_two_class_folder(const TempDir& dir) {
   const std::string root = dir.file("folder");
   for (int k = 0; k < 40; ++k) {
     const std::string cls = root + (k % 2 ? "/b" : "/a");
@@ -39,7 +39,7 @@ std::string write_folder(const TempDir& dir) {
 /// Packs the folder into 4 shards of `format`; returns the directory.
 std::string pack(const TempDir& dir, const std::string& format) {
   PackOptions o;
-  o.source = "folder:" + write_folder(dir);
+  o.source = "folder:" + write_two_class_folder(dir);
   o.destination = dir.file(format);
   o.format = format;
   o.shards = 4;

@@ -25,10 +25,10 @@ using testing::TrainRun;
 const std::string kLenetSteps =
     "train --model lenet --dropout 0 --threads 1 --warmup 1 --optimizer momentum --lr 0.05 "
     "--synthetic-batches 2 --display-every 0 --global-batch 12 --first-bucket-mb 0.01 --steps ";
-const std::string kLenet = kLenetSteps + "4";
+const std::string kAccumulateLenet = kLenetSteps + "4";
 
 TEST(Accumulate, MicroBatchesMatchOneWorkerOnTheGlobalBatchUnderEveryStrategy) {
-  const TrainRun one = train(kLenet);
+  const TrainRun one = train(kAccumulateLenet);
   ASSERT_FALSE(one.weights.empty());
   const std::vector<std::string> setups = {
       "--accumulate 2",
@@ -43,7 +43,7 @@ TEST(Accumulate, MicroBatchesMatchOneWorkerOnTheGlobalBatchUnderEveryStrategy) {
   for (const std::string& setup : setups) {
     SCOPED_TRACE(setup);
     const bool flat = setup.find("--bucket-mb") != std::string::npos;
-    const TrainRun r = train(kLenet + (flat ? " " : " --bucket-mb 0.2 ") + setup);
+    const TrainRun r = train(kAccumulateLenet + (flat ? " " : " --bucket-mb 0.2 ") + setup);
     ASSERT_FALSE(r.weights.empty());
     EXPECT_LE(closeness(r.weights, one.weights, 1e-5, 1e-7), 1.0);
     const nlohmann::json& inputs = r.record["inputs"];
@@ -95,7 +95,7 @@ TEST(Accumulate, UnitByUnitGatheringAndSparseRowsMatchTheirReferences) {
 // per step; the step's phases add them up.
 TEST(Accumulate, TraceAndPhasesShowEachMicroBatch) {
   const std::string trace = temp_path("trace.json");
-  const TrainRun r = train(kLenet + " --workers 2 --accumulate 3 --trace " + trace);
+  const TrainRun r = train(kAccumulateLenet + " --workers 2 --accumulate 3 --trace " + trace);
   ASSERT_FALSE(r.weights.empty());
   const nlohmann::json t = nlohmann::json::parse(read_file(trace));
   const nlohmann::json& events = t.is_object() ? t["traceEvents"] : t;

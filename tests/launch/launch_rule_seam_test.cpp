@@ -37,7 +37,7 @@ void register_toyrun() {
   });
 }
 
-const std::string kLenet =
+const std::string kSeamLenet =
     "train --model lenet --dropout 0 --threads 1 --steps 3 --warmup 1 --optimizer momentum --lr "
     "0.05 "
     "--synthetic-batches 2 --display-every 0 --global-batch 12";
@@ -45,7 +45,7 @@ const std::string kLenet =
 /// One rank of the toyrun job, a fork of this process; its stderr goes to `err`.
 ChildProcess start_rank(int rank, uint16_t port, const std::string& weights,
                         const std::string& err) {
-  auto words = testing::shell_words(kLenet + (rank == 0 ? " --save-weights " + weights : ""));
+  auto words = testing::shell_words(kSeamLenet + (rank == 0 ? " --save-weights " + weights : ""));
   words->insert(words->begin(), DLSCALE_BINARY);
   SpawnOptions s;
   s.argv = *words;
@@ -98,7 +98,7 @@ TEST(LaunchRuleSeam, AJobItStartsTrainsAsOneWorker) {
       << "this process has threads a fork would lack, and only this process has the toyrun rule";
   const testing::TrainRun one = [] {
     const std::string w = testing::temp_path("w1.pt");
-    auto words = testing::shell_words(kLenet + " --save-weights " + w);
+    auto words = testing::shell_words(kSeamLenet + " --save-weights " + w);
     words->insert(words->begin(), DLSCALE_BINARY);
     const testing::Outcome o = testing::run_forked(*words);
     EXPECT_EQ(o.code, 0) << o.err;

@@ -26,7 +26,7 @@ const std::string kLenetRecipe =
     "train --model lenet --dropout 0 --threads 1 --warmup 1 --optimizer momentum --lr 0.05 "
     "--synthetic-batches 2 --display-every 0 --global-batch 16 --first-bucket-mb 0.01";
 const std::string kLenetUnasked = kLenetRecipe + " --steps 4";
-const std::string kLenet = kLenetUnasked + " --noise-scale";
+const std::string kNoiseLenet = kLenetUnasked + " --noise-scale";
 
 // Step by step: the estimates of |G|^2 and tr(Σ) (|G|^2 can be negative
 // early: a 4-step run's estimate is noisy), and B_simple where defined. The
@@ -84,7 +84,7 @@ nlohmann::json measured_on(const nlohmann::json& every_step, const std::vector<i
 }
 
 TEST(NoiseScale, EveryAveragingStrategyMeasuresTheSameEstimate) {
-  const TrainRun allreduce = train(kLenet + " --workers 2 --bucket-mb 0.2");
+  const TrainRun allreduce = train(kNoiseLenet + " --workers 2 --bucket-mb 0.2");
   const nlohmann::json& ref = allreduce.record["results"]["noise"];
   ASSERT_TRUE(ref.is_object()) << allreduce.record["results"].dump();
   EXPECT_EQ(ref["b_small"], 8.0);
@@ -102,11 +102,11 @@ TEST(NoiseScale, EveryAveragingStrategyMeasuresTheSameEstimate) {
                                   "--strategy ps --ps-shards 2 --bucket-mb 0.2",
                                   "--strategy ps --ps-placement dedicated --bucket-mb 0"}) {
     SCOPED_TRACE(setup);
-    const TrainRun r = train(kLenet + " --workers 2 " + setup);
+    const TrainRun r = train(kNoiseLenet + " --workers 2 " + setup);
     expect_same_estimate(r.record["results"]["noise"], ref);
   }
   // Every third step: the same gradients, measured on steps 0 and 3 alone.
-  const TrainRun third = train(kLenet + " --workers 2 --bucket-mb 0.2 --noise-every 3");
+  const TrainRun third = train(kNoiseLenet + " --workers 2 --bucket-mb 0.2 --noise-every 3");
   const nlohmann::json& n = third.record["results"]["noise"];
   ASSERT_TRUE(n.is_object()) << third.record["results"].dump();
   EXPECT_EQ(n["every"], 3);
@@ -139,10 +139,10 @@ TEST(NoiseScale, UnaskedEveryTenthStepOfAnAveragingRunIsMeasured) {
 // Accumulation: a worker's small batch is its whole step; one worker's is a
 // micro-batch. Sparse embedding rows count as their dense gradient does.
 TEST(NoiseScale, AccumulationAndSparseRowsSetTheBatchesMeasured) {
-  const TrainRun two = train(kLenet + " --workers 2 --accumulate 2 --bucket-mb 0.2");
+  const TrainRun two = train(kNoiseLenet + " --workers 2 --accumulate 2 --bucket-mb 0.2");
   EXPECT_EQ(two.record["results"]["noise"]["b_small"], 8.0);  // 4 per micro-batch x 2
   EXPECT_EQ(two.record["results"]["noise"]["b_big"], 16.0);
-  const TrainRun one = train(kLenet + " --accumulate 4");
+  const TrainRun one = train(kNoiseLenet + " --accumulate 4");
   const nlohmann::json& n = one.record["results"]["noise"];
   EXPECT_EQ(n["small_batch"], "micro-batch");
   EXPECT_EQ(n["b_small"], 4.0);

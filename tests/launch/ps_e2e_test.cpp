@@ -26,14 +26,14 @@ using testing::TrainRun;
 
 // Global batch 12 divides by 1, 2, 3 and 4 workers. lenet's parameters:
 // 3,274,634 floats in 10 tensors, one of them (fc1) 12.85 MB.
-const std::string kLenet =
+const std::string kPsLenet =
     "train --model lenet --dropout 0 --threads 1 --steps 4 --warmup 1 --optimizer momentum "
     "--lr 0.05 --synthetic-batches 2 --display-every 0 --global-batch 12 --first-bucket-mb 0.01 "
     "--bucket-mb 0.2 --timeout 30";
 constexpr int64_t kLenetBytes = 3274634 * 4;
 
-const std::vector<torch::Tensor>& lenet_reference() {
-  static const std::vector<torch::Tensor> ref = train(kLenet).weights;  // one worker, no PS
+const std::vector<torch::Tensor>& ps_lenet_reference() {
+  static const std::vector<torch::Tensor> ref = train(kPsLenet).weights;  // one worker, no PS
   return ref;
 }
 
@@ -92,7 +92,7 @@ TEST(PsSync, MatchesOneWorkerOnTheGlobalBatch) {
       {1, 2, "dedicated", "--ps-assign greedy"},
       {1, 1, "colocated", ""}};  // one process: the worker and its shard thread
   for (const auto& [n, k, placement, extra] : cases) {
-    std::string base = kLenet;
+    std::string base = kPsLenet;
     if (extra.find("--bucket-mb") != std::string::npos) {
       base.erase(base.find(" --bucket-mb 0.2"), 16);  // this case sets its own
     }
@@ -102,7 +102,7 @@ TEST(PsSync, MatchesOneWorkerOnTheGlobalBatch) {
     SCOPED_TRACE(args);
     const TrainRun r = train(args);
     ASSERT_FALSE(r.weights.empty());
-    EXPECT_LE(closeness(r.weights, lenet_reference(), 1e-5, 1e-7), 1.0);
+    EXPECT_LE(closeness(r.weights, ps_lenet_reference(), 1e-5, 1e-7), 1.0);
     expect_ps_record(r.record, n, k, placement);
     EXPECT_EQ(r.record["results"]["ps"]["staleness_max"], 0);  // synchronous: never stale
   }
@@ -118,22 +118,23 @@ TEST(PsSync, MatchesOneWorkerUnderMpirun) {
     SCOPED_TRACE(extra);
     const std::string w = temp_path("wps.pt");
     const auto o = run_shell("mpirun --oversubscribe --allow-run-as-root -np " +
-                             std::to_string(np) + " " + std::string(DLSCALE_BINARY) + " " + kLenet +
-                             " --strategy ps " + extra + " --save-weights " + w);
+                             std::to_string(np) + " " + std::string(DLSCALE_BINARY) + " " +
+                             kPsLenet + " --strategy ps " + extra + " --save-weights " + w);
     ASSERT_EQ(o.code, 0) << o.err;
     EXPECT_NE(o.out.find("communication: mpi ps"), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("replicas: identical\n"), std::string::npos) << o.out;
-    EXPECT_LE(closeness(load_weights(w), lenet_reference(), 1e-5, 1e-7), 1.0);
+    EXPECT_LE(closeness(load_weights(w), ps_lenet_reference(), 1e-5, 1e-7), 1.0);
   }
 }
 
 // One worker: each gradient is applied as it arrives either way, so async
 // must give exactly the synchronous result.
 TEST(PsAsync, OneWorkerIsExactlySynchronous) {
-  const TrainRun r = train(kLenet + " --strategy ps --ps-mode async --ps-shards 2 "
-                                    "--ps-placement dedicated --ps-assign greedy");
+  const TrainRun r = train(kPsLenet +
+                           " --strategy ps --ps-mode async --ps-shards 2 "
+                           "--ps-placement dedicated --ps-assign greedy");
   ASSERT_FALSE(r.weights.empty());
-  EXPECT_LE(closeness(r.weights, lenet_reference(), 1e-5, 1e-7), 1.0);
+  EXPECT_LE(closeness(r.weights, ps_lenet_reference(), 1e-5, 1e-7), 1.0);
   EXPECT_EQ(r.record["results"]["ps"]["staleness_max"], 0);
 }
 
@@ -229,9 +230,9 @@ TEST(PsErrors, BadInputIsOneLineBeforeAnythingStarts) {
   }
   // Under mpirun, dedicated servers must leave at least one worker.
   DLSCALE_SKIP_WITHOUT_MPI();
-  const auto o = run_shell("mpirun --oversubscribe --allow-run-as-root -np 2 " +
-                           std::string(DLSCALE_BINARY) + " " + kLenet +
-                           " --strategy ps --ps-shards 2 --ps-placement dedicated");
+  const auto o =
+      run_shell("mpirun --oversubscribe --allow-run-as-root -np 2 " + std::string(DLSCALE_BINARY) +
+                " " + kPsLenet + " --strategy ps --ps-shards 2 --ps-placement dedicated");
   EXPECT_NE(o.code, 0);
   EXPECT_NE(o.err.find("--ps-shards 2 dedicated server(s) leave no worker among the job's 2 ranks"),
             std::string::npos)

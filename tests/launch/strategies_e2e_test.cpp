@@ -25,13 +25,13 @@ using testing::run_shell;
 using testing::temp_path;
 
 // Global batch 12 divides by 2, 3 and 4 workers.
-const std::string kLenet =
+const std::string kStrategiesLenet =
     "train --model lenet --dropout 0 --threads 1 --steps 4 --warmup 1 --optimizer momentum "
     "--lr 0.05 --synthetic-batches 2 --display-every 0 --global-batch 12 --first-bucket-mb 0.01 "
     "--bucket-mb 0.2";
 
 const std::vector<torch::Tensor>& lenet_reference() {
-  static const std::vector<torch::Tensor> ref = train(kLenet).weights;  // one worker
+  static const std::vector<torch::Tensor> ref = train(kStrategiesLenet).weights;  // one worker
   return ref;
 }
 
@@ -60,8 +60,8 @@ TEST_P(GlooStrategies, MatchOneWorkerOn2To4Workers) {
   for (const int n : {2, 3, 4}) {
     SCOPED_TRACE(strategy + " x" + std::to_string(n));
     const std::string extra = strategy == "hierarchical" ? " --ranks-per-node 2" : "";
-    const TrainRun r =
-        train(kLenet + " --workers " + std::to_string(n) + " --strategy " + strategy + extra);
+    const TrainRun r = train(kStrategiesLenet + " --workers " + std::to_string(n) + " --strategy " +
+                             strategy + extra);
     EXPECT_LE(closeness(r.weights, lenet_reference(), 1e-5, 1e-7), 1.0);
     expect_synchronous_record(r.record, strategy, n);
     if (strategy == "hierarchical") {
@@ -84,8 +84,8 @@ TEST(CompressedStrategies, MatchOneWorkerWithinTheWireTypesPrecision) {
   for (const std::string strategy : {"allreduce", "tree", "hierarchical"}) {
     for (const std::string compress : {"fp16", "bf16"}) {
       SCOPED_TRACE(strategy + " " + compress);
-      const TrainRun r =
-          train(kLenet + " --workers 3 --strategy " + strategy + " --compress " + compress);
+      const TrainRun r = train(kStrategiesLenet + " --workers 3 --strategy " + strategy +
+                               " --compress " + compress);
       const bool fp16 = compress == "fp16";
       EXPECT_LE(closeness(r.weights, lenet_reference(), fp16 ? 1.0 / 1024 : 1.0 / 128,
                           fp16 ? 1e-4 : 1e-3),
@@ -100,7 +100,7 @@ TEST(CompressedStrategies, MatchOneWorkerWithinTheWireTypesPrecision) {
 
 // Independent replicas: no bytes on the wire, replicas that differ.
 TEST(IndependentStrategy, SendsNothingAndReplicasDiffer) {
-  const TrainRun r = train(kLenet + " --workers 2 --strategy independent");
+  const TrainRun r = train(kStrategiesLenet + " --workers 2 --strategy independent");
   const nlohmann::json& c = r.record["results"]["comm"];
   EXPECT_EQ(c["strategy"], "independent");
   EXPECT_EQ(c["bytes_per_step"], 0);
@@ -131,7 +131,7 @@ TEST(MpirunStrategies, MatchOneWorker) {
     const std::string w = temp_path("wm.pt");
     const auto o = run_shell(
         "mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(np) + " " +
-        std::string(DLSCALE_BINARY) + " " + kLenet + " --strategy " + strategy +
+        std::string(DLSCALE_BINARY) + " " + kStrategiesLenet + " --strategy " + strategy +
         (strategy == "hierarchical" ? " --ranks-per-node 2" : "") + extra + " --save-weights " + w);
     ASSERT_EQ(o.code, 0) << o.err;
     EXPECT_NE(o.out.find("communication: mpi " + strategy), std::string::npos) << o.out;

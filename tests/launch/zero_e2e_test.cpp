@@ -25,7 +25,7 @@ using testing::TrainRun;
 
 // Global batch 12 divides by 2, 3 and 4 workers; small buckets, so lenet's
 // gradients travel in several buckets, each padded for the shards.
-const std::string kLenet =
+const std::string kZeroLenet =
     "train --model lenet --dropout 0 --threads 1 --steps 4 --warmup 1 --synthetic-batches 2 "
     "--display-every 0 --global-batch 12 --first-bucket-mb 0.01 --bucket-mb 0.2";
 
@@ -34,7 +34,7 @@ const std::string kLenet =
 constexpr double kAdamTol = 2.5e-4;
 
 std::string with_optimizer(const std::string& optimizer) {
-  return kLenet + " --optimizer " + optimizer +
+  return kZeroLenet + " --optimizer " + optimizer +
          (optimizer == "adam" ? " --lr 0.001" : " --lr 0.05");
 }
 
@@ -177,9 +177,9 @@ TEST(ZeroStrategy, CompressedGradientsAndMpirun) {
 // without weight decay. Small buckets and 3 workers cut tensors across
 // ranks; resnet18's batch norms give the exclusion something to exclude.
 TEST(ZeroStrategy, LarsAndBiasNormExclusionMatchAllreduce) {
-  const std::string lars = kLenet + " --optimizer lars --lr 0.5 --weight-decay 0.0005";
+  const std::string lars = kZeroLenet + " --optimizer lars --lr 0.5 --weight-decay 0.0005";
   const std::string excluded =
-      kLenet + " --optimizer momentum --lr 0.05 --weight-decay 0.01 --wd-exclude bias-norm";
+      kZeroLenet + " --optimizer momentum --lr 0.05 --weight-decay 0.01 --wd-exclude bias-norm";
   for (const std::string& args : {lars, excluded}) {
     // LARS's whole-tensor norms come from float32 _foreach_norm, the pieces'
     // from float64 sums: the trust ratios differ in the 7th digit, the
