@@ -30,6 +30,7 @@ namespace {
   args.push_back(nullptr);
   default_openmp_wait();
   defer_blas_pool();
+  skip_unused_libraries(torch.parent_path().string());
   ::execv(torch.c_str(), args.data());
   const int err = errno;
   // There but not executable (EACCES): the fix is its mode, not a build.

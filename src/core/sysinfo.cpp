@@ -1,7 +1,9 @@
 #include "core/sysinfo.h"
 
 #include <dirent.h>
+#include <link.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -83,6 +85,17 @@ std::string loaded_blas_library() {
   return "unknown";
 }
 
+int loaded_object_count() {
+  int count = 0;
+  ::dl_iterate_phdr(
+      [](dl_phdr_info*, size_t, void* n) {
+        ++*static_cast<int*>(n);
+        return 0;
+      },
+      &count);
+  return count;
+}
+
 SystemInfo collect_system_info() {
   SystemInfo info;
   char host[256] = {};
@@ -144,6 +157,30 @@ int thread_count() {
   }
   ::closedir(dir);
   return threads;
+}
+
+bool skip_unused_libraries(const std::string& torch_dir) {
+  const std::string dir = torch_dir + "/" + kUnusedLibsDir;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  if (std::getenv(kEnvLibraryPathSaved) != nullptr) return false;  // set by an outer front
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  // "-": there was none; "=VALUE": there was VALUE (perhaps empty).
+  ::setenv(kEnvLibraryPathSaved, old == nullptr ? "-" : (std::string("=") + old).c_str(), 1);
+  ::setenv("LD_LIBRARY_PATH", (old == nullptr || *old == '\0' ? dir : dir + ":" + old).c_str(), 1);
+  return true;
+}
+
+bool restore_library_path() {
+  const char* saved = std::getenv(kEnvLibraryPathSaved);
+  if (saved == nullptr) return false;
+  if (saved[0] == '=') {
+    ::setenv("LD_LIBRARY_PATH", saved + 1, 1);
+  } else {
+    ::unsetenv("LD_LIBRARY_PATH");
+  }
+  ::unsetenv(kEnvLibraryPathSaved);
+  return true;
 }
 
 bool restore_blas_environment() {

@@ -62,11 +62,29 @@ inline constexpr const char* kDefaultGompSpincount = "10000";
 /// kEnvBlasPoolDeferred for the load; called by the front before it starts
 /// dlscale-torch, whose entry calls restore_blas_environment.
 void defer_blas_pool();
+/// The shared objects this process has loaded (the executable, the loader
+/// and the vDSO included).
+int loaded_object_count();
 /// The threads of this process (/proc/self/task); -1 when unknown.
 int thread_count();
 /// Takes back what defer_blas_pool set, so that what dlscale-torch starts
 /// sees the user's environment; returns whether it had set it.
 bool restore_blas_environment();
 inline constexpr const char* kEnvBlasPoolDeferred = "DLSCALE_BLAS_POOL_DEFERRED";
+
+/// Debian's libtorch_cpu lists 17 OpenCV and FFmpeg libraries as needed but
+/// takes no symbol from them, and loading them (and the ~210 libraries they
+/// need) was about 40% of a dlscale-torch start's CPU. The build puts empty
+/// stand-ins of those names in kUnusedLibsDir beside dlscale-torch
+/// (scripts/libtorch_unused.sh). When TORCH_DIR holds that folder, puts it
+/// first on LD_LIBRARY_PATH and keeps the old value in kEnvLibraryPathSaved;
+/// returns whether it did. Called by the front before it starts
+/// dlscale-torch, whose entry calls restore_library_path.
+bool skip_unused_libraries(const std::string& torch_dir);
+/// Takes back what skip_unused_libraries set, so that what dlscale-torch
+/// starts sees the user's library path; returns whether it had set it.
+bool restore_library_path();
+inline constexpr const char* kUnusedLibsDir = "unused-libs";
+inline constexpr const char* kEnvLibraryPathSaved = "DLSCALE_LIBRARY_PATH_SAVED";
 
 }  // namespace dlscale

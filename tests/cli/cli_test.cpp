@@ -120,6 +120,25 @@ TEST(Cli, TheFrontDefersOpenBlasPoolUnlessTheEnvironmentSizesIt) {
   EXPECT_EQ(nlohmann::json::parse(dlscale::read_file(record))["environment"]["blas_threads"], 2);
 }
 
+// The build's stand-ins of LibTorch's unused libraries (scripts/libtorch_unused.sh):
+// the front puts them first on dlscale-torch's library path, and every
+// symbol still resolves when the loader binds them all at once
+// (LD_BIND_NOW): none of them was taken from the libraries left out.
+TEST(Cli, TheFrontLeavesOutLibTorchsUnusedLibraries) {
+  const std::string build = std::filesystem::path(DLSCALE_BINARY).parent_path().string();
+  const bool stand_ins = std::filesystem::is_directory(build + "/unused-libs");
+  const std::string run = std::string(DLSCALE_BINARY) + " models lenet";
+  const Outcome o = dlscale::testing::run_shell("DLSCALE_LOG_LEVEL=debug " + run);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.err.find(stand_ins ? "LibTorch's unused libraries left out"
+                                 : "LibTorch's unused libraries loaded"),
+            std::string::npos)
+      << o.err;
+  const Outcome bound = dlscale::testing::run_shell("LD_BIND_NOW=1 " + run);
+  ASSERT_EQ(bound.code, 0) << bound.err;
+  EXPECT_NE(bound.out.find("lenet"), std::string::npos) << bound.out;
+}
+
 // Numbers out of range are one-line errors naming the flag, exit 2: never a
 // wrapped value, an overflow inside LibTorch (exit 1), an allocation that
 // fails (exit 3), an infinite timeout or thousands of forked workers.

@@ -31,8 +31,12 @@ int run(int argc, char** argv) { return run_cli(argc, argv, torch_error); }
 
 int torch_main(int argc, char** argv) {
   const bool deferred = restore_blas_environment();  // OpenBLAS has read it (core/sysinfo.h)
-  DLSCALE_LOG_DEBUG("dlscale-torch: {} thread(s) after loading LibTorch, OpenBLAS's pool {}",
-                    thread_count(), deferred ? "deferred" : "as the environment sized it");
+  const bool skipped = restore_library_path();       // the loader has read it
+  DLSCALE_LOG_DEBUG(
+      "dlscale-torch: {} thread(s) after loading LibTorch, OpenBLAS's pool {}; {} shared objects "
+      "loaded, LibTorch's unused libraries {}",
+      thread_count(), deferred ? "deferred" : "as the environment sized it", loaded_object_count(),
+      skipped ? "left out" : "loaded");
   launch::set_worker_entry(run);  // local workers: forks that run it
   return run(argc, argv);
 }
