@@ -20,9 +20,11 @@ needed=$(objdump -p "$lib" | awk '$1 == "NEEDED" { print $2 }' |
 wanted=$(mktemp)
 trap 'rm -f "$wanted"' EXIT
 nm -D --undefined-only "$lib" | awk '{ print $NF }' | sed 's/@.*//' | sort -u >"$wanted"
+# Where the loader finds each (ldd: "NAME => PATH (ADDRESS)").
+found=$(ldd "$lib" 2>/dev/null || true)
 for name in $needed; do
-  path=$(ldconfig -p | awk -v n="$name" '$1 == n && !found { print $NF; found = 1 }')
-  [ -n "$path" ] || continue  # not installed: the loader would fail anyway
+  path=$(awk -v n="$name" '$1 == n && $3 ~ /^\// { print $3 }' <<<"$found")
+  [ -n "$path" ] || continue  # not found: left alone
   # Kept if the library takes any symbol it defines (every stage reads all
   # its input: no early exit, no SIGPIPE under pipefail).
   taken=$(nm -D --defined-only "$path" | awk '{ print $NF }' | sed 's/@.*//' | sort -u |
