@@ -50,6 +50,37 @@ std::string classify_blas(const std::string& path) {
   return "blas";
 }
 
+/// Where set_for_load keeps NAME's value from before the load: "-" when it
+/// had none, "=VALUE" otherwise (VALUE may be empty).
+std::string saved_name(const char* name) { return std::string(kEnvSavedPrefix) + name; }
+
+/// Sets NAME to VALUE for dlscale-torch's load and keeps its old value for
+/// restore_after_load; returns false, changing nothing, when an outer front
+/// already set it so.
+bool set_for_load(const char* name, const std::string& value) {
+  const std::string saved = saved_name(name);
+  if (std::getenv(saved.c_str()) != nullptr) return false;
+  const char* old = std::getenv(name);
+  ::setenv(saved.c_str(), old == nullptr ? "-" : (std::string("=") + old).c_str(), 1);
+  ::setenv(name, value.c_str(), 1);
+  return true;
+}
+
+/// Gives NAME back the value set_for_load kept (or unsets it); returns
+/// whether set_for_load had set it.
+bool restore_after_load(const char* name) {
+  const std::string saved_var = saved_name(name);
+  const char* saved = std::getenv(saved_var.c_str());
+  if (saved == nullptr) return false;
+  if (saved[0] == '=') {
+    ::setenv(name, saved + 1, 1);
+  } else {
+    ::unsetenv(name);
+  }
+  ::unsetenv(saved_var.c_str());
+  return true;
+}
+
 }  // namespace
 
 int available_cores() {
@@ -144,8 +175,7 @@ void defer_blas_pool() {
   for (const char* name : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
     if (std::getenv(name) != nullptr) return;
   }
-  ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
-  ::setenv(kEnvBlasPoolDeferred, "1", 1);
+  set_for_load("OPENBLAS_NUM_THREADS", "1");
 }
 
 int thread_count() {
@@ -163,32 +193,12 @@ bool skip_unused_libraries(const std::string& torch_dir) {
   const std::string dir = torch_dir + "/" + kUnusedLibsDir;
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  if (std::getenv(kEnvLibraryPathSaved) != nullptr) return false;  // set by an outer front
   const char* old = std::getenv("LD_LIBRARY_PATH");
-  // "-": there was none; "=VALUE": there was VALUE (perhaps empty).
-  ::setenv(kEnvLibraryPathSaved, old == nullptr ? "-" : (std::string("=") + old).c_str(), 1);
-  ::setenv("LD_LIBRARY_PATH", (old == nullptr || *old == '\0' ? dir : dir + ":" + old).c_str(), 1);
-  return true;
+  return set_for_load("LD_LIBRARY_PATH", old == nullptr || *old == '\0' ? dir : dir + ":" + old);
 }
 
-bool restore_library_path() {
-  const char* saved = std::getenv(kEnvLibraryPathSaved);
-  if (saved == nullptr) return false;
-  if (saved[0] == '=') {
-    ::setenv("LD_LIBRARY_PATH", saved + 1, 1);
-  } else {
-    ::unsetenv("LD_LIBRARY_PATH");
-  }
-  ::unsetenv(kEnvLibraryPathSaved);
-  return true;
-}
+bool restore_library_path() { return restore_after_load("LD_LIBRARY_PATH"); }
 
-bool restore_blas_environment() {
-  const char* deferred = std::getenv(kEnvBlasPoolDeferred);
-  if (deferred == nullptr || std::string(deferred) != "1") return false;
-  ::unsetenv("OPENBLAS_NUM_THREADS");
-  ::unsetenv(kEnvBlasPoolDeferred);
-  return true;
-}
+bool restore_blas_environment() { return restore_after_load("OPENBLAS_NUM_THREADS"); }
 
 }  // namespace dlscale

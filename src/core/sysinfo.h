@@ -58,9 +58,9 @@ inline constexpr const char* kDefaultGompSpincount = "10000";
 /// again by every executed rank (mpirun, srun), for a pool that
 /// set_compute_threads resizes before any training work anyway. Unless the
 /// environment sizes OpenBLAS's pool itself (OPENBLAS_NUM_THREADS,
-/// GOTO_NUM_THREADS or OMP_NUM_THREADS), sets OPENBLAS_NUM_THREADS=1 and
-/// kEnvBlasPoolDeferred for the load; called by the front before it starts
-/// dlscale-torch, whose entry calls restore_blas_environment.
+/// GOTO_NUM_THREADS or OMP_NUM_THREADS), sets OPENBLAS_NUM_THREADS=1 for the
+/// load (its old value kept under kEnvSavedPrefix); called by the front
+/// before it starts dlscale-torch, whose entry calls restore_blas_environment.
 void defer_blas_pool();
 /// The shared objects this process has loaded (the executable, the loader
 /// and the vDSO included).
@@ -70,21 +70,24 @@ int thread_count();
 /// Takes back what defer_blas_pool set, so that what dlscale-torch starts
 /// sees the user's environment; returns whether it had set it.
 bool restore_blas_environment();
-inline constexpr const char* kEnvBlasPoolDeferred = "DLSCALE_BLAS_POOL_DEFERRED";
+/// What the front sets for dlscale-torch's load (OPENBLAS_NUM_THREADS,
+/// LD_LIBRARY_PATH) keeps its value from before in kEnvSavedPrefix + the
+/// variable's name ("-": none; "=VALUE"), which dlscale-torch's entry puts
+/// back once the load has read it.
+inline constexpr const char* kEnvSavedPrefix = "DLSCALE_SAVED_";
 
 /// Debian's libtorch_cpu lists 17 OpenCV and FFmpeg libraries as needed but
 /// takes no symbol from them, and loading them (and the ~210 libraries they
 /// need) was about 40% of a dlscale-torch start's CPU. The build puts empty
 /// stand-ins of those names in kUnusedLibsDir beside dlscale-torch
 /// (scripts/libtorch_unused.sh). When TORCH_DIR holds that folder, puts it
-/// first on LD_LIBRARY_PATH and keeps the old value in kEnvLibraryPathSaved;
-/// returns whether it did. Called by the front before it starts
+/// first on LD_LIBRARY_PATH for the load (the old value kept under
+/// kEnvSavedPrefix); returns whether it did. Called by the front before it starts
 /// dlscale-torch, whose entry calls restore_library_path.
 bool skip_unused_libraries(const std::string& torch_dir);
 /// Takes back what skip_unused_libraries set, so that what dlscale-torch
 /// starts sees the user's library path; returns whether it had set it.
 bool restore_library_path();
 inline constexpr const char* kUnusedLibsDir = "unused-libs";
-inline constexpr const char* kEnvLibraryPathSaved = "DLSCALE_LIBRARY_PATH_SAVED";
 
 }  // namespace dlscale

@@ -9,14 +9,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
-#include <vector>
-#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/files.h"
+#include "core/sysinfo.h"
 #include "process_util.h"
 
 namespace {
@@ -126,7 +127,7 @@ TEST(Cli, TheFrontDefersOpenBlasPoolUnlessTheEnvironmentSizesIt) {
 // (LD_BIND_NOW): none of them was taken from the libraries left out.
 TEST(Cli, TheFrontLeavesOutLibTorchsUnusedLibraries) {
   const std::string build = std::filesystem::path(DLSCALE_BINARY).parent_path().string();
-  const bool stand_ins = std::filesystem::is_directory(build + "/unused-libs");
+  const bool stand_ins = std::filesystem::is_directory(build + "/" + dlscale::kUnusedLibsDir);
   const std::string run = std::string(DLSCALE_BINARY) + " models lenet";
   const Outcome o = dlscale::testing::run_shell("DLSCALE_LOG_LEVEL=debug " + run);
   ASSERT_EQ(o.code, 0) << o.err;

@@ -13,6 +13,8 @@
 namespace dlscale {
 namespace {
 
+const std::string kSaved = std::string(kEnvSavedPrefix) + "LD_LIBRARY_PATH";
+
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? std::nullopt : std::optional<std::string>(v);
@@ -36,7 +38,7 @@ void expect_skipped_and_restored(const std::optional<std::string>& value) {
   EXPECT_FALSE(skip_unused_libraries(dir.path())) << "a second front adds it once";
   EXPECT_TRUE(restore_library_path());
   EXPECT_EQ(env("LD_LIBRARY_PATH"), value);
-  EXPECT_EQ(env(kEnvLibraryPathSaved), std::nullopt);
+  EXPECT_EQ(env(kSaved.c_str()), std::nullopt);
   EXPECT_FALSE(restore_library_path()) << "nothing left to take back";
 }
 
@@ -50,7 +52,7 @@ TEST(Sysinfo, UnusedLibrariesComeFirstOnTheLibraryPathAndTheUsersPathComesBack) 
   ::setenv("LD_LIBRARY_PATH", "/opt/a", 1);
   EXPECT_FALSE(skip_unused_libraries(empty.path()));
   EXPECT_EQ(env("LD_LIBRARY_PATH"), "/opt/a");
-  EXPECT_EQ(env(kEnvLibraryPathSaved), std::nullopt);
+  EXPECT_EQ(env(kSaved.c_str()), std::nullopt);
   if (before) {
     ::setenv("LD_LIBRARY_PATH", before->c_str(), 1);
   } else {
