@@ -37,9 +37,10 @@ struct PredictFlags {
   double copy_gbyte_s = 0;
   bool validate = false;
   std::string tta;              // a run that reached its target, with --noise-scale
+  std::string tta_noise = "auto";  // --tta: which noise scale (predict/tta.h)
   double max_global_batch = 0;  // --tta: the global batch stops growing here
-  bool cores_given = false, buckets_given = false, first_bucket_given = false, threads_given = false, shared_given = false,
-       copy_given = false;
+  bool cores_given = false, buckets_given = false, first_bucket_given = false,
+       threads_given = false, shared_given = false, copy_given = false, tta_noise_given = false;
   std::string json, html;
 };
 
@@ -133,7 +134,11 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
   std::vector<predict::StrategySpec> specs;
   for (const std::string& s : f.strategies) specs.push_back(predict::parse_strategy(s));
   std::optional<predict::TtaRun> tta_run;  // checked before the compute and network are asked for
-  if (!f.tta.empty()) tta_run = predict::tta_run_from_record(predict::read_json_file(f.tta), f.tta);
+  DLSCALE_CHECK(!f.tta_noise_given || !f.tta.empty(),
+                "--tta-noise chooses the noise scale of --tta; give --tta RECORD");
+  if (!f.tta.empty()) {
+    tta_run = predict::tta_run_from_record(predict::read_json_file(f.tta), f.tta, f.tta_noise);
+  }
   DLSCALE_CHECK(f.max_global_batch == 0 || tta_run,
                 "--max-global-batch caps the batch of --tta; give --tta RECORD");
   DLSCALE_CHECK(
@@ -271,6 +276,12 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
       "epochs at N x batch (McCandlish et al. 2018), times the predicted step: hours to target, "
       "speedup, the fastest and the cheapest N per strategy (docs/predict.md)");
   cmd->add_option(
+         "--tta-noise", f->tta_noise,
+         "With --tta: the noise scale its model takes as B_crit: auto (Adam's preconditioned "
+         "one where the record has it, else B_simple), simple or adam (docs/predict.md)")
+      ->check(CLI::IsMember(predict::tta_noise_kinds()))
+      ->capture_default_str();
+  cmd->add_option(
       "--max-global-batch", f->max_global_batch,
       "With --tta: the global batch grows as N x --batch up to this, then stays (each worker's "
       "batch shrinks); 0 = no cap");
@@ -285,6 +296,7 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
     f->threads_given = cmd->count("--threads-per-worker") > 0;
     f->shared_given = cmd->count("--shared-cores") > 0;
     f->copy_given = cmd->count("--copy-gbyte-s") > 0;
+    f->tta_noise_given = cmd->count("--tta-noise") > 0;
     f->options.copy_bytes_per_s = f->copy_gbyte_s * 1e9;
     run(*f, argv);
   });

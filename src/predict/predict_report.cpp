@@ -399,10 +399,11 @@ report::Report predict_tta_report(const std::vector<sweep::RunRecord>& runs,
   }
   const BatchModel& m = tta.model_fit;
   rep.notes.push_back(
-      fmt::format("from {}: {:.3g} epochs at global batch {:g}, B_simple {:.4g}, so S(B) = {:.4g} "
+      fmt::format("from {}: {:.3g} epochs at global batch {:g}, {} {:.4g}, so S(B) = {:.4g} "
                   "(1 + {:.4g}/B) steps "
-                  "(McCandlish et al. 2018, B_crit = B_simple)",
-                  tta.source, tta.epochs, tta.global_batch, tta.b_simple, m.s_min, m.b_noise));
+                  "(McCandlish et al. 2018, B_crit = {})",
+                  tta.source, tta.epochs, tta.global_batch, tta.noise, m.b_noise, m.s_min,
+                  m.b_noise, tta.noise));
   std::vector<double> group_steps, group_times;
   report::Table groups = tta_configurations(rows, group_steps, group_times);
   rep.notes.push_back("by configuration (median of its seeds), training time to target: " +

@@ -47,7 +47,29 @@ const nlohmann::json& convergence_of(const nlohmann::json& record) {
   return conv != results->end() && conv->is_object() ? *conv : kNone;
 }
 
-TtaRun tta_run_from_record(const nlohmann::json& record, const std::string& what) {
+const std::vector<std::string>& tta_noise_kinds() {
+  static const std::vector<std::string> kinds = {"auto", "simple", "adam"};
+  return kinds;
+}
+
+namespace {
+
+/// results.noise.preconditioned.b_simple where it is finite and positive, else 0.
+double adam_noise_scale(const nlohmann::json& noise) {
+  const auto p = noise.find("preconditioned");
+  if (p == noise.end() || !p->is_object()) return 0;
+  const nlohmann::json b = p->value("b_simple", nlohmann::json());
+  return b.is_number() && std::isfinite(b.get<double>()) && b.get<double>() > 0 ? b.get<double>()
+                                                                                : 0;
+}
+
+}  // namespace
+
+TtaRun tta_run_from_record(const nlohmann::json& record, const std::string& what,
+                           const std::string& noise_kind) {
+  const auto& kinds = tta_noise_kinds();
+  DLSCALE_CHECK(std::find(kinds.begin(), kinds.end(), noise_kind) != kinds.end(),
+                "--tta-noise '{}' is not one of auto, simple, adam", noise_kind);
   DLSCALE_CHECK(record.is_object() && record.value(record::kKind, "") == record::kKindTrain,
                 "{}: not a 'dlscale train' record (kind must be 'train')", what);
   const nlohmann::json& conv = reached_convergence(record, what);
@@ -80,7 +102,15 @@ TtaRun tta_run_from_record(const nlohmann::json& record, const std::string& what
           ? fmt::format("{:g}, not positive (its tr(Sigma) estimate was negative)", b.get<double>())
           : "undefined (its |G|^2 estimate was not positive)");
   r.b_simple = b.get<double>();
-  r.model_fit = model_from_run(r.epochs, r.global_batch, r.b_simple, r.samples_per_epoch);
+  r.b_adam = adam_noise_scale(noise);
+  DLSCALE_CHECK(noise_kind != "adam" || r.b_adam > 0,
+                "{}: --tta-noise adam needs Adam's preconditioned noise scale "
+                "(results.noise.preconditioned), which this run did not measure",
+                what);
+  const bool adam = noise_kind != "simple" && r.b_adam > 0;
+  r.noise = adam ? "B_adam" : "B_simple";
+  r.model_fit =
+      model_from_run(r.epochs, r.global_batch, adam ? r.b_adam : r.b_simple, r.samples_per_epoch);
   return r;
 }
 
@@ -138,13 +168,14 @@ std::vector<std::string> tta_lines(const TtaPrediction& p) {
   std::vector<std::string> lines;
   lines.push_back(fmt::format(
       "time to accuracy from {}: {} reached {} >= {:g} in {:.3g} epochs at global batch "
-      "{:g}; gradient noise scale B_simple {:.4g}",
+      "{:g}; gradient noise scale B_simple {:.4g}{}",
       r.source, r.model.empty() ? "the run" : r.model, r.metric, r.target, r.epochs, r.global_batch,
-      r.b_simple));
-  lines.push_back(fmt::format(
-      "McCandlish et al. 2018 with B_crit = B_simple: E(B) = {:.3g} (1 + B/{:.4g}) epochs, "
-      "S(B) = {:.4g} (1 + {:.4g}/B) steps; {:.0f} samples per epoch",
-      m.e_min(), m.b_noise, m.s_min, m.b_noise, m.samples_per_epoch));
+      r.b_simple,
+      r.b_adam > 0 ? fmt::format(", Adam-preconditioned B_adam {:.4g}", r.b_adam) : ""));
+  lines.push_back(
+      fmt::format("McCandlish et al. 2018 with B_crit = {}: E(B) = {:.3g} (1 + B/{:.4g}) epochs, "
+                  "S(B) = {:.4g} (1 + {:.4g}/B) steps; {:.0f} samples per epoch",
+                  r.noise, m.e_min(), m.b_noise, m.s_min, m.b_noise, m.samples_per_epoch));
   lines.push_back(fmt::format(
       "global batch = N x {:g}{}; time = steps x predicted step time (training only: no "
       "evaluation or start-up); speedup against one worker ({:.2f} ms a step)",
@@ -206,6 +237,8 @@ nlohmann::json tta_json(const TtaPrediction& p) {
             {"epochs", r.epochs},
             {"global_batch", r.global_batch},
             {"b_simple", r.b_simple},
+            {"b_adam", r.b_adam > 0 ? nlohmann::json(r.b_adam) : nlohmann::json()},
+            {"noise", r.noise},
             {"samples_per_epoch", r.samples_per_epoch}}},
           {"model",
            {{"s_min", r.model_fit.s_min},

@@ -25,18 +25,27 @@ struct TtaRun {
   double epochs = 0;        ///< E0
   double global_batch = 0;  ///< B0
   double b_simple = 0;
+  double b_adam = 0;               ///< Adam's preconditioned noise scale; 0 = not measured
+  std::string noise = "B_simple";  ///< which of the two model_fit takes: B_simple or B_adam
   double samples_per_epoch = 0;
-  BatchModel model_fit;  ///< through (B0, E0) with B_noise = B_simple
+  BatchModel model_fit;  ///< through (B0, E0) with B_noise = that noise scale
 };
 
 /// results.convergence of a train record (an object), or null when it has
 /// none (no target, evaluation or convergence section).
 const nlohmann::json& convergence_of(const nlohmann::json& record);
 
+/// Which noise scale --tta's model takes (--tta-noise): "auto" (Adam's
+/// preconditioned one where the record has it, else B_simple), "simple" or
+/// "adam".
+const std::vector<std::string>& tta_noise_kinds();
+
 /// Reads a `dlscale train --json` record; throws dlscale::Error (one line
 /// naming `what` and the field) unless it reached its target and holds a
-/// finite, positive noise scale (train --noise-scale).
-TtaRun tta_run_from_record(const nlohmann::json& record, const std::string& what);
+/// finite, positive noise scale (train --noise-scale) of the kind `noise`
+/// asks for.
+TtaRun tta_run_from_record(const nlohmann::json& record, const std::string& what,
+                           const std::string& noise = "auto");
 
 struct TtaPoint {
   long long workers = 0;

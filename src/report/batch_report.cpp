@@ -31,13 +31,15 @@ std::optional<double> metric_of(const sweep::RepeatRecord& r, const std::string&
 
 /// Adds the completed repeats of `run` that trained to a target to `point`.
 void add_repeats(const RunRecord& run, BatchPoint& point, std::vector<double>& steps,
-                 std::vector<double>& epochs, std::vector<double>& noise) {
+                 std::vector<double>& epochs, std::vector<double>& noise,
+                 std::vector<double>& adam) {
   const std::string conv = record::metric::kConvergencePrefix;
   for (const sweep::RepeatRecord& r : run.repeats) {
     const auto success = metric_of(r, record::metric::kConvergenceSuccess);
     if (r.status != sweep::kStatusCompleted || !success) continue;
     ++point.runs;
     if (const auto b = metric_of(r, "noise_b_simple")) noise.push_back(*b);
+    if (const auto b = metric_of(r, record::metric::kNoiseAdamBSimple)) adam.push_back(*b);
     const auto s = metric_of(r, conv + "steps_done"), e = metric_of(r, conv + "epochs_to_target");
     if (*success <= 0 || !s || !e || *s <= 0 || *e <= 0) continue;
     ++point.reached;
@@ -47,7 +49,8 @@ void add_repeats(const RunRecord& run, BatchPoint& point, std::vector<double>& s
 }
 
 /// The fit of the measured curve and the model through the smallest batch
-/// that reached its target and measured a positive noise scale.
+/// that reached its target and measured a positive noise scale: Adam's
+/// preconditioned one where the runs measured it (docs/convergence.md).
 void model_study(BatchStudy& study) {
   std::vector<StepsPoint> measured;
   std::vector<double> per_epoch;
@@ -63,9 +66,11 @@ void model_study(BatchStudy& study) {
   study.samples_per_epoch = median(per_epoch);
   study.fit = fit_steps(measured, study.samples_per_epoch);
   for (const BatchPoint& p : study.points) {
-    if (!p.epochs || !p.b_simple || !(*p.b_simple > 0)) continue;
+    study.base_adam = p.b_adam && *p.b_adam > 0;
+    const std::optional<double> b = study.base_adam ? p.b_adam : p.b_simple;
+    if (!p.epochs || !b || !(*b > 0)) continue;
     study.base_batch = p.global_batch;
-    study.from_base = model_from_run(*p.epochs, p.global_batch, *p.b_simple, p.samples_per_epoch);
+    study.from_base = model_from_run(*p.epochs, p.global_batch, *b, p.samples_per_epoch);
     return;
   }
 }
@@ -95,14 +100,15 @@ std::vector<BatchStudy> batch_studies(const std::vector<RunRecord>& runs) {
   for (const auto& [key, group] : by_batch) {
     BatchPoint point;
     point.global_batch = key.second;
-    std::vector<double> steps, epochs, noise;
-    for (const RunRecord* run : group) add_repeats(*run, point, steps, epochs, noise);
+    std::vector<double> steps, epochs, noise, adam;
+    for (const RunRecord* run : group) add_repeats(*run, point, steps, epochs, noise, adam);
     if (!steps.empty()) {
       point.steps = median(steps);
       point.epochs = median(epochs);
       point.samples_per_epoch = *point.steps * point.global_batch / *point.epochs;
     }
     if (!noise.empty()) point.b_simple = median(noise);
+    if (!adam.empty()) point.b_adam = median(adam);
     studies[key.first].points.push_back(point);
   }
   for (BatchStudy& s : studies) model_study(s);
@@ -134,10 +140,11 @@ void study_notes(const BatchStudy& s, Report& rep) {
       errors.push_back(std::fabs(s.from_base->epochs(p.global_batch) / *p.epochs - 1));
     }
   }
+  const char* noise = s.base_adam ? "B_adam" : "B_simple";
   std::string line =
-      fmt::format("{}: B_simple at B0 = {:g}: {:.4g}", name, s.base_batch, s.from_base->b_noise);
+      fmt::format("{}: {} at B0 = {:g}: {:.4g}", name, noise, s.base_batch, s.from_base->b_noise);
   if (s.fit.ok)
-    line += fmt::format(" (fitted B_crit / B_simple = {:.2f})",
+    line += fmt::format(" (fitted B_crit / {} = {:.2f})", noise,
                         s.fit.model.b_noise / s.from_base->b_noise);
   if (!errors.empty()) {
     line +=
@@ -164,6 +171,7 @@ Report batch_report(const std::vector<RunRecord>& runs) {
       {"steps", "steps"},
       {"epochs", "epochs"},
       {"B_simple", "b_simple"},
+      {"B_adam", "b_adam"},
       {"steps fitted", "steps_fitted"},
       {"epochs from B0", "epochs_from_b0"},
       {"error %", "error_pct"}};
@@ -187,6 +195,7 @@ Report batch_report(const std::vector<RunRecord>& runs) {
       add(p.steps, "{:.0f}");
       add(p.epochs, "{:.2f}");
       add(p.b_simple, "{:.4g}");
+      add(p.b_adam, "{:.4g}");
       add(s.fit.ok ? std::optional<double>(s.fit.model.steps(p.global_batch)) : std::nullopt,
           "{:.0f}");
       const std::optional<double> predicted =
@@ -202,10 +211,12 @@ Report batch_report(const std::vector<RunRecord>& runs) {
   }
   rep.notes.push_back(
       "steps and epochs are medians over the runs (seeds, repeats) that reached the target; "
-      "B_simple is the median noise scale the runs measured (train --noise-scale)");
+      "B_simple is the median noise scale the runs measured (train --noise-scale), B_adam that "
+      "of Adam's preconditioned gradient (runs with Adam)");
   rep.notes.push_back(
-      "epochs from B0: E(B) = E0 (1 + B/B_simple)/(1 + B0/B_simple) from the smallest batch's "
-      "epochs and noise scale alone (predict --tta's model; docs/predict.md)");
+      "epochs from B0: E(B) = E0 (1 + B/B0_noise)/(1 + B0/B0_noise) from the smallest batch's "
+      "epochs and noise scale alone, B_adam where it was measured, else B_simple (predict "
+      "--tta's model; docs/predict.md)");
   rep.tables.push_back(std::move(t));
   return rep;
 }

@@ -111,7 +111,7 @@ std::string noise_chart(const std::vector<NoiseRow>& rows) {
   std::map<std::string, Series> by_name;
   std::vector<std::string> order;
   for (const NoiseRow& r : rows) {
-    const double b = r.values[NoiseRow::kBSimple];
+    const double b = r.b_simple;
     if (!std::isfinite(b) || r.global_batch <= 0) continue;
     const std::string name = series_name(r.labels);
     auto [it, added] =

@@ -19,10 +19,13 @@ struct NoiseMetric {
   const char* metric;
   const char* format;
 };
-const NoiseMetric kNoise[] = {
-    {"steps measured", "noise_steps", "{:.0f}"},  {"b_small", "noise_b_small", "{:.0f}"},
-    {"b_big", "noise_b_big", "{:.0f}"},           {"|G|^2", "noise_gradient_sq", "{:.4g}"},
-    {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"}, {"B_simple", "noise_b_simple", "{:.4g}"}};
+const NoiseMetric kNoise[] = {{"steps measured", "noise_steps", "{:.0f}"},
+                              {"b_small", "noise_b_small", "{:.0f}"},
+                              {"b_big", "noise_b_big", "{:.0f}"},
+                              {"|G|^2", "noise_gradient_sq", "{:.4g}"},
+                              {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"},
+                              {"B_simple", "noise_b_simple", "{:.4g}"},
+                              {"B_adam", record::metric::kNoiseAdamBSimple, "{:.4g}"}};
 
 /// At most this many points of a run's course go on the chart.
 constexpr size_t kCoursePoints = 60;
@@ -68,6 +71,8 @@ std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs) {
       row.values.push_back(
           median_metric(*r.run, m.metric).value_or(std::numeric_limits<double>::quiet_NaN()));
     }
+    row.b_simple =
+        median_metric(*r.run, "noise_b_simple").value_or(std::numeric_limits<double>::quiet_NaN());
     row.course = noise_course(*r.run);
     rows.push_back(std::move(row));
   }
@@ -89,6 +94,9 @@ Report noise_report(const std::vector<RunRecord>& runs) {
       "(McCandlish et al. 2018); docs/convergence.md");
   rep.notes.push_back(
       "B_simple is empty where the |G|^2 estimate was not positive (undefined, not clamped)");
+  rep.notes.push_back(
+      "B_adam: the noise scale of Adam's preconditioned gradient, where the workers hold Adam's "
+      "state (docs/convergence.md, \"The noise scale Adam sees\")");
   rep.notes.push_back("values are medians of the completed repeats");
   std::vector<std::pair<std::string, std::string>> columns;
   for (const NoiseMetric& m : kNoise) columns.emplace_back(m.header, m.metric);

@@ -93,9 +93,9 @@ struct NoiseRow {
   std::vector<std::pair<std::string, std::string>> labels;  ///< model, strategy, varying params
   int workers = 1;
   double global_batch = 0;
-  std::vector<double> values;  ///< b_small, b_big, |G|^2, tr(Sigma), B_simple; NaN = undefined
+  std::vector<double> values;  ///< the table's columns after the batch; NaN = undefined
+  double b_simple = 0;         ///< the B_simple of `values` (NaN = undefined)
   std::vector<std::pair<double, double>> course;  ///< (step, B_simple) of one repeat, thinned
-  static constexpr size_t kBSimple = 4;
 };
 /// The runs with a noise scale, in order.
 std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs);
@@ -109,6 +109,7 @@ struct BatchPoint {
   std::optional<double> steps;     ///< median steps to target over those that reached it
   std::optional<double> epochs;    ///< median epochs to target
   std::optional<double> b_simple;  ///< median measured noise scale (over every run)
+  std::optional<double> b_adam;    ///< median noise scale of Adam's preconditioned gradient
   double samples_per_epoch = 0;    ///< steps x batch / epochs
 };
 /// The points of one configuration, ascending in global batch, with the
@@ -120,6 +121,7 @@ struct BatchStudy {
   BatchFit fit;
   std::optional<BatchModel> from_base;
   double base_batch = 0;         ///< B0, when from_base is set
+  bool base_adam = false;        ///< from_base takes B0's b_adam (it has one), not b_simple
   double samples_per_epoch = 0;  ///< the median over the points
 };
 /// The runs with a target, grouped by everything but the global batch, the

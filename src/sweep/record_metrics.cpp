@@ -115,6 +115,9 @@ Metrics train_metrics(const nlohmann::json& r, double global_batch) {
       // The input pipeline (data_*) and a strategy's own section, e.g. the
       // parameter server's busiest shard and staleness (ps_*; docs/metrics.md).
       for (const auto& [k, v] : section.items()) take(m, key + "_" + k, v);
+      const auto adam = section.find("preconditioned");
+      if (key == kNoise && adam != section.end() && adam->is_object() && adam->contains("b_simple"))
+        take(m, metric::kNoiseAdamBSimple, (*adam)["b_simple"]);
     }
   }
   return m;

@@ -27,14 +27,16 @@ using testing::train;
 using testing::TrainRun;
 
 // 36 training samples (3 steps per epoch at global batch 12), 17 test samples.
-const std::string& idx_dir() {
+const std::string& convergence_idx_dir() {
   static const std::string dir = testing::write_idx_dataset(36, 17, 28, false);
   return dir;
 }
 
 std::string tiny_run(const std::string& model = "tinycnn") {
-  return "train --model " + model + " --threads 1 --warmup 1 --global-batch 12 "
-         "--display-every 0 --lr 0.05 --data idx:" + idx_dir();
+  return "train --model " + model +
+         " --threads 1 --warmup 1 --global-batch 12 "
+         "--display-every 0 --lr 0.05 --data idx:" +
+         convergence_idx_dir();
 }
 
 // Evaluated on the 10,000 test images every 50 steps, it stops at the first
@@ -408,7 +410,7 @@ TEST(Checkpoints, AForeignOrDamagedCheckpointIsRefused) {
   EXPECT_NE(fails(tiny_run() + " --steps 6 --resume /dev/zero")
                 .find("--resume /dev/zero is a character device, not a checkpoint file"),
             std::string::npos);
-  EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + idx_dir())
+  EXPECT_NE(fails(tiny_run() + " --steps 6 --resume " + convergence_idx_dir())
                 .find(" is a directory, not a checkpoint file"),
             std::string::npos);
   EXPECT_NE(fails(tiny_run() + " --steps 6 --strategy ps --checkpoint " + ckpt +

@@ -70,7 +70,7 @@ void expect_matches(const Family& f, const TrainRun& run, const TrainRun& one, d
 // plain momentum SGD at lr 0.05 diverges from the first steps, and divergence
 // amplifies the rounding differences of a different reduction order far
 // beyond float tolerance.
-const std::string kCommon =
+const std::string kFamilyFlags =
     " --dropout 0 --threads 1 --steps 3 --warmup 1 --optimizer momentum --synthetic-batches 2 "
     "--display-every 0 --global-batch 12 --first-bucket-mb 1 --bucket-mb 8";
 
@@ -78,7 +78,7 @@ class FamilyStrategies : public ::testing::TestWithParam<Family> {};
 
 TEST_P(FamilyStrategies, MatchOneWorkerOnTheGlobalBatch) {
   const Family& f = GetParam();
-  const std::string flags = std::string("train --model ") + f.args + kCommon;
+  const std::string flags = std::string("train --model ") + f.args + kFamilyFlags;
   const std::string base = flags + " --lr " + f.lr;
   const TrainRun one = train(base, Initial::kSave);
   ASSERT_FALSE(one.weights.empty());
@@ -119,7 +119,8 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyStrategies,
 // count.
 TEST(FamilyLengths, BatchesOfTheirOwnLengthMatchOneWorkerAndCountTheirTokens) {
   const std::string base =
-      "train --model gnmt --vocab 64 --seq-len 8 --min-seq-len 2 --hidden 32 --lr 0.05" + kCommon;
+      "train --model gnmt --vocab 64 --seq-len 8 --min-seq-len 2 --hidden 32 --lr 0.05" +
+      kFamilyFlags;
   const TrainRun one = train(base);
   ASSERT_FALSE(one.weights.empty());
   const nlohmann::json& r1 = one.record["results"];
@@ -261,7 +262,7 @@ TEST(MaskRcnnStrategies, HierarchicalCompressedAndIndependentWorkers) {
 // counters too, and a small fraction of the dense exchange's; independent
 // workers send none.
 TEST(SparseEmbeddings, MatchTheDenseRunAndSendOnlyTheRows) {
-  const std::string args = "train --model ncf --lr 0.05" + kCommon;
+  const std::string args = "train --model ncf --lr 0.05" + kFamilyFlags;
   const TrainRun one = train(args);
   ASSERT_FALSE(one.weights.empty());
   const TrainRun dense = train(args + " --workers 2");

@@ -114,6 +114,39 @@ TEST(NoiseScale, EveryAveragingStrategyMeasuresTheSameEstimate) {
   expect_same_estimate(n, measured_on(ref, {0, 3}));
 }
 
+// Under Adam the record also holds the noise scale of the preconditioned
+// gradient, the same under every strategy whose workers hold Adam's state
+// and the averaged gradient; under zero and ps (the state is sharded or on
+// the servers), and under SGD, it is null.
+TEST(NoiseScale, AdamsPreconditionedEstimateIsTheSameWhereWorkersHoldItsState) {
+  const std::string adam =
+      "train --model lenet --dropout 0 --threads 1 --warmup 1 --optimizer adam --lr 0.001 "
+      "--synthetic-batches 2 --display-every 0 --global-batch 16 --first-bucket-mb 0.01 --steps 4 "
+      "--noise-scale --workers 2";
+  const TrainRun allreduce = train(adam + " --bucket-mb 0.2");
+  nlohmann::json ref = allreduce.record["results"]["noise"]["preconditioned"];
+  ASSERT_TRUE(ref.is_object()) << allreduce.record["results"]["noise"].dump();
+  EXPECT_EQ(ref["optimizer"], "adam");
+  EXPECT_EQ(ref["steps"], 3);  // step 0 has no state yet
+  EXPECT_EQ(ref["course"]["step"], nlohmann::json({1, 2, 3}));
+  ref["b_small"] = 8.0;
+  for (const std::string setup : {"--bucket-mb 0", "--strategy tree --bucket-mb 0.2",
+                                  "--strategy hierarchical --ranks-per-node 1 --bucket-mb 0.2"}) {
+    SCOPED_TRACE(setup);
+    const TrainRun r = train(adam + " " + setup);
+    expect_same_estimate(r.record["results"]["noise"]["preconditioned"], ref);
+  }
+  for (const std::string setup :
+       {"--strategy zero --zero-stage 1", "--strategy ps --ps-shards 2"}) {
+    SCOPED_TRACE(setup);
+    const TrainRun r = train(adam + " " + setup);
+    EXPECT_TRUE(r.record["results"]["noise"]["b_simple"].is_number());
+    EXPECT_TRUE(r.record["results"]["noise"]["preconditioned"].is_null());
+  }
+  const TrainRun sgd = train(kNoiseLenet + " --workers 2");
+  EXPECT_TRUE(sgd.record["results"]["noise"]["preconditioned"].is_null());
+}
+
 // Unasked, a run of several workers that average on the workers measures
 // every 10th step; one that cannot measure, or is told --noise-every 0,
 // records no noise scale and is not refused.
@@ -155,6 +188,15 @@ TEST(NoiseScale, AccumulationAndSparseRowsSetTheBatchesMeasured) {
   const TrainRun dense = train(ncf);
   const TrainRun sparse = train(ncf + " --sparse-embeddings");
   expect_same_estimate(sparse.record["results"]["noise"], dense.record["results"]["noise"]);
+  // Under Adam, a sparse row takes its rows of the preconditioner.
+  std::string adam = ncf;
+  adam.replace(adam.find("--optimizer momentum"), 20, "--optimizer adam");
+  const TrainRun dense_adam = train(adam);
+  const TrainRun sparse_adam = train(adam + " --sparse-embeddings");
+  nlohmann::json ref = dense_adam.record["results"]["noise"]["preconditioned"];
+  ASSERT_TRUE(ref.is_object()) << dense_adam.record["results"]["noise"].dump();
+  ref["b_small"] = dense_adam.record["results"]["noise"]["b_small"];
+  expect_same_estimate(sparse_adam.record["results"]["noise"]["preconditioned"], ref);
 }
 
 TEST(NoiseScale, WhatCannotBeMeasuredIsOneLine) {

@@ -157,6 +157,9 @@ TEST(PredictCli, TimeToAccuracyAtEachNFromARunThatReachedItsTarget) {
   refused("--tta " + reached_record("-2.5"), "noise scale is -2.5, not positive");
   refused("--max-global-batch 64", "--max-global-batch caps the batch of --tta");
   refused("--tta " + reached_record() + " --global-batch 64", "--tta predicts weak scaling");
+  refused("--tta-noise simple", "--tta-noise chooses the noise scale of --tta");
+  refused("--tta " + reached_record() + " --tta-noise adam", "--tta-noise adam needs Adam's");
+  refused("--tta " + reached_record() + " --tta-noise hessian", "--tta-noise");
 }
 
 // maskrcnn's FLOP profile follows --rois and --classes (issue 46): fewer

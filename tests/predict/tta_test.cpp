@@ -94,6 +94,42 @@ TEST(Tta, TheRecordGivesEpochsBatchAndNoiseScale) {
   EXPECT_NE(fails(j).find("noise scale is -4, not positive"), std::string::npos);
 }
 
+// With Adam's preconditioned noise scale in the record, auto and adam take
+// it as B_crit and simple takes B_simple; adam without one, and an unknown
+// kind, are refused in one line.
+TEST(Tta, AdamsPreconditionedNoiseScaleWhereTheRecordHasIt) {
+  nlohmann::json j = reached_record();
+  EXPECT_EQ(tta_run_from_record(j, "run.json").noise, "B_simple");
+  EXPECT_THROW(tta_run_from_record(j, "run.json", "adam"), Error);
+  j["results"]["noise"]["preconditioned"] = {{"b_simple", 192.0}};
+  for (const std::string kind : {"auto", "adam"}) {
+    const TtaRun r = tta_run_from_record(j, "run.json", kind);
+    EXPECT_EQ(r.noise, "B_adam");
+    EXPECT_EQ(r.b_adam, 192);
+    EXPECT_DOUBLE_EQ(r.model_fit.b_noise, 192);
+    EXPECT_DOUBLE_EQ(r.model_fit.e_min(), 1.5 / (1 + 64.0 / 192));
+  }
+  const TtaRun simple = tta_run_from_record(j, "run.json", "simple");
+  EXPECT_EQ(simple.noise, "B_simple");
+  EXPECT_DOUBLE_EQ(simple.model_fit.b_noise, 64);
+  try {
+    tta_run_from_record(j, "run.json", "hessian");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "--tta-noise 'hessian' is not one of auto, simple, adam");
+  }
+  j["results"]["noise"]["preconditioned"]["b_simple"] = nullptr;  // undefined: B_simple
+  EXPECT_EQ(tta_run_from_record(j, "run.json").noise, "B_simple");
+  try {
+    tta_run_from_record(j, "run.json", "adam");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("--tta-noise adam needs Adam's preconditioned noise scale"),
+        std::string::npos);
+  }
+}
+
 /// One worker: 10 ms of compute at batch 32 and a 4 MB gradient.
 Workload small_workload() {
   Workload w;

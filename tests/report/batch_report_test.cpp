@@ -97,6 +97,30 @@ TEST(BatchReport, FitsTheMeasuredCurveAndPredictsFromTheSmallestBatch) {
   EXPECT_NE(render_html(study(), {}).find("Steps to target vs global batch"), std::string::npos);
 }
 
+// Runs with Adam also stored the noise scale of its preconditioned
+// gradient: the column shows it, and the prediction from B0 takes it.
+TEST(BatchReport, FromB0TakesAdamsPreconditionedNoiseScaleWhereMeasured) {
+  std::vector<RunRecord> runs = study();
+  for (RunRecord& r : runs) r.repeats[0].metrics["noise_adam_b_simple"] = 400;
+  const Report r = build_report(runs, {"batch", "", ""});
+  const Table& t = r.tables.at(0);
+  const auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(t.headers.begin(), t.headers.end(), name) -
+                               t.headers.begin());
+  };
+  EXPECT_DOUBLE_EQ(*t.rows[3][column("B_adam")].value, 400);
+  EXPECT_DOUBLE_EQ(*t.rows[3][column("B_simple")].value, 150);
+  const double e32 = model_steps(32) * 32 / kSamples;
+  EXPECT_NEAR(*t.rows[3][column("epochs from B0")].value,
+              e32 * (1 + 256.0 / 400) / (1 + 32.0 / 400), 1e-9);
+  const std::string notes = fmt::format("{}", fmt::join(r.notes, "\n"));
+  EXPECT_NE(notes.find("B_adam at B0 = 32: 400 (fitted B_crit / B_adam = 0.50)"), std::string::npos)
+      << notes;
+  // Without it (SGD), the column is empty and B0 takes B_simple.
+  const Report plain = build_report(study(), {"batch", "", ""});
+  EXPECT_EQ(plain.tables.at(0).rows[3][column("B_adam")].text, "");
+}
+
 TEST(BatchReport, RunsWithoutATargetAreNamed) {
   std::vector<RunRecord> runs = study();
   for (RunRecord& r : runs) r.repeats[0].metrics.erase("conv_success");

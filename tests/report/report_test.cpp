@@ -420,15 +420,20 @@ TEST(Report, NoiseScaleBesideTheGlobalBatch) {
   const Report r = build_report(runs, {"noise", "", ""});
   const Table& t = r.tables.at(0);
   ASSERT_EQ(t.rows.size(), 2u);
-  EXPECT_EQ(t.headers.back(), "B_simple");
+  const size_t b_simple = t.headers.size() - 2;
+  EXPECT_EQ(t.headers.at(b_simple), "B_simple");
+  EXPECT_EQ(t.headers.back(), "B_adam");  // empty: these runs did not use Adam
+  EXPECT_EQ(t.rows[0].back().text, "");
   EXPECT_EQ(t.rows[0][3].text, "32");  // global batch
   EXPECT_EQ(t.headers.at(4), "steps measured");
   EXPECT_EQ(t.rows[0][4].text, "4");
-  EXPECT_EQ(*t.rows[0].back().value, 600);
-  EXPECT_EQ(t.rows[1].back().text, "");
-  EXPECT_EQ(*t.rows[1][t.rows[1].size() - 3].value, -0.25);  // |G|^2 as measured, not clamped
+  EXPECT_EQ(*t.rows[0][b_simple].value, 600);
+  EXPECT_EQ(t.rows[1][b_simple].text, "");
+  EXPECT_EQ(*t.rows[1][b_simple - 2].value, -0.25);  // |G|^2 as measured, not clamped
   const std::string html = render_html(runs, {});
   EXPECT_NE(html.find("Gradient noise scale vs global batch"), std::string::npos);
+  // The chart against the batch plots B_simple (600), not tr(Sigma) (300).
+  EXPECT_EQ(html.find(", 300.0</title>"), std::string::npos);
   EXPECT_NE(html.find("Gradient noise scale during training"), std::string::npos);
   EXPECT_NE(html.find("step 3, 600.0"), std::string::npos);  // a point's tooltip
   EXPECT_EQ(html.find("step 1, -40"),

@@ -1,36 +1,16 @@
 #include "libtorch/train/multi_tensor_sgd.h"
 
-#include <sstream>
-#include <string>
-#include <type_traits>
-
 #include "libtorch/train/closure_loss.h"
+#include "libtorch/train/optimizer.h"
 
 namespace dlscale::train {
-
-namespace {
-
-/// The optimizer's state key of `p`: LibTorch 1.x keys by the printed
-/// TensorImpl address, 2.x by the address itself.
-template <typename Map>
-typename Map::key_type state_key(const Map& /*state*/, const torch::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream key;  // as c10::guts::to_string printed it (gone from LibTorch 2.x)
-    key << p.unsafeGetTensorImpl();
-    return key.str();
-  } else {
-    return static_cast<typename Map::key_type>(p.unsafeGetTensorImpl());
-  }
-}
-
-}  // namespace
 
 std::vector<torch::Tensor> MultiTensorSgd::update_momentum(const std::vector<torch::Tensor>& params,
                                                            const std::vector<torch::Tensor>& d,
                                                            const torch::optim::SGDOptions& o) {
   std::vector<torch::Tensor> bufs(params.size()), old_bufs, old_d;
   for (size_t i = 0; i < params.size(); ++i) {
-    const auto key = state_key(state_, params[i]);
+    const auto key = optimizer_state_key(state_, params[i]);
     const auto it = state_.find(key);
     if (it == state_.end()) {
       bufs[i] = torch::clone(d[i]).detach();

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "libtorch/dp/grad_clip.h"
@@ -21,6 +23,15 @@ nlohmann::json numbers(const std::vector<double>& values) {
   return out;
 }
 
+/// sum(w g^2) in float64; a sparse gradient's rows take their rows of `w`.
+torch::Tensor weighted_self_dot(const torch::Tensor& grad, const torch::Tensor& w) {
+  torch::NoGradGuard no_grad;
+  if (!grad.is_sparse()) return (grad.square() * w).sum(torch::kFloat64);
+  const torch::Tensor g = grad.coalesce();
+  const torch::Tensor rows = w.index_select(0, g.indices()[0]);
+  return (g.values().square() * rows).sum(torch::kFloat64);
+}
+
 }  // namespace
 
 NoiseProbe::NoiseProbe(std::vector<torch::Tensor> params, int workers, int64_t micro_batches,
@@ -31,20 +42,41 @@ NoiseProbe::NoiseProbe(std::vector<torch::Tensor> params, int workers, int64_t m
       every_(every),
       estimator_(workers > 1 ? static_cast<double>(local_batch * micro_batches)
                              : static_cast<double>(local_batch),
-                 static_cast<double>(local_batch * micro_batches * workers)) {
+                 static_cast<double>(local_batch * micro_batches * workers)),
+      preconditioned_(estimator_.b_small(), estimator_.b_big()) {
   DLSCALE_ASSERT((workers > 1 || micro_batches > 1) && every >= 1);
-  for (const auto& p : params_) {
-    hooks_.push_back(p.register_hook([this](const torch::Tensor& grad) {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    hooks_.push_back(params_[k].register_hook([this, k](const torch::Tensor& grad) {
       if (!counting_ || !grad.defined()) return;
       torch::Tensor square = dp::self_dot(grad);
+      torch::Tensor weighted;
+      if (!weights_.empty() && weights_[k].defined())
+        weighted = weighted_self_dot(grad, weights_[k]);
       std::lock_guard<std::mutex> lock(mu_);
       squares_.push_back(std::move(square));
+      if (weighted.defined()) weighted_squares_.push_back(std::move(weighted));
     }));
   }
 }
 
 NoiseProbe::~NoiseProbe() {
   for (size_t k = 0; k < hooks_.size(); ++k) params_[k].remove_hook(hooks_[k]);
+}
+
+void NoiseProbe::set_preconditioner(std::vector<torch::Tensor> squares) {
+  DLSCALE_ASSERT(squares.empty() || squares.size() == params_.size());
+  weights_ = std::move(squares);
+}
+
+double NoiseProbe::averaged_weighted_sq(const std::vector<torch::Tensor>& params) const {
+  if (weights_.empty()) return std::numeric_limits<double>::quiet_NaN();
+  DLSCALE_ASSERT(params.size() == weights_.size());
+  std::vector<torch::Tensor> sums;
+  for (size_t k = 0; k < params.size(); ++k) {
+    const torch::Tensor& g = params[k].grad();
+    if (g.defined() && weights_[k].defined()) sums.push_back(weighted_self_dot(g, weights_[k]));
+  }
+  return sums.empty() ? 0.0 : torch::stack(sums).sum().cpu().item<double>();
 }
 
 void NoiseProbe::begin_backward(int64_t micro_batch, double loss_scale) {
@@ -60,17 +92,22 @@ void NoiseProbe::end_backward() {
   if (!counting_) return;
   counting_ = false;
   std::lock_guard<std::mutex> lock(mu_);
-  const double sum = squares_.empty()
-                         ? 0.0
-                         : torch::stack(squares_).to(torch::kFloat64).sum().cpu().item<double>();
-  squares_.clear();
-  small_sum_ += sum * factor_;
+  auto total = [](std::vector<torch::Tensor>& parts) {
+    const double sum =
+        parts.empty() ? 0.0 : torch::stack(parts).to(torch::kFloat64).sum().cpu().item<double>();
+    parts.clear();
+    return sum;
+  };
+  small_sum_ += total(squares_) * factor_;
+  small_weighted_sum_ += total(weighted_squares_) * factor_;
   ++small_passes_;
 }
 
-void NoiseProbe::finish_step(int64_t step, double averaged_sq,
+void NoiseProbe::finish_step(int64_t step, double averaged_sq, double averaged_weighted_sq,
                              const std::function<double(double)>& sum_over_workers) {
-  double small = small_passes_ > 0 ? small_sum_ / static_cast<double>(small_passes_) : 0.0;
+  const double passes = static_cast<double>(std::max<int64_t>(small_passes_, 1));
+  double small = small_sum_ / passes, small_weighted = small_weighted_sum_ / passes;
+  const bool weighted = !weights_.empty();
   skip_step();  // the next step starts afresh
   if (sum_over_workers) small = sum_over_workers(small) / workers_;
   estimator_.add(small, averaged_sq);
@@ -78,14 +115,36 @@ void NoiseProbe::finish_step(int64_t step, double averaged_sq,
   b_simple_.push_back(estimator_.b_simple());
   gradient_sq_.push_back(estimator_.gradient_sq());
   trace_sigma_.push_back(estimator_.trace_sigma());
+  if (!weighted) return;  // the same on every worker: each holds Adam's state
+  if (sum_over_workers) small_weighted = sum_over_workers(small_weighted) / workers_;
+  preconditioned_.add(small_weighted, averaged_weighted_sq);
+  preconditioned_steps_.push_back(step);
+  preconditioned_b_.push_back(preconditioned_.b_simple());
+  preconditioned_g2_.push_back(preconditioned_.gradient_sq());
+  preconditioned_sigma_.push_back(preconditioned_.trace_sigma());
 }
 
 void NoiseProbe::skip_step() {
   small_sum_ = 0;
+  small_weighted_sum_ = 0;
   small_passes_ = 0;
+  weights_.clear();
 }
 
 nlohmann::json NoiseProbe::report() const {
+  nlohmann::json preconditioned;  // null: not measured (no Adam state on this worker)
+  if (preconditioned_.steps() > 0) {
+    preconditioned = {{"optimizer", "adam"},
+                      {"steps", preconditioned_.steps()},
+                      {"b_simple", number_or_null(preconditioned_.b_simple())},
+                      {"gradient_sq", number_or_null(preconditioned_.gradient_sq())},
+                      {"trace_sigma", number_or_null(preconditioned_.trace_sigma())},
+                      {"course",
+                       {{"step", preconditioned_steps_},
+                        {"b_simple", numbers(preconditioned_b_)},
+                        {"gradient_sq", numbers(preconditioned_g2_)},
+                        {"trace_sigma", numbers(preconditioned_sigma_)}}}};
+  }
   return {{"summary", summary()},
           {"b_small", estimator_.b_small()},
           {"b_big", estimator_.b_big()},
@@ -100,18 +159,23 @@ nlohmann::json NoiseProbe::report() const {
            {{"step", steps_},
             {"b_simple", numbers(b_simple_)},
             {"gradient_sq", numbers(gradient_sq_)},
-            {"trace_sigma", numbers(trace_sigma_)}}}};
+            {"trace_sigma", numbers(trace_sigma_)}}},
+          {"preconditioned", preconditioned}};
 }
 
 std::string NoiseProbe::summary() const {
-  const double b = estimator_.b_simple();
+  auto value = [](double b) {
+    return std::isfinite(b) ? fmt::format("{:.4g}", b) : "undefined (|G|^2 estimate not positive)";
+  };
   return fmt::format(
       "gradient noise scale: B_simple {} (|G|^2 {:.4g}, tr(Sigma) {:.4g}; batches {:g} and {:g}, "
-      "{} step{} measured{})",
-      std::isfinite(b) ? fmt::format("{:.4g}", b) : "undefined (|G|^2 estimate not positive)",
-      estimator_.gradient_sq(), estimator_.trace_sigma(), estimator_.b_small(), estimator_.b_big(),
-      estimator_.steps(), estimator_.steps() == 1 ? "" : "s",
-      every_ > 1 ? fmt::format(", every {}", every_) : "");
+      "{} step{} measured{}){}",
+      value(estimator_.b_simple()), estimator_.gradient_sq(), estimator_.trace_sigma(),
+      estimator_.b_small(), estimator_.b_big(), estimator_.steps(),
+      estimator_.steps() == 1 ? "" : "s", every_ > 1 ? fmt::format(", every {}", every_) : "",
+      preconditioned_.steps() > 0
+          ? fmt::format("; Adam-preconditioned {}", value(preconditioned_.b_simple()))
+          : "");
 }
 
 }  // namespace dlscale::train

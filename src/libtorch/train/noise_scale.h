@@ -11,6 +11,10 @@
 //    (passes 1 .. K-1), the large one the step.
 // Only every `every`-th step is measured (--noise-every); on the others the
 // hooks return at once and nothing is exchanged.
+// With Adam, the same two batch sizes also give the noise scale of Adam's
+// preconditioned gradient, P g with P = 1 / (sqrt(v) + eps) element by
+// element: tr(P Sigma P) / |P G|^2 (docs/convergence.md, "The noise scale
+// Adam sees"), from the optimizer's state at the start of the step.
 #include <torch/torch.h>
 
 #include <functional>
@@ -34,14 +38,22 @@ class NoiseProbe {
 
   /// Whether `step` is one it measures (begin_backward() .. finish_step()).
   bool measures(int64_t step) const { return dp::measures_noise(step, every_); }
+  /// Before a measured step's backward: Adam's P^2 for each parameter
+  /// (train/optimizer.h: adam_preconditioner_squares), or none (empty).
+  void set_preconditioner(std::vector<torch::Tensor> squares);
+  /// After the exchange, with a preconditioner set: sum of P^2 g^2 over
+  /// `params`' gradients (the averaged ones); NaN without one.
+  double averaged_weighted_sq(const std::vector<torch::Tensor>& params) const;
   /// Around micro-batch `m`'s backward; `loss_scale` multiplies its
   /// gradients (--amp fp16), and each micro-batch's loss counts 1/K.
   void begin_backward(int64_t micro_batch, double loss_scale);
   void end_backward();
   /// After the exchange: one step, with `averaged_sq` the averaged
-  /// gradient's squared norm and `sum_over_workers` (null for one worker)
-  /// the sum of a value over the workers, called once on every worker.
-  void finish_step(int64_t step, double averaged_sq,
+  /// gradient's squared norm (`averaged_weighted_sq` its preconditioned
+  /// one, NaN when not measured) and `sum_over_workers` (null for one
+  /// worker) the sum of a value over the workers, called once on every
+  /// worker (twice with a preconditioner).
+  void finish_step(int64_t step, double averaged_sq, double averaged_weighted_sq,
                    const std::function<double(double)>& sum_over_workers);
   /// A step whose gradients overflowed (--amp fp16): forgets its passes.
   void skip_step();
@@ -57,14 +69,19 @@ class NoiseProbe {
   const int64_t micro_batches_;
   const int64_t every_;
   NoiseEstimator estimator_;
+  NoiseEstimator preconditioned_;
   std::mutex mu_;                       // hooks may run on autograd's threads
   std::vector<torch::Tensor> squares_;  // this pass's, while counting
+  std::vector<torch::Tensor> weighted_squares_;
+  std::vector<torch::Tensor> weights_;  // this step's P^2, or empty
   bool counting_ = false;
   double factor_ = 1;     // squares x this = the squares of the mean-loss gradient
   double small_sum_ = 0;  // this step's counted passes
+  double small_weighted_sum_ = 0;
   int64_t small_passes_ = 0;
-  std::vector<int64_t> steps_;
+  std::vector<int64_t> steps_, preconditioned_steps_;
   std::vector<double> b_simple_, gradient_sq_, trace_sigma_;
+  std::vector<double> preconditioned_b_, preconditioned_g2_, preconditioned_sigma_;
 };
 
 }  // namespace dlscale::train

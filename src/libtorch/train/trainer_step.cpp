@@ -6,16 +6,17 @@
 
 #include <functional>
 
-#include "libtorch/compute/phase_clock.h"
-#include "libtorch/compute/torch_compat.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "libtorch/compute/phase_clock.h"
+#include "libtorch/compute/torch_compat.h"
 #include "libtorch/dp/grad_clip.h"
 #include "libtorch/dp/gradient_sync.h"
 #include "libtorch/train/accumulate.h"
 #include "libtorch/train/amp.h"
 #include "libtorch/train/backward_profile.h"
 #include "libtorch/train/noise_scale.h"
+#include "libtorch/train/optimizer.h"
 #include "libtorch/train/trace.h"
 #include "libtorch/train/trainer.h"
 
@@ -44,6 +45,8 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   PhaseClock& clock = *phase_clock_;
   sync_->begin_step();
   noise_now_ = noise_ && noise_->measures(step);
+  if (noise_now_)
+    noise_->set_preconditioner(adam_preconditioner_squares(*optimizer_, model_->parameters()));
   const double host_start = now_seconds();
   torch::Tensor losses;
   for (int64_t m = 0; m < k; ++m) {
@@ -105,6 +108,9 @@ void Trainer::backward(const torch::Tensor& loss, int64_t micro_batch, int64_t m
 void Trainer::measure_noise(int64_t step) {
   if (!noise_now_) return;
   const double averaged = sync_->averaged_gradient_sq_norm(model_->parameters());
+  // Adam's preconditioned norm where this worker's .grad is the average it
+  // applies (the trainer's optimizer holds no state under ps or zero).
+  const double weighted = noise_->averaged_weighted_sq(model_->parameters());
   std::function<double(double)> sum_over_workers;
   if (worker_.world_size > 1) {
     sum_over_workers = [this](double value) {
@@ -115,7 +121,7 @@ void Trainer::measure_noise(int64_t step) {
           [&comm](torch::Tensor& t) { comm.allreduce(t, comm::ReduceOp::kSum); });
     };
   }
-  noise_->finish_step(step, averaged, sum_over_workers);
+  noise_->finish_step(step, averaged, weighted, sum_over_workers);
 }
 
 void Trainer::backward_pass(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
