@@ -40,10 +40,10 @@ NoiseProbe::NoiseProbe(std::vector<torch::Tensor> params, int workers, int64_t m
       workers_(workers),
       micro_batches_(micro_batches),
       every_(every),
-      estimator_(workers > 1 ? static_cast<double>(local_batch * micro_batches)
-                             : static_cast<double>(local_batch),
-                 static_cast<double>(local_batch * micro_batches * workers)),
-      preconditioned_(estimator_.b_small(), estimator_.b_big()) {
+      plain_{NoiseEstimator(workers > 1 ? static_cast<double>(local_batch * micro_batches)
+                                        : static_cast<double>(local_batch),
+                            static_cast<double>(local_batch * micro_batches * workers))},
+      preconditioned_{plain_.estimator} {
   DLSCALE_ASSERT((workers > 1 || micro_batches > 1) && every >= 1);
   for (size_t k = 0; k < params_.size(); ++k) {
     hooks_.push_back(params_[k].register_hook([this, k](const torch::Tensor& grad) {
@@ -110,18 +110,30 @@ void NoiseProbe::finish_step(int64_t step, double averaged_sq, double averaged_w
   const bool weighted = !weights_.empty();
   skip_step();  // the next step starts afresh
   if (sum_over_workers) small = sum_over_workers(small) / workers_;
-  estimator_.add(small, averaged_sq);
-  steps_.push_back(step);
-  b_simple_.push_back(estimator_.b_simple());
-  gradient_sq_.push_back(estimator_.gradient_sq());
-  trace_sigma_.push_back(estimator_.trace_sigma());
+  plain_.add(step, small, averaged_sq);
   if (!weighted) return;  // the same on every worker: each holds Adam's state
   if (sum_over_workers) small_weighted = sum_over_workers(small_weighted) / workers_;
-  preconditioned_.add(small_weighted, averaged_weighted_sq);
-  preconditioned_steps_.push_back(step);
-  preconditioned_b_.push_back(preconditioned_.b_simple());
-  preconditioned_g2_.push_back(preconditioned_.gradient_sq());
-  preconditioned_sigma_.push_back(preconditioned_.trace_sigma());
+  preconditioned_.add(step, small_weighted, averaged_weighted_sq);
+}
+
+void NoiseProbe::Track::add(int64_t step, double small_sq, double big_sq) {
+  estimator.add(small_sq, big_sq);
+  steps.push_back(step);
+  b_simple.push_back(estimator.b_simple());
+  gradient_sq.push_back(estimator.gradient_sq());
+  trace_sigma.push_back(estimator.trace_sigma());
+}
+
+nlohmann::json NoiseProbe::Track::json() const {
+  return {{"steps", estimator.steps()},
+          {"b_simple", number_or_null(estimator.b_simple())},
+          {"gradient_sq", number_or_null(estimator.gradient_sq())},
+          {"trace_sigma", number_or_null(estimator.trace_sigma())},
+          {"course",
+           {{"step", steps},
+            {"b_simple", numbers(b_simple)},
+            {"gradient_sq", numbers(gradient_sq)},
+            {"trace_sigma", numbers(trace_sigma)}}}};
 }
 
 void NoiseProbe::skip_step() {
@@ -133,48 +145,34 @@ void NoiseProbe::skip_step() {
 
 nlohmann::json NoiseProbe::report() const {
   nlohmann::json preconditioned;  // null: not measured (no Adam state on this worker)
-  if (preconditioned_.steps() > 0) {
-    preconditioned = {{"optimizer", "adam"},
-                      {"steps", preconditioned_.steps()},
-                      {"b_simple", number_or_null(preconditioned_.b_simple())},
-                      {"gradient_sq", number_or_null(preconditioned_.gradient_sq())},
-                      {"trace_sigma", number_or_null(preconditioned_.trace_sigma())},
-                      {"course",
-                       {{"step", preconditioned_steps_},
-                        {"b_simple", numbers(preconditioned_b_)},
-                        {"gradient_sq", numbers(preconditioned_g2_)},
-                        {"trace_sigma", numbers(preconditioned_sigma_)}}}};
+  if (preconditioned_.estimator.steps() > 0) {
+    preconditioned = preconditioned_.json();
+    preconditioned["optimizer"] = "adam";
   }
-  return {{"summary", summary()},
-          {"b_small", estimator_.b_small()},
-          {"b_big", estimator_.b_big()},
-          {"small_batch", workers_ > 1 ? "worker" : "micro-batch"},
-          {"decay", estimator_.decay()},
-          {"every", every_},
-          {"steps", estimator_.steps()},
-          {"b_simple", number_or_null(estimator_.b_simple())},
-          {"gradient_sq", number_or_null(estimator_.gradient_sq())},
-          {"trace_sigma", number_or_null(estimator_.trace_sigma())},
-          {"course",
-           {{"step", steps_},
-            {"b_simple", numbers(b_simple_)},
-            {"gradient_sq", numbers(gradient_sq_)},
-            {"trace_sigma", numbers(trace_sigma_)}}},
-          {"preconditioned", preconditioned}};
+  const NoiseEstimator& e = plain_.estimator;
+  nlohmann::json out = plain_.json();
+  out.update({{"summary", summary()},
+              {"b_small", e.b_small()},
+              {"b_big", e.b_big()},
+              {"small_batch", workers_ > 1 ? "worker" : "micro-batch"},
+              {"decay", e.decay()},
+              {"every", every_},
+              {"preconditioned", preconditioned}});
+  return out;
 }
 
 std::string NoiseProbe::summary() const {
+  const NoiseEstimator& e = plain_.estimator;
   auto value = [](double b) {
     return std::isfinite(b) ? fmt::format("{:.4g}", b) : "undefined (|G|^2 estimate not positive)";
   };
   return fmt::format(
       "gradient noise scale: B_simple {} (|G|^2 {:.4g}, tr(Sigma) {:.4g}; batches {:g} and {:g}, "
       "{} step{} measured{}){}",
-      value(estimator_.b_simple()), estimator_.gradient_sq(), estimator_.trace_sigma(),
-      estimator_.b_small(), estimator_.b_big(), estimator_.steps(),
-      estimator_.steps() == 1 ? "" : "s", every_ > 1 ? fmt::format(", every {}", every_) : "",
-      preconditioned_.steps() > 0
-          ? fmt::format("; Adam-preconditioned {}", value(preconditioned_.b_simple()))
+      value(e.b_simple()), e.gradient_sq(), e.trace_sigma(), e.b_small(), e.b_big(), e.steps(),
+      e.steps() == 1 ? "" : "s", every_ > 1 ? fmt::format(", every {}", every_) : "",
+      preconditioned_.estimator.steps() > 0
+          ? fmt::format("; Adam-preconditioned {}", value(preconditioned_.estimator.b_simple()))
           : "");
 }
 

@@ -68,8 +68,17 @@ class NoiseProbe {
   const int workers_;
   const int64_t micro_batches_;
   const int64_t every_;
-  NoiseEstimator estimator_;
-  NoiseEstimator preconditioned_;
+  /// One estimate and its course over the measured steps.
+  struct Track {
+    NoiseEstimator estimator;
+    std::vector<int64_t> steps;
+    std::vector<double> b_simple, gradient_sq, trace_sigma;
+    void add(int64_t step, double small_sq, double big_sq);
+    /// steps, b_simple, gradient_sq, trace_sigma and course.
+    nlohmann::json json() const;
+  };
+  Track plain_;                         // of the gradients
+  Track preconditioned_;                // of Adam's P g
   std::mutex mu_;                       // hooks may run on autograd's threads
   std::vector<torch::Tensor> squares_;  // this pass's, while counting
   std::vector<torch::Tensor> weighted_squares_;
@@ -79,9 +88,6 @@ class NoiseProbe {
   double small_sum_ = 0;  // this step's counted passes
   double small_weighted_sum_ = 0;
   int64_t small_passes_ = 0;
-  std::vector<int64_t> steps_, preconditioned_steps_;
-  std::vector<double> b_simple_, gradient_sq_, trace_sigma_;
-  std::vector<double> preconditioned_b_, preconditioned_g2_, preconditioned_sigma_;
 };
 
 }  // namespace dlscale::train
