@@ -103,6 +103,7 @@ TtaRun tta_run_from_record(const nlohmann::json& record, const std::string& what
           : "undefined (its |G|^2 estimate was not positive)");
   r.b_simple = b.get<double>();
   r.b_adam = adam_noise_scale(noise);
+  r.adam_measured = noise.contains("preconditioned") && noise["preconditioned"].is_object();
   DLSCALE_CHECK(noise_kind != "adam" || r.b_adam > 0,
                 "{}: --tta-noise adam needs Adam's preconditioned noise scale "
                 "(results.noise.preconditioned), which this run did not measure",
@@ -171,7 +172,9 @@ std::vector<std::string> tta_lines(const TtaPrediction& p) {
       "{:g}; gradient noise scale B_simple {:.4g}{}",
       r.source, r.model.empty() ? "the run" : r.model, r.metric, r.target, r.epochs, r.global_batch,
       r.b_simple,
-      r.b_adam > 0 ? fmt::format(", Adam-preconditioned B_adam {:.4g}", r.b_adam) : ""));
+      r.b_adam > 0      ? fmt::format(", Adam-preconditioned B_adam {:.4g}", r.b_adam)
+      : r.adam_measured ? ", Adam-preconditioned B_adam undefined or not positive"
+                        : ""));
   lines.push_back(
       fmt::format("McCandlish et al. 2018 with B_crit = {}: E(B) = {:.3g} (1 + B/{:.4g}) epochs, "
                   "S(B) = {:.4g} (1 + {:.4g}/B) steps; {:.0f} samples per epoch",

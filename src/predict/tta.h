@@ -25,7 +25,8 @@ struct TtaRun {
   double epochs = 0;        ///< E0
   double global_batch = 0;  ///< B0
   double b_simple = 0;
-  double b_adam = 0;               ///< Adam's preconditioned noise scale; 0 = not measured
+  double b_adam = 0;               ///< Adam's preconditioned noise scale; 0 = none usable
+  bool adam_measured = false;      ///< the record has one, usable or not (undefined, <= 0)
   std::string noise = "B_simple";  ///< which of the two model_fit takes: B_simple or B_adam
   double samples_per_epoch = 0;
   BatchModel model_fit;  ///< through (B0, E0) with B_noise = that noise scale

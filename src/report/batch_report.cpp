@@ -66,9 +66,10 @@ void model_study(BatchStudy& study) {
   study.samples_per_epoch = median(per_epoch);
   study.fit = fit_steps(measured, study.samples_per_epoch);
   for (const BatchPoint& p : study.points) {
-    study.base_adam = p.b_adam && *p.b_adam > 0;
-    const std::optional<double> b = study.base_adam ? p.b_adam : p.b_simple;
+    const bool adam = p.b_adam && *p.b_adam > 0;
+    const std::optional<double> b = adam ? p.b_adam : p.b_simple;
     if (!p.epochs || !b || !(*b > 0)) continue;
+    study.base_adam = adam;
     study.base_batch = p.global_batch;
     study.from_base = model_from_run(*p.epochs, p.global_batch, *b, p.samples_per_epoch);
     return;

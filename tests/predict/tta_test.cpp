@@ -119,7 +119,10 @@ TEST(Tta, AdamsPreconditionedNoiseScaleWhereTheRecordHasIt) {
     EXPECT_EQ(std::string(e.what()), "--tta-noise 'hessian' is not one of auto, simple, adam");
   }
   j["results"]["noise"]["preconditioned"]["b_simple"] = nullptr;  // undefined: B_simple
-  EXPECT_EQ(tta_run_from_record(j, "run.json").noise, "B_simple");
+  const TtaRun undefined = tta_run_from_record(j, "run.json");
+  EXPECT_EQ(undefined.noise, "B_simple");
+  EXPECT_TRUE(undefined.adam_measured);
+  EXPECT_EQ(undefined.b_adam, 0);
   try {
     tta_run_from_record(j, "run.json", "adam");
     FAIL() << "no error";
