@@ -145,6 +145,13 @@ TEST(NoiseScale, AdamsPreconditionedEstimateIsTheSameWhereWorkersHoldItsState) {
   }
   const TrainRun sgd = train(kNoiseLenet + " --workers 2");
   EXPECT_TRUE(sgd.record["results"]["noise"]["preconditioned"].is_null());
+  // Unasked (every 10th step, no --noise-scale), Adam's is not measured.
+  std::string unasked = adam;
+  unasked.erase(unasked.find(" --noise-scale"), 14);
+  unasked.replace(unasked.find("--steps 4"), 9, "--steps 12");
+  const TrainRun quiet = train(unasked);
+  EXPECT_TRUE(quiet.record["results"]["noise"]["b_simple"].is_number());
+  EXPECT_TRUE(quiet.record["results"]["noise"]["preconditioned"].is_null());
 }
 
 // Unasked, a run of several workers that average on the workers measures
