@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.h"
 #include "core/record_keys.h"
@@ -70,9 +71,8 @@ std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs) {
     for (const NoiseMetric& m : kNoise) {
       row.values.push_back(
           median_metric(*r.run, m.metric).value_or(std::numeric_limits<double>::quiet_NaN()));
+      if (std::string(m.metric) == "noise_b_simple") row.b_simple = row.values.back();
     }
-    row.b_simple =
-        median_metric(*r.run, "noise_b_simple").value_or(std::numeric_limits<double>::quiet_NaN());
     row.course = noise_course(*r.run);
     rows.push_back(std::move(row));
   }
