@@ -34,6 +34,8 @@ struct ModelOptions {
   int64_t vocab = 0;        ///< token vocabulary (sequence models); 0 = the model's default
   int64_t seq_len = 0;      ///< tokens per source and per target sequence; 0 = the model's default
   int64_t min_seq_len = 0;  ///< synthetic batches' shortest length (one a batch); 0 = seq_len
+  double ambiguity =
+      0;  ///< synthetic translation: each target word's chance of its second translation
   int64_t hidden = 0;       ///< hidden size (gnmt's LSTMs, the transformer's d_model); 0 = the model's default
   int64_t rois =
       0;  ///< RoIs sampled per image for the box head (maskrcnn); 0 = the model's default
@@ -77,28 +79,7 @@ struct ModelOptions {
              "dropout"}
           .agreed(),
       s.dropout);
-    v(Option{"--vocab", "Token vocabulary of a sequence model (transformer, gnmt); 0 = the model's default",
-             "vocab"}
-          .agreed(),
-      s.vocab);
-    v(Option{"--seq-len", "Tokens per source and per target sequence (transformer, gnmt); 0 = the model's default",
-             "seq_len"}
-          .agreed(),
-      s.seq_len);
-    v(Option{"--min-seq-len",
-             "Synthetic data of a sequence model: each global batch draws its length uniformly "
-             "from [--min-seq-len, --seq-len] (no padding), and tokens/s counts the tokens the "
-             "batches held; 0 = every batch at --seq-len",
-             "min_seq_len"}
-          .agreed(),
-      s.min_seq_len);
-    v(Option{"--hidden",
-             "Hidden size: gnmt's LSTMs, attention and embedding (1024); the transformer's d_model (512, 1024 "
-             "big), with a feed-forward of 4x and heads of 64 features (one head when not a multiple of 64); "
-             "0 = the model's default",
-             "hidden"}
-          .agreed(),
-      s.hidden);
+    sequence_table(s, v);
     v(Option{"--rois",
              "maskrcnn: RoIs sampled per image for the box head, at most a quarter of them "
              "positive and through the mask head (the reference's 512); fewer make a CPU-sized "
@@ -121,6 +102,50 @@ struct ModelOptions {
              "sparse_embeddings"}
           .agreed(),
       s.sparse_embeddings);
+  }
+
+  /// The sequence models' flags of table().
+  template <typename Self, typename Visitor>
+  static void sequence_table(Self& s, Visitor&& v) {
+    v(Option{"--vocab",
+             "Token vocabulary of a sequence model (transformer, gnmt); 0 = the model's default",
+             "vocab"}
+          .agreed(),
+      s.vocab);
+    v(Option{"--seq-len",
+             "Tokens per source and per target sequence (transformer, gnmt); 0 = the model's "
+             "default",
+             "seq_len"}
+          .agreed(),
+      s.seq_len);
+    v(Option{"--min-seq-len",
+             "Synthetic data of a sequence model: each global batch draws its length uniformly "
+             "from [--min-seq-len, --seq-len] (no padding), and tokens/s counts the tokens the "
+             "batches held; 0 = every batch at --seq-len",
+             "min_seq_len"}
+          .agreed(),
+      s.min_seq_len);
+    v(
+        Option{
+            "--ambiguity",
+            "Synthetic data of a translation model: each target word is, with this probability, "
+            "its "
+            "source word's second translation instead of its first, drawn per sample as a real "
+            "text's choice between synonyms; the best possible token accuracy is then 1 - P, and "
+            "the gradient keeps a noise that training cannot remove (docs/models.md). In [0, 0.5); "
+            "0 = one translation per word",
+            "ambiguity"}
+            .agreed(),
+        s.ambiguity);
+    v(Option{"--hidden",
+             "Hidden size: gnmt's LSTMs, attention and embedding (1024); the transformer's d_model "
+             "(512, 1024 "
+             "big), with a feed-forward of 4x and heads of 64 features (one head when not a "
+             "multiple of 64); "
+             "0 = the model's default",
+             "hidden"}
+          .agreed(),
+      s.hidden);
   }
 };
 

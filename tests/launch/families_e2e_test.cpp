@@ -116,13 +116,16 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyStrategies,
 // workers (each with its slice of every global batch, at the batch's length)
 // match one worker, and tokens/s counts the tokens the measured batches held:
 // fewer than --seq-len per sample on average, the same mean on every worker
-// count.
+// count. The targets have synonyms (--ambiguity), which each sample draws
+// from its own index, so every worker count trains on the same targets.
 TEST(FamilyLengths, BatchesOfTheirOwnLengthMatchOneWorkerAndCountTheirTokens) {
   const std::string base =
-      "train --model gnmt --vocab 64 --seq-len 8 --min-seq-len 2 --hidden 32 --lr 0.05" +
+      "train --model gnmt --vocab 64 --seq-len 8 --min-seq-len 2 --ambiguity 0.25 --hidden 32 --lr "
+      "0.05" +
       kFamilyFlags;
   const TrainRun one = train(base);
   ASSERT_FALSE(one.weights.empty());
+  EXPECT_EQ(one.record["inputs"]["ambiguity"], 0.25);
   const nlohmann::json& r1 = one.record["results"];
   const double mean = r1["items_per_sample"].get<double>();
   EXPECT_LT(mean, 8.0);

@@ -5,12 +5,13 @@
 // take are refused naming it.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "core/error.h"
 #include "libtorch/models/model.h"
-#include "models/recommendation.h"
 #include "libtorch/models/seq2seq.h"
+#include "models/recommendation.h"
 
 namespace dlscale::models {
 namespace {
@@ -199,6 +200,46 @@ TEST(Families, TranslationBatchesDrawTheirOwnLengths) {
   EXPECT_THROW(resolve_options(spec, bad), Error);
 }
 
+// --ambiguity P: each target word is its source word's first translation
+// (the unambiguous task's) or, with probability P, its second, never the
+// first; the draw is the sample's own (the same index gives the same sample)
+// and the decoder reads the target it is given.
+TEST(Families, AmbiguousTranslationsTakeTheSecondWordAtItsRate) {
+  const ModelSpec& spec = find_model("transformer");
+  ModelOptions o;
+  o.vocab = 40;
+  o.seq_len = 8;
+  o = resolve_options(spec, o);
+  ModelOptions ambiguous = o;
+  ambiguous.ambiguity = 0.25;
+  const data::SampleFn plain = spec.task->synthetic(spec, o, 3);
+  const data::SampleFn sample = spec.task->synthetic(spec, ambiguous, 3);
+  std::map<int64_t, std::set<int64_t>> translations;
+  int64_t words = 0, seconds = 0;
+  for (uint64_t i = 0; i < 500; ++i) {
+    const data::Sample s = sample(i), p = plain(i);
+    ASSERT_TRUE(s.inputs.at(kSourceTokens).equal(p.inputs.at(kSourceTokens))) << i;
+    EXPECT_TRUE(s.inputs.at(kTargetIn).equal(shift_right(s.targets.at(kTargetTokens))));
+    EXPECT_TRUE(sample(i).targets.at(kTargetTokens).equal(s.targets.at(kTargetTokens)));
+    const torch::Tensor src = s.inputs.at(kSourceTokens);
+    const torch::Tensor got = s.targets.at(kTargetTokens).flip(0),
+                        first = p.targets.at(kTargetTokens).flip(0);
+    for (int64_t k = 0; k < src.size(0); ++k) {
+      const int64_t to = got[k].item<int64_t>();
+      translations[src[k].item<int64_t>()].insert(to);
+      ++words;
+      seconds += to != first[k].item<int64_t>();
+    }
+  }
+  for (const auto& [word, to] : translations) EXPECT_LE(to.size(), 2u) << "word " << word;
+  EXPECT_EQ(translations.size(), 38u);
+  // 4,000 draws of probability 0.25: 1,000 expected, sd 27.
+  EXPECT_NEAR(static_cast<double>(seconds), 0.25 * static_cast<double>(words), 150);
+  const torch::Tensor held_out =
+      spec.task->synthetic_test(spec, ambiguous, 3)(0).targets.at(kTargetTokens);
+  EXPECT_EQ(held_out.size(0), 8);
+}
+
 TEST(Families, RecommendationSamplesFollowThePlantedTaste) {
   const ModelSpec& spec = find_model("ncf");
   const data::SampleFn sample = spec.task->synthetic(spec, {}, 5);
@@ -255,7 +296,7 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   EXPECT_EQ(message("ncf", sparse), "accepted");
   EXPECT_EQ(message("gnmt", sparse),
             "--sparse-embeddings does not apply to model 'gnmt' (family rnn); it "
-            "takes --vocab, --seq-len, --min-seq-len, --hidden and --dropout");
+            "takes --vocab, --seq-len, --min-seq-len, --ambiguity, --hidden and --dropout");
   ModelOptions vocab;
   vocab.vocab = 100;
   EXPECT_EQ(message("resnet50", vocab), "--vocab does not apply to model 'resnet50' (family cnn); it takes "
@@ -264,7 +305,8 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   classes.num_classes = 10;
   EXPECT_EQ(message("transformer", classes),
             "--classes does not apply to model 'transformer' (family "
-            "transformer); it takes --vocab, --seq-len, --min-seq-len, --hidden and --dropout");
+            "transformer); it takes --vocab, --seq-len, --min-seq-len, --ambiguity, --hidden and "
+            "--dropout");
   ModelOptions aux;
   aux.aux_logits = true;
   EXPECT_EQ(message("resnet18", aux).substr(0, 42), "--aux-logits does not apply to model 'resn");
@@ -278,9 +320,20 @@ TEST(Families, FlagsAFamilyDoesNotTakeAreNamed) {
   EXPECT_EQ(message("resnet50", hidden), "--hidden does not apply to model 'resnet50' (family cnn); it takes "
                                          "--image-size, --classes and --dropout");
   EXPECT_EQ(message("gnmt", hidden), "accepted");
+  ModelOptions ambiguous;
+  ambiguous.ambiguity = 0.25;
+  EXPECT_EQ(message("transformer", ambiguous), "accepted");
+  EXPECT_EQ(message("resnet50", ambiguous).substr(0, 47),
+            "--ambiguity does not apply to model 'resnet50' ");
+  ambiguous.ambiguity = 0.5;
+  EXPECT_EQ(
+      message("gnmt", ambiguous),
+      "--ambiguity must be in [0, 0.5): a word's first translation stays the likelier (got 0.5)");
+  ambiguous.ambiguity = -0.1;
+  EXPECT_EQ(message("transformer", ambiguous).substr(0, 29), "--ambiguity must be in [0, 0.");
   EXPECT_EQ(message("gnmt", image),
             "--image-size does not apply to model 'gnmt' (family rnn); it takes --vocab, "
-            "--seq-len, --min-seq-len, --hidden and --dropout");
+            "--seq-len, --min-seq-len, --ambiguity, --hidden and --dropout");
 }
 
 }  // namespace

@@ -131,7 +131,7 @@ ModelSpec gnmt_spec() {
       "gnmt",
       "GNMT (MLPerf): 4+4 LSTM layers, hidden 1024, bidirectional first encoder layer, "
       "normalized Bahdanau attention, residuals from layer 3",
-      translation(), "rnn", {"--vocab", "--seq-len", "--min-seq-len", "--hidden"});
+      translation(), "rnn", {"--vocab", "--seq-len", "--min-seq-len", "--ambiguity", "--hidden"});
   s.default_vocab = 32320;
   s.default_seq_len = 50;  // MLPerf's longest training sentence
   s.default_hidden = 1024;

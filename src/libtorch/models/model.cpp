@@ -142,6 +142,7 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
   check_takes(spec, "--vocab", o.vocab != 0);
   check_takes(spec, "--seq-len", o.seq_len != 0);
   check_takes(spec, "--min-seq-len", o.min_seq_len != 0);
+  check_takes(spec, "--ambiguity", o.ambiguity != 0);
   check_takes(spec, "--hidden", o.hidden != 0);
   check_takes(spec, "--sparse-embeddings", o.sparse_embeddings);
   check_takes(spec, "--rois", o.rois != 0);
@@ -159,6 +160,10 @@ ModelOptions resolve_options(const ModelSpec& spec, ModelOptions o) {
     DLSCALE_CHECK(o.min_seq_len >= 1 && o.min_seq_len <= o.seq_len,
                   "--min-seq-len must be in [1, --seq-len = {}] (got {})", o.seq_len,
                   o.min_seq_len);
+    DLSCALE_CHECK(
+        o.ambiguity >= 0 && o.ambiguity < 0.5,
+        "--ambiguity must be in [0, 0.5): a word's first translation stays the likelier (got {})",
+        o.ambiguity);
   }
   resolve_count(spec, "--hidden", o.hidden, spec.default_hidden);
   resolve_count(spec, "--rois", o.rois, spec.default_rois);

@@ -226,7 +226,7 @@ ModelSpec spec_before_probe(const ModelOptions& o, const TaskDecl& decl) {
   if (decl.builtin.empty()) return declared_spec(o, decl);
   if (decl.builtin == "translation") {
     ModelSpec s = non_image_spec(o.name, "", translation(), "script",
-                                 {"--vocab", "--seq-len", "--min-seq-len"});
+                                 {"--vocab", "--seq-len", "--min-seq-len", "--ambiguity"});
     s.default_seq_len = o.seq_len > 0      ? o.seq_len
                         : decl.seq_len > 0 ? decl.seq_len
                                            : kDefaultSeqLen;

@@ -8,6 +8,13 @@
 // target is the mapped source reversed, so a model must learn both a
 // per-token dictionary and to attend across the sequence.
 //
+// With --ambiguity P, a second permutation gives each word a second
+// translation, and each target word is, with probability P (drawn from the
+// sample's own seed), that one instead: a real text's choice between
+// synonyms. No model can then beat a token accuracy of 1 - P on held-out
+// samples, and the loss keeps a floor whose gradient noise never vanishes,
+// as real language's entropy keeps it (docs/convergence.md).
+//
 // With --min-seq-len below --seq-len, each global batch of the training
 // stream has a length of its own, drawn from (seed, batch) uniformly in
 // [min, max], as length-bucketed batches of real text have; every sequence of
@@ -63,7 +70,7 @@ class Translation : public Task {
 
   data::SampleFn synthetic(const ModelSpec&, const ModelOptions& o, uint64_t seed) const override {
     return [dictionary = dictionary_of(o, seed), seed, o](uint64_t index) {
-      return sample_at(dictionary, seed, o.vocab, index, o.seq_len);
+      return sample_at(dictionary, seed, o, index, o.seq_len);
     };
   }
 
@@ -76,7 +83,7 @@ class Translation : public Task {
       const auto span = static_cast<uint64_t>(o.seq_len - o.min_seq_len + 1);
       const int64_t length =
           o.min_seq_len + static_cast<int64_t>(data::mix_seed(seed ^ kLengthStream, batch) % span);
-      return sample_at(dictionary, seed, o.vocab, index, length);
+      return sample_at(dictionary, seed, o, index, length);
     };
   }
 
@@ -88,19 +95,33 @@ class Translation : public Task {
 
   static constexpr uint64_t kLengthStream = 0x6c656e67746873ULL;  // "lengths": the batches' lengths
 
-  /// The permutation of the words, from the seed.
+  /// The words' translations from the seed: row 0 a permutation of the
+  /// words, and with --ambiguity row 1 another one, each word's second
+  /// translation (never its first).
   static torch::Tensor dictionary_of(const ModelOptions& o, uint64_t seed) {
     at::Generator dict_gen = at::detail::createCPUGenerator(seed);
-    return torch::randperm(o.vocab - kFirstWord, dict_gen, torch::kInt64) + kFirstWord;
+    const int64_t words = o.vocab - kFirstWord;
+    const torch::Tensor first = torch::randperm(words, dict_gen, torch::kInt64);
+    if (o.ambiguity <= 0) return (first + kFirstWord).unsqueeze(0);
+    // A shift by 1..words-1 within the permutation moves every word elsewhere.
+    const int64_t shift =
+        words > 1 ? 1 + torch::randint(words - 1, {1}, dict_gen).item<int64_t>() : 0;
+    return torch::stack({first, first.roll(shift)}) + kFirstWord;
   }
 
   /// Sample `index` at `length` tokens: source words from (seed, index), the
-  /// target their translation reversed.
-  static data::Sample sample_at(const torch::Tensor& dictionary, uint64_t seed, int64_t vocab,
-                                uint64_t index, int64_t length) {
+  /// target their translation reversed, each word's second one with
+  /// probability --ambiguity.
+  static data::Sample sample_at(const torch::Tensor& dictionary, uint64_t seed,
+                                const ModelOptions& o, uint64_t index, int64_t length) {
     at::Generator gen = at::detail::createCPUGenerator(data::mix_seed(seed, index));
-    const torch::Tensor src = torch::randint(kFirstWord, vocab, {length}, gen, torch::kInt64);
-    const torch::Tensor tgt = dictionary.index_select(0, src - kFirstWord).flip(0);
+    const torch::Tensor src = torch::randint(kFirstWord, o.vocab, {length}, gen, torch::kInt64);
+    torch::Tensor tgt = dictionary[0].index_select(0, src - kFirstWord);
+    if (o.ambiguity > 0) {
+      const torch::Tensor second = torch::rand({length}, gen, torch::kFloat64).lt(o.ambiguity);
+      tgt = torch::where(second, dictionary[1].index_select(0, src - kFirstWord), tgt);
+    }
+    tgt = tgt.flip(0);
     data::Sample s;
     s.inputs[kSourceTokens] = src;
     s.inputs[kTargetIn] = shift_right(tgt);

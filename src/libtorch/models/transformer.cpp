@@ -226,8 +226,9 @@ class Transformer : public Model {
 };
 
 ModelSpec transformer_spec(const std::string& name, const std::string& description, const Dims& dims) {
-  ModelSpec s = non_image_spec(name, description, translation(), "transformer",
-                               {"--vocab", "--seq-len", "--min-seq-len", "--hidden"});
+  ModelSpec s =
+      non_image_spec(name, description, translation(), "transformer",
+                     {"--vocab", "--seq-len", "--min-seq-len", "--ambiguity", "--hidden"});
   s.default_vocab = 32768;
   s.default_seq_len = 128;
   s.default_label_smoothing = 0.1;
