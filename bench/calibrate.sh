@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # Sourced by the bench scripts that predict (predict_check.sh,
-# tta_check.sh): `calibrate NAME FLAGS...` traces 3 one-worker
-# `$dlscale train FLAGS...` runs in the current directory and keeps the
-# median one (by samples/s) as NAME.json and NAME.trace.json.
+# tta_check.sh): `calibrate NAME FLAGS...` traces 3 `$dlscale train
+# FLAGS...` runs (one worker, or independent workers for a busy
+# calibration) in the current directory and keeps the median one (by
+# samples/s) as NAME.json and NAME.trace.json.
 # On a shared machine a single run can land in a slow moment
 # (bench/README.md, "Predicted against measured, re-run"). The sourcing
 # script sets $dlscale.

@@ -1,7 +1,8 @@
 #!/bin/bash
 # dlscale predict against this machine (docs/predict.md, "Accuracy on this
 # machine"): 1-worker calibration records of lenet and resnet18 (with
-# --trace, as the sweep's settings), commbench of the unshaped emulated
+# --trace, as the sweep's settings) and the same with every core busy
+# (independent workers, --calibrate-busy), commbench of the unshaped emulated
 # link in float32, float16 and bfloat16 (each wire type's own rate) and of
 # each shaped hop the sweep uses (HOPS: what a link or uplink of that rate
 # delivers), each 16-bit type's cast rate (bench/cast_rate.py, into a copy
@@ -34,6 +35,15 @@ cd "$out"
 echo "== calibration: 1 worker, 1 thread, as the sweep runs; the median of 3" >&2
 calibrate lenet -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0
 calibrate resnet18 -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 --display-every 0
+# What a worker computes while every core computes: one independent worker
+# a core, no exchange (report --calibrate-busy; the runs of 2 or more
+# workers are predicted at these times).
+cores=$(nproc)
+echo "== calibration with every core busy: $cores independent workers, 1 thread each; the median of 3" >&2
+calibrate lenet-busy -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0 \
+  --workers "$cores" --strategy independent
+calibrate resnet18-busy -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 \
+  --display-every 0 --workers "$cores" --strategy independent
 
 echo "== commbench: allreduce across 2 unshaped emulated hosts, float32, float16 and bfloat16" >&2
 "$dlscale" cluster up --name pcheck --hosts 2 > /dev/null
@@ -72,5 +82,6 @@ echo "== the measured sweep" >&2
 
 echo "== predicted against measured" >&2
 "$dlscale" report --db results.db --sweep "$sweep" --type predict --calibrate lenet.json \
-  --calibrate resnet18.json --commbench commbench-f32.json --commbench commbench-f16.json \
+  --calibrate resnet18.json --calibrate-busy lenet-busy.json --calibrate-busy resnet18-busy.json \
+  --commbench commbench-f32.json --commbench commbench-f16.json \
   --commbench commbench-bf16.json "${hop_records[@]}" --system system.yaml | tee "$sweep.txt"

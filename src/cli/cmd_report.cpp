@@ -26,7 +26,8 @@ struct ReportFlags {
   std::string html;
   std::string output;
   std::vector<std::string> calibrate;  // --type predict
-  std::string tta;                     // --type predict: a record or run id that reached its target
+  std::vector<std::string> calibrate_busy;
+  std::string tta;  // --type predict: a record or run id that reached its target
   std::string system;
   predict::NetworkFlags network;
 };
@@ -60,6 +61,10 @@ report::Report predict_report(const ReportFlags& f, const std::vector<sweep::Run
   predict::SweepCheckInputs in;
   for (const std::string& path : f.calibrate) {
     in.calibrations.push_back(predict::calibrate_from_record(predict::read_json_file(path), path));
+  }
+  for (const std::string& path : f.calibrate_busy) {
+    in.busy_calibrations.push_back(
+        predict::calibrate_busy_from_record(predict::read_json_file(path), path));
   }
   predict::NetworkFlags network = f.network;
   predict::take_shaped_commbench(network.commbench, in);  // a shaped link's or uplink's own rate
@@ -98,6 +103,8 @@ void run(const ReportFlags& f, bool type_given) {
   }
   DLSCALE_CHECK(f.tta.empty() || o.type == "predict",
                 "--tta goes with --type predict (the type is {})", o.type);
+  DLSCALE_CHECK(f.calibrate_busy.empty() || o.type == "predict",
+                "--calibrate-busy goes with --type predict (the type is {})", o.type);
   if (o.type == "predict") {
     write_output(report::render(predict_report(f, runs), format), f.output);
     return;
@@ -133,6 +140,12 @@ void add_report_command(CLI::App& app) {
                   "that");
   cmd->add_option("--calibrate", f->calibrate,
                   "predict: a 1-worker 'dlscale train --trace T --json FILE' record per model (repeatable)")
+      ->group("Predict");
+  cmd->add_option(
+         "--calibrate-busy", f->calibrate_busy,
+         "predict: per model, a 'dlscale train --workers C --strategy independent --trace T --json "
+         "FILE' record, C the machine's cores: what a worker computes while every core computes; "
+         "runs of 2 or more workers are predicted at its times (repeatable; docs/predict.md)")
       ->group("Predict");
   cmd->add_option("--tta", f->tta,
                   "predict: time to target instead of samples/s: a train record (or a run id in "

@@ -89,10 +89,17 @@ std::optional<RunPrediction> predict_run(const sweep::RunRecord& run, nlohmann::
       inputs.value(input::kAccumulate, int64_t{1}) != 1) {
     return std::nullopt;
   }
-  const auto cal = std::find_if(in.calibrations.begin(), in.calibrations.end(),
-                                [&](const Workload& w) { return w.model == r.model; });
+  const auto of_model = [&](const std::vector<Workload>& list) {
+    return std::find_if(list.begin(), list.end(),
+                        [&](const Workload& w) { return w.model == r.model; });
+  };
+  auto cal = of_model(in.calibrations);
   DLSCALE_CHECK(cal != in.calibrations.end(),
                 "run {} trained {}, but no --calibrate record measured it", run.id, r.model);
+  if (const auto busy = of_model(in.busy_calibrations);
+      r.workers >= 2 && busy != in.busy_calibrations.end()) {
+    cal = busy;
+  }
   const Network n = run_network(inputs, in, r.link);
   PredictOptions o;
   o.workers = {r.workers};
@@ -350,6 +357,10 @@ report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const S
   rep.notes.push_back(error_summary(errors));
   rep.notes.push_back("measured: median samples/s of the completed repeats; predicted from the --calibrate records "
                       "and the network, each run's link, workers, strategy and threads taken from its record");
+  for (const Workload& w : in.busy_calibrations) {
+    rep.notes.push_back(
+        fmt::format("{} (runs of 2 or more workers): compute {}", w.model, w.source));
+  }
   std::string hops;
   for (const auto& [mbit, rate] : in.shaped_bytes_per_s) {
     hops += fmt::format("{}{:g} Mbit/s delivers {:.2f} MB/s ({:.0f}%)", hops.empty() ? "" : ", ",

@@ -93,14 +93,20 @@ BackwardProfile backward_profile_from_record(const nlohmann::json& record, const
   return profile;
 }
 
-Workload calibrate_from_record(const nlohmann::json& record, const std::string& what) {
+namespace {
+
+/// A finished train record's worker count (record::input::kWorldSize).
+double finished_train_workers(const nlohmann::json& record, const std::string& what) {
   DLSCALE_CHECK(record.is_object() && record.value(record::kKind, "") == record::kKindTrain,
                 "{}: not a 'dlscale train' record (kind must be 'train')", what);
   DLSCALE_CHECK(record.value(record::kStatus, "") == record::kStatusOk,
                 "{}: the run did not finish (status '{}')", what,
                 record.value(record::kStatus, ""));
-  const double world = number_at(record, {record::kInputs, record::input::kWorldSize}, what);
-  DLSCALE_CHECK(world == 1, "{}: calibration needs a 1-worker run (this one had {} workers)", what, world);
+  return number_at(record, {record::kInputs, record::input::kWorldSize}, what);
+}
+
+/// The phase times (the record's breakdown) and gradient ready times of a checked record.
+Workload workload_from_record(const nlohmann::json& record, const std::string& what) {
   const nlohmann::json& inputs = record[record::kInputs];
   const int64_t accumulate =
       inputs.is_object() ? inputs.value(record::input::kAccumulate, int64_t{1}) : 1;
@@ -130,7 +136,31 @@ Workload calibrate_from_record(const nlohmann::json& record, const std::string& 
   w.flops_per_sample = model.is_object() ? model.value(record::kModelForwardFlops, 0.0) : 0.0;
   const BackwardProfile profile = backward_profile_from_record(record, what);
   w.grads = ready_gradients(profile, w.backward_s);
+  return w;
+}
+
+}  // namespace
+
+Workload calibrate_from_record(const nlohmann::json& record, const std::string& what) {
+  const double world = finished_train_workers(record, what);
+  DLSCALE_CHECK(world == 1, "{}: calibration needs a 1-worker run (this one had {} workers)", what,
+                world);
+  Workload w = workload_from_record(record, what);
   w.source = fmt::format("measured: {} (1 worker, batch {})", what, w.batch);
+  return w;
+}
+
+Workload calibrate_busy_from_record(const nlohmann::json& record, const std::string& what) {
+  const double world = finished_train_workers(record, what);
+  const std::string strategy = record[record::kInputs].value(record::input::kStrategy, "");
+  DLSCALE_CHECK(
+      world >= 2 && strategy == "independent",
+      "{}: a busy calibration needs a run of one worker a core with --strategy independent "
+      "(this one had {} worker(s), strategy '{}')",
+      what, world, strategy);
+  Workload w = workload_from_record(record, what);
+  w.source = fmt::format("measured with every core busy: {} ({} independent workers, batch {})",
+                         what, world, w.batch);
   return w;
 }
 

@@ -54,6 +54,15 @@ BackwardProfile backward_profile_from_record(const nlohmann::json& record, const
 /// inconsistent (more than one worker, a failed run).
 Workload calibrate_from_record(const nlohmann::json& record, const std::string& what);
 
+/// A workload measured with every core of the machine busy: a `dlscale
+/// train --workers C --strategy independent --trace T` record (C workers, no
+/// exchange), whose phase times are what one worker computes while the
+/// others compute beside it (caches and memory shared; bench/README.md,
+/// "Predicted against measured, every core busy"). Throws dlscale::Error as
+/// calibrate_from_record does, and for a run of one worker or of another
+/// strategy.
+Workload calibrate_busy_from_record(const nlohmann::json& record, const std::string& what);
+
 /// A workload from a published figure: `samples_per_s` of one device at
 /// `batch`; backward takes `backward_share` of the step (2/3: backward costs
 /// twice the forward's FLOPs), forward the rest, the optimizer is inside

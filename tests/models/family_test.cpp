@@ -121,15 +121,20 @@ TEST(Families, NcfMacsAreItsMlpAndNearlyAllParametersAreEmbeddings) {
   EXPECT_EQ(input_text(f.inputs), "user, item");
 }
 
+/// A translation model's options at `vocab` words and `seq_len` tokens, resolved.
+ModelOptions translation_options(const ModelSpec& spec, int64_t vocab, int64_t seq_len) {
+  ModelOptions o;
+  o.vocab = vocab;
+  o.seq_len = seq_len;
+  return resolve_options(spec, o);
+}
+
 // Sample i: target = the vocabulary permutation of the source, reversed; the
 // decoder reads it shifted right behind the begin token; the same (seed, i)
 // gives the same sample.
 TEST(Families, TranslationSamplesArePermutedAndReversed) {
   const ModelSpec& spec = find_model("transformer");
-  ModelOptions o;
-  o.vocab = 50;
-  o.seq_len = 7;
-  o = resolve_options(spec, o);
+  const ModelOptions o = translation_options(spec, 50, 7);
   const data::SampleFn sample = spec.task->synthetic(spec, o, 11);
   torch::Tensor dictionary = torch::full({o.vocab}, -1, torch::kInt64);
   for (uint64_t i = 0; i < 40; ++i) {
@@ -206,10 +211,7 @@ TEST(Families, TranslationBatchesDrawTheirOwnLengths) {
 // and the decoder reads the target it is given.
 TEST(Families, AmbiguousTranslationsTakeTheSecondWordAtItsRate) {
   const ModelSpec& spec = find_model("transformer");
-  ModelOptions o;
-  o.vocab = 40;
-  o.seq_len = 8;
-  o = resolve_options(spec, o);
+  const ModelOptions o = translation_options(spec, 40, 8);
   ModelOptions ambiguous = o;
   ambiguous.ambiguity = 0.25;
   const data::SampleFn plain = spec.task->synthetic(spec, o, 3);

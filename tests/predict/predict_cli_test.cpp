@@ -283,6 +283,33 @@ variables:
     EXPECT_NEAR(row["error_pct"].get<double>(), 100 * (predicted - measured) / measured, 1e-9);
   }
   EXPECT_NE(fails("report --db " + db + " --type predict --link-gbps 1").find("--calibrate"), std::string::npos);
+  // --calibrate-busy: 2 independent workers computing 3x as long make the
+  // 2-worker runs' predictions slower; a 1-worker record is refused.
+  nlohmann::json busy = nlohmann::json::parse(read_file(lenet_record()));
+  busy["inputs"]["world_size"] = 2;
+  busy["inputs"]["strategy"] = "independent";
+  for (const char* phase : {"forward", "backward", "optimizer"}) {
+    busy["results"]["breakdown_ms"][phase] =
+        3 * busy["results"]["breakdown_ms"][phase].get<double>();
+  }
+  const std::string busy_path = temp_path("lenet-busy.json");
+  write_file_atomic(busy_path, busy.dump());
+  const std::string with_busy = "report --db " + db + " --type predict --calibrate " +
+                                lenet_record() +
+                                " --link-gbps 8 --latency-us 100 --format json --calibrate-busy ";
+  o = run_dlscale(with_busy + busy_path);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json b = nlohmann::json::parse(o.out);
+  ASSERT_EQ(b["rows"].size(), 2u) << o.out;
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_LT(b["rows"][i]["predicted_samples_per_sec"].get<double>(),
+              r["rows"][i]["predicted_samples_per_sec"].get<double>());
+  }
+  EXPECT_NE(o.out.find("measured with every core busy"), std::string::npos) << o.out;
+  EXPECT_NE(fails(with_busy + lenet_record()).find("--strategy independent"), std::string::npos);
+  EXPECT_NE(fails("report --db " + db + " --type weak --calibrate-busy " + busy_path)
+                .find("--calibrate-busy goes with --type predict"),
+            std::string::npos);
   // --tta: a record or a stored run that reached its target (unit tests:
   // TtaReport.*); none of these runs trained to one.
   const std::string tta =

@@ -755,6 +755,28 @@ TEST(PredictCalibration, ARecordGivesPhaseTimesAndReadyTimesAsShareOfBackward) {
   EXPECT_THROW(calibrate_from_record(nlohmann::json::array(), "r.json"), Error);
 }
 
+// --calibrate-busy: C independent workers (no exchange) give the times one
+// worker computes while the others compute; one worker, or a strategy that
+// exchanges, is refused by name.
+TEST(PredictCalibration, ABusyRecordIsIndependentWorkersPhaseTimes) {
+  nlohmann::json busy = toy_record();
+  busy["inputs"]["world_size"] = 2;
+  busy["inputs"]["strategy"] = "independent";
+  busy["results"]["breakdown_ms"]["backward"] = 30.0;
+  const Workload w = calibrate_busy_from_record(busy, "b.json");
+  EXPECT_DOUBLE_EQ(w.backward_s, 30e-3);
+  EXPECT_DOUBLE_EQ(w.forward_s, 10e-3);
+  ASSERT_EQ(w.grads.size(), 2u);
+  EXPECT_DOUBLE_EQ(w.grads[0].ready_s, 7.5e-3);  // a quarter of the busy backward
+  EXPECT_EQ(w.source, "measured with every core busy: b.json (2 independent workers, batch 16)");
+  expect_refused([&] { calibrate_busy_from_record(toy_record(), "b.json"); }, "1 worker(s)",
+                 "--strategy independent");
+  nlohmann::json exchanging = busy;
+  exchanging["inputs"]["strategy"] = "allreduce";
+  expect_refused([&] { calibrate_busy_from_record(exchanging, "b.json"); }, "b.json",
+                 "strategy 'allreduce'");
+  EXPECT_THROW(calibrate_from_record(busy, "b.json"), Error);
+}
 
 TEST(PredictParse, ARecordsInputsNameTheStrategyPredictRuns) {
   const auto of = [](const char* inputs) { return strategy_of_record(nlohmann::json::parse(inputs)); };
