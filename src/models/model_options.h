@@ -125,24 +125,19 @@ struct ModelOptions {
              "min_seq_len"}
           .agreed(),
       s.min_seq_len);
-    v(
-        Option{
-            "--ambiguity",
-            "Synthetic data of a translation model: each target word is, with this probability, "
-            "its "
-            "source word's second translation instead of its first, drawn per sample as a real "
-            "text's choice between synonyms; the best possible token accuracy is then 1 - P, and "
-            "the gradient keeps a noise that training cannot remove (docs/models.md). In [0, 0.5); "
-            "0 = one translation per word",
-            "ambiguity"}
-            .agreed(),
-        s.ambiguity);
+    v(Option{"--ambiguity",
+             "Synthetic data of a translation model: each target word is, with this probability, "
+             "its source word's second translation instead of its first, drawn per sample as a "
+             "real text's choice between synonyms; the best possible token accuracy is then "
+             "1 - P, and the gradient keeps a noise that training cannot remove "
+             "(docs/models.md). In [0, 0.5); 0 = one translation per word",
+             "ambiguity"}
+          .agreed(),
+      s.ambiguity);
     v(Option{"--hidden",
-             "Hidden size: gnmt's LSTMs, attention and embedding (1024); the transformer's d_model "
-             "(512, 1024 "
-             "big), with a feed-forward of 4x and heads of 64 features (one head when not a "
-             "multiple of 64); "
-             "0 = the model's default",
+             "Hidden size: gnmt's LSTMs, attention and embedding (1024); the transformer's "
+             "d_model (512, 1024 big), with a feed-forward of 4x and heads of 64 features (one "
+             "head when not a multiple of 64); 0 = the model's default",
              "hidden"}
           .agreed(),
       s.hidden);

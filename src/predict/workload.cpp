@@ -152,7 +152,10 @@ Workload calibrate_from_record(const nlohmann::json& record, const std::string& 
 
 Workload calibrate_busy_from_record(const nlohmann::json& record, const std::string& what) {
   const double world = finished_train_workers(record, what);
-  const std::string strategy = record[record::kInputs].value(record::input::kStrategy, "");
+  const nlohmann::json& inputs = record[record::kInputs];
+  const auto named = inputs.find(record::input::kStrategy);
+  const std::string strategy =
+      named != inputs.end() && named->is_string() ? named->get<std::string>() : "";
   DLSCALE_CHECK(
       world >= 2 && strategy == "independent",
       "{}: a busy calibration needs a run of one worker a core with --strategy independent "
