@@ -137,6 +137,9 @@ inline constexpr const char* kDataPrefix = "data_";
 inline constexpr const char* kConvergencePrefix = "conv_";
 /// 1 when the run reached its target, 0 when it was aborted.
 inline constexpr const char* kConvergenceSuccess = "conv_success";
+/// results.noise.b_simple: the gradient noise scale B_simple
+/// (docs/convergence.md).
+inline constexpr const char* kNoiseBSimple = "noise_b_simple";
 /// results.noise.preconditioned.b_simple: the noise scale of Adam's
 /// preconditioned gradient (docs/convergence.md, "The noise scale Adam sees").
 inline constexpr const char* kNoiseAdamBSimple = "noise_adam_b_simple";

@@ -38,7 +38,7 @@ void add_repeats(const RunRecord& run, BatchPoint& point, std::vector<double>& s
     const auto success = metric_of(r, record::metric::kConvergenceSuccess);
     if (r.status != sweep::kStatusCompleted || !success) continue;
     ++point.runs;
-    if (const auto b = metric_of(r, "noise_b_simple")) noise.push_back(*b);
+    if (const auto b = metric_of(r, record::metric::kNoiseBSimple)) noise.push_back(*b);
     if (const auto b = metric_of(r, record::metric::kNoiseAdamBSimple)) adam.push_back(*b);
     const auto s = metric_of(r, conv + "steps_done"), e = metric_of(r, conv + "epochs_to_target");
     if (*success <= 0 || !s || !e || *s <= 0 || *e <= 0) continue;

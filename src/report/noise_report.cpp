@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/record_keys.h"
@@ -25,7 +26,7 @@ const NoiseMetric kNoise[] = {{"steps measured", "noise_steps", "{:.0f}"},
                               {"b_big", "noise_b_big", "{:.0f}"},
                               {"|G|^2", "noise_gradient_sq", "{:.4g}"},
                               {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"},
-                              {"B_simple", "noise_b_simple", "{:.4g}"},
+                              {"B_simple", record::metric::kNoiseBSimple, "{:.4g}"},
                               {"B_adam", record::metric::kNoiseAdamBSimple, "{:.4g}"}};
 
 /// At most this many points of a run's course go on the chart.
@@ -71,7 +72,8 @@ std::vector<NoiseRow> noise_rows(const std::vector<RunRecord>& runs) {
     for (const NoiseMetric& m : kNoise) {
       row.values.push_back(
           median_metric(*r.run, m.metric).value_or(std::numeric_limits<double>::quiet_NaN()));
-      if (std::string(m.metric) == "noise_b_simple") row.b_simple = row.values.back();
+      if (std::string_view(m.metric) == record::metric::kNoiseBSimple)
+        row.b_simple = row.values.back();
     }
     row.course = noise_course(*r.run);
     rows.push_back(std::move(row));

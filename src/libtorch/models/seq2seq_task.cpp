@@ -116,10 +116,11 @@ class Translation : public Task {
                                 const ModelOptions& o, uint64_t index, int64_t length) {
     at::Generator gen = at::detail::createCPUGenerator(data::mix_seed(seed, index));
     const torch::Tensor src = torch::randint(kFirstWord, o.vocab, {length}, gen, torch::kInt64);
-    torch::Tensor tgt = dictionary[0].index_select(0, src - kFirstWord);
+    const torch::Tensor words = src - kFirstWord;
+    torch::Tensor tgt = dictionary[0].index_select(0, words);
     if (o.ambiguity > 0) {
       const torch::Tensor second = torch::rand({length}, gen, torch::kFloat64).lt(o.ambiguity);
-      tgt = torch::where(second, dictionary[1].index_select(0, src - kFirstWord), tgt);
+      tgt = torch::where(second, dictionary[1].index_select(0, words), tgt);
     }
     tgt = tgt.flip(0);
     data::Sample s;
