@@ -45,10 +45,12 @@ double number_at(const nlohmann::json& record, std::initializer_list<const char*
 namespace {
 
 // A calibration record's values: a step of up to a day, a batch as train's
-// --batch, a gradient up to 10 TB. More is not a measurement, and would
-// overflow the model's integers or swamp every other term.
+// --batch, as many workers, a gradient up to 10 TB. More is not a
+// measurement, and would overflow the model's integers or swamp every other
+// term.
 constexpr double kMaxMs = 864e5;
 constexpr double kMaxBatch = 1 << 20;
+constexpr double kMaxWorkers = 1 << 20;
 constexpr double kMaxTensorBytes = 1e13;
 
 /// Gradients in ready order, each at its share of `backward_s`.
@@ -102,7 +104,7 @@ double finished_train_workers(const nlohmann::json& record, const std::string& w
   DLSCALE_CHECK(record.value(record::kStatus, "") == record::kStatusOk,
                 "{}: the run did not finish (status '{}')", what,
                 record.value(record::kStatus, ""));
-  return number_at(record, {record::kInputs, record::input::kWorldSize}, what);
+  return number_at(record, {record::kInputs, record::input::kWorldSize}, what, kMaxWorkers);
 }
 
 /// The phase times (the record's breakdown) and gradient ready times of a checked record.

@@ -776,6 +776,10 @@ TEST(PredictCalibration, ABusyRecordIsIndependentWorkersPhaseTimes) {
   expect_refused([&] { calibrate_busy_from_record(exchanging, "b.json"); }, "b.json",
                  "strategy 'allreduce'");
   EXPECT_THROW(calibrate_from_record(busy, "b.json"), Error);
+  nlohmann::json huge = busy;
+  huge["inputs"]["world_size"] = 1e300;
+  expect_refused([&] { calibrate_busy_from_record(huge, "b.json"); }, "1e300 workers",
+                 "'inputs.world_size' must be at most");
 }
 
 TEST(PredictParse, ARecordsInputsNameTheStrategyPredictRuns) {
