@@ -36,8 +36,8 @@ echo "== calibration: 1 worker, 1 thread, as the sweep runs; the median of 3" >&
 calibrate lenet -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0
 calibrate resnet18 -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 --display-every 0
 # What a worker computes while every core computes: one independent worker
-# a core, no exchange (report --calibrate-busy; the runs of 2 or more
-# workers are predicted at these times).
+# a core, no exchange (report --calibrate-busy; the runs of as many
+# workers as cores, or more, are predicted at these times).
 cores=$(nproc)
 echo "== calibration with every core busy: $cores independent workers, 1 thread each; the median of 3" >&2
 calibrate lenet-busy -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0 \

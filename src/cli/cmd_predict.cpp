@@ -26,6 +26,7 @@ struct PredictFlags {
   std::string model;
   models::ModelOptions model_options;
   std::string calibrate;       // a 1-worker record with a backward profile
+  std::string calibrate_busy;  // the same model measured with every core busy
   double device_rate = 0;      // a published samples/s of one device
   std::string backward_from;   // a record whose backward profile splits a published figure
   std::string system;
@@ -133,6 +134,8 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
   }
   std::vector<predict::StrategySpec> specs;
   for (const std::string& s : f.strategies) specs.push_back(predict::parse_strategy(s));
+  DLSCALE_CHECK(f.calibrate_busy.empty() || !f.calibrate.empty(),
+                "--calibrate-busy needs --calibrate: the one-worker record of the same machine");
   std::optional<predict::TtaRun> tta_run;  // checked before the compute and network are asked for
   DLSCALE_CHECK(!f.tta_noise_given || !f.tta.empty(),
                 "--tta-noise chooses the noise scale of --tta; give --tta RECORD");
@@ -155,6 +158,10 @@ void run(const PredictFlags& f, const std::vector<std::string>& argv) {
   }
   predict::PredictOptions o = f.options;
   o.workers = predict::parse_workers(f.workers);
+  if (!f.calibrate_busy.empty()) {
+    o.busy = std::make_shared<const predict::Workload>(predict::calibrate_busy_from_record(
+        predict::read_json_file(f.calibrate_busy), f.calibrate_busy));
+  }
   DLSCALE_CHECK(f.copy_gbyte_s >= 0, "--copy-gbyte-s must be >= 0");
   DLSCALE_CHECK(f.batch >= 0 && f.global_batch >= 0, "--batch and --global-batch must be >= 1");
   o.scaling = f.global_batch > 0 ? "strong" : "weak";
@@ -192,6 +199,26 @@ void add_model_flags(CLI::App* cmd, PredictFlags& f) {
       "an image classifier");
 }
 
+/// Where one worker's compute comes from: a record, or a published figure.
+void add_compute_flags(CLI::App* cmd, PredictFlags& f) {
+  cmd->add_option(
+      "--calibrate", f.calibrate,
+      "A 1-worker 'dlscale train --trace T --json FILE' record: forward, backward, optimizer, data "
+      "and when each gradient became ready");
+  cmd->add_option(
+      "--calibrate-busy", f.calibrate_busy,
+      "With --calibrate: the same model measured with every core busy ('dlscale train --workers "
+      "C --strategy independent --trace T --json FILE', C = the cores); points where C or more "
+      "workers share a node's cores (all N with --shared-cores) compute at its speed");
+  cmd->add_option(
+      "--device-rate", f.device_rate,
+      "One device's published samples/s of --model at --batch (instead of --calibrate)");
+  cmd->add_option(
+      "--backward-from", f.backward_from,
+      "With --device-rate: a record (train --trace) whose measured backward profile says when each "
+      "gradient is ready; default: in proportion to each layer's FLOPs");
+}
+
 /// The network: commbench records, links, workers per node, casts, fabric.
 void add_network_flags(CLI::App* cmd, predict::NetworkFlags& net) {
   cmd->add_option(
@@ -225,14 +252,7 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto f = std::make_shared<PredictFlags>();
   CLI::App* cmd = app.add_subcommand("predict", kPredictAbout);
   add_model_flags(cmd, *f);
-  cmd->add_option("--calibrate", f->calibrate,
-                  "A 1-worker 'dlscale train --trace T --json FILE' record: forward, backward, optimizer, data "
-                  "and when each gradient became ready");
-  cmd->add_option("--device-rate", f->device_rate,
-                  "One device's published samples/s of --model at --batch (instead of --calibrate)");
-  cmd->add_option("--backward-from", f->backward_from,
-                  "With --device-rate: a record (train --trace) whose measured backward profile says when each "
-                  "gradient is ready; default: in proportion to each layer's FLOPs");
+  add_compute_flags(cmd, *f);
   cmd->add_option("--system", f->system,
                   "A system file, or the name of a shipped one (examples/systems/NAME.yaml): network, workers per "
                   "node, strategy and published rates");

@@ -35,6 +35,11 @@ std::vector<std::string> prediction_header(const Prediction& p) {
                               w.model, static_cast<double>(w.param_bytes()) / 1e6, w.grads.size(), w.batch,
                               w.forward_s * 1e3, w.backward_s * 1e3, w.optimizer_s * 1e3, w.data_s * 1e3));
   lines.push_back("compute from " + w.source);
+  if (p.options.busy) {
+    lines.push_back(fmt::format("where {} or more workers share cores: compute from {}",
+                                std::max<int64_t>(2, p.options.busy->side_by_side),
+                                p.options.busy->source));
+  }
   lines.push_back(fmt::format(
       "network: {} worker(s) per node; inside a node {}; between nodes {}{}{}", n.workers_per_node,
       link_text(n.intra), link_text(n.inter),
@@ -109,6 +114,16 @@ nlohmann::json prediction_json(const Prediction& p, const std::vector<std::strin
     strategies.push_back({{"strategy", sp.spec.label}, {"points", std::move(points)}});
   }
   auto link = [](const Link& l) { return nlohmann::json{{"alpha_us", l.alpha_s * 1e6}, {"gbit_s", l.bytes_per_s * 8 / 1e9}}; };
+  nlohmann::json busy;  // null without --calibrate-busy
+  if (const Workload* b = p.options.busy.get()) {
+    busy = {{"side_by_side", b->side_by_side},
+            {"batch", b->batch},
+            {"forward_ms", b->forward_s * 1e3},
+            {"backward_ms", b->backward_s * 1e3},
+            {"optimizer_ms", b->optimizer_s * 1e3},
+            {"data_ms", b->data_s * 1e3},
+            {"source", b->source}};
+  }
   return {{"schema", "dlscale.predict/1"},
           {"kind", "predict"},
           {"argv", argv},
@@ -122,7 +137,8 @@ nlohmann::json prediction_json(const Prediction& p, const std::vector<std::strin
             {"data_ms", w.data_s * 1e3},
             {"gradient_bytes", w.param_bytes()},
             {"tensors", w.grads.size()},
-            {"source", w.source}}},
+            {"source", w.source},
+            {"busy", std::move(busy)}}},
           {"network",
            {{"workers_per_node", n.workers_per_node},
             {"intra", link(n.intra)},

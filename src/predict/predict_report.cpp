@@ -96,10 +96,6 @@ std::optional<RunPrediction> predict_run(const sweep::RunRecord& run, nlohmann::
   auto cal = of_model(in.calibrations);
   DLSCALE_CHECK(cal != in.calibrations.end(),
                 "run {} trained {}, but no --calibrate record measured it", run.id, r.model);
-  if (const auto busy = of_model(in.busy_calibrations);
-      r.workers >= 2 && busy != in.busy_calibrations.end()) {
-    cal = busy;
-  }
   const Network n = run_network(inputs, in, r.link);
   PredictOptions o;
   o.workers = {r.workers};
@@ -114,6 +110,9 @@ std::optional<RunPrediction> predict_run(const sweep::RunRecord& run, nlohmann::
                                        : 0;
   o.copy_bytes_per_s = in.copy_bytes_per_s;
   o.wire16_copy_bytes_per_s = in.wire16_copy_bytes_per_s;
+  if (const auto busy = of_model(in.busy_calibrations); busy != in.busy_calibrations.end()) {
+    o.busy = std::make_shared<const Workload>(*busy);
+  }
   r.step = predict(*cal, n, {parse_strategy(r.strategy)}, o).strategies[0].points[0];
   return r;
 }
@@ -358,8 +357,8 @@ report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const S
   rep.notes.push_back("measured: median samples/s of the completed repeats; predicted from the --calibrate records "
                       "and the network, each run's link, workers, strategy and threads taken from its record");
   for (const Workload& w : in.busy_calibrations) {
-    rep.notes.push_back(
-        fmt::format("{} (runs of 2 or more workers): compute {}", w.model, w.source));
+    rep.notes.push_back(fmt::format("{} (runs of {} or more workers): compute {}", w.model,
+                                    std::max<int64_t>(2, w.side_by_side), w.source));
   }
   std::string hops;
   for (const auto& [mbit, rate] : in.shaped_bytes_per_s) {

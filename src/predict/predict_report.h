@@ -20,8 +20,9 @@ namespace dlscale::predict {
 struct SweepCheckInputs {
   std::vector<Workload> calibrations;  ///< one per model, matched by name
   /// --calibrate-busy: one per model, measured with every core busy
-  /// (calibrate_busy_from_record); where given, runs of 2 or more workers
-  /// compute at its times instead of the 1-worker record's.
+  /// (calibrate_busy_from_record); where given, runs of at least as many
+  /// workers as it measured (and 2) compute at its times instead of the
+  /// 1-worker record's (PredictOptions::busy).
   std::vector<Workload> busy_calibrations;
   Network base;                        ///< links a run's record does not shape
   int shared_cores = 0;                ///< cores all workers share; 0 = each record's online cores

@@ -295,18 +295,44 @@ double one_worker_step_s(const Workload& w, double batch) {
   return c.data_s + c.forward_s + c.backward_s + c.optimizer_s;
 }
 
+namespace {
+
+/// A busy workload must measure the main one's model and tensors.
+void check_busy_workload(const Workload& w, const PredictOptions& o) {
+  if (!o.busy) return;
+  const Workload& b = *o.busy;
+  DLSCALE_CHECK(
+      b.model == w.model && b.grads.size() == w.grads.size() && b.param_bytes() == w.param_bytes(),
+      "the busy calibration measured {} ({} gradient bytes in {} tensors), the "
+      "calibration {} ({} in {}): give records of the same model and shape",
+      b.model, b.param_bytes(), b.grads.size(), w.model, w.param_bytes(), w.grads.size());
+}
+
+}  // namespace
+
+bool computes_busy(const PredictOptions& o, const Network& n, long long workers) {
+  if (!o.busy) return false;
+  const long long side_by_side =
+      o.shared_cores > 0 ? workers : std::min<long long>(workers, n.workers_per_node);
+  return side_by_side >= std::max<long long>(2, o.busy->side_by_side);
+}
+
 std::vector<StepPrediction> predict_steps(
     const Workload& w, const Network& n, const StrategySpec& s, const PredictOptions& o,
     const std::function<double(long long)>& batch_per_worker) {
   for (long long workers : o.workers) check_strategy(s, n, workers);
+  check_busy_workload(w, o);
   const std::vector<Bucket> buckets =
       plan_workload_buckets(w, s.flat, o.first_bucket_mb, o.bucket_mb);
-  ShardShares shares(w, s);
+  std::vector<Bucket> busy_buckets;
+  if (o.busy) busy_buckets = plan_workload_buckets(*o.busy, s.flat, o.first_bucket_mb, o.bucket_mb);
+  ShardShares shares(w, s);  // the same tensors in both workloads (checked above)
   std::vector<StepPrediction> points;
   points.reserve(o.workers.size());
   for (long long workers : o.workers) {
-    points.push_back(
-        predict_step(w, n, s, buckets, workers, batch_per_worker(workers), o, &shares));
+    const bool busy = computes_busy(o, n, workers);
+    points.push_back(predict_step(busy ? *o.busy : w, n, s, busy ? busy_buckets : buckets, workers,
+                                  batch_per_worker(workers), o, &shares));
   }
   return points;
 }

@@ -8,6 +8,7 @@
 // pulls follow each bucket instead (ps_model.h). No LibTorch.
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct PredictOptions {
   /// The same for a 16-bit wire ([0] fp16, [1] bf16: wire16_index), whose
   /// summing costs the cores more per byte; 0 = copy_bytes_per_s.
   std::array<double, 2> wire16_copy_bytes_per_s{};
+  /// The workload measured with every core busy (calibrate_busy_from_record),
+  /// or null. A point computes at its speed where the workers that share
+  /// cores (a node's, or all of them on shared_cores) number at least 2 and
+  /// at least its side_by_side; elsewhere at the main workload's.
+  std::shared_ptr<const Workload> busy;
 };
 
 /// A collective on the communication stream, ready at `ready_s` after backward starts.
@@ -128,6 +134,9 @@ struct Prediction {
 std::vector<StepPrediction> predict_steps(const Workload& w, const Network& n,
                                           const StrategySpec& s, const PredictOptions& o,
                                           const std::function<double(long long)>& batch_per_worker);
+
+/// Whether a point of `workers` computes at `o.busy`'s speed (PredictOptions::busy).
+bool computes_busy(const PredictOptions& o, const Network& n, long long workers);
 
 /// One worker's step without exchange at `batch` samples.
 double one_worker_step_s(const Workload& w, double batch);

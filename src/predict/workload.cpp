@@ -158,6 +158,8 @@ Workload calibrate_busy_from_record(const nlohmann::json& record, const std::str
   const auto named = inputs.find(record::input::kStrategy);
   const std::string strategy =
       named != inputs.end() && named->is_string() ? named->get<std::string>() : "";
+  DLSCALE_CHECK(world == std::floor(world), "{}: inputs.world_size must be a whole number (got {})",
+                what, world);
   DLSCALE_CHECK(
       world >= 2 && strategy == "independent",
       "{}: a busy calibration needs a run of one worker a core with --strategy independent "
@@ -166,6 +168,7 @@ Workload calibrate_busy_from_record(const nlohmann::json& record, const std::str
   Workload w = workload_from_record(record, what);
   w.source = fmt::format("measured with every core busy: {} ({} independent workers, batch {})",
                          what, world, w.batch);
+  w.side_by_side = static_cast<int64_t>(world);
   return w;
 }
 

@@ -31,6 +31,9 @@ struct Workload {
   std::vector<Gradient> grads;   ///< in the order they become ready
   double flops_per_sample = 0;   ///< forward, for the record
   std::string source;            ///< where the times came from, for the output
+  /// Workers that computed side by side while the times were measured: 1,
+  /// or a busy calibration's C (calibrate_busy_from_record).
+  int64_t side_by_side = 1;
   int64_t param_bytes() const;
 };
 

@@ -1,10 +1,12 @@
 // `dlscale predict` end to end: calibrated on a real 1-worker record of
 // this machine, on the shipped systems, and its one-line errors.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/files.h"
 #include "process_util.h"
@@ -21,6 +23,21 @@ const std::string& lenet_record() {
     EXPECT_EQ(o.code, 0) << o.err;
     return json;
   }();
+  return path;
+}
+
+/// lenet_record() as 2 independent workers beside each other that took
+/// `factor` times as long to compute (a --calibrate-busy record).
+std::string busy_lenet_record(double factor) {
+  nlohmann::json busy = nlohmann::json::parse(read_file(lenet_record()));
+  busy["inputs"]["world_size"] = 2;
+  busy["inputs"]["strategy"] = "independent";
+  for (const char* phase : {"forward", "backward", "optimizer"}) {
+    busy["results"]["breakdown_ms"][phase] =
+        factor * busy["results"]["breakdown_ms"][phase].get<double>();
+  }
+  const std::string path = temp_path(fmt::format("lenet-busy-{:g}.json", factor));
+  write_file_atomic(path, busy.dump());
   return path;
 }
 
@@ -80,6 +97,58 @@ TEST(PredictCli, SharedCoresPayForMovingTheBytes) {
   // lenet's 13 MB a step at 0.01 GB/s of copying: far slower than free copies.
   EXPECT_LT(rate("--copy-gbyte-s 0.01"), 0.9 * rate(""));
   EXPECT_NE(fails("predict --calibrate " + lenet_record() + " --link-gbps 1 --copy-gbyte-s -1").find("--copy-gbyte-s"),
+            std::string::npos);
+}
+
+// --calibrate-busy: where 2 workers share a node's cores they compute at the
+// busy record's times; alone on a node (or alone), at the 1-worker record's.
+TEST(PredictCli, ABusyRecordComputesWhereItsWorkersShareANode) {
+  const std::string busy = busy_lenet_record(3), json = temp_path("busy-predict.json");
+  const auto compute_ms = [&](int per_node) {
+    const Outcome o =
+        run_dlscale("predict --calibrate " + lenet_record() + " --calibrate-busy " + busy +
+                    " --link-gbps 8 -n 1,2,4 -s allreduce --workers-per-node " +
+                    std::to_string(per_node) + " --json " + json);
+    EXPECT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(
+        o.out.find("where 2 or more workers share cores: compute from measured with every core "
+                   "busy: " +
+                   busy),
+        std::string::npos)
+        << o.out;
+    const nlohmann::json p = nlohmann::json::parse(read_file(json));
+    EXPECT_EQ(p["workload"]["busy"]["side_by_side"], 2);
+    std::vector<double> ms;
+    for (const auto& point : p["strategies"][0]["points"])
+      ms.push_back(point["compute_ms"].get<double>());
+    return ms;
+  };
+  const nlohmann::json record = nlohmann::json::parse(read_file(lenet_record()));
+  const nlohmann::json& b = record["results"]["breakdown_ms"];
+  const double data = b["data"].get<double>(), phases = b["forward"].get<double>() +
+                                                        b["backward"].get<double>() +
+                                                        b["optimizer"].get<double>();
+  const std::vector<double> shared = compute_ms(2), alone = compute_ms(1);
+  ASSERT_EQ(shared.size(), 3u);
+  ASSERT_EQ(alone.size(), 3u);
+  EXPECT_NEAR(shared[0], data + phases, 1e-6);  // N = 1: alone
+  EXPECT_NEAR(shared[1], data + 3 * phases, 1e-6);
+  EXPECT_NEAR(shared[2], data + 3 * phases, 1e-6);               // 2 nodes of 2
+  for (double ms : alone) EXPECT_NEAR(ms, data + phases, 1e-6);  // one worker a node
+  EXPECT_NE(fails("predict --model lenet --device-rate 100 --batch 8 --calibrate-busy " + busy)
+                .find("--calibrate-busy needs --calibrate"),
+            std::string::npos);
+  EXPECT_NE(fails("predict --calibrate " + lenet_record() + " --link-gbps 8 --calibrate-busy " +
+                  lenet_record())
+                .find("--strategy independent"),
+            std::string::npos);
+  nlohmann::json other = nlohmann::json::parse(read_file(busy));
+  other["model"]["name"] = "resnet18";
+  const std::string other_path = temp_path("resnet18-busy.json");
+  write_file_atomic(other_path, other.dump());
+  EXPECT_NE(fails("predict --calibrate " + lenet_record() +
+                  " --link-gbps 8 -n 2 --calibrate-busy " + other_path)
+                .find("the busy calibration measured resnet18"),
             std::string::npos);
 }
 
@@ -285,15 +354,7 @@ variables:
   EXPECT_NE(fails("report --db " + db + " --type predict --link-gbps 1").find("--calibrate"), std::string::npos);
   // --calibrate-busy: 2 independent workers computing 3x as long make the
   // 2-worker runs' predictions slower; a 1-worker record is refused.
-  nlohmann::json busy = nlohmann::json::parse(read_file(lenet_record()));
-  busy["inputs"]["world_size"] = 2;
-  busy["inputs"]["strategy"] = "independent";
-  for (const char* phase : {"forward", "backward", "optimizer"}) {
-    busy["results"]["breakdown_ms"][phase] =
-        3 * busy["results"]["breakdown_ms"][phase].get<double>();
-  }
-  const std::string busy_path = temp_path("lenet-busy.json");
-  write_file_atomic(busy_path, busy.dump());
+  const std::string busy_path = busy_lenet_record(3);
   const std::string with_busy = "report --db " + db + " --type predict --calibrate " +
                                 lenet_record() +
                                 " --link-gbps 8 --latency-us 100 --format json --calibrate-busy ";

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -348,6 +350,50 @@ TEST(Predict, EfficiencyIsAgainstOneWorkerWithoutExchange) {
   EXPECT_DOUBLE_EQ(s4.batch_per_worker, 2);
   EXPECT_NEAR(s4.efficiency_pct, 100 * 32e-3 / (4 * s4.step_s), 1e-9);
   EXPECT_LT(s4.efficiency_pct, p4.efficiency_pct);  // weak scaling beats strong
+}
+
+void expect_compute(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "point " << i;
+}
+
+// PredictOptions::busy: the points where at least its side_by_side (and 2)
+// workers share cores compute at its times; t1 stays one worker alone.
+TEST(Predict, ABusyWorkloadComputesWhereEnoughWorkersShareCores) {
+  auto busy = std::make_shared<Workload>(two_tensors());
+  busy->forward_s = 15e-3;
+  busy->backward_s = 30e-3;
+  busy->grads = {{4'000'000, 7.5e-3}, {8'000'000, 30e-3}};
+  busy->side_by_side = 2;
+  PredictOptions o;
+  o.workers = {1, 2, 4};
+  o.busy = busy;
+  const auto compute = [&](const Network& n) {
+    const Prediction p = predict(two_tensors(), n, {parse_strategy("allreduce")}, o);
+    EXPECT_NEAR(p.t1_s, 32e-3, 1e-12);
+    std::vector<double> s;
+    for (const StepPrediction& point : p.strategies[0].points) s.push_back(point.compute_s);
+    return s;
+  };
+  expect_compute(compute(one_node(8)), {32e-3, 47e-3, 47e-3});
+  // One worker a node computes alone, unless every worker shares the cores.
+  expect_compute(compute(one_node(1)), {32e-3, 32e-3, 32e-3});
+  o.shared_cores = 4;
+  expect_compute(compute(one_node(1)), {32e-3, 47e-3, 47e-3});
+  // Measured with 4 side by side: 2 workers are nearer alone.
+  o.shared_cores = 0;
+  busy->side_by_side = 4;
+  expect_compute(compute(one_node(8)), {32e-3, 32e-3, 47e-3});
+  // The busy step at 2 workers of one node: its later bucket is ready at
+  // 30 ms of the busy backward and its ring of 2 takes 2 alpha + 8 MB / (1 GB/s).
+  busy->side_by_side = 2;
+  o.workers = {2};
+  const Prediction two = predict(two_tensors(), one_node(8), {parse_strategy("allreduce")}, o);
+  EXPECT_NEAR(two.strategies[0].points[0].step_s, 15e-3 + 30e-3 + 2e-5 + 8e-3 + 2e-3, 1e-12);
+  busy->grads.pop_back();
+  expect_refused([&] { predict(two_tensors(), one_node(8), {parse_strategy("allreduce")}, o); },
+                 "the busy calibration measured toy (4000000 gradient bytes in 1 tensors)",
+                 "give records of the same model and shape");
 }
 
 TEST(Predict, BadInputIsRefusedNamingIt) {
@@ -778,6 +824,11 @@ TEST(PredictCalibration, ABusyRecordIsIndependentWorkersPhaseTimes) {
   EXPECT_THROW(calibrate_from_record(busy, "b.json"), Error);
   nlohmann::json huge = busy;
   huge["inputs"]["world_size"] = 1e300;
+  nlohmann::json half = busy;
+  half["inputs"]["world_size"] = 2.5;
+  expect_refused([&] { calibrate_busy_from_record(half, "b.json"); }, "b.json",
+                 "inputs.world_size must be a whole number (got 2.5)");
+  EXPECT_EQ(w.side_by_side, 2);
   expect_refused([&] { calibrate_busy_from_record(huge, "b.json"); }, "1e300 workers",
                  "'inputs.world_size' must be at most");
 }
