@@ -5,11 +5,15 @@
 # allreduce among 2 local workers (their loopback), the sweep
 # examples/tta-workers.yaml (1, 2 and 4 local workers to 90% top-1, 3 seeds
 # each), then `report --type tta` and `report --type predict --tta` from B0,
-# the 2-worker run with the median steps to target. Everything goes to $OUT
+# the 2-worker run with the median steps to target, once from the 1-worker
+# calibration alone and once with a busy one (one independent worker a
+# core, the median of 3: report --calibrate-busy), which computes the runs
+# of as many workers as cores, or more, at the speed a worker has beside
+# the others. Everything goes to $OUT
 # (default /tmp/dlscale-tta-workers); B0_WORKERS=4 takes B0 from the
 # 4-worker runs instead.
 #
-#   bench/tta_check.sh            # about 10 minutes on 2 cores
+#   bench/tta_check.sh            # about 12 minutes on 2 cores
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 dlscale=${DLSCALE:-$here/build/dlscale}
@@ -22,6 +26,10 @@ cd "$out"
 
 calibrate tinycnn -m tinycnn --data fashion-mnist --augment none --batch 64 --steps 300 --warmup 20 \
   --threads 1 --display-every 0
+cores=$(nproc)
+echo "== calibration with every core busy: $cores independent workers, 1 thread each; the median of 3" >&2
+calibrate tinycnn-busy -m tinycnn --data fashion-mnist --augment none --batch 64 --steps 300 --warmup 20 \
+  --threads 1 --display-every 0 --workers "$cores" --strategy independent
 echo "== commbench: allreduce among 2 local workers, float32" >&2
 "$dlscale" commbench -n 2 --op allreduce -b 1K -e 16M --iters 5 --threads 1 --json commbench.json |
   grep "allreduce:" >&2
@@ -52,3 +60,6 @@ PY
 echo "== B0: run $b0 ($b0_workers workers, the median steps to target)" >&2
 "$dlscale" report --db results.db --sweep tta-workers --type predict --tta "$b0" --calibrate tinycnn.json \
   --commbench commbench.json | tee predict-tta.txt
+echo "== the same with every core busy (--calibrate-busy)" >&2
+"$dlscale" report --db results.db --sweep tta-workers --type predict --tta "$b0" --calibrate tinycnn.json \
+  --calibrate-busy tinycnn-busy.json --commbench commbench.json | tee predict-tta-busy.txt

@@ -117,6 +117,14 @@ std::optional<RunPrediction> predict_run(const sweep::RunRecord& run, nlohmann::
   return r;
 }
 
+/// One note per --calibrate-busy record: whose runs compute at its times.
+void add_busy_notes(report::Report& rep, const SweepCheckInputs& in) {
+  for (const Workload& w : in.busy_calibrations) {
+    rep.notes.push_back(fmt::format("{} (runs of {} or more workers): compute {}", w.model,
+                                    std::max<int64_t>(2, w.side_by_side), w.source));
+  }
+}
+
 std::optional<Checked> check_run(const sweep::RunRecord& run, const SweepCheckInputs& in) {
   const auto measured = report::median_metric(run, record::metric::kSamplesPerSec);
   if (!measured) return std::nullopt;
@@ -356,10 +364,7 @@ report::Report predict_report(const std::vector<sweep::RunRecord>& runs, const S
   rep.notes.push_back(error_summary(errors));
   rep.notes.push_back("measured: median samples/s of the completed repeats; predicted from the --calibrate records "
                       "and the network, each run's link, workers, strategy and threads taken from its record");
-  for (const Workload& w : in.busy_calibrations) {
-    rep.notes.push_back(fmt::format("{} (runs of {} or more workers): compute {}", w.model,
-                                    std::max<int64_t>(2, w.side_by_side), w.source));
-  }
+  add_busy_notes(rep, in);
   std::string hops;
   for (const auto& [mbit, rate] : in.shaped_bytes_per_s) {
     hops += fmt::format("{}{:g} Mbit/s delivers {:.2f} MB/s ({:.0f}%)", hops.empty() ? "" : ", ",
@@ -429,6 +434,7 @@ report::Report predict_tta_report(const std::vector<sweep::RunRecord>& runs,
   const auto missed =
       std::count_if(rows.begin(), rows.end(), [](const TtaChecked& c) { return !c.reached; });
   if (missed > 0) rep.notes.push_back(fmt::format("{} run(s) did not reach the target", missed));
+  add_busy_notes(rep, in);
   rep.tables.push_back(std::move(t));
   rep.tables.push_back(std::move(groups));
   return rep;

@@ -299,6 +299,22 @@ TEST(TtaReport, EachRunOfTheModelAndTargetGetsItsMeasuredStepsAndTimeBesideThePr
   EXPECT_EQ(groups.rows[1][4].text, "0/1");
   EXPECT_FALSE(groups.rows[1][10].value.has_value());
   EXPECT_EQ(rep.notes.back(), "1 run(s) did not reach the target");
+  // --calibrate-busy: the 2-worker runs compute at the busy times, the
+  // 1-worker run alone; a note names the record.
+  SweepCheckInputs busy_in = in;
+  Workload busy = in.calibrations[0];
+  busy.forward_s *= 2;
+  busy.backward_s *= 2;
+  for (Gradient& g : busy.grads) g.ready_s *= 2;
+  busy.side_by_side = 2;
+  busy.source = "busy.json";
+  busy_in.busy_calibrations = {busy};
+  const report::Report busy_rep = predict_tta_report(runs, busy_in, tta, b0);
+  EXPECT_DOUBLE_EQ(*busy_rep.data.rows[0][column("train_s_predicted")].value,
+                   *value(0, "train_s_predicted"));
+  EXPECT_GT(*busy_rep.data.rows[1][column("train_s_predicted")].value,
+            *value(1, "train_s_predicted") * 1.2);
+  EXPECT_EQ(busy_rep.notes.back(), "m (runs of 2 or more workers): compute busy.json");
   // No run of the record's model and target: one line naming them.
   b0["results"]["convergence"]["target"] = 0.8;
   try {
