@@ -8,7 +8,9 @@
 # delivers), each 16-bit type's cast rate (bench/cast_rate.py, into a copy
 # of examples/systems/local-cluster.yaml), the measured sweep
 # examples/predict-check.yaml, then
-# `report --type predict`. As root (the emulated cluster). Everything goes
+# `report --type predict`: from the 1-worker calibrations alone
+# ($SWEEP-1worker.txt; its summary line is printed) and with the busy ones
+# ($SWEEP.txt). As root (the emulated cluster). Everything goes
 # to $OUT (default /tmp/dlscale-SWEEP). SWEEP=fabric-check runs
 # examples/fabric-check.yaml instead: 4 hosts in one switch or in racks
 # with shared uplinks (docs/predict.md, "A shared fabric").
@@ -80,8 +82,14 @@ echo "$cast_line" >> system.yaml
 echo "== the measured sweep" >&2
 "$dlscale" sweep "$here/examples/$sweep.yaml" --db results.db
 
+inputs=(--db results.db --sweep "$sweep" --type predict --calibrate lenet.json --calibrate resnet18.json
+  --commbench commbench-f32.json --commbench commbench-f16.json --commbench commbench-bf16.json
+  "${hop_records[@]}" --system system.yaml)
+# From the 1-worker calibrations alone first (to the file only), then with
+# the busy ones: what every core computing costs the predictions.
+"$dlscale" report "${inputs[@]}" > "$sweep-1worker.txt"
+echo "== predicted against measured (from the 1-worker calibrations alone: $sweep-1worker.txt)" >&2
+grep "^note: median" "$sweep-1worker.txt" >&2
 echo "== predicted against measured" >&2
-"$dlscale" report --db results.db --sweep "$sweep" --type predict --calibrate lenet.json \
-  --calibrate resnet18.json --calibrate-busy lenet-busy.json --calibrate-busy resnet18-busy.json \
-  --commbench commbench-f32.json --commbench commbench-f16.json \
-  --commbench commbench-bf16.json "${hop_records[@]}" --system system.yaml | tee "$sweep.txt"
+"$dlscale" report "${inputs[@]}" --calibrate-busy lenet-busy.json --calibrate-busy resnet18-busy.json |
+  tee "$sweep.txt"
