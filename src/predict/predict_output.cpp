@@ -37,8 +37,7 @@ std::vector<std::string> prediction_header(const Prediction& p) {
   lines.push_back("compute from " + w.source);
   if (p.options.busy) {
     lines.push_back(fmt::format("where {} or more workers share cores: compute from {}",
-                                std::max<int64_t>(2, p.options.busy->side_by_side),
-                                p.options.busy->source));
+                                busy_from_workers(*p.options.busy), p.options.busy->source));
   }
   lines.push_back(fmt::format(
       "network: {} worker(s) per node; inside a node {}; between nodes {}{}{}", n.workers_per_node,

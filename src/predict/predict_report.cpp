@@ -121,7 +121,7 @@ std::optional<RunPrediction> predict_run(const sweep::RunRecord& run, nlohmann::
 void add_busy_notes(report::Report& rep, const SweepCheckInputs& in) {
   for (const Workload& w : in.busy_calibrations) {
     rep.notes.push_back(fmt::format("{} (runs of {} or more workers): compute {}", w.model,
-                                    std::max<int64_t>(2, w.side_by_side), w.source));
+                                    busy_from_workers(w), w.source));
   }
 }
 

@@ -310,11 +310,15 @@ void check_busy_workload(const Workload& w, const PredictOptions& o) {
 
 }  // namespace
 
+long long busy_from_workers(const Workload& busy) {
+  return std::max<long long>(2, busy.side_by_side);
+}
+
 bool computes_busy(const PredictOptions& o, const Network& n, long long workers) {
   if (!o.busy) return false;
   const long long side_by_side =
       o.shared_cores > 0 ? workers : std::min<long long>(workers, n.workers_per_node);
-  return side_by_side >= std::max<long long>(2, o.busy->side_by_side);
+  return side_by_side >= busy_from_workers(*o.busy);
 }
 
 std::vector<StepPrediction> predict_steps(

@@ -135,6 +135,10 @@ std::vector<StepPrediction> predict_steps(const Workload& w, const Network& n,
                                           const StrategySpec& s, const PredictOptions& o,
                                           const std::function<double(long long)>& batch_per_worker);
 
+/// The fewest workers side by side at which `busy` (a busy calibration)
+/// gives the compute: its own side_by_side, and at least 2.
+long long busy_from_workers(const Workload& busy);
+
 /// Whether a point of `workers` computes at `o.busy`'s speed (PredictOptions::busy).
 bool computes_busy(const PredictOptions& o, const Network& n, long long workers);
 
