@@ -156,6 +156,18 @@ class GradientSync {
   /// The optimizer whose state this rank keeps when the strategy owns the
   /// update on this rank (a shard of it); null: the trainer's optimizer.
   virtual const torch::optim::Optimizer* own_optimizer() const { return nullptr; }
+  /// own_optimizer()'s parameters in the strategy's order (zero: the pieces
+  /// of the model's tensors in this rank's chunks); empty without one.
+  virtual std::vector<torch::Tensor> own_parameters() const { return {}; }
+  /// --noise-scale under Adam where own_optimizer() keeps a shard of the
+  /// state (docs/convergence.md, "The noise scale Adam sees"): `pieces`, one
+  /// tensor per own_parameters() entry and of its shape, put together over
+  /// the workers into one tensor per parameter the sync was made with, of
+  /// its shape and strides. A collective: every worker calls it at the same
+  /// step. Empty where the strategy keeps no shard (the default).
+  virtual std::vector<torch::Tensor> assemble_pieces(const std::vector<torch::Tensor>& /*pieces*/) {
+    return {};
+  }
 
  protected:
   /// Inside a local backward pass (--accumulate): gradient hooks do nothing.

@@ -55,6 +55,10 @@ class SparseGradSync : public GradientSync {
     return held;
   }
   const torch::optim::Optimizer* own_optimizer() const override { return dense_->own_optimizer(); }
+  std::vector<torch::Tensor> own_parameters() const override { return dense_->own_parameters(); }
+  std::vector<torch::Tensor> assemble_pieces(const std::vector<torch::Tensor>& pieces) override {
+    return dense_->assemble_pieces(pieces);
+  }
 
  private:
   struct Table {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -73,6 +74,10 @@ class ZeroSync : public BucketedSync, public models::UnitObserver {
   void after_unit(size_t unit, const torch::Tensor& output) override;
   HeldBytes held_bytes() const override;
   const torch::optim::Optimizer* own_optimizer() const override { return optimizer_.get(); }
+  std::vector<torch::Tensor> own_parameters() const override { return segments_of_tensors_; }
+  /// Each piece into its place in this rank's chunk of a bucket-sized buffer,
+  /// all-gathered, each slot viewed as its parameter (the model's size, for now).
+  std::vector<torch::Tensor> assemble_pieces(const std::vector<torch::Tensor>& pieces) override;
   StrategyReport report() override;
 
  protected:
@@ -131,9 +136,9 @@ class ZeroSync : public BucketedSync, public models::UnitObserver {
     return padding;
   }
   void shard_parameters();
-  /// The optimizer's pieces of `bucket`'s tensors in this rank's chunk,
+  /// The optimizer's pieces of bucket `index`'s tensors in this rank's chunk,
   /// whose values are `values` and reduced gradients `grads`.
-  void add_segments(const Bucket& bucket, const torch::Tensor& values, const torch::Tensor& grads);
+  void add_segments(size_t index, const torch::Tensor& values, const torch::Tensor& grads);
   void describe(const SyncOptions& options);
 
   comm::Communicator& comm_;
@@ -154,6 +159,7 @@ class ZeroSync : public BucketedSync, public models::UnitObserver {
   // The optimizer's parameters: the pieces of the model's tensors inside
   // this rank's chunks, and which tensor each is a piece of.
   std::vector<torch::Tensor> segments_of_tensors_;
+  std::vector<std::pair<size_t, int64_t>> segment_places_;  // per piece: bucket, start in my chunk
   TensorSegments segments_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   double gather_seconds_ = 0;
@@ -184,14 +190,14 @@ void ZeroSync::shard_parameters() {
     }
     torch::Tensor shard = flat.narrow(0, rank * n, n);
     if (stage_ == 3) shard = shard.clone();
-    add_segments(bucket, shard, grads);
+    add_segments(flat_params_.size(), shard, grads);
     flat_params_.push_back(flat);
     shards_.push_back(shard);
   }
 }
 
-void ZeroSync::add_segments(const Bucket& bucket, const torch::Tensor& values,
-                            const torch::Tensor& grads) {
+void ZeroSync::add_segments(size_t index, const torch::Tensor& values, const torch::Tensor& grads) {
+  const Bucket& bucket = buckets()[index];
   const int64_t n = chunk(bucket);
   const int64_t lo = comm_.rank() * n, hi = lo + n;
   for (size_t k : bucket.params) {
@@ -206,7 +212,31 @@ void ZeroSync::add_segments(const Bucket& bucket, const torch::Tensor& values,
     segment.mutable_grad() = grads.narrow(0, a - lo, b - a).view(shape);
     segments_of_tensors_.push_back(segment);
     segments_.tensor_of.push_back(static_cast<int64_t>(k));
+    segment_places_.push_back({index, a - lo});
   }
+}
+
+std::vector<torch::Tensor> ZeroSync::assemble_pieces(const std::vector<torch::Tensor>& pieces) {
+  DLSCALE_ASSERT(pieces.size() == segments_of_tensors_.size());
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> flats;  // per bucket, this rank's pieces in its chunk
+  for (size_t b = 0; b < buckets().size(); ++b)
+    flats.push_back(torch::zeros({buckets()[b].elements}, flat_params_[b].options()));
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const auto [b, start] = segment_places_[i];
+    const int64_t at = comm_.rank() * chunk(buckets()[b]) + start;
+    flats[b].narrow(0, at, pieces[i].numel()).copy_(pieces[i].reshape({-1}));
+  }
+  std::vector<torch::Tensor> whole(params().size());
+  for (size_t b = 0; b < buckets().size(); ++b) {
+    const int64_t n = chunk(buckets()[b]);
+    comm_.allgather_into(flats[b].narrow(0, comm_.rank() * n, n), flats[b]);
+    for (size_t k : buckets()[b].params) {
+      const torch::Tensor& p = params()[k];
+      whole[k] = flats[b].narrow(0, slot_offset(k), p.numel()).as_strided(p.sizes(), p.strides());
+    }
+  }
+  return whole;
 }
 
 void ZeroSync::describe(const SyncOptions& options) {

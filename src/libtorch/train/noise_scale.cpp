@@ -69,15 +69,23 @@ void NoiseProbe::set_preconditioner(std::vector<torch::Tensor> squares) {
   weights_ = std::move(squares);
 }
 
+double weighted_sq_sum(const std::vector<torch::Tensor>& grads,
+                       const std::vector<torch::Tensor>& weights) {
+  DLSCALE_ASSERT(grads.size() == weights.size());
+  std::vector<torch::Tensor> sums;
+  for (size_t k = 0; k < grads.size(); ++k) {
+    if (grads[k].defined() && weights[k].defined())
+      sums.push_back(weighted_self_dot(grads[k], weights[k]));
+  }
+  return sums.empty() ? 0.0 : torch::stack(sums).to(torch::kFloat64).sum().cpu().item<double>();
+}
+
 double NoiseProbe::averaged_weighted_sq(const std::vector<torch::Tensor>& params) const {
   if (weights_.empty()) return std::numeric_limits<double>::quiet_NaN();
   DLSCALE_ASSERT(params.size() == weights_.size());
-  std::vector<torch::Tensor> sums;
-  for (size_t k = 0; k < params.size(); ++k) {
-    const torch::Tensor& g = params[k].grad();
-    if (g.defined() && weights_[k].defined()) sums.push_back(weighted_self_dot(g, weights_[k]));
-  }
-  return sums.empty() ? 0.0 : torch::stack(sums).to(torch::kFloat64).sum().cpu().item<double>();
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) grads.push_back(p.grad());
+  return weighted_sq_sum(grads, weights_);
 }
 
 void NoiseProbe::begin_backward(int64_t micro_batch, double loss_scale) {

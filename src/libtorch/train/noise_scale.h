@@ -28,6 +28,12 @@
 
 namespace dlscale::train {
 
+/// sum(w g^2) over `grads` and their `weights` (one each; an undefined
+/// gradient or weight is skipped), in float64; a sparse gradient's rows take
+/// their rows of its weight.
+double weighted_sq_sum(const std::vector<torch::Tensor>& grads,
+                       const std::vector<torch::Tensor>& weights);
+
 class NoiseProbe {
  public:
   NoiseProbe(std::vector<torch::Tensor> params, int workers, int64_t micro_batches,

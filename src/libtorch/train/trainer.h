@@ -141,6 +141,11 @@ class Trainer {
   void record_bucket_bytes();
   /// --noise-scale: the step's averaged gradient norm into the estimate.
   void measure_noise(int64_t step);
+  /// --noise-scale under Adam: P^2 per parameter from the optimizer's state
+  /// (put together over the workers where the strategy shards it), or none.
+  std::vector<torch::Tensor> preconditioner_squares();
+  /// The averaged gradient's sum of P^2 g^2 (NaN without P^2).
+  double averaged_weighted_sq();
   /// --clip-grad-norm: clips the gradients the strategy applies, counted.
   void clip_gradients();
   /// Every rank's account and peak resident set, into result_.memory.
@@ -179,6 +184,10 @@ class Trainer {
   std::unique_ptr<BackwardProfiler> profiler_;  ///< with --trace: when each gradient is ready
   std::unique_ptr<NoiseProbe> noise_;           ///< with --noise-every N >= 1 (resolved)
   bool noise_now_ = false;                      ///< this step is one noise_ measures
+  /// Zero under Adam: this step's P^2 of this rank's pieces (own_parameters()).
+  std::vector<torch::Tensor> piece_squares_;
+  bool sharded_squares_ = false;          ///< this step's P^2 came from the workers' shards
+  int64_t updates_ = 0;                   ///< updates applied by this run
   std::unique_ptr<Evaluator> evaluator_;  ///< null when the run does not evaluate
   std::unique_ptr<Mllog> mllog_;          ///< rank 0 with --mllog only
   std::unique_ptr<PhaseClock> phase_clock_;  ///< host clock, or CUDA events on a GPU

@@ -48,7 +48,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   // Adam's preconditioned noise scale only when asked (--noise-scale): it
   // costs a measured step about a fifth more than B_simple alone.
   if (noise_now_ && result_.config.options.run.noise_scale) {
-    noise_->set_preconditioner(adam_preconditioner_squares(*optimizer_, model_->parameters()));
+    noise_->set_preconditioner(preconditioner_squares());
   }
   const double host_start = now_seconds();
   torch::Tensor losses;
@@ -89,6 +89,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
     measure_noise(step);
     clip_gradients();
     sync_->apply_update(*optimizer_);
+    ++updates_;
   } else if (noise_now_) {
     noise_->skip_step();  // an overflow: the step is not measured
   }
@@ -111,9 +112,7 @@ void Trainer::backward(const torch::Tensor& loss, int64_t micro_batch, int64_t m
 void Trainer::measure_noise(int64_t step) {
   if (!noise_now_) return;
   const double averaged = sync_->averaged_gradient_sq_norm(model_->parameters());
-  // Adam's preconditioned norm where this worker's .grad is the average it
-  // applies (the trainer's optimizer holds no state under ps or zero).
-  const double weighted = noise_->averaged_weighted_sq(model_->parameters());
+  const double weighted = averaged_weighted_sq();
   std::function<double(double)> sum_over_workers;
   if (worker_.world_size > 1) {
     sum_over_workers = [this](double value) {
@@ -125,6 +124,35 @@ void Trainer::measure_noise(int64_t step) {
     };
   }
   noise_->finish_step(step, averaged, weighted, sum_over_workers);
+  piece_squares_.clear();
+}
+
+std::vector<torch::Tensor> Trainer::preconditioner_squares() {
+  piece_squares_.clear();
+  sharded_squares_ = false;
+  const torch::optim::Optimizer* own = sync_->own_optimizer();
+  // The workers hold Adam's state (the parameter server's shards do: none).
+  if (own == nullptr) return adam_preconditioner_squares(*optimizer_, model_->parameters());
+  // zero: each worker's optimizer holds the state of its pieces, from the
+  // first update on; all of them take part in putting P^2 together.
+  if (dynamic_cast<const torch::optim::Adam*>(own) == nullptr || updates_ == 0) return {};
+  const std::vector<torch::Tensor> pieces = sync_->own_parameters();
+  piece_squares_ = adam_preconditioner_squares(*own, pieces);
+  DLSCALE_ASSERT(piece_squares_.size() == pieces.size());
+  sharded_squares_ = true;
+  return sync_->assemble_pieces(piece_squares_);
+}
+
+double Trainer::averaged_weighted_sq() {
+  // Where this worker's .grad is the average it applies.
+  if (!sharded_squares_) return noise_->averaged_weighted_sq(model_->parameters());
+  // zero: over this worker's pieces of the averaged gradient, then the workers.
+  std::vector<torch::Tensor> grads;
+  for (const auto& piece : sync_->own_parameters()) grads.push_back(piece.grad());
+  comm::Communicator& comm = *worker_.comm;
+  return dp::sum_doubles_over_workers(
+      weighted_sq_sum(grads, piece_squares_), comm.rank(), comm.size(),
+      [&comm](torch::Tensor& t) { comm.allreduce(t, comm::ReduceOp::kSum); });
 }
 
 void Trainer::backward_pass(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
