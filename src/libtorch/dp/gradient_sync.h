@@ -13,12 +13,13 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "dp/sync_options.h"
 #include "libtorch/comm/communicator.h"
 #include "libtorch/dp/grad_clip.h"
-#include "dp/sync_options.h"
 #include "libtorch/models/units.h"
 
 namespace dlscale::dp {
@@ -146,6 +147,15 @@ class GradientSync {
     for (const auto& p : params) grads.push_back(p.grad());
     return squared_norm(grads, nullptr, false);
   }
+  /// Where Adam's state is on servers (ps, sync mode): after
+  /// averaged_gradient_sq_norm() on a measured step, the sums of P^2 g^2
+  /// they took over the averaged gradient and over this worker's own
+  /// (NaN before their first update, or without Adam). None elsewhere.
+  struct ServedWeighted {
+    double averaged = 0;
+    double own = 0;
+  };
+  virtual std::optional<ServedWeighted> served_weighted_sq() const { return std::nullopt; }
   /// Applies the update; by default the local optimizer step.
   virtual void apply_update(torch::optim::Optimizer& optimizer) { optimizer.step(); }
   /// Collective over the workers, once after the last step: the strategy's

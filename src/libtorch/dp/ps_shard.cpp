@@ -1,10 +1,13 @@
 #include "libtorch/dp/ps_shard.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "core/clock.h"
 #include "core/error.h"
 #include "libtorch/dp/grad_clip.h"
+#include "libtorch/dp/optimizer_state.h"
 
 namespace dlscale::dp {
 namespace {
@@ -26,6 +29,8 @@ PsShard::PsShard(PsShardConfig config)
   bucket_arrived_.assign(buckets, 0);
   bucket_rounds_.assign(buckets, 0);
   norm_parts_.assign(buckets, 0.0);
+  weighted_parts_.assign(buckets, 0.0);
+  own_weighted_parts_.assign(static_cast<size_t>(workers_), std::vector<double>(buckets, 0.0));
   for (int w = 0; w < workers_; ++w) {
     slots_.push_back(torch::zeros({m}, torch::kFloat32));
     if (config_.mode == PsMode::kAsync) snapshots_.push_back(torch::zeros({m}, torch::kFloat32));
@@ -240,7 +245,7 @@ void PsShard::apply_bucket(size_t b, int64_t step) {
   sum.copy_(slots_[0].narrow(0, bucket.offset, bucket.length));
   for (int u = 1; u < workers_; ++u) sum.add_(slots_[u].narrow(0, bucket.offset, bucket.length));
   sum.div_(workers_);
-  if (measures(step)) norm_parts_[b] = self_dot(sum).item<double>();
+  if (measures(step)) measure_bucket(b, sum);
   step_bucket(b, grad_);
   bucket_arrived_[b] = 0;
   ++bucket_rounds_[b];
@@ -260,16 +265,38 @@ bool PsShard::measures(int64_t step) const {
   return config_.mode == PsMode::kSync && measures_noise(step, config_.noise_every);
 }
 
+void PsShard::measure_bucket(size_t b, const torch::Tensor& sum) {
+  torch::NoGradGuard no_grad;
+  norm_parts_[b] = self_dot(sum).item<double>();
+  // Adam's P^2 before this step's update (docs/convergence.md, "The noise
+  // scale Adam sees"): the same weights as the workers' hooks take where
+  // they hold the state.
+  const std::vector<torch::Tensor> p2 =
+      adam_preconditioner_squares(*optimizers_[b], {bucket_values_[b]});
+  const auto weighted = [&](const torch::Tensor& g) {
+    if (p2.empty()) return std::numeric_limits<double>::quiet_NaN();
+    return g.square().mul_(p2[0]).sum(torch::kFloat64).item<double>();
+  };
+  weighted_parts_[b] = weighted(sum);
+  const PsBucket& bucket = config_.plan.buckets[b];
+  for (int u = 0; u < workers_; ++u)
+    own_weighted_parts_[u][b] = weighted(slots_[u].narrow(0, bucket.offset, bucket.length));
+}
+
 void PsShard::send_norm(int w) {
   // The round's parts stay until every link has read them: the next round
   // writes part b only once every link, this one too, has reached bucket b
   // of the next step, which this link does after this send.
-  double sum = 0;
+  std::vector<double> sums(kPsNormValues, 0.0);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (double part : norm_parts_) sum += part;
+    for (size_t b = 0; b < norm_parts_.size(); ++b) {
+      sums[0] += norm_parts_[b];
+      sums[1] += weighted_parts_[b];
+      sums[2] += own_weighted_parts_[w][b];
+    }
   }
-  const torch::Tensor norm = torch::tensor({sum}, torch::kFloat64);
+  const torch::Tensor norm = torch::tensor(sums, torch::kFloat64);
   const PsEndpoint& link = config_.workers[w];
   link.comm->send(norm, link.peer, kPsNormTag);
 }

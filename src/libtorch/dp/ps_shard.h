@@ -11,7 +11,8 @@
 //          while later buckets' pushes still arrive; the step's last bucket
 //          makes the version + 1. On a step the noise scale measures
 //          (--noise-every), send the worker the averaged gradient's squared
-//          norm over the shard after its buckets;
+//          norm over the shard after its buckets (under Adam, also the sums
+//          of P^2 g^2 over the averaged gradient and over the worker's own);
 //   async: apply this worker's whole gradient on arrival (version + 1), and
 //          record its staleness: the version now minus the version it was
 //          computed on; its pulls are whole.
@@ -48,8 +49,11 @@ inline constexpr uint32_t kPsValuesTag = 1u << 20;           ///< shard -> worke
 inline constexpr uint32_t kPsInitTag = kPsValuesTag + 1;     ///< worker 0 -> shard: initial values
 inline constexpr uint32_t kPsRequestTag = kPsValuesTag + 2;  ///< worker -> shard: pull request
 inline constexpr uint32_t kPsReportTag = kPsValuesTag + 3;   ///< shard -> worker 0: its report
-/// shard -> worker: the averaged gradient's squared norm over the shard (float64)
+/// shard -> worker: three float64 over the shard, the averaged gradient's
+/// squared norm and, under Adam, the sums of P^2 g^2 over the averaged
+/// gradient and over this worker's (NaN without Adam's state)
 inline constexpr uint32_t kPsNormTag = kPsValuesTag + 4;
+inline constexpr int64_t kPsNormValues = 3;
 /// shard -> worker, sync: bucket b's values (a pull, bucket by bucket).
 inline uint32_t ps_pull_tag(size_t bucket) { return (2u << 20) + static_cast<uint32_t>(bucket); }
 
@@ -94,6 +98,8 @@ class PsShard {
   void apply(int w, int64_t step);
   void apply_bucket(size_t b, int64_t step);
   bool measures(int64_t step) const;
+  /// A measured step's parts of bucket b, whose average is `sum`.
+  void measure_bucket(size_t b, const torch::Tensor& sum);
   void send_norm(int w);
   void step_bucket(size_t b, const torch::Tensor& grad);
   void updated();          // with mu_ held: one whole update (version + 1)
@@ -121,7 +127,10 @@ class PsShard {
   std::vector<int> bucket_arrived_;     // sync: per bucket, workers' pushes in this round
   std::vector<int64_t> bucket_rounds_;  // sync: per bucket, rounds applied
   size_t buckets_applied_ = 0;          // sync: buckets of this round applied
-  std::vector<double> norm_parts_;      // sync: per bucket, this round's averaged squared norm
+  // sync, per bucket, this round's: the averaged gradient's squared norm,
+  // and under Adam its sum of P^2 g^2 and each worker's own ([worker][bucket])
+  std::vector<double> norm_parts_, weighted_parts_;
+  std::vector<std::vector<double>> own_weighted_parts_;
   int finished_ = 0;         // workers whose last gradient is applied
   std::vector<int64_t> base_;      // per worker: the version it computes on
   std::vector<bool> in_flight_;    // per worker: holds values, gradient not yet applied

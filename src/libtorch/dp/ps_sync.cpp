@@ -31,6 +31,8 @@ class PsSync : public GradientSync {
   /// The averaged gradient exists on the shards only (sync mode): each
   /// sends its part's squared norm on the steps measured, before the pull.
   double averaged_gradient_sq_norm(const std::vector<torch::Tensor>& /*params*/) override;
+  /// Sent with the norm by the same shards.
+  std::optional<ServedWeighted> served_weighted_sq() const override { return served_; }
   StrategyReport report() override;
 
  private:
@@ -76,6 +78,7 @@ class PsSync : public GradientSync {
   const int64_t steps_;
   std::vector<torch::Tensor> norms_;
   std::vector<std::unique_ptr<comm::Request>> norm_recvs_;
+  std::optional<ServedWeighted> served_;  // the last measured step's
 
   // Colocated: this process's shard and the in-memory link to it.
   std::shared_ptr<comm::InProcGroup> local_group_;
@@ -253,7 +256,7 @@ void PsSync::post_pull() {
         recvs.push_back(shard.comm->irecv(values_[s], shard.peer, kPsValuesTag));
       }
       if (!norm) return;
-      norms_.push_back(torch::zeros({1}, torch::kFloat64));
+      norms_.push_back(torch::zeros({kPsNormValues}, torch::kFloat64));
       norm_recvs_.push_back(shards_[s].comm->irecv(norms_.back(), shards_[s].peer, kPsNormTag));
     });
   }
@@ -369,9 +372,13 @@ void PsSync::apply_update(torch::optim::Optimizer& /*optimizer: the shards own t
 double PsSync::averaged_gradient_sq_norm(const std::vector<torch::Tensor>& /*params*/) {
   DLSCALE_ASSERT(norm_recvs_.size() == shards_.size());  // a measured step (trainer/noise_scale.h)
   double sum = 0;
+  served_ = ServedWeighted{};
   for (size_t s = 0; s < shards_.size(); ++s) {
     on_shard(static_cast<int>(s), [&] { norm_recvs_[s]->wait(); });
-    sum += norms_[s].item<double>();
+    const auto* v = norms_[s].data_ptr<double>();
+    sum += v[0];
+    served_->averaged += v[1];
+    served_->own += v[2];
   }
   norm_recvs_.clear();
   norms_.clear();

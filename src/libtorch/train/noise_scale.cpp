@@ -115,12 +115,15 @@ void NoiseProbe::end_backward() {
 void NoiseProbe::finish_step(int64_t step, double averaged_sq, double averaged_weighted_sq,
                              const std::function<double(double)>& sum_over_workers) {
   const double passes = static_cast<double>(std::max<int64_t>(small_passes_, 1));
-  double small = small_sum_ / passes, small_weighted = small_weighted_sum_ / passes;
-  const bool weighted = !weights_.empty();
+  double small = small_sum_ / passes;
+  double small_weighted = served_ ? served_weighted_ : small_weighted_sum_ / passes;
+  const bool weighted = !weights_.empty() || (served_ && std::isfinite(served_weighted_));
   skip_step();  // the next step starts afresh
   if (sum_over_workers) small = sum_over_workers(small) / workers_;
   plain_.add(step, small, averaged_sq);
-  if (!weighted) return;  // the same on every worker: each holds Adam's state
+  if (!weighted)
+    return;  // the same on every worker: Adam's state is on each, sharded (zero) or on the servers
+             // (ps)
   if (sum_over_workers) small_weighted = sum_over_workers(small_weighted) / workers_;
   preconditioned_.add(step, small_weighted, averaged_weighted_sq);
 }
@@ -150,6 +153,7 @@ void NoiseProbe::skip_step() {
   small_weighted_sum_ = 0;
   small_passes_ = 0;
   weights_.clear();
+  served_ = false;
 }
 
 nlohmann::json NoiseProbe::report() const {

@@ -61,6 +61,13 @@ class NoiseProbe {
   /// worker (twice with a preconditioner).
   void finish_step(int64_t step, double averaged_sq, double averaged_weighted_sq,
                    const std::function<double(double)>& sum_over_workers);
+  /// Before finish_step(), where servers hold Adam's state (ps): this
+  /// worker's sum of P^2 g^2 as they took it, in place of the hooks' (which
+  /// have no P^2); NaN: none yet.
+  void serve_weighted(double own) {
+    served_ = true;
+    served_weighted_ = own;
+  }
   /// A step whose gradients overflowed (--amp fp16): forgets its passes.
   void skip_step();
   /// results.noise: the estimate, its parts and its course over the steps.
@@ -94,6 +101,8 @@ class NoiseProbe {
   double small_sum_ = 0;  // this step's counted passes
   double small_weighted_sum_ = 0;
   int64_t small_passes_ = 0;
+  bool served_ = false;  // this step's small weighted sum came from the servers
+  double served_weighted_ = 0;
 };
 
 }  // namespace dlscale::train

@@ -112,7 +112,13 @@ void Trainer::backward(const torch::Tensor& loss, int64_t micro_batch, int64_t m
 void Trainer::measure_noise(int64_t step) {
   if (!noise_now_) return;
   const double averaged = sync_->averaged_gradient_sq_norm(model_->parameters());
-  const double weighted = averaged_weighted_sq();
+  double weighted = averaged_weighted_sq();
+  // ps: the shards hold Adam's state and took both sums of P^2 g^2.
+  if (const auto served = sync_->served_weighted_sq();
+      served && result_.config.options.run.noise_scale) {
+    weighted = served->averaged;
+    noise_->serve_weighted(served->own);
+  }
   std::function<double(double)> sum_over_workers;
   if (worker_.world_size > 1) {
     sum_over_workers = [this](double value) {
