@@ -121,9 +121,9 @@ void NoiseProbe::finish_step(int64_t step, double averaged_sq, double averaged_w
   skip_step();  // the next step starts afresh
   if (sum_over_workers) small = sum_over_workers(small) / workers_;
   plain_.add(step, small, averaged_sq);
-  if (!weighted)
-    return;  // the same on every worker: Adam's state is on each, sharded (zero) or on the servers
-             // (ps)
+  // The same on every worker: Adam's state is on each, sharded (zero) or
+  // on the servers (ps).
+  if (!weighted) return;
   if (sum_over_workers) small_weighted = sum_over_workers(small_weighted) / workers_;
   preconditioned_.add(step, small_weighted, averaged_weighted_sq);
 }

@@ -131,6 +131,7 @@ void Trainer::measure_noise(int64_t step) {
   }
   noise_->finish_step(step, averaged, weighted, sum_over_workers);
   piece_squares_.clear();
+  sharded_squares_ = false;
 }
 
 std::vector<torch::Tensor> Trainer::preconditioner_squares() {
