@@ -28,6 +28,19 @@ const std::string kLenetRecipe =
 const std::string kLenetUnasked = kLenetRecipe + " --steps 4";
 const std::string kNoiseLenet = kLenetUnasked + " --noise-scale";
 
+// Every strategy that averages on 2 workers, beside the bucketed allreduce
+// the tests take for reference: flat allreduce, tree, hierarchical, zero
+// (each stage), the parameter server (colocated, dedicated).
+const std::vector<std::string> kOtherAveragingSetups = {
+    "--bucket-mb 0",
+    "--strategy tree --bucket-mb 0.2",
+    "--strategy hierarchical --ranks-per-node 1 --bucket-mb 0.2",
+    "--strategy zero --zero-stage 1 --bucket-mb 0.2",
+    "--strategy zero --zero-stage 2 --bucket-mb 0.2",
+    "--strategy zero --zero-stage 3 --bucket-mb 0.2",
+    "--strategy ps --ps-shards 2 --bucket-mb 0.2",
+    "--strategy ps --ps-placement dedicated --bucket-mb 0"};
+
 // Step by step: the estimates of |G|^2 and tr(Σ) (|G|^2 can be negative
 // early: a 4-step run's estimate is noisy), and B_simple where defined. The
 // squared norms are float32 dot products (1e-6 or so); |G|^2 is a
@@ -94,13 +107,7 @@ TEST(NoiseScale, EveryAveragingStrategyMeasuresTheSameEstimate) {
   EXPECT_EQ(ref["every"], 1);
   EXPECT_EQ(ref["course"]["b_simple"].size(), 4u);
   EXPECT_GT(ref["trace_sigma"].get<double>(), 0);
-  for (const std::string setup : {"--bucket-mb 0", "--strategy tree --bucket-mb 0.2",
-                                  "--strategy hierarchical --ranks-per-node 1 --bucket-mb 0.2",
-                                  "--strategy zero --zero-stage 1 --bucket-mb 0.2",
-                                  "--strategy zero --zero-stage 2 --bucket-mb 0.2",
-                                  "--strategy zero --zero-stage 3 --bucket-mb 0.2",
-                                  "--strategy ps --ps-shards 2 --bucket-mb 0.2",
-                                  "--strategy ps --ps-placement dedicated --bucket-mb 0"}) {
+  for (const std::string& setup : kOtherAveragingSetups) {
     SCOPED_TRACE(setup);
     const TrainRun r = train(kNoiseLenet + " --workers 2 " + setup);
     expect_same_estimate(r.record["results"]["noise"], ref);
@@ -132,13 +139,7 @@ TEST(NoiseScale, AdamsPreconditionedEstimateIsTheSameWhereWorkersHoldItsState) {
   EXPECT_EQ(ref["steps"], 3);  // step 0 has no state yet
   EXPECT_EQ(ref["course"]["step"], nlohmann::json({1, 2, 3}));
   ref["b_small"] = 8.0;
-  for (const std::string setup : {"--bucket-mb 0", "--strategy tree --bucket-mb 0.2",
-                                  "--strategy hierarchical --ranks-per-node 1 --bucket-mb 0.2",
-                                  "--strategy zero --zero-stage 1 --bucket-mb 0.2",
-                                  "--strategy zero --zero-stage 2 --bucket-mb 0.2",
-                                  "--strategy zero --zero-stage 3 --bucket-mb 0.2",
-                                  "--strategy ps --ps-shards 2 --bucket-mb 0.2",
-                                  "--strategy ps --ps-placement dedicated --bucket-mb 0"}) {
+  for (const std::string& setup : kOtherAveragingSetups) {
     SCOPED_TRACE(setup);
     const TrainRun r = train(adam + " " + setup);
     expect_same_estimate(r.record["results"]["noise"]["preconditioned"], ref);
