@@ -146,6 +146,9 @@ class Trainer {
   std::vector<torch::Tensor> preconditioner_squares();
   /// The averaged gradient's sum of P^2 g^2 (NaN without P^2).
   double averaged_weighted_sq();
+  /// The sum over the workers of each one's `value` (a collective, exact:
+  /// dp::sum_doubles_over_workers).
+  double sum_over_workers(double value);
   /// --clip-grad-norm: clips the gradients the strategy applies, counted.
   void clip_gradients();
   /// Every rank's account and peak resident set, into result_.memory.

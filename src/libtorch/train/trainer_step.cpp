@@ -119,17 +119,9 @@ void Trainer::measure_noise(int64_t step) {
     weighted = served->averaged;
     noise_->serve_weighted(served->own);
   }
-  std::function<double(double)> sum_over_workers;
-  if (worker_.world_size > 1) {
-    sum_over_workers = [this](double value) {
-      comm::Communicator& comm = *worker_.comm;
-      // The job's communicator stages a host tensor through its backend's device.
-      return dp::sum_doubles_over_workers(
-          value, comm.rank(), comm.size(),
-          [&comm](torch::Tensor& t) { comm.allreduce(t, comm::ReduceOp::kSum); });
-    };
-  }
-  noise_->finish_step(step, averaged, weighted, sum_over_workers);
+  std::function<double(double)> summed;
+  if (worker_.world_size > 1) summed = [this](double value) { return sum_over_workers(value); };
+  noise_->finish_step(step, averaged, weighted, summed);
   piece_squares_.clear();
   sharded_squares_ = false;
 }
@@ -156,10 +148,15 @@ double Trainer::averaged_weighted_sq() {
   // zero: over this worker's pieces of the averaged gradient, then the workers.
   std::vector<torch::Tensor> grads;
   for (const auto& piece : sync_->own_parameters()) grads.push_back(piece.grad());
+  return sum_over_workers(weighted_sq_sum(grads, piece_squares_));
+}
+
+double Trainer::sum_over_workers(double value) {
   comm::Communicator& comm = *worker_.comm;
-  return dp::sum_doubles_over_workers(
-      weighted_sq_sum(grads, piece_squares_), comm.rank(), comm.size(),
-      [&comm](torch::Tensor& t) { comm.allreduce(t, comm::ReduceOp::kSum); });
+  // The job's communicator stages a host tensor through its backend's device.
+  return dp::sum_doubles_over_workers(value, comm.rank(), comm.size(), [&comm](torch::Tensor& t) {
+    comm.allreduce(t, comm::ReduceOp::kSum);
+  });
 }
 
 void Trainer::backward_pass(const torch::Tensor& loss, int64_t micro_batch, int64_t micro_batches,
