@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 namespace dlscale::predict {
 
@@ -97,14 +99,53 @@ Cost halving_doubling_allreduce(double bytes, long long ranks, const Link& link,
   return terms(2 * std::ceil(std::log2(p) - 1e-12), 2 * (p - 1) / p * bytes, link, kind);
 }
 
+namespace {
+
+/// The sizes of the two subtrees under the root of a heap-shaped (complete,
+/// left-filled) binary tree of n ranks; each is such a tree again.
+std::pair<long long, long long> subtree_sizes(long long n) {
+  if (n <= 1) return {0, 0};
+  long long full = 1;  // 2^h, h the depth of the last level
+  while (2 * full <= n) full *= 2;
+  const long long last = n - (full - 1);  // ranks on the last level
+  const long long left = (full / 2 - 1) + std::min(last, full / 2);
+  return {left, n - 1 - left};
+}
+
+/// Message slots until the root of a tree of n ranks holds the sum: its
+/// link in takes its children's messages one at a time as they come (both
+/// receives are posted at once; a shared link ends the last as late).
+double tree_up_slots(long long n, std::map<long long, double>& known) {
+  if (n <= 1) return 0;
+  if (const auto it = known.find(n); it != known.end()) return it->second;
+  const auto [left, right] = subtree_sizes(n);
+  double a = tree_up_slots(left, known), b = right > 0 ? tree_up_slots(right, known) : -1;
+  if (a > b) std::swap(a, b);
+  double t = a >= 0 ? a + 1 : 0;
+  t = std::max(t, b) + 1;
+  return known[n] = t;
+}
+
+/// Message slots until the last rank of a tree of n ranks holds the root's
+/// data: a parent sends to its children at once, so they share its link out
+/// and both arrive after as many slots as it has children.
+double tree_down_slots(long long n) {
+  if (n <= 1) return 0;
+  const auto [left, right] = subtree_sizes(n);
+  return (right > 0 ? 2.0 : 1.0) + tree_down_slots(left);  // the left subtree is the deeper
+}
+
+}  // namespace
+
 Cost tree_reduce(double bytes, long long ranks, const Link& link, LinkKind kind) {
-  // Level l holds ranks 2^l − 1 .. 2^(l+1) − 2; its first rank has the most
-  // children: those of 2^(l+1) − 1 and 2^(l+1) that exist.
-  double messages = 0;
-  for (long long first_child = 1; first_child < ranks; first_child = 2 * first_child + 1) {
-    messages += static_cast<double>(std::min<long long>(2, ranks - first_child));
-  }
-  return terms(messages, messages * bytes, link, kind);
+  std::map<long long, double> known;
+  const double slots = tree_up_slots(ranks, known);
+  return terms(slots, slots * bytes, link, kind);
+}
+
+Cost tree_broadcast(double bytes, long long ranks, const Link& link, LinkKind kind) {
+  const double slots = tree_down_slots(ranks);
+  return terms(slots, slots * bytes, link, kind);
 }
 
 Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, LinkKind kind) {

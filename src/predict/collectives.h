@@ -96,9 +96,15 @@ Cost ring_allreduce(double bytes, long long ranks, const Link& link, LinkKind ki
 /// 2⌈log2 p⌉·α + 2(p−1)/p · S/B.
 Cost halving_doubling_allreduce(double bytes, long long ranks, const Link& link, LinkKind kind);
 /// Reduce to rank 0 over the binary tree of ranks (children of r: 2r+1,
-/// 2r+2; Caffe's tree), one child at a time at each parent:
-/// Σ over levels of children(level)·(α + S/B). The broadcast back costs the same.
+/// 2r+2; Caffe's tree, dlscale's `tree`), each rank on a full-duplex link of
+/// its own: the critical path's message slots times (α + S/B). A parent's
+/// link in takes its children's messages one after another as they come,
+/// so siblings' subtrees reduce at once: p = 4 → 2 slots, p = 8 → 4.
 Cost tree_reduce(double bytes, long long ranks, const Link& link, LinkKind kind);
+/// The broadcast back down the same tree: a parent sends to both children
+/// at once on its link out, so both have the data after 2 slots (1 for an
+/// only child): p = 4 → 3 slots, p = 8 → 5.
+Cost tree_broadcast(double bytes, long long ranks, const Link& link, LinkKind kind);
 /// Reduce-scatter (or all-gather) of a total of `bytes` over `ranks` as a
 /// ring: (p−1)·(α + S/(p·B)).
 Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, LinkKind kind);

@@ -37,14 +37,16 @@ Cost bucket_cost(const StrategySpec& s, const Network& n, long long workers, dou
     case Algorithm::kHalvingDoubling:
       return c.add(halving_doubling_allreduce(wire, workers, flat, name));
     case Algorithm::kTree:
-      return c.add(tree_reduce(wire, workers, flat, name)).add(tree_reduce(wire, workers, flat, name));
+      return c.add(tree_reduce(wire, workers, flat, name))
+          .add(tree_broadcast(wire, workers, flat, name));
     case Algorithm::kHierarchical: {
       const long long local = std::min<long long>(workers, n.workers_per_node);
-      const Cost inside = tree_reduce(wire, local, n.intra, kIntra);
       const long long nodes = n.nodes(workers);
       const Cost across =
           ring_over_fabric(ring_allreduce(wire, nodes, n.inter, kInter), n.inter, n.fabric, nodes);
-      return c.add(inside).add(across).add(inside);
+      return c.add(tree_reduce(wire, local, n.intra, kIntra))
+          .add(across)
+          .add(tree_broadcast(wire, local, n.intra, kIntra));
     }
     case Algorithm::kPs:
       return c.add(ps_legs(s, n, workers, wire, share).cost);
@@ -59,17 +61,21 @@ double bytes_per_rank(const StrategySpec& s, const Network& n, long long workers
   const double wire = total * s.wire_fraction();
   const double p = static_cast<double>(workers);
   if (workers <= 1 && s.algorithm != Algorithm::kPs) return 0;
-  const double tree_node = workers >= 3 ? 3 * wire : wire;  // up once, down to two children
+  // The busiest rank of a tree sends up once and down to its children: rank
+  // 1 has two from p = 5 (ranks 3, 4), rank 0 has two from p = 3.
+  auto tree_node = [&](long long ranks) {
+    return ranks >= 5 ? 3 * wire : ranks >= 3 ? 2 * wire : ranks == 2 ? wire : 0;
+  };
   switch (s.algorithm) {
     case Algorithm::kRing:
     case Algorithm::kHalvingDoubling:
       return 2 * (p - 1) / p * wire;
     case Algorithm::kTree:
-      return tree_node;
+      return tree_node(workers);
     case Algorithm::kHierarchical: {
       const double m = static_cast<double>(n.nodes(workers));
       const long long local = std::min<long long>(workers, n.workers_per_node);
-      return (local >= 3 ? 3 * wire : local == 2 ? wire : 0) + (m > 1 ? 2 * (m - 1) / m * wire : 0);
+      return tree_node(local) + (m > 1 ? 2 * (m - 1) / m * wire : 0);
     }
     case Algorithm::kPs: {
       const double k = static_cast<double>(s.shards(n.nodes(workers)));
@@ -81,6 +87,23 @@ double bytes_per_rank(const StrategySpec& s, const Network& n, long long workers
       return (p - 1) / p * (wire + total);
   }
   return 0;
+}
+
+/// Wire bytes a rank sends per step on average over the workers: what the
+/// cores they share move (the busiest rank's share is bytes_per_rank). The
+/// ring, the tree (p − 1 messages up, p − 1 down), hierarchical (the same
+/// counted tree by tree, plus the leaders' ring) and a colocated PS (each
+/// worker's S less its own shard's part, up and back) all move 2(p − 1)·S
+/// in all; a node-aggregating or dedicated PS and ZeRO as bytes_per_rank.
+double mean_bytes_per_rank(const StrategySpec& s, const Network& n, long long workers,
+                           double total) {
+  const double p = static_cast<double>(workers);
+  const double wire = total * s.wire_fraction();
+  const bool colocated_ps = s.algorithm == Algorithm::kPs && !s.ps_dedicated && !s.node_aggregate;
+  if (workers > 1 &&
+      (s.algorithm == Algorithm::kTree || s.algorithm == Algorithm::kHierarchical || colocated_ps))
+    return 2 * (p - 1) / p * wire;
+  return bytes_per_rank(s, n, workers, total);
 }
 
 /// The bottleneck of a step whose exchanges cost `comm` in all.
@@ -114,7 +137,8 @@ double slowdown(const PredictOptions& o, const Network& n, long long workers) {
 
 /// On cores all workers share (one machine emulating a cluster), the CPU
 /// time communication takes from compute: moving the `sent` bytes a rank
-/// sends at the cores' copy rate, and the fp16/bf16 casts of every gradient.
+/// sends on average (mean_bytes_per_rank) at the cores' copy rate, and the
+/// fp16/bf16 casts of every gradient.
 double shared_core_comm_s(const StrategySpec& s, const Network& n, const PredictOptions& o, long long workers,
                           double total, double sent) {
   if (o.shared_cores <= 0 || workers <= 1) return 0;
@@ -189,7 +213,8 @@ StepPrediction predict_step(const Workload& w, const Network& n, const StrategyS
   p.bytes_per_rank = bytes_per_rank(s, n, workers, total);
   // Cores the workers share also move their bytes and cast them: that CPU
   // time stretches backward (and the moments its buckets are ready).
-  const double cpu_s = shared_core_comm_s(s, n, o, workers, total, p.bytes_per_rank) * slow;
+  const double cpu_s =
+      shared_core_comm_s(s, n, o, workers, total, mean_bytes_per_rank(s, n, workers, total)) * slow;
   const double stretch = c.backward_s > 0 ? (c.backward_s + cpu_s) / c.backward_s : 1;
   c.backward_s += cpu_s;
   const Network wire_net = n.for_wire(s.compress);  // a 16-bit wire's own rates

@@ -51,12 +51,28 @@ TEST(PredictFormulas, RingHalvingDoublingTreeAndReduceScatterCostWhatTheirFormul
   EXPECT_NEAR(c.transfer_s, 2 * 7.0 / 8 * 1e-3, kTol);
   // Over 5 ranks: ceil(log2 5) = 3 rounds each way.
   EXPECT_NEAR(halving_doubling_allreduce(s, 5, l, LinkKind::kInter).latency_s, 6e-5, kTol);
-  // The binary tree: rank 0 takes children 1 and 2, rank 1 takes 3 (4 ranks):
-  // 3 messages of S one after another; 7 ranks: 2 + 2.
-  EXPECT_NEAR(tree_reduce(s, 2, l, LinkKind::kInter).total(), 1e-5 + 1e-3, kTol);
-  EXPECT_NEAR(tree_reduce(s, 4, l, LinkKind::kInter).total(), 3 * (1e-5 + 1e-3), kTol);
-  EXPECT_NEAR(tree_reduce(s, 7, l, LinkKind::kInter).total(), 4 * (1e-5 + 1e-3), kTol);
+  // The binary tree over 4 ranks: rank 0 takes 2 while rank 1 takes 3, then
+  // 1 (2 slots of S up); down, 0 sends to 1 and 2 at once (both after 2
+  // slots), then 1 to 3 (3 slots).
+  const double slot = 1e-5 + 1e-3;
+  EXPECT_NEAR(tree_reduce(s, 2, l, LinkKind::kInter).total(), slot, kTol);
+  EXPECT_NEAR(tree_broadcast(s, 2, l, LinkKind::kInter).total(), slot, kTol);
+  EXPECT_NEAR(tree_reduce(s, 4, l, LinkKind::kInter).total(), 2 * slot, kTol);
+  EXPECT_NEAR(tree_broadcast(s, 4, l, LinkKind::kInter).total(), 3 * slot, kTol);
+  // 7 ranks: 1 and 2 each take two leaves (2 slots), then 0 takes both (4);
+  // down 2 + 2.
+  EXPECT_NEAR(tree_reduce(s, 7, l, LinkKind::kInter).total(), 4 * slot, kTol);
+  EXPECT_NEAR(tree_broadcast(s, 7, l, LinkKind::kInter).total(), 4 * slot, kTol);
+  // 5 ranks: 3 and 4 under 1, which is ready after 2 slots, while 0 takes 2
+  // in its first: 0 has both after 3. Down: 0 → {1, 2} 2, 1 → {3, 4} 2.
+  EXPECT_NEAR(tree_reduce(s, 5, l, LinkKind::kInter).total(), 3 * slot, kTol);
+  EXPECT_NEAR(tree_broadcast(s, 5, l, LinkKind::kInter).total(), 4 * slot, kTol);
   EXPECT_DOUBLE_EQ(tree_reduce(s, 1, l, LinkKind::kInter).total(), 0.0);
+  EXPECT_DOUBLE_EQ(tree_broadcast(s, 1, l, LinkKind::kInter).total(), 0.0);
+  // A perfect tree of 2^27 - 1 ranks (26 levels below the root), computed
+  // subtree by subtree: 2 slots a level each way.
+  EXPECT_NEAR(tree_reduce(s, (1LL << 27) - 1, l, LinkKind::kInter).total(), 52 * slot, kTol);
+  EXPECT_NEAR(tree_broadcast(s, (1LL << 27) - 1, l, LinkKind::kInter).total(), 52 * slot, kTol);
   // Reduce-scatter over 4: 3 messages of S/4.
   c = ring_reduce_scatter(s, 4, l, LinkKind::kInter);
   EXPECT_NEAR(c.latency_s, 3e-5, kTol);
@@ -129,17 +145,25 @@ TEST(PredictStep, AcrossNodesTheInterNodeLinkBindsAndHierarchicalSplitsTheLevels
   // 16 workers, 8 per node: the ring's steps cross the 0.1 GB/s links.
   // Flat: 30 alpha = 3 ms + 2 x 15/16 x 12 MB / 1e8 = 225 ms.
   EXPECT_NEAR(step("allreduce+flat", 16).step_s, 10e-3 + 20e-3 + 3e-3 + 225e-3 + 2e-3, 1e-12);
-  // Hierarchical, flat: tree in the node (8 ranks: 2+2+1 = 5 messages)
-  // twice over the intra link, ring over 2 leaders on the inter link.
-  const double tree = 5 * (1e-5 + 12e6 / 1e9);
+  // Hierarchical, flat: tree in the node (8 ranks: 4 slots up, 5 down) on
+  // the intra link, ring over 2 leaders on the inter link.
+  const double slot = 1e-5 + 12e6 / 1e9;
   const double leaders = 2 * 1e-4 + 12e6 / 1e8;
   const StepPrediction h = step("hierarchical+flat", 16);
-  EXPECT_NEAR(h.step_s, 10e-3 + 20e-3 + 2 * tree + leaders + 2e-3, 1e-12);
+  EXPECT_NEAR(h.step_s, 10e-3 + 20e-3 + 9 * slot + leaders + 2e-3, 1e-12);
   // 32 workers: 4 leaders carry 2 x 3/4 x 120 ms = 180 ms, more than the
   // 120 ms inside the nodes.
   EXPECT_EQ(step("hierarchical+flat", 32).bottleneck, "inter-node link");
-  // Tree over all 16 (2+2+2+1 = 7 messages) across nodes, each way.
-  EXPECT_NEAR(step("tree+flat", 16).step_s, 10e-3 + 20e-3 + 14 * (1e-4 + 12e6 / 1e8) + 2e-3, 1e-12);
+  // Tree over all 16 across nodes: up, the subtrees of 8 and 7 are ready
+  // after 4 slots and 0 takes both (6); down 2 + 2 + 2 + 1 = 7.
+  EXPECT_NEAR(step("tree+flat", 16).step_s, 10e-3 + 20e-3 + 13 * (1e-4 + 12e6 / 1e8) + 2e-3, 1e-12);
+  // The busiest rank sends up once and down to each child: 1 has 3 and 4
+  // from p = 5 (3 S); below that 0 (or 1) sends 2 S, and 1 S at p = 2.
+  EXPECT_NEAR(step("tree", 2).bytes_per_rank, 12e6, 1e-6);
+  EXPECT_NEAR(step("tree", 4).bytes_per_rank, 2 * 12e6, 1e-6);
+  EXPECT_NEAR(step("tree", 5).bytes_per_rank, 3 * 12e6, 1e-6);
+  // Hierarchical, 4 a node on 2 nodes: the node's tree and the leaders' ring.
+  EXPECT_NEAR(step("hierarchical", 8, one_node(4)).bytes_per_rank, 2 * 12e6 + 12e6, 1e-6);
   // Halving-doubling over 16: 8 alpha.
   EXPECT_NEAR(step("allreduce-hd+flat", 16).step_s, 10e-3 + 20e-3 + 8e-4 + 225e-3 + 2e-3, 1e-12);
 }
@@ -256,6 +280,17 @@ TEST(PredictStep, OnSharedCoresMovingAndCastingBytesTakesCpuFromBackward) {
   o.shared_cores = 2;
   p = predict_step(w, n, parse_strategy("allreduce"), buckets, 4, 8, o);
   EXPECT_NEAR(p.step_s, 20e-3 + 88.06e-3 + 4e-3, 1e-12);
+  // The shared cores move every rank's bytes: the tree's 3 messages up and
+  // 3 down, and ps:1's 3 pushes and 3 pulls, are 2 x 3/4 x 12 MB a rank on
+  // average, as the ring's, though rank 0 sends 24 MB (tree) or 36 MB (PS).
+  for (const char* other : {"tree", "ps:1", "hierarchical"}) {
+    const StepPrediction q = predict_step(w, one_node(2), parse_strategy(other), buckets, 4, 8, o);
+    EXPECT_NEAR(q.compute_s, 20e-3 + 76e-3 + 4e-3, 1e-12) << other;
+  }
+  EXPECT_NEAR(predict_step(w, n, parse_strategy("tree"), buckets, 4, 8, o).bytes_per_rank, 24e6,
+              1e-6);
+  EXPECT_NEAR(predict_step(w, n, parse_strategy("ps:1"), buckets, 4, 8, o).bytes_per_rank, 36e6,
+              1e-6);
 }
 
 /// 4 nodes of one worker, 0.1 GB/s links; with a fabric, groups of
