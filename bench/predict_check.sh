@@ -47,11 +47,14 @@ calibrate lenet-busy -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 -
 calibrate resnet18-busy -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 \
   --display-every 0 --workers "$cores" --strategy independent
 
-echo "== commbench: allreduce across 2 unshaped emulated hosts, float32, float16 and bfloat16" >&2
+echo "== commbench: allreduce across 2 unshaped emulated hosts, float32 (and its sendrecv), float16 and bfloat16" >&2
 "$dlscale" cluster up --name pcheck --hosts 2 > /dev/null
 trap '"$dlscale" cluster down --name pcheck > /dev/null 2>&1 || true' EXIT
 for dtype in f32 f16 bf16; do
-  "$dlscale" commbench --cluster pcheck --op allreduce -b 1K -e 64M --iters 5 --threads 1 --dtype $dtype \
+  # float32's ping-pong too: one message at a time, one way (a tree's), on
+  # a link that is the CPU.
+  ops=allreduce; [ $dtype = f32 ] && ops=allreduce,sendrecv
+  "$dlscale" commbench --cluster pcheck --op $ops -b 1K -e 64M --iters 5 --threads 1 --dtype $dtype \
     --json commbench-$dtype.json
 done
 "$dlscale" cluster down --name pcheck > /dev/null

@@ -225,7 +225,9 @@ void add_network_flags(CLI::App* cmd, predict::NetworkFlags& net) {
       "--commbench", net.commbench,
       "A 'dlscale commbench --json' record (repeatable): its allreduce fit gives the "
       "inside-node link, or the between-nodes link when it ran on an emulated cluster of 2+ "
-      "hosts; a --dtype f16 or bf16 record gives that wire type's own rate at its level");
+      "hosts, and its sendrecv fit (--op allreduce,sendrecv) the link's one-way rate, at "
+      "which a tree's messages go; a --dtype f16 or bf16 record gives that wire type's own "
+      "rate at its level");
   cmd->add_option("--link-gbps", net.link_gbps, "Between nodes: Gbit/s of each node's link");
   cmd->add_option("--latency-us", net.latency_us,
                   "Between nodes: latency of one message, microseconds");

@@ -29,10 +29,9 @@ Network Network::for_wire(const std::string& compress) const {
   if (i < 0) return *this;
   Network n = *this;
   const WireRate& w = wire16[static_cast<size_t>(i)];
-  if (w.intra_bytes_per_s > 0)
-    n.intra.bytes_per_s = std::min(n.intra.bytes_per_s, w.intra_bytes_per_s);
-  if (w.inter_bytes_per_s > 0)
-    n.inter.bytes_per_s = std::min(n.inter.bytes_per_s, w.inter_bytes_per_s);
+  // The wire's own rate, timed as an allreduce: its one-way rate is unknown.
+  if (w.intra_bytes_per_s > 0) n.intra.set_rate(std::min(n.intra.bytes_per_s, w.intra_bytes_per_s));
+  if (w.inter_bytes_per_s > 0) n.inter.set_rate(std::min(n.inter.bytes_per_s, w.inter_bytes_per_s));
   return n;
 }
 
@@ -140,12 +139,12 @@ double tree_down_slots(long long n) {
 Cost tree_reduce(double bytes, long long ranks, const Link& link, LinkKind kind) {
   std::map<long long, double> known;
   const double slots = tree_up_slots(ranks, known);
-  return terms(slots, slots * bytes, link, kind);
+  return terms(slots, slots * bytes, link.one_way(), kind);
 }
 
 Cost tree_broadcast(double bytes, long long ranks, const Link& link, LinkKind kind) {
   const double slots = tree_down_slots(ranks);
-  return terms(slots, slots * bytes, link, kind);
+  return terms(slots, slots * bytes, link.one_way(), kind);
 }
 
 Cost ring_reduce_scatter(double bytes, long long ranks, const Link& link, LinkKind kind) {

@@ -12,6 +12,19 @@ namespace dlscale::predict {
 struct Link {
   double alpha_s = 0;       ///< latency of one message, seconds
   double bytes_per_s = 0;   ///< bandwidth of the link in each direction (full duplex), > 0
+  /// One direction while nothing comes the other way (commbench's
+  /// sendrecv); 0 = bytes_per_s. Above it only where the CPU is the link
+  /// (loopback: one copy at a time instead of two); a rate set anew clears it.
+  double one_way_bytes_per_s = 0;
+  /// Sets the rate of both directions at once (a shaped or stated link).
+  void set_rate(double rate) {
+    bytes_per_s = rate;
+    one_way_bytes_per_s = 0;
+  }
+  /// The link as one message at a time in one direction sees it.
+  Link one_way() const {
+    return {alpha_s, one_way_bytes_per_s > bytes_per_s ? one_way_bytes_per_s : bytes_per_s, 0};
+  }
 };
 
 /// Which link a transfer crosses, for naming the bottleneck.
@@ -99,7 +112,8 @@ Cost halving_doubling_allreduce(double bytes, long long ranks, const Link& link,
 /// 2r+2; Caffe's tree, dlscale's `tree`), each rank on a full-duplex link of
 /// its own: the critical path's message slots times (α + S/B). A parent's
 /// link in takes its children's messages one after another as they come,
-/// so siblings' subtrees reduce at once: p = 4 → 2 slots, p = 8 → 4.
+/// so siblings' subtrees reduce at once: p = 4 → 2 slots, p = 8 → 4. Each
+/// message goes one way with nothing coming back: B is link.one_way()'s.
 Cost tree_reduce(double bytes, long long ranks, const Link& link, LinkKind kind);
 /// The broadcast back down the same tree: a parent sends to both children
 /// at once on its link out, so both have the data after 2 slots (1 for an

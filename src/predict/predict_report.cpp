@@ -48,7 +48,7 @@ Network run_network(const nlohmann::json& inputs, const SweepCheckInputs& in, st
   if (cluster.is_object()) {
     n.workers_per_node = cluster.value(input::kClusterWorkersPerHost, 1);
     const double mbit = cluster.value(input::kClusterLinkMbit, 0.0);
-    if (mbit > 0) n.inter.bytes_per_s = shaped_rate(in, mbit);
+    if (mbit > 0) n.inter.set_rate(shaped_rate(in, mbit));  // full duplex: one way as both
     link = mbit > 0 ? fmt::format("{:g} Mbit/s", mbit) : "unshaped";
     const int rack = cluster.value(input::kClusterRackHosts, 0);
     const double uplink = cluster.value(input::kClusterUplinkMbit, 0.0);

@@ -269,6 +269,10 @@ Link commbench_link(const nlohmann::json& record, const std::string& what, bool&
   Link l;
   l.bytes_per_s = bw * 1e9 * 2 * (p - 1) / p;
   l.alpha_s = fit->value(record::kFitAlphaUs, 0.0) * 1e-6 / (2 * (p - 1));
+  // A ping-pong's rate (--op sendrecv): one message at a time, one way.
+  const nlohmann::json& fits = results[record::kFits];
+  if (fits.contains("sendrecv") && fits["sendrecv"].is_object())
+    l.one_way_bytes_per_s = fits["sendrecv"].value(record::kFitBandwidthGbps, 0.0) * 1e9;
   return l;
 }
 
@@ -357,12 +361,12 @@ Network resolve_network(const NetworkFlags& f, const SystemSpec* system) {
   }
   check_flags(f);
   if (f.link_gbps > 0) {
-    n.inter.bytes_per_s = f.link_gbps * 1e9 / 8;
+    n.inter.set_rate(f.link_gbps * 1e9 / 8);
     have_inter = true;
   }
   if (f.latency_us >= 0) n.inter.alpha_s = f.latency_us * 1e-6;
   if (f.intra_gbps > 0) {
-    n.intra.bytes_per_s = f.intra_gbps * 1e9 / 8;
+    n.intra.set_rate(f.intra_gbps * 1e9 / 8);
     have_intra = true;
   }
   if (f.intra_latency_us >= 0) n.intra.alpha_s = f.intra_latency_us * 1e-6;

@@ -73,6 +73,22 @@ TEST(PredictFormulas, RingHalvingDoublingTreeAndReduceScatterCostWhatTheirFormul
   // subtree by subtree: 2 slots a level each way.
   EXPECT_NEAR(tree_reduce(s, (1LL << 27) - 1, l, LinkKind::kInter).total(), 52 * slot, kTol);
   EXPECT_NEAR(tree_broadcast(s, (1LL << 27) - 1, l, LinkKind::kInter).total(), 52 * slot, kTol);
+  // A link whose one direction alone moves twice what both at once do (the
+  // CPU as the link: loopback): the tree's messages go one way at a time,
+  // at that rate; the ring's go both ways at once and keep B.
+  Link cpu = l;
+  cpu.one_way_bytes_per_s = 2 * l.bytes_per_s;
+  EXPECT_NEAR(tree_reduce(s, 4, cpu, LinkKind::kInter).total(), 2 * (1e-5 + 0.5e-3), kTol);
+  EXPECT_NEAR(tree_broadcast(s, 4, cpu, LinkKind::kInter).total(), 3 * (1e-5 + 0.5e-3), kTol);
+  EXPECT_DOUBLE_EQ(ring_allreduce(s, 4, cpu, LinkKind::kInter).total(),
+                   ring_allreduce(s, 4, l, LinkKind::kInter).total());
+  // A slower one-way figure (noise) never slows the tree; a rate set anew
+  // (a shaped link, --link-gbps) is both directions' and clears it.
+  cpu.one_way_bytes_per_s = 0.5 * l.bytes_per_s;
+  EXPECT_NEAR(tree_reduce(s, 4, cpu, LinkKind::kInter).total(), 2 * slot, kTol);
+  cpu.one_way_bytes_per_s = 2 * l.bytes_per_s;
+  cpu.set_rate(l.bytes_per_s);
+  EXPECT_EQ(cpu.one_way_bytes_per_s, 0);
   // Reduce-scatter over 4: 3 messages of S/4.
   c = ring_reduce_scatter(s, 4, l, LinkKind::kInter);
   EXPECT_NEAR(c.latency_s, 3e-5, kTol);
@@ -620,6 +636,12 @@ TEST(PredictSystemFile, ACommbenchRecordGivesOneRingLinkAndBadOnesAreRefused) {
   EXPECT_EQ(wire, "none");
   EXPECT_DOUBLE_EQ(l.bytes_per_s, 1.5e9 * 2 * 3 / 4);  // B x 2(p-1)/p
   EXPECT_DOUBLE_EQ(l.alpha_s, 600e-6 / 6);             // alpha / 2(p-1)
+  // A ping-pong's fit (--op sendrecv) is the one-way rate; none, none.
+  EXPECT_DOUBLE_EQ(l.one_way_bytes_per_s, 0);
+  nlohmann::json pingpong = r;
+  pingpong["results"]["fits"]["sendrecv"] = {{"alpha_us", 300.0}, {"bandwidth_gbps", 2.5}};
+  EXPECT_DOUBLE_EQ(link_from_commbench(pingpong, "cb.json", inter, wire).one_way_bytes_per_s,
+                   2.5e9);
   nlohmann::json local = r;
   local["inputs"].erase("cluster");
   local["inputs"].erase("dtype");  // records before the key: float32
@@ -649,6 +671,9 @@ TEST(PredictSystemFile, ACommbenchRecordGivesOneRingLinkAndBadOnesAreRefused) {
   nlohmann::json text_ranks = r;
   text_ranks["inputs"]["world_size"] = "four";
   refused(text_ranks, "cb.json: a malformed commbench record: ");
+  nlohmann::json text_rate = pingpong;
+  text_rate["results"]["fits"]["sendrecv"]["bandwidth_gbps"] = "fast";
+  refused(text_rate, "cb.json: a malformed commbench record: ");
   nlohmann::json int8 = r;
   int8["inputs"]["dtype"] = "int8";
   refused(int8,
@@ -756,6 +781,14 @@ TEST(PredictWire, EachSixteenBitTypeCastsAtItsOwnRate) {
   EXPECT_NEAR(step("allreduce+flat+fp16", 4, n).step_s, free_fp16 + 24e-3, kTol);
   EXPECT_NEAR(step("allreduce+flat+bf16", 4, n).step_s, free_bf16 + 12e-3, kTol);
   EXPECT_DOUBLE_EQ(n.cast_rate("none"), 0);  // float32 is not cast
+  // A 16-bit wire's own rate is an allreduce's: float32's one-way rate is
+  // not that wire's, so its links lose it.
+  Network loop = one_node(8);
+  loop.inter.one_way_bytes_per_s = 5e8;
+  loop.wire16[0].inter_bytes_per_s = 5e7;
+  EXPECT_EQ(loop.for_wire("fp16").inter.one_way_bytes_per_s, 0);
+  EXPECT_EQ(loop.for_wire("fp16").inter.bytes_per_s, 5e7);
+  EXPECT_EQ(loop.for_wire("none").inter.one_way_bytes_per_s, 5e8);
   // On shared cores the casts are CPU time in backward, at the type's own
   // rate: 24 ms beside the 9 ms of copying 1.5 x 6 MB at 1 GB/s.
   PredictOptions o;
