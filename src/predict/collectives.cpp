@@ -118,11 +118,12 @@ double tree_up_slots(long long n, std::map<long long, double>& known) {
   if (n <= 1) return 0;
   if (const auto it = known.find(n); it != known.end()) return it->second;
   const auto [left, right] = subtree_sizes(n);
-  double a = tree_up_slots(left, known), b = right > 0 ? tree_up_slots(right, known) : -1;
-  if (a > b) std::swap(a, b);
-  double t = a >= 0 ? a + 1 : 0;
-  t = std::max(t, b) + 1;
-  return known[n] = t;
+  const double l = tree_up_slots(left, known);
+  if (right == 0) return known[n] = l + 1;  // an only child
+  const double r = tree_up_slots(right, known);
+  // The sooner child's message takes the slot after it is ready, the later
+  // one's the slot after both that and its own readiness.
+  return known[n] = std::max(std::min(l, r) + 1, std::max(l, r)) + 1;
 }
 
 /// Message slots until the last rank of a tree of n ranks holds the root's
