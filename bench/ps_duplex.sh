@@ -4,20 +4,22 @@
 # and resnet18 (32x32, b32) on HOSTS hosts x 1 worker at LINK_MBIT, 1 thread,
 # weak scaling; allreduce, ps:1, ps:HOSTS split at 1 MiB, ps:HOSTS
 # round-robin and (setup "greedy") ps:HOSTS split at 0.25 MiB and placed
-# greedily, alternating, ROUNDS rounds. Prints each run's samples/s, then
-# the medians and the ratios to ps:1 and to allreduce. As root, from the
-# repository root after a build:
+# greedily, alternating, ROUNDS rounds, with the hosts' TCP congestion
+# control TCP_CC (cluster up --tcp-cc; default cubic). Prints each run's
+# samples/s, then the medians and the ratios to ps:1 and to allreduce. As
+# root, from the repository root after a build:
 #   sudo bash bench/ps_duplex.sh                 # 2 hosts, 100 Mbit/s, 3 rounds: about 8 minutes
 #   sudo HOSTS=4 SETUPS="ar split" bash bench/ps_duplex.sh
 #   sudo HOSTS=4 SETUPS="ar greedy split" ROUNDS=5 bash bench/ps_duplex.sh
+#   sudo TCP_CC=bbr HOSTS=4 SETUPS="ar greedy" bash bench/ps_duplex.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dlscale=${DLSCALE:-build/dlscale}
-hosts=${HOSTS:-2} link=${LINK_MBIT:-100} rounds=${ROUNDS:-3}
+hosts=${HOSTS:-2} link=${LINK_MBIT:-100} rounds=${ROUNDS:-3} cc=${TCP_CC:-cubic}
 setups=${SETUPS:-ar ps1 split rr}
 models=${MODELS:-lenet resnet18}
 name=psdup
-"$dlscale" cluster up --name $name --hosts "$hosts" --link-mbit "$link" > /dev/null
+"$dlscale" cluster up --name $name --hosts "$hosts" --link-mbit "$link" --tcp-cc "$cc" > /dev/null
 trap '"$dlscale" cluster down --name '$name' > /dev/null 2>&1 || true' EXIT
 flags() {
   case $1 in
@@ -45,7 +47,7 @@ for round in $(seq "$rounds"); do
     done
   done
 done
-echo "$hosts hosts at $link Mbit/s, median of $rounds rounds (samples/s; ratios of the medians)"
+echo "$hosts hosts at $link Mbit/s, TCP $cc, median of $rounds rounds (samples/s; ratios of the medians)"
 for m in $models; do
   for s in $setups; do
     med=$(awk -v m="$m" -v s="$s" '$1==m && $2==s {print $3}' "$results" | sort -g |

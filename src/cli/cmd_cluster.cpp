@@ -21,7 +21,9 @@
 namespace dlscale::cli {
 namespace {
 
-void run_up(const cluster::ClusterSpec& spec) {
+void run_up(const cluster::ClusterSpec& asked) {
+  cluster::check_cluster_spec(asked);
+  const cluster::ClusterSpec spec = cluster::resolve_tcp_cc(asked);  // "system" -> its name
   const cluster::UpOutcome outcome = cluster::cluster_up(spec, slurm::start_slurm);
   fmt::print("cluster '{}' {}: {}, addresses {} .. {}\n", spec.name,
              outcome == cluster::UpOutcome::kCreated ? "is up" : "was already up",
@@ -45,13 +47,15 @@ std::string links_text(const cluster::ClusterSpec& s) {
 }
 
 void run_list() {
-  TextTable table({"name", "hosts", "link", "state", "slurm", "namespaces"},
-                  {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft});
+  TextTable table({"name", "hosts", "link", "tcp", "state", "slurm", "namespaces"},
+                  {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft,
+                   Align::kLeft, Align::kLeft});
   for (const cluster::ClusterStatus& c : cluster::cluster_list()) {
     std::string names;
     for (const std::string& ns : c.namespaces) names += (names.empty() ? "" : " ") + ns;
     table.add_row({c.spec.name, c.spec.hosts > 0 ? std::to_string(c.spec.hosts) : "?",
-                   links_text(c.spec), c.complete ? "up" : "incomplete (cluster down removes it)",
+                   links_text(c.spec), c.spec.tcp_cc.empty() ? "?" : c.spec.tcp_cc,
+                   c.complete ? "up" : "incomplete (cluster down removes it)",
                    c.spec.slurm ? slurm::slurm_state(c.spec.name) : "-", names});
   }
   table.print(std::cout);
@@ -118,20 +122,13 @@ std::string self_path() {
   exec_on_host(name, cluster::parse_host(spec, host), command);
 }
 
-}  // namespace
-
-void add_cluster_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand(
-      "cluster", "An emulated multi-host cluster on this machine: network namespaces joined by "
-                 "shaped links (needs root; docs/cluster.md)");
-  cmd->require_subcommand(1);
+/// `cluster up` and its flags.
+void add_up_command(CLI::App& cmd, const std::string& name_help) {
   auto spec = std::make_shared<cluster::ClusterSpec>();
-  auto name = std::make_shared<std::string>("dls");
-  const std::string name_help = "The cluster's name (1 to 12 lower-case letters or digits)";
-
-  CLI::App* up = cmd->add_subcommand(
-      "up", "Create K hosts (network namespaces) with addresses 10.77.0.1 .. 10.77.0.K, joined "
-            "through a bridge; does nothing when the cluster is already up as asked");
+  CLI::App* up = cmd.add_subcommand(
+      "up",
+      "Create K hosts (network namespaces) with addresses 10.77.0.1 .. 10.77.0.K, joined "
+      "through a bridge; does nothing when the cluster is already up as asked");
   up->add_option("--name", spec->name, name_help)->capture_default_str();
   up->add_option("--hosts", spec->hosts, "Hosts (network namespaces), 1 .. 64")
       ->capture_default_str();
@@ -146,6 +143,12 @@ void add_cluster_command(CLI::App& app) {
   up->add_option("--uplink-mbit", spec->uplink_mbit,
                  "--rack-hosts: each rack's uplink rate in Mbit/s, each way (tbf); 0 = unshaped")
       ->capture_default_str();
+  up->add_option(
+        "--tcp-cc", spec->tcp_cc,
+        "The TCP congestion control between the hosts (set on each host's route to the "
+        "others): a name this kernel offers (net.ipv4.tcp_available_congestion_control), or "
+        "'system' for this machine's default; cubic is Linux's default (docs/cluster.md)")
+      ->capture_default_str();
   up->add_flag("--slurm", spec->slurm,
                "Also run a real Slurm on the hosts: munged and slurmctld in host 0, a slurmd in each "
                "host, one partition 'dls' over all (docs/slurm.md)");
@@ -156,6 +159,20 @@ void add_cluster_command(CLI::App& app) {
                  "--slurm: memory of each Slurm node in MiB; 0 = this machine's available memory / hosts")
       ->capture_default_str();
   up->callback([spec] { run_up(*spec); });
+}
+
+}  // namespace
+
+void add_cluster_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand(
+      "cluster",
+      "An emulated multi-host cluster on this machine: network namespaces joined by "
+      "shaped links (needs root; docs/cluster.md)");
+  cmd->require_subcommand(1);
+  auto name = std::make_shared<std::string>("dls");
+  const std::string name_help = "The cluster's name (1 to 12 lower-case letters or digits)";
+
+  add_up_command(*cmd, name_help);
 
   CLI::App* down = cmd->add_subcommand(
       "down", "Remove a cluster: its namespaces (killing what still runs in them), links, bridge "

@@ -19,7 +19,6 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/job_env.h"
-#include "core/record_keys.h"
 #include "core/subprocess.h"
 #include "core/text.h"
 
@@ -30,7 +29,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kNetnsDir = "/run/netns";
 constexpr const char* kStateDir = "/run/dlscale/clusters";
-constexpr double kMaxMbit = 100000;
 
 std::string state_path(const std::string& name) {
   return std::string(kStateDir) + "/" + name + ".json";
@@ -90,6 +88,7 @@ std::optional<ClusterSpec> read_state(const std::string& name) {
     s.slurm = j.value("slurm", false);
     s.slurm_cpus = j.value("slurm_cpus", 0);
     s.slurm_memory_mb = j.value("slurm_memory_mb", 0LL);
+    s.tcp_cc = j.value("tcp_cc", std::string());  // none: made before dlscale set it
     return s;
   } catch (const std::exception&) {
     return std::nullopt;  // a torn or foreign file: the cluster is incomplete
@@ -224,6 +223,10 @@ void build(const ClusterSpec& spec) {
     run_tool({"ip", "-n", ns, "addr", "add", host_address(h) + "/24", "dev", "eth0"});
     run_tool({"ip", "-n", ns, "link", "set", "eth0", "up"});
     run_tool({"ip", "-n", ns, "link", "set", "lo", "up"});
+    // Every connection to another host takes the cluster's congestion
+    // control from its route (a namespace's own default cannot be set here).
+    run_tool({"ip", "-n", ns, "route", "replace", kSubnet, "dev", "eth0", "proto", "kernel",
+              "scope", "link", "src", host_address(h), "congctl", spec.tcp_cc});
     if (spec.link_mbit > 0) {
       shape(ns, "eth0", spec.link_mbit);  // host -> switch
       shape(sw, port, spec.link_mbit);    // switch -> host
@@ -232,80 +235,6 @@ void build(const ClusterSpec& spec) {
 }
 
 }  // namespace
-
-nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
-                            double link_mbit, int rack_hosts, double uplink_mbit) {
-  if (name.empty()) return nullptr;
-  namespace in = record::input;
-  return {{in::kClusterName, name},
-          {in::kClusterHosts, hosts},
-          {in::kClusterWorkersPerHost, workers_per_host},
-          {in::kClusterLinkMbit, link_mbit},
-          {in::kClusterRackHosts, rack_hosts},
-          {in::kClusterUplinkMbit, uplink_mbit}};
-}
-
-void check_cluster_name(const std::string& name) {
-  DLSCALE_CHECK(!name.empty() && name.size() <= 12 &&
-                    std::all_of(name.begin(), name.end(),
-                                [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }),
-                "cluster name '{}' must be 1 to 12 lower-case letters or digits", name);
-}
-
-void check_cluster_spec(const ClusterSpec& s) {
-  check_cluster_name(s.name);
-  DLSCALE_CHECK(s.hosts >= 1 && s.hosts <= kMaxHosts, "--hosts must be in [1, {}] (got {})",
-                kMaxHosts, s.hosts);
-  DLSCALE_CHECK(s.link_mbit == 0 || (s.link_mbit >= 1 && s.link_mbit <= kMaxMbit),
-                "--link-mbit must be 0 (unshaped) or in [1, {:g}] Mbit/s (got {:g})", kMaxMbit,
-                s.link_mbit);
-  DLSCALE_CHECK(s.rack_hosts == 0 || (s.rack_hosts >= 1 && s.rack_hosts < s.hosts),
-                "--rack-hosts must be 0 (one switch) or in [1, --hosts - 1] = [1, {}] (got {})",
-                s.hosts - 1, s.rack_hosts);
-  DLSCALE_CHECK(s.uplink_mbit == 0 || (s.uplink_mbit >= 1 && s.uplink_mbit <= kMaxMbit),
-                "--uplink-mbit must be 0 (unshaped) or in [1, {:g}] Mbit/s (got {:g})", kMaxMbit,
-                s.uplink_mbit);
-  DLSCALE_CHECK(s.rack_hosts > 0 || s.uplink_mbit == 0,
-                "--uplink-mbit needs --rack-hosts (the racks it joins)");
-  DLSCALE_CHECK(s.slurm_cpus >= 0 && s.slurm_cpus <= 4096, "--slurm-cpus must be in [0, 4096] (got {})",
-                s.slurm_cpus);
-  DLSCALE_CHECK(s.slurm_memory_mb >= 0 && s.slurm_memory_mb <= (1LL << 30),
-                "--slurm-memory-mb must be in [0, {}] (got {})", 1LL << 30, s.slurm_memory_mb);
-  DLSCALE_CHECK(s.slurm || (s.slurm_cpus == 0 && s.slurm_memory_mb == 0),
-                "--slurm-cpus and --slurm-memory-mb need --slurm");
-}
-
-std::string describe(const ClusterSpec& s) {
-  const std::string hosts = fmt::format("{} host{}", s.hosts, s.hosts == 1 ? "" : "s");
-  std::string more;
-  if (s.rack_hosts > 0) {
-    more = fmt::format(", racks of {} host{} with {}", s.rack_hosts, s.rack_hosts == 1 ? "" : "s",
-                       s.uplink_mbit > 0 ? fmt::format("uplinks of {:g} Mbit/s", s.uplink_mbit)
-                                         : "unshaped uplinks");
-  }
-  if (s.slurm) more += ", with Slurm";
-  if (s.link_mbit <= 0) return hosts + ", unshaped links" + more;
-  return fmt::format("{}, links of {:g} Mbit/s each way{}", hosts, s.link_mbit, more);
-}
-
-std::string host_namespace(const std::string& name, int host) {
-  return fmt::format("dls-{}-h{}", name, host);
-}
-std::string switch_namespace(const std::string& name) { return fmt::format("dls-{}-sw", name); }
-std::string host_address(int host) { return fmt::format("10.77.0.{}", host + 1); }
-std::string host_name(const std::string& name, int host) { return fmt::format("{}-h{}", name, host); }
-
-int parse_host(const ClusterSpec& spec, const std::string& text) {
-  for (int h = 0; h < spec.hosts; ++h) {
-    if (text == std::to_string(h) || text == "h" + std::to_string(h) ||
-        text == host_name(spec.name, h) || text == host_address(h)) {
-      return h;
-    }
-  }
-  throw Error(fmt::format("cluster '{}' has no host '{}'; hosts are 0..{} (or h0, {}, {})",
-                          spec.name, text, spec.hosts - 1, host_name(spec.name, 0),
-                          host_address(0)));
-}
 
 void check_can_manage() {
   DLSCALE_CHECK(::geteuid() == 0,
@@ -320,10 +249,11 @@ void check_can_manage() {
   }
 }
 
-UpOutcome cluster_up(const ClusterSpec& spec, const StartServices& services) {
-  check_cluster_spec(spec);
-  DLSCALE_ASSERT(!spec.slurm || services);  // the caller passes slurm::start_slurm
+UpOutcome cluster_up(const ClusterSpec& asked, const StartServices& services) {
+  check_cluster_spec(asked);
+  DLSCALE_ASSERT(!asked.slurm || services);  // the caller passes slurm::start_slurm
   check_can_manage();
+  const ClusterSpec spec = resolve_tcp_cc(asked);
   StateLock lock;
   const ClusterStatus now = status_of(spec.name, namespaces_by_cluster());
   if (now.complete) {
@@ -348,7 +278,8 @@ UpOutcome cluster_up(const ClusterSpec& spec, const StartServices& services) {
                             {"uplink_mbit", spec.uplink_mbit},
                             {"slurm", spec.slurm},
                             {"slurm_cpus", spec.slurm_cpus},
-                            {"slurm_memory_mb", spec.slurm_memory_mb}};
+                            {"slurm_memory_mb", spec.slurm_memory_mb},
+                            {"tcp_cc", spec.tcp_cc}};
     write_file_atomic(state_path(spec.name), dump_json(state, 2) + "\n");
   } catch (...) {
     remove_leftovers(spec.name);

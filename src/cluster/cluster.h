@@ -18,6 +18,12 @@ inline constexpr int kMaxHosts = 64;
 /// The hosts' subnet, the same in every cluster (each cluster is isolated):
 /// host i has 10.77.0.(i+1)/24.
 inline constexpr const char* kSubnet = "10.77.0.0/24";
+/// The hosts' TCP congestion control unless asked otherwise: Linux's own
+/// default (and Debian's), so that a cluster behaves alike on machines whose
+/// owners chose another (docs/cluster.md, "TCP congestion control").
+inline constexpr const char* kDefaultTcpCc = "cubic";
+/// --tcp-cc's value for "whatever this machine's default is when `up` runs".
+inline constexpr const char* kSystemTcpCc = "system";
 
 /// What `cluster up` builds.
 struct ClusterSpec {
@@ -29,6 +35,11 @@ struct ClusterSpec {
   /// that all its cross-rack traffic shares; 0 = one switch for all.
   int rack_hosts = 0;
   double uplink_mbit = 0;  ///< each rack's uplink rate each way; 0 = unshaped
+  /// The congestion control of every TCP connection between hosts (a route
+  /// attribute in each host); kSystemTcpCc before `up` resolves it; "" in
+  /// the state of a cluster made before dlscale set it (the machine's
+  /// default of the time).
+  std::string tcp_cc = kDefaultTcpCc;
   int racks() const { return rack_hosts > 0 ? (hosts + rack_hosts - 1) / rack_hosts : 1; }
   /// A real Slurm on the hosts (slurm/slurm_cluster.h): slurmctld in host 0,
   /// one slurmd per host.
@@ -38,7 +49,7 @@ struct ClusterSpec {
   bool operator==(const ClusterSpec& o) const {
     return name == o.name && hosts == o.hosts && link_mbit == o.link_mbit &&
            rack_hosts == o.rack_hosts && uplink_mbit == o.uplink_mbit && slurm == o.slurm &&
-           slurm_cpus == o.slurm_cpus && slurm_memory_mb == o.slurm_memory_mb;
+           slurm_cpus == o.slurm_cpus && slurm_memory_mb == o.slurm_memory_mb && tcp_cc == o.tcp_cc;
   }
 };
 
@@ -51,9 +62,11 @@ std::string cluster_state_dir();
 std::string cluster_service_dir(const std::string& name, const std::string& service);
 
 /// A record's `inputs.cluster`: {name, hosts, workers_per_host, link_mbit,
-/// rack_hosts, uplink_mbit}, or null outside a cluster job (`name` empty).
+/// rack_hosts, uplink_mbit, tcp_cc (when known)}, or null outside a cluster
+/// job (`name` empty).
 nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_host,
-                            double link_mbit, int rack_hosts = 0, double uplink_mbit = 0);
+                            double link_mbit, int rack_hosts = 0, double uplink_mbit = 0,
+                            const std::string& tcp_cc = "");
 
 /// Throws dlscale::Error (one line; the CLI exits 2) unless `name` is 1 to
 /// 12 lower-case letters or digits. Every function below that takes a name
@@ -63,8 +76,16 @@ void check_cluster_name(const std::string& name);
 /// Throws dlscale::Error naming the bad value.
 void check_cluster_spec(const ClusterSpec& spec);
 /// "2 hosts, links of 100 Mbit/s" / "2 hosts, unshaped links", then
-/// ", racks of 2 hosts with uplinks of 50 Mbit/s" with racks.
+/// ", racks of 2 hosts with uplinks of 50 Mbit/s" with racks, then ", TCP
+/// cubic".
 std::string describe(const ClusterSpec& spec);
+/// The congestion controls this machine's kernel offers
+/// (net.ipv4.tcp_available_congestion_control) and its default.
+std::vector<std::string> available_tcp_ccs();
+std::string system_tcp_cc();
+/// `spec` with kSystemTcpCc replaced by this machine's default; throws
+/// dlscale::Error (one line) when its congestion control is not available.
+ClusterSpec resolve_tcp_cc(ClusterSpec spec);
 
 /// The namespace of host `host` of cluster `name`: "dls-NAME-hHOST".
 std::string host_namespace(const std::string& name, int host);

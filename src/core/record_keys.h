@@ -64,6 +64,9 @@ inline constexpr const char* kClusterLinkMbit = "link_mbit";  ///< 0 = unshaped
 /// uplink to the spine (0 = unshaped); docs/cluster.md.
 inline constexpr const char* kClusterRackHosts = "rack_hosts";
 inline constexpr const char* kClusterUplinkMbit = "uplink_mbit";
+/// The TCP congestion control between its hosts (absent in records of
+/// clusters made before dlscale set it).
+inline constexpr const char* kClusterTcpCc = "tcp_cc";
 
 }  // namespace input
 

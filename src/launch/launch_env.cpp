@@ -67,22 +67,23 @@ ClusterHost read_cluster(const EnvLookup& env) {
     pos = colon + 1;
   }
   char* end = nullptr;
-  const bool ok = (parts.size() == 4 || parts.size() == 6) && !parts[0].empty();
+  const bool ok = parts.size() >= 4 && parts.size() <= 7 && parts.size() != 5 && !parts[0].empty();
   if (ok) {
     c.name = parts[0];
     c.host = static_cast<int>(std::strtol(parts[1].c_str(), &end, 10));
     c.hosts = static_cast<int>(std::strtol(parts[2].c_str(), &end, 10));
     c.link_mbit = std::strtod(parts[3].c_str(), &end);
   }
-  if (ok && parts.size() == 6) {
+  if (ok && parts.size() >= 6) {
     c.rack_hosts = static_cast<int>(std::strtol(parts[4].c_str(), &end, 10));
     c.uplink_mbit = std::strtod(parts[5].c_str(), &end);
   }
-  DLSCALE_CHECK(
-      ok && c.host >= 0 && c.host < c.hosts && c.link_mbit >= 0 && c.rack_hosts >= 0 &&
-          c.uplink_mbit >= 0,
-      "environment variable {}='{}' is not NAME:HOST:HOSTS:LINK_MBIT[:RACK_HOSTS:UPLINK_MBIT]",
-      kEnvCluster, v);
+  if (ok && parts.size() == 7) c.tcp_cc = parts[6];
+  DLSCALE_CHECK(ok && c.host >= 0 && c.host < c.hosts && c.link_mbit >= 0 && c.rack_hosts >= 0 &&
+                    c.uplink_mbit >= 0,
+                "environment variable {}='{}' is not "
+                "NAME:HOST:HOSTS:LINK_MBIT[:RACK_HOSTS:UPLINK_MBIT[:TCP_CC]]",
+                kEnvCluster, v);
   return c;
 }
 
@@ -171,12 +172,13 @@ void register_launch_rule(LaunchRule rule) {
 }
 
 std::string ClusterHost::env_value(const cluster::ClusterSpec& spec, int host) {
-  return fmt::format("{}:{}:{}:{:g}:{}:{:g}", spec.name, host, spec.hosts, spec.link_mbit,
-                     spec.rack_hosts, spec.uplink_mbit);
+  return fmt::format("{}:{}:{}:{:g}:{}:{:g}:{}", spec.name, host, spec.hosts, spec.link_mbit,
+                     spec.rack_hosts, spec.uplink_mbit, spec.tcp_cc);
 }
 
 nlohmann::json ClusterHost::to_json(int workers_per_host) const {
-  return cluster::cluster_json(name, hosts, workers_per_host, link_mbit, rack_hosts, uplink_mbit);
+  return cluster::cluster_json(name, hosts, workers_per_host, link_mbit, rack_hosts, uplink_mbit,
+                               tcp_cc);
 }
 
 int slurm_step_port(const std::string& job_id, const std::string& step_id) {

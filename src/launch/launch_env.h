@@ -29,8 +29,9 @@ struct ClusterHost {
   double link_mbit = 0;  ///< each link's rate; 0 = unshaped
   int rack_hosts = 0;    ///< hosts in each rack; 0 = one switch
   double uplink_mbit = 0;  ///< each rack's uplink; 0 = unshaped
+  std::string tcp_cc;      ///< the hosts' TCP congestion control; "" = not known
   /// DLSCALE_CLUSTER's value for host `host` of `spec`:
-  /// NAME:HOST:HOSTS:LINK_MBIT:RACK_HOSTS:UPLINK_MBIT.
+  /// NAME:HOST:HOSTS:LINK_MBIT:RACK_HOSTS:UPLINK_MBIT:TCP_CC.
   static std::string env_value(const cluster::ClusterSpec& spec, int host);
   /// The record's inputs.cluster (cluster::cluster_json), null outside a cluster.
   nlohmann::json to_json(int workers_per_host) const;

@@ -43,8 +43,8 @@ void check_job_options(const JobOptions& j) {
 nlohmann::json launch_inputs(const LaunchOptions& o, const ClusterShape& c) {
   nlohmann::json j = nlohmann::json::object();
   record_inputs(o, j);
-  j[record::input::kCluster] = cluster::cluster_json(o.cluster, c.hosts, o.workers_per_host,
-                                                     c.link_mbit, c.rack_hosts, c.uplink_mbit);
+  j[record::input::kCluster] = cluster::cluster_json(
+      o.cluster, c.hosts, o.workers_per_host, c.link_mbit, c.rack_hosts, c.uplink_mbit, c.tcp_cc);
   return j;
 }
 

@@ -136,6 +136,7 @@ struct ClusterShape {
   double link_mbit = 0;
   int rack_hosts = 0;
   double uplink_mbit = 0;
+  std::string tcp_cc;  ///< "" = not known
 };
 nlohmann::json launch_inputs(const LaunchOptions& options, const ClusterShape& cluster);
 

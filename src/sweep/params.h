@@ -20,9 +20,9 @@ using Params = std::map<std::string, Value>;
 /// (`train-timeout` is passed to `dlscale train` as its `--timeout`, the
 /// collective timeout, since a sweep's `timeout` is the per-repeat limit.)
 inline constexpr const char* kSweepOnlyParams[] = {
-    "kind",      "launcher",   "launcher-args",      "repeats",          "timeout",
-    "scaling",   "command",    "throughput-pattern", "train-timeout",    "hosts",
-    "link-mbit", "rack-hosts", "uplink-mbit",        "cluster-launcher", "max-jobs"};
+    "kind",        "launcher",           "launcher-args", "repeats", "timeout",   "scaling",
+    "command",     "throughput-pattern", "train-timeout", "hosts",   "link-mbit", "rack-hosts",
+    "uplink-mbit", "cluster-launcher",   "max-jobs",      "tcp-cc"};
 
 /// True for parameters a dlscale run passes to `dlscale train` as `--name`:
 /// not the sweep's own, not a `_name` of the user's, and not workers/batch/

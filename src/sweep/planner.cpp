@@ -180,6 +180,23 @@ std::string complete_rack_params(Params& p, long long hosts) {
              : fmt::format("r{}uu", std::llround(racks.number()));
 }
 
+/// `tcp-cc`, the hosts' congestion control (cluster::kDefaultTcpCc when
+/// unset); returns it.
+std::string complete_tcp_cc_param(Params& p) {
+  const Value cc = param_or(p, "tcp-cc", Value(std::string(cluster::kDefaultTcpCc)));
+  DLSCALE_CHECK(cc.is_string(), "parameter 'tcp-cc' must be a congestion control's name (got '{}')",
+                cc.to_string());
+  cluster::ClusterSpec spec;
+  spec.tcp_cc = cc.string();
+  try {
+    cluster::check_cluster_spec(spec);
+  } catch (const Error& e) {
+    throw Error(fmt::format("parameter 'tcp-cc': {}", e.what()));
+  }
+  p["tcp-cc"] = cc;
+  return cc.string();
+}
+
 /// launcher: cluster — the emulated cluster of `hosts` hosts with links of
 /// `link-mbit` (0 = unshaped), racks of `rack-hosts` with uplinks of
 /// `uplink-mbit`, named after its topology so that runs with the same
@@ -204,9 +221,10 @@ void complete_cluster_params(Params& p) {
   p["workers-per-host"] = Value(per_host);
   p["link-mbit"] = link;
   p["workers"] = Value(hosts * per_host);
+  const std::string cc = complete_tcp_cc_param(p);
   std::string name = (link.number() > 0 ? fmt::format("s{}l{}", hosts, std::llround(link.number()))
                                         : fmt::format("s{}lu", hosts)) +
-                     racks;
+                     racks + (cc == cluster::kDefaultTcpCc ? "" : "c" + cc);
   if (name.size() > 12) {  // a cluster name's limit: 'f' and 11 hex digits of the topology's hash
     name = fmt::format("f{:011x}", fnv1a(name.data(), name.size()) & 0xfffffffffffULL);
   }
@@ -235,7 +253,8 @@ void complete_node_params(Params& p, const std::string& launcher) {
   // the launcher); max-jobs means nothing to it either: it runs one run at
   // a time.
   if (!slurm) return;
-  for (const char* only : {"link-mbit", "rack-hosts", "uplink-mbit", "cluster-launcher"}) {
+  for (const char* only :
+       {"link-mbit", "rack-hosts", "uplink-mbit", "cluster-launcher", "tcp-cc"}) {
     DLSCALE_CHECK(!p.count(only), "parameter '{}' is for launcher cluster, not slurm", only);
   }
   p["max-jobs"] = Value(require_positive(p, "max-jobs", 4, 10000));

@@ -74,8 +74,10 @@ TEST_F(ClusterDrill, CommandsBuildListEnterAndRemoveEverything) {
   run_captured({"ip", "-o", "link"}, &before);
   auto o = run_dlscale(fmt::format("cluster up --name {} --hosts 3 --link-mbit 200", name_));
   ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("is up: 3 hosts, links of 200 Mbit/s each way, addresses 10.77.0.1 .. 10.77.0.3"),
-            std::string::npos)
+  EXPECT_NE(
+      o.out.find("is up: 3 hosts, links of 200 Mbit/s each way, TCP cubic, addresses 10.77.0.1 .. "
+                 "10.77.0.3"),
+      std::string::npos)
       << o.out;
   o = run_dlscale(fmt::format("cluster up --name {} --hosts 3 --link-mbit 200", name_));
   EXPECT_EQ(o.code, 0);
@@ -85,9 +87,11 @@ TEST_F(ClusterDrill, CommandsBuildListEnterAndRemoveEverything) {
   o = run_dlscale("cluster list");
   // This cluster's row by words (other tests' clusters, listed too, may widen the columns).
   std::istringstream row(o.out.substr(o.out.find("\n" + name_ + " ") + 1));
-  std::string name, hosts, mbit, unit, state;
-  row >> name >> hosts >> mbit >> unit >> state;
-  EXPECT_EQ(name + " " + hosts + " " + mbit + " " + unit + " " + state, name_ + " 3 200 Mbit/s up") << o.out;
+  std::string name, hosts, mbit, unit, tcp, state;
+  row >> name >> hosts >> mbit >> unit >> tcp >> state;
+  EXPECT_EQ(name + " " + hosts + " " + mbit + " " + unit + " " + tcp + " " + state,
+            name_ + " 3 200 Mbit/s cubic up")
+      << o.out;
   o = run_dlscale(fmt::format("cluster exec --name {} h1 -- hostname", name_));
   EXPECT_EQ(o.out, name_ + "-h1\n");
   o = run_dlscale(fmt::format("cluster exec --name {} 10.77.0.3 -- ip -o -4 addr show dev eth0", name_));
@@ -95,6 +99,10 @@ TEST_F(ClusterDrill, CommandsBuildListEnterAndRemoveEverything) {
   o = run_dlscale(fmt::format("cluster exec --name {} 2 -- tc qdisc show dev eth0", name_));
   EXPECT_NE(o.out.find("tbf"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("rate 200Mbit"), std::string::npos) << o.out;
+  // Connections to the other hosts take the cluster's congestion control
+  // (Linux's default, cubic), not this machine's.
+  o = run_dlscale(fmt::format("cluster exec --name {} 1 -- ip route show 10.77.0.0/24", name_));
+  EXPECT_NE(o.out.find("congctl cubic"), std::string::npos) << o.out;
   // The hosts reach each other, and nothing of the cluster shows among the
   // machine's own interfaces.
   o = run_dlscale(fmt::format("cluster exec --name {} 0 -- bash -c 'echo > /dev/tcp/10.77.0.3/1'", name_));
@@ -108,6 +116,32 @@ TEST_F(ClusterDrill, CommandsBuildListEnterAndRemoveEverything) {
   EXPECT_NE(o.out.find("did not exist"), std::string::npos);
   EXPECT_NE(testing::fails(fmt::format("cluster exec --name {} 0 -- true", name_)).find("is not up"),
             std::string::npos);
+}
+
+TEST_F(ClusterDrill, TcpCongestionControlIsTheOneAskedOrRefusedInOneLine) {
+  const std::string system = cluster::system_tcp_cc();
+  auto o = run_dlscale(fmt::format("cluster up --name {} --hosts 2 --tcp-cc system", name_));
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("TCP " + system + ","), std::string::npos) << o.out;
+  for (int h : {0, 1}) {
+    o = run_dlscale(
+        fmt::format("cluster exec --name {} {} -- ip route show 10.77.0.0/24", name_, h));
+    EXPECT_NE(o.out.find("congctl " + system), std::string::npos) << o.out;
+  }
+  // "system" is this machine's default by name: asked again, nothing changes.
+  o = run_dlscale(fmt::format("cluster up --name {} --hosts 2 --tcp-cc {}", name_, system));
+  EXPECT_NE(o.out.find("was already up"), std::string::npos) << o.out << o.err;
+  const std::string other = system == "cubic" ? "reno" : "cubic";  // reno is always built in
+  EXPECT_NE(testing::fails(fmt::format("cluster up --name {} --hosts 2 --tcp-cc {}", name_, other))
+                .find("first to change it"),
+            std::string::npos);
+  EXPECT_NE(testing::fails(fmt::format("cluster up --name {}x --hosts 2 --tcp-cc nosuchcc", name_))
+                .find("--tcp-cc 'nosuchcc' is not available on this machine"),
+            std::string::npos);
+  EXPECT_NE(testing::fails(fmt::format("cluster up --name {}x --hosts 2 --tcp-cc 'a b'", name_))
+                .find("must be a congestion control's name"),
+            std::string::npos);
+  EXPECT_EQ(cluster::find_cluster(name_ + "x"), std::nullopt);  // nothing half-made
 }
 
 TEST_F(ClusterDrill, DownCleansUpAfterACrashedJobAndUp) {
@@ -224,6 +258,7 @@ TEST_F(ClusterDrill, AParameterServerUsesBothDirectionsOfALink) {
   const nlohmann::json r = nlohmann::json::parse(read_file(record));
   const double rate =
       r["inputs"]["cluster"]["link_mbit"].get<double>() * 1e6 / 8;  // bytes/s each way
+  EXPECT_EQ(r["inputs"]["cluster"]["tcp_cc"], "cubic");
   double sent = 0;
   for (const auto& b : r["results"]["comm"]["bytes_sent_per_step_tcp"])
     sent = std::max(sent, b.get<double>());

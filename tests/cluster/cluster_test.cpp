@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -35,10 +36,44 @@ TEST(Cluster, SpecChecksNameEveryBadValue) {
   s.link_mbit = 0.5;
   EXPECT_NE(error_of([&] { cluster::check_cluster_spec(s); }).find("--link-mbit"), std::string::npos);
   s.link_mbit = 100;
-  EXPECT_EQ(cluster::describe(s), "2 hosts, links of 100 Mbit/s each way");
+  EXPECT_EQ(cluster::describe(s), "2 hosts, links of 100 Mbit/s each way, TCP cubic");
   s.link_mbit = 0;
   s.hosts = 1;
-  EXPECT_EQ(cluster::describe(s), "1 host, unshaped links");
+  EXPECT_EQ(cluster::describe(s), "1 host, unshaped links, TCP cubic");
+  s.tcp_cc = "";  // the state of a cluster made before dlscale set it
+  EXPECT_EQ(cluster::describe(s), "1 host, unshaped links, TCP as the machine's default was");
+}
+
+TEST(Cluster, TcpCongestionControlIsCubicUnlessAskedAndBadNamesAreRefused) {
+  cluster::ClusterSpec s;
+  EXPECT_EQ(s.tcp_cc, "cubic");  // Linux's default, whatever this machine's is
+  cluster::ClusterSpec other = s;
+  other.tcp_cc = "bbr";
+  EXPECT_FALSE(other == s);  // `up` refuses to change a cluster that is up
+  EXPECT_EQ(error_of([&] { cluster::check_cluster_spec(other); }), "");
+  other.tcp_cc = "system";
+  EXPECT_EQ(error_of([&] { cluster::check_cluster_spec(other); }), "");
+  for (const char* bad : {"", "Cubic", "bbr;reboot", "../x", "a_name_of_16_chr"}) {
+    other.tcp_cc = bad;
+    EXPECT_NE(error_of([&] {
+                cluster::check_cluster_spec(other);
+              }).find(fmt::format("--tcp-cc '{}' must be a congestion control's name", bad)),
+              std::string::npos)
+        << bad;
+  }
+  // What the machine offers: a cubic cluster needs cubic, which every
+  // Debian kernel builds in; the default is always among them.
+  const std::vector<std::string> offered = cluster::available_tcp_ccs();
+  EXPECT_NE(std::find(offered.begin(), offered.end(), cluster::system_tcp_cc()), offered.end());
+  other.tcp_cc = "system";
+  EXPECT_EQ(cluster::resolve_tcp_cc(other).tcp_cc, cluster::system_tcp_cc());
+  other.tcp_cc = "nosuchcc";
+  EXPECT_NE(error_of([&] {
+              cluster::resolve_tcp_cc(other);
+            }).find("--tcp-cc 'nosuchcc' is not available on this machine (available: "),
+            std::string::npos);
+  EXPECT_EQ(cluster::cluster_json("f", 2, 1, 0, 0, 0, "bbr").at("tcp_cc"), "bbr");
+  EXPECT_FALSE(cluster::cluster_json("f", 2, 1, 0).contains("tcp_cc"));  // not known
 }
 
 std::vector<sweep::PlannedRun> plan(const std::string& yaml) {
@@ -53,11 +88,14 @@ TEST(Cluster, RacksShareAnUplinkAndBadRacksAreRefused) {
   s.uplink_mbit = 50;
   EXPECT_EQ(error_of([&] { cluster::check_cluster_spec(s); }), "");
   EXPECT_EQ(s.racks(), 3);  // hosts 0-1, 2-3 and 4
-  EXPECT_EQ(cluster::describe(s),
-            "5 hosts, links of 100 Mbit/s each way, racks of 2 hosts with uplinks of 50 Mbit/s");
+  EXPECT_EQ(
+      cluster::describe(s),
+      "5 hosts, links of 100 Mbit/s each way, racks of 2 hosts with uplinks of 50 Mbit/s, TCP "
+      "cubic");
   s.uplink_mbit = 0;
-  EXPECT_EQ(cluster::describe(s),
-            "5 hosts, links of 100 Mbit/s each way, racks of 2 hosts with unshaped uplinks");
+  EXPECT_EQ(
+      cluster::describe(s),
+      "5 hosts, links of 100 Mbit/s each way, racks of 2 hosts with unshaped uplinks, TCP cubic");
   cluster::ClusterSpec other = s;
   other.uplink_mbit = 25;
   EXPECT_FALSE(other == s);  // `up` refuses to reshape a cluster that is up
@@ -121,6 +159,35 @@ variables:
       std::string::npos);
   EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: slurm, rack-hosts: 2}")
                 .find("parameter 'rack-hosts' is for launcher cluster, not slurm"),
+            std::string::npos);
+}
+
+TEST(Cluster, SweepTcpCcNamesItsClusterAndStaysOutOfTheCommand) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, link-mbit: 100}
+variables:
+  tcp-cc: [cubic, bbr]
+)Y");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(sweep::param_text(runs[0].params, "cluster"), "s4l100");  // the default keeps its name
+  EXPECT_EQ(sweep::param_text(runs[1].params, "cluster"), "s4l100cbbr");
+  std::string joined;
+  for (const std::string& a : sweep::build_command(runs[1].params, "dlscale", "r.json"))
+    joined += a + " ";
+  EXPECT_EQ(joined.find("tcp"), std::string::npos) << joined;
+  EXPECT_EQ(
+      sweep::param_text(plan("parameters: {model: lenet, batch: 8, launcher: cluster}")[0].params,
+                        "tcp-cc"),
+      "cubic");
+  auto err = [](const std::string& yaml) { return error_of([&] { plan(yaml); }); };
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, tcp-cc: 'BBR'}")
+                .find("parameter 'tcp-cc': --tcp-cc 'BBR' must be a congestion control's name"),
+            std::string::npos);
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, tcp-cc: 3}")
+                .find("parameter 'tcp-cc' must be a congestion control's name (got '3')"),
+            std::string::npos);
+  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: slurm, tcp-cc: bbr}")
+                .find("parameter 'tcp-cc' is for launcher cluster, not slurm"),
             std::string::npos);
 }
 

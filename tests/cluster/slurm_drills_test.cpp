@@ -113,12 +113,14 @@ class SlurmDrill : public ::testing::Test {
 TEST_F(SlurmDrill, UpShowsIdleNodesInEveryHostAndDownLeavesNothing) {
   up(3);
   auto o = run_dlscale(fmt::format("cluster list"));
-  // This cluster's row: name, hosts, link, state, slurm, by words (other
-  // tests' clusters, listed too, may widen the columns).
+  // This cluster's row: name, hosts, link, tcp, state, slurm, by words
+  // (other tests' clusters, listed too, may widen the columns).
   std::istringstream row(o.out.substr(o.out.find("\n" + name_ + " ") + 1));
-  std::string name, hosts, link, state, slurm_state;
-  row >> name >> hosts >> link >> state >> slurm_state;
-  EXPECT_EQ(name + " " + hosts + " " + state + " " + slurm_state, name_ + " 3 up running") << o.out;
+  std::string name, hosts, link, tcp, state, slurm_state;
+  row >> name >> hosts >> link >> tcp >> state >> slurm_state;
+  EXPECT_EQ(name + " " + hosts + " " + tcp + " " + state + " " + slurm_state,
+            name_ + " 3 cubic up running")
+      << o.out;
   for (int h = 0; h < 3; ++h) {
     o = run_dlscale(fmt::format("cluster exec --name {} {} -- sinfo -h -N -o '%N %t'", name_, h));
     EXPECT_EQ(o.out, fmt::format("{0}-h0 idle\n{0}-h1 idle\n{0}-h2 idle\n", name_)) << o.err;

@@ -35,12 +35,16 @@ TEST(LaunchEnv, ClusterJobCarriesTheTopology) {
   racked.link_mbit = 100;
   racked.rack_hosts = 2;
   racked.uplink_mbit = 50;
-  EXPECT_EQ(ClusterHost::env_value(racked, 3), "fab:3:4:100:2:50");
+  racked.tcp_cc = "bbr";
+  EXPECT_EQ(ClusterHost::env_value(racked, 3), "fab:3:4:100:2:50:bbr");
   const LaunchEnv r =
       detect_launch_env(env_of({{"DLSCALE_CLUSTER", ClusterHost::env_value(racked, 3)}}));
   EXPECT_EQ(
       r.cluster.to_json(1).dump(),
-      R"({"hosts":4,"link_mbit":100.0,"name":"fab","rack_hosts":2,"uplink_mbit":50.0,"workers_per_host":1})");
+      R"({"hosts":4,"link_mbit":100.0,"name":"fab","rack_hosts":2,"tcp_cc":"bbr","uplink_mbit":50.0,"workers_per_host":1})");
+  // Without its congestion control (a launcher of before): the rest is read.
+  EXPECT_EQ(detect_launch_env(env_of({{"DLSCALE_CLUSTER", "fab:3:4:100:2:50"}})).cluster.rack_hosts,
+            2);
   for (const char* bad : {"net:4:4:100", "net:1:2", ":0:1:0", "net:0:2:-1", "net:0:2:1:2",
                           "net:0:2:1:-1:5", "net:0:2:1:1:-5"}) {
     try {

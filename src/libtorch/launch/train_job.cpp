@@ -87,8 +87,8 @@ void run_train(const TrainJobOptions& options, const LaunchEnv& env,
   train::ResolvedTrainOptions resolved = train::resolve_train_options(options.train, workers, local_workers);
   resolved.timeout = job_of(options, 1, 0).timeout();
   resolved.launch_inputs = launch_inputs(
-      options.launch,
-      {env.cluster.hosts, env.cluster.link_mbit, env.cluster.rack_hosts, env.cluster.uplink_mbit});
+      options.launch, {env.cluster.hosts, env.cluster.link_mbit, env.cluster.rack_hosts,
+                       env.cluster.uplink_mbit, env.cluster.tcp_cc});
   resolved.launch_inputs["slurm"] = env.slurm.to_json();
   // A strategy that lays the variables out (more shards than variables):
   // one error, before anything starts.
