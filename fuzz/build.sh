@@ -67,7 +67,7 @@ harness() {
 sweep=("$root/src/sweep/expression.cpp" "$root/src/sweep/params.cpp" "$root/src/core/text.cpp")
 harness fuzz_expression "${sweep[@]}"
 harness fuzz_sweep_file "${sweep[@]}" "$root/src/sweep/sweep_file.cpp" "$root/src/sweep/planner.cpp" \
-  "$root/src/core/files.cpp" "$root/src/core/text_table.cpp" -lre2
+  "$root/src/cluster/cluster_spec.cpp" "$root/src/core/files.cpp" "$root/src/core/text_table.cpp" -lre2
 harness fuzz_store "$root/src/comm/tcp_store.cpp" "$root/src/core/log.cpp" "$root/src/core/clock.cpp"
 harness fuzz_records "$root/src/data/tfrecord.cpp" "$root/src/data/tar_shards.cpp" \
   "$root/src/data/image_codec.cpp" "$root/src/core/files.cpp" -ljpeg -lpng

@@ -75,6 +75,9 @@ nlohmann::json cluster_json(const std::string& name, int hosts, int workers_per_
 void check_cluster_name(const std::string& name);
 /// Throws dlscale::Error naming the bad value.
 void check_cluster_spec(const ClusterSpec& spec);
+/// Throws dlscale::Error (one line) unless `name` can be a congestion
+/// control's name (the kernel's form) or kSystemTcpCc.
+void check_tcp_cc(const std::string& name);
 /// "2 hosts, links of 100 Mbit/s" / "2 hosts, unshaped links", then
 /// ", racks of 2 hosts with uplinks of 50 Mbit/s" with racks, then ", TCP
 /// cubic".

@@ -59,15 +59,19 @@ void check_cluster_spec(const ClusterSpec& s) {
                 "--slurm-memory-mb must be in [0, {}] (got {})", 1LL << 30, s.slurm_memory_mb);
   DLSCALE_CHECK(s.slurm || (s.slurm_cpus == 0 && s.slurm_memory_mb == 0),
                 "--slurm-cpus and --slurm-memory-mb need --slurm");
+  check_tcp_cc(s.tcp_cc);
+}
+
+void check_tcp_cc(const std::string& name) {
   // The kernel's names: at most 15 characters (TCP_CA_NAME_MAX less its NUL).
   DLSCALE_CHECK(
-      !s.tcp_cc.empty() && s.tcp_cc.size() <= 15 &&
+      !name.empty() && name.size() <= 15 &&
           std::all_of(
-              s.tcp_cc.begin(), s.tcp_cc.end(),
+              name.begin(), name.end(),
               [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }),
-      "--tcp-cc '{}' must be a congestion control's name (1 to 15 lower-case letters, digits "
-      "or '_', e.g. cubic, bbr, reno) or '{}'",
-      s.tcp_cc, kSystemTcpCc);
+      "--tcp-cc '{}' must be a congestion control's name (1 to 15 lower-case letters, "
+      "digits or '_', e.g. cubic, bbr, reno) or '{}'",
+      name, kSystemTcpCc);
 }
 
 std::vector<std::string> available_tcp_ccs() {

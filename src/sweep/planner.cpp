@@ -186,10 +186,8 @@ std::string complete_tcp_cc_param(Params& p) {
   const Value cc = param_or(p, "tcp-cc", Value(std::string(cluster::kDefaultTcpCc)));
   DLSCALE_CHECK(cc.is_string(), "parameter 'tcp-cc' must be a congestion control's name (got '{}')",
                 cc.to_string());
-  cluster::ClusterSpec spec;
-  spec.tcp_cc = cc.string();
   try {
-    cluster::check_cluster_spec(spec);
+    cluster::check_tcp_cc(cc.string());
   } catch (const Error& e) {
     throw Error(fmt::format("parameter 'tcp-cc': {}", e.what()));
   }
