@@ -80,6 +80,11 @@ std::vector<sweep::PlannedRun> plan(const std::string& yaml) {
   return sweep::plan_sweep(sweep::parse_sweep(yaml, "test.yaml"), {});
 }
 
+/// What planning `yaml` throws; "" when it plans.
+std::string plan_error(const std::string& yaml) {
+  return error_of([&] { plan(yaml); });
+}
+
 TEST(Cluster, RacksShareAnUplinkAndBadRacksAreRefused) {
   cluster::ClusterSpec s;
   s.hosts = 5;
@@ -138,26 +143,28 @@ variables:
   EXPECT_EQ(name.size(), 12u) << name;
   EXPECT_EQ(name[0], 'f') << name;
   EXPECT_EQ(error_of([&] { cluster::check_cluster_name(name); }), "");
-  auto err = [](const std::string& yaml) { return error_of([&] { plan(yaml); }); };
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, rack-hosts: 4}")
-                .find("parameter 'rack-hosts' must be 0 (one switch) or a whole number in [1, "
-                      "hosts - 1 = 3]"),
-            std::string::npos);
   EXPECT_NE(
-      err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, rack-hosts: 1.5}")
+      plan_error("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, rack-hosts: 4}")
+          .find("parameter 'rack-hosts' must be 0 (one switch) or a whole number in [1, "
+                "hosts - 1 = 3]"),
+      std::string::npos);
+  EXPECT_NE(
+      plan_error(
+          "parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, rack-hosts: 1.5}")
           .find("parameter 'rack-hosts'"),
       std::string::npos);
   EXPECT_NE(
-      err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, uplink-mbit: 10}")
+      plan_error(
+          "parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, uplink-mbit: 10}")
           .find("parameter 'uplink-mbit' needs 'rack-hosts'"),
       std::string::npos);
   EXPECT_NE(
-      err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, rack-hosts: 2, "
-          "uplink-mbit: 0.2}")
+      plan_error("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 4, rack-hosts: 2, "
+                 "uplink-mbit: 0.2}")
           .find(
               "parameter 'uplink-mbit' must be 0 (unshaped) or Mbit/s in [1, 100000] (got '0.2')"),
       std::string::npos);
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: slurm, rack-hosts: 2}")
+  EXPECT_NE(plan_error("parameters: {model: lenet, batch: 8, launcher: slurm, rack-hosts: 2}")
                 .find("parameter 'rack-hosts' is for launcher cluster, not slurm"),
             std::string::npos);
 }
@@ -179,14 +186,13 @@ variables:
       sweep::param_text(plan("parameters: {model: lenet, batch: 8, launcher: cluster}")[0].params,
                         "tcp-cc"),
       "cubic");
-  auto err = [](const std::string& yaml) { return error_of([&] { plan(yaml); }); };
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, tcp-cc: 'BBR'}")
+  EXPECT_NE(plan_error("parameters: {model: lenet, batch: 8, launcher: cluster, tcp-cc: 'BBR'}")
                 .find("parameter 'tcp-cc': --tcp-cc 'BBR' must be a congestion control's name"),
             std::string::npos);
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, tcp-cc: 3}")
+  EXPECT_NE(plan_error("parameters: {model: lenet, batch: 8, launcher: cluster, tcp-cc: 3}")
                 .find("parameter 'tcp-cc' must be a congestion control's name (got '3')"),
             std::string::npos);
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: slurm, tcp-cc: bbr}")
+  EXPECT_NE(plan_error("parameters: {model: lenet, batch: 8, launcher: slurm, tcp-cc: bbr}")
                 .find("parameter 'tcp-cc' is for launcher cluster, not slurm"),
             std::string::npos);
 }
@@ -278,22 +284,21 @@ parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 2, cluster-launch
 }
 
 TEST(Cluster, SweepLauncherRefusesContradictions) {
-  auto err = [](const std::string& yaml) {
-    return error_of([&] { plan(yaml); });
-  };
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 2, workers: 3}")
-                .find("parameter 'workers' is 3 but launcher cluster runs hosts x workers-per-host = 2"),
-            std::string::npos);
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, cluster: mine}")
+  EXPECT_NE(
+      plan_error("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 2, workers: 3}")
+          .find("parameter 'workers' is 3 but launcher cluster runs hosts x workers-per-host = 2"),
+      std::string::npos);
+  EXPECT_NE(plan_error("parameters: {model: lenet, batch: 8, launcher: cluster, cluster: mine}")
                 .find("parameter 'cluster' is set"),
             std::string::npos);
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, link-mbit: fast}")
+  EXPECT_NE(plan_error("parameters: {model: lenet, batch: 8, launcher: cluster, link-mbit: fast}")
                 .find("parameter 'link-mbit'"),
             std::string::npos);
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, launcher-args: '-v'}")
-                .find("needs cluster-launcher: mpirun"),
-            std::string::npos);
-  EXPECT_NE(err("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 65}")
+  EXPECT_NE(
+      plan_error("parameters: {model: lenet, batch: 8, launcher: cluster, launcher-args: '-v'}")
+          .find("needs cluster-launcher: mpirun"),
+      std::string::npos);
+  EXPECT_NE(plan_error("parameters: {model: lenet, batch: 8, launcher: cluster, hosts: 65}")
                 .find("parameter 'hosts' must be a whole number in [1, 64]"),
             std::string::npos);
 }
