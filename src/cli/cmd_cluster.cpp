@@ -22,11 +22,10 @@ namespace dlscale::cli {
 namespace {
 
 void run_up(const cluster::ClusterSpec& asked) {
-  cluster::check_cluster_spec(asked);
-  const cluster::ClusterSpec spec = cluster::resolve_tcp_cc(asked);  // "system" -> its name
-  const cluster::UpOutcome outcome = cluster::cluster_up(spec, slurm::start_slurm);
+  const cluster::UpResult up = cluster::cluster_up(asked, slurm::start_slurm);
+  const cluster::ClusterSpec& spec = up.spec;  // "system" resolved to its name
   fmt::print("cluster '{}' {}: {}, addresses {} .. {}\n", spec.name,
-             outcome == cluster::UpOutcome::kCreated ? "is up" : "was already up",
+             up.outcome == cluster::UpOutcome::kCreated ? "is up" : "was already up",
              cluster::describe(spec), cluster::host_address(0),
              cluster::host_address(spec.hosts - 1));
 }

@@ -249,7 +249,7 @@ void check_can_manage() {
   }
 }
 
-UpOutcome cluster_up(const ClusterSpec& asked, const StartServices& services) {
+UpResult cluster_up(const ClusterSpec& asked, const StartServices& services) {
   check_cluster_spec(asked);
   DLSCALE_ASSERT(!asked.slurm || services);  // the caller passes slurm::start_slurm
   check_can_manage();
@@ -261,7 +261,7 @@ UpOutcome cluster_up(const ClusterSpec& asked, const StartServices& services) {
                   "cluster '{}' is up with {}; run 'dlscale cluster down --name {}' first to "
                   "change it",
                   spec.name, describe(now.spec), spec.name);
-    return UpOutcome::kAlreadyUp;
+    return {UpOutcome::kAlreadyUp, spec};
   }
   remove_leftovers(spec.name);  // leftovers of a crashed up or a crashed down
   try {
@@ -285,7 +285,7 @@ UpOutcome cluster_up(const ClusterSpec& asked, const StartServices& services) {
     remove_leftovers(spec.name);
     throw;
   }
-  return UpOutcome::kCreated;
+  return {UpOutcome::kCreated, spec};
 }
 
 bool cluster_down(const std::string& name) {

@@ -108,6 +108,10 @@ int parse_host(const ClusterSpec& spec, const std::string& text);
 void check_can_manage();
 
 enum class UpOutcome { kCreated, kAlreadyUp };
+struct UpResult {
+  UpOutcome outcome = UpOutcome::kCreated;
+  ClusterSpec spec;  ///< as built: kSystemTcpCc resolved to this machine's default
+};
 /// What runs on a cluster beside its hosts (spec.slurm: slurm::start_slurm,
 /// from a layer above this one): started once the hosts and their
 /// /etc/hosts are up; a throw removes the cluster again.
@@ -117,7 +121,7 @@ using StartServices = std::function<void(const ClusterSpec&)>;
 /// leftovers of a crashed `up` are removed first. On failure, whatever was
 /// made is removed again and dlscale::Error names the failing command. A
 /// spec with `slurm` needs `services`.
-UpOutcome cluster_up(const ClusterSpec& spec, const StartServices& services = {});
+UpResult cluster_up(const ClusterSpec& spec, const StartServices& services = {});
 /// Removes every namespace (and so every link and the bridge) of the cluster
 /// and its state. Returns false when there was nothing to remove.
 bool cluster_down(const std::string& name);

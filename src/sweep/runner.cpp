@@ -33,13 +33,12 @@ void bring_up_cluster(const Params& p, std::set<std::string>& made, Progress& pr
   spec.rack_hosts = static_cast<int>(param_or(p, "rack-hosts", Value(0)).number());
   spec.uplink_mbit = param_or(p, "uplink-mbit", Value(0)).number();
   spec.tcp_cc = param_or(p, "tcp-cc", Value(std::string(cluster::kDefaultTcpCc))).string();
-  spec = cluster::resolve_tcp_cc(spec);
-  const cluster::UpOutcome outcome = cluster::cluster_up(spec);
+  const cluster::UpResult up = cluster::cluster_up(spec);
   // Also a cluster a killed sweep left up: the sweep's clusters (named after
   // their topology) are removed when it ends.
   made.insert(spec.name);
-  if (outcome == cluster::UpOutcome::kCreated) {
-    progress.line(fmt::format("cluster '{}' is up: {}", spec.name, cluster::describe(spec)));
+  if (up.outcome == cluster::UpOutcome::kCreated) {
+    progress.line(fmt::format("cluster '{}' is up: {}", spec.name, cluster::describe(up.spec)));
   }
 }
 

@@ -64,7 +64,7 @@ class ClusterDrill : public ::testing::Test {
     spec.name = name_;
     spec.hosts = hosts;
     spec.link_mbit = link_mbit;
-    ASSERT_EQ(cluster::cluster_up(spec), cluster::UpOutcome::kCreated);
+    ASSERT_EQ(cluster::cluster_up(spec).outcome, cluster::UpOutcome::kCreated);
   }
   std::string name_;
 };
@@ -290,7 +290,7 @@ TEST_F(ClusterDrill, RacksSendTheirCrossRackTrafficThroughOneShapedUplink) {
   spec.link_mbit = 100;
   spec.rack_hosts = 2;
   spec.uplink_mbit = 25;
-  ASSERT_EQ(cluster::cluster_up(spec), cluster::UpOutcome::kCreated);
+  ASSERT_EQ(cluster::cluster_up(spec).outcome, cluster::UpOutcome::kCreated);
   std::string qdisc;
   run_captured({"tc", "-n", cluster::switch_namespace(name_), "qdisc", "show", "dev", "u0"},
                &qdisc);
