@@ -83,6 +83,7 @@ class NoiseProbe {
   const int64_t every_;
   /// One estimate and its course over the measured steps.
   struct Track {
+    explicit Track(const NoiseEstimator& e) : estimator(e) {}
     NoiseEstimator estimator;
     std::vector<int64_t> steps;
     std::vector<double> b_simple, gradient_sq, trace_sigma;
