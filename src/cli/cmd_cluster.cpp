@@ -12,6 +12,7 @@
 #include "cluster/cluster.h"
 #include "core/child_process.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/text_table.h"
 #include "launch/launch_env.h"
 #include "launch/local_launcher.h"
@@ -50,12 +51,10 @@ void run_list() {
                   {Align::kLeft, Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft,
                    Align::kLeft, Align::kLeft});
   for (const cluster::ClusterStatus& c : cluster::cluster_list()) {
-    std::string names;
-    for (const std::string& ns : c.namespaces) names += (names.empty() ? "" : " ") + ns;
     table.add_row({c.spec.name, c.spec.hosts > 0 ? std::to_string(c.spec.hosts) : "?",
                    links_text(c.spec), c.spec.tcp_cc.empty() ? "?" : c.spec.tcp_cc,
                    c.complete ? "up" : "incomplete (cluster down removes it)",
-                   c.spec.slurm ? slurm::slurm_state(c.spec.name) : "-", names});
+                   c.spec.slurm ? slurm::slurm_state(c.spec.name) : "-", join(c.namespaces, " ")});
   }
   table.print(std::cout);
 }

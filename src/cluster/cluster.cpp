@@ -42,10 +42,8 @@ void run_tool(const std::vector<std::string>& argv) {
   std::string output;
   const int rc = run_captured(argv, &output);
   if (rc == 0) return;
-  std::string cmd;
-  for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
   while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
-  throw Error(fmt::format("cluster: '{}' failed: {}", cmd,
+  throw Error(fmt::format("cluster: '{}' failed: {}", join(argv, " "),
                           output.substr(0, output.find('\n'))));
 }
 

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/record_keys.h"
+#include "core/text.h"
 
 namespace dlscale::cluster {
 namespace {
@@ -91,12 +92,10 @@ std::string system_tcp_cc() {
 ClusterSpec resolve_tcp_cc(ClusterSpec spec) {
   if (spec.tcp_cc == kSystemTcpCc) spec.tcp_cc = system_tcp_cc();
   const std::vector<std::string> offered = available_tcp_ccs();
-  std::string list;
-  for (const std::string& n : offered) list += (list.empty() ? "" : " ") + n;
   DLSCALE_CHECK(std::find(offered.begin(), offered.end(), spec.tcp_cc) != offered.end(),
                 "--tcp-cc '{}' is not available on this machine (available: {}; a module may need "
                 "loading: modprobe tcp_{})",
-                spec.tcp_cc, list, spec.tcp_cc);
+                spec.tcp_cc, join(offered, " "), spec.tcp_cc);
   return spec;
 }
 

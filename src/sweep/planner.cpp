@@ -11,6 +11,7 @@
 #include "cluster/cluster.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/text.h"
 #include "core/text_table.h"
 
 namespace dlscale::sweep {
@@ -121,9 +122,7 @@ Value require_choice(const Params& p, const std::string& name, const std::vector
   const Value v = param_or(p, name, Value(fallback));
   const std::string s = v.to_string();
   if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw Error(fmt::format("parameter '{}' is '{}'; allowed: {}", name, s, list));
+    throw Error(fmt::format("parameter '{}' is '{}'; allowed: {}", name, s, join(allowed, ", ")));
   }
   return Value(s);
 }
