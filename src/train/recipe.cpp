@@ -11,9 +11,11 @@ namespace dlscale::train {
 
 namespace {
 
-constexpr EnumNames<LrScaling, 3> kScalings{
-    "--lr-scaling",
-    {{{LrScaling::kNone, "none"}, {LrScaling::kLinear, "linear"}, {LrScaling::kSqrt, "sqrt"}}}};
+constexpr EnumNames<LrScaling, 4> kScalings{"--lr-scaling",
+                                            {{{LrScaling::kNone, "none"},
+                                              {LrScaling::kLinear, "linear"},
+                                              {LrScaling::kSqrt, "sqrt"},
+                                              {LrScaling::kNoise, "noise"}}}};
 constexpr EnumNames<LrScheduleKind, 5> kSchedules{"--lr-schedule",
                                                   {{{LrScheduleKind::kConstant, "constant"},
                                                     {LrScheduleKind::kStep, "step"},
@@ -69,7 +71,7 @@ void check_schedule(const RecipeOptions& r) {
 
 }  // namespace
 
-const EnumNames<LrScaling, 3>& enum_names(LrScaling) { return kScalings; }
+const EnumNames<LrScaling, 4>& enum_names(LrScaling) { return kScalings; }
 const EnumNames<LrScheduleKind, 5>& enum_names(LrScheduleKind) { return kSchedules; }
 const EnumNames<DecayExclusion, 3>& enum_names(DecayExclusion) { return kExclusions; }
 std::string to_string(LrScaling scaling) { return kScalings.name(scaling); }
@@ -102,6 +104,16 @@ void check_recipe(const RecipeOptions& r) {
                 "(got {})", r.target_accuracy);
   DLSCALE_CHECK(r.base_batch >= 1 && r.base_batch <= kMaxBatch,
                 "--base-batch must be in [1, {}] (got {})", kMaxBatch, r.base_batch);
+  if (r.lr_scaling == LrScaling::kNoise) {
+    DLSCALE_CHECK(
+        std::isfinite(r.lr_noise_scale) && r.lr_noise_scale > 0 && r.lr_noise_scale <= kMaxBatch,
+        "--lr-scaling noise needs --lr-noise-scale in (0, {}] samples (got {})", kMaxBatch,
+        r.lr_noise_scale);
+  } else {
+    DLSCALE_CHECK(r.lr_noise_scale == 0,
+                  "--lr-noise-scale is for --lr-scaling noise (got --lr-scaling {})",
+                  to_string(r.lr_scaling));
+  }
   DLSCALE_CHECK(r.warmup_epochs >= 0 && r.warmup_epochs <= kMaxEpochs,
                 "--warmup-epochs must be in [0, {:g}] (got {})", kMaxEpochs, r.warmup_epochs);
   DLSCALE_CHECK(r.warmup_start_factor >= 0 && r.warmup_start_factor <= 1,
@@ -142,6 +154,11 @@ LrSchedule::LrSchedule(const RecipeOptions& r, double base_lr, int64_t global_ba
   const double ratio = static_cast<double>(global_batch) / static_cast<double>(r.base_batch);
   if (r.lr_scaling == LrScaling::kLinear) peak_ = base_lr * ratio;
   if (r.lr_scaling == LrScaling::kSqrt) peak_ = base_lr * std::sqrt(ratio);
+  if (r.lr_scaling == LrScaling::kNoise) {  // McCandlish et al. 2018, section 2.2
+    const double bn = r.lr_noise_scale;
+    peak_ = base_lr * (1 + bn / static_cast<double>(r.base_batch)) /
+            (1 + bn / static_cast<double>(global_batch));
+  }
   warmup_steps_ = epochs_to_steps(r.warmup_epochs, steps_per_epoch);
   for (double m : r.lr_milestones) milestones_.push_back(epochs_to_steps(m, steps_per_epoch));
 }

@@ -14,7 +14,7 @@
 
 namespace dlscale::train {
 
-enum class LrScaling { kNone, kLinear, kSqrt };
+enum class LrScaling { kNone, kLinear, kSqrt, kNoise };
 enum class LrScheduleKind { kConstant, kStep, kPoly, kCosine, kOneCycle };
 /// Which parameters weight decay (and LARS's trust ratio) skip: none, or
 /// every parameter of at most one dimension (biases, batch-norm scales and
@@ -24,7 +24,7 @@ enum class DecayExclusion { kAuto, kNone, kBiasNorm };
 enum class MllogDivision { kOpen, kClosed };
 enum class MllogStatus { kResearch, kOnprem, kCloud, kPreview };
 
-const EnumNames<LrScaling, 3>& enum_names(LrScaling);
+const EnumNames<LrScaling, 4>& enum_names(LrScaling);
 const EnumNames<LrScheduleKind, 5>& enum_names(LrScheduleKind);
 const EnumNames<DecayExclusion, 3>& enum_names(DecayExclusion);
 const EnumNames<MllogDivision, 2>& enum_names(MllogDivision);
@@ -45,6 +45,7 @@ struct RecipeOptions {
   // Learning rate.
   LrScaling lr_scaling = LrScaling::kNone;  ///< linear: lr × global batch / base_batch
   int64_t base_batch = 256;                 ///< the batch --lr is given for, under linear scaling
+  double lr_noise_scale = 0;                ///< noise: the gradient noise scale B_noise of the rule
   double warmup_epochs = 0;                 ///< linear warm-up length
   double warmup_start_factor = 0;           ///< warm-up starts at this fraction of the peak rate
   LrScheduleKind lr_schedule = LrScheduleKind::kConstant;
@@ -103,11 +104,22 @@ struct RecipeOptions {
     v(Option{"--lr-scaling",
              "none | linear: peak rate = --lr x global batch / --base-batch (Goyal et al. 2017) | "
              "sqrt: --lr x "
-             "sqrt(global batch / --base-batch) (Hoffer et al. 2017; for Adam)",
+             "sqrt(global batch / --base-batch) (Hoffer et al. 2017; for Adam) | noise: --lr x (1 "
+             "+ Bn / "
+             "--base-batch) / (1 + Bn / global batch), Bn = --lr-noise-scale (McCandlish et al. "
+             "2018's "
+             "optimal SGD rate: linear well below Bn, level above it)",
              "lr_scaling"},
       s.lr_scaling);
     v(Option{"--base-batch", "The global batch --lr is meant for (--lr-scaling)", "base_batch"},
       s.base_batch);
+    v(Option{"--lr-noise-scale",
+             "--lr-scaling noise: the gradient noise scale Bn in samples, e.g. the B_simple a run "
+             "at "
+             "--base-batch measured with --noise-scale",
+             "lr_noise_scale"}
+          .no_default(),
+      s.lr_noise_scale);
     v(Option{"--warmup-epochs", "Ramp the rate linearly to its peak over this many epochs (gradual warm-up)",
              "warmup_epochs"},
       s.warmup_epochs);
@@ -189,7 +201,9 @@ double target_fraction(double target);
 
 /// The learning rate at every step, a pure function of the step (so a
 /// resumed run continues on the same curve). Rate(s) = peak × warmup(s) ×
-/// decay(s), with peak = --lr × (global batch / --base-batch under linear scaling).
+/// decay(s), with peak = --lr × (global batch / --base-batch under linear
+/// scaling, its square root under sqrt, (1 + Bn / base) / (1 + Bn / global)
+/// under noise).
 class LrSchedule {
  public:
   LrSchedule() = default;

@@ -1,21 +1,23 @@
 // The learning-rate recipe (exact values of every schedule with warm-up and
 // linear scaling), LARS against its formula, and distributed evaluation
 // counting exactly what one process counts.
+#include "train/recipe.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <mutex>
 
 #include "comm/comm_test_util.h"
 #include "core/error.h"
-#include "libtorch/data/data_spec.h"
 #include "data/data_util.h"
+#include "libtorch/data/data_spec.h"
 #include "libtorch/models/model.h"
+#include "libtorch/train/checkpoint.h"
 #include "libtorch/train/evaluator.h"
 #include "libtorch/train/lars.h"
-#include "libtorch/train/checkpoint.h"
 #include "libtorch/train/optimizer.h"
-#include "train/recipe.h"
 
 namespace dlscale::train {
 namespace {
@@ -55,6 +57,21 @@ TEST(LrSchedule, ConstantWithLinearScalingAndWarmup) {
   RecipeOptions square_root = scaled_recipe("constant");
   square_root.lr_scaling = LrScaling::kSqrt;  // twice the base batch: sqrt(2) times the rate
   EXPECT_DOUBLE_EQ(schedule_of(square_root).at(50), 0.1 * std::sqrt(2.0));
+}
+
+TEST(LrSchedule, NoiseScalingFollowsTheOptimalSgdRate) {
+  // Bn = 256 at base 256: the rate at B is 0.1 x 2 / (1 + 256 / B), so
+  // 512 gives 0.1 x 2 / 1.5, 64 gives 0.1 x 2 / 5 (near linear: 0.025),
+  // and a huge batch levels off at 0.1 x 2.
+  RecipeOptions r = scaled_recipe("constant");
+  r.lr_scaling = LrScaling::kNoise;
+  r.lr_noise_scale = 256;
+  EXPECT_DOUBLE_EQ(schedule_of(r).at(50), 0.1 * 2 / 1.5);
+  EXPECT_DOUBLE_EQ(LrSchedule(r, 0.1, 64, 10, 100).at(50), 0.1 * 2 / 5);
+  EXPECT_DOUBLE_EQ(LrSchedule(r, 0.1, 256, 10, 100).at(50), 0.1);
+  EXPECT_NEAR(LrSchedule(r, 0.1, 1 << 30, 10, 100).at(50), 0.2, 1e-6);
+  EXPECT_DOUBLE_EQ(schedule_of(r).at(4), 0.1 * 2 / 1.5 * 0.5);  // warm-up as before
+  EXPECT_NO_THROW(check_recipe(r));
 }
 
 TEST(LrSchedule, StepMultipliesByGammaAtEachMilestone) {
@@ -143,6 +160,16 @@ TEST(Recipe, BadCombinationsAreRefusedInOneLine) {
   r = RecipeOptions{};
   r.checkpoint_every = 5;
   EXPECT_THROW(check_recipe(r), Error);  // no --checkpoint FILE
+  r = RecipeOptions{};
+  r.lr_scaling = LrScaling::kNoise;
+  EXPECT_THROW(check_recipe(r), Error);  // noise without --lr-noise-scale
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity(), 2e9}) {
+    r.lr_noise_scale = bad;
+    EXPECT_THROW(check_recipe(r), Error) << bad;
+  }
+  r.lr_scaling = LrScaling::kLinear;
+  r.lr_noise_scale = 100;
+  EXPECT_THROW(check_recipe(r), Error);  // a noise scale the rule ignores
   EXPECT_DOUBLE_EQ(target_fraction(90), 0.9);
   EXPECT_DOUBLE_EQ(target_fraction(0.9), 0.9);
 }
