@@ -44,7 +44,7 @@ struct RecipeOptions {
   double target_accuracy = 0;   ///< stop at the first evaluation reaching this (fraction, or % above 1); 0 = none
   // Learning rate.
   LrScaling lr_scaling = LrScaling::kNone;  ///< linear: lr × global batch / base_batch
-  int64_t base_batch = 256;                 ///< the batch --lr is given for, under linear scaling
+  int64_t base_batch = 256;                 ///< the batch --lr is given for (--lr-scaling)
   double lr_noise_scale = 0;                ///< noise: the gradient noise scale B_noise of the rule
   double warmup_epochs = 0;                 ///< linear warm-up length
   double warmup_start_factor = 0;           ///< warm-up starts at this fraction of the peak rate
@@ -104,19 +104,17 @@ struct RecipeOptions {
     v(Option{"--lr-scaling",
              "none | linear: peak rate = --lr x global batch / --base-batch (Goyal et al. 2017) | "
              "sqrt: --lr x "
-             "sqrt(global batch / --base-batch) (Hoffer et al. 2017; for Adam) | noise: --lr x (1 "
-             "+ Bn / "
-             "--base-batch) / (1 + Bn / global batch), Bn = --lr-noise-scale (McCandlish et al. "
-             "2018's "
-             "optimal SGD rate: linear well below Bn, level above it)",
+             "sqrt(global batch / --base-batch) (Hoffer et al. 2017; for Adam) | "
+             "noise: --lr x (1 + Bn / --base-batch) / (1 + Bn / global batch), "
+             "Bn = --lr-noise-scale (McCandlish et al. 2018's optimal SGD rate: "
+             "linear well below Bn, level above it)",
              "lr_scaling"},
       s.lr_scaling);
     v(Option{"--base-batch", "The global batch --lr is meant for (--lr-scaling)", "base_batch"},
       s.base_batch);
     v(Option{"--lr-noise-scale",
-             "--lr-scaling noise: the gradient noise scale Bn in samples, e.g. the B_simple a run "
-             "at "
-             "--base-batch measured with --noise-scale",
+             "--lr-scaling noise: the gradient noise scale Bn in samples, "
+             "e.g. the B_simple a run at --base-batch measured with --noise-scale",
              "lr_noise_scale"}
           .no_default(),
       s.lr_noise_scale);
