@@ -299,8 +299,10 @@ void add_predict_command(CLI::App& app, const std::vector<std::string>& argv) {
       "speedup, the fastest and the cheapest N per strategy (docs/predict.md)");
   cmd->add_option(
          "--tta-noise", f->tta_noise,
-         "With --tta: the noise scale its model takes as B_crit: auto (Adam's preconditioned "
-         "one where the record has it, else B_simple), simple or adam (docs/predict.md)")
+         "With --tta: the noise scale its model takes as B_crit: auto (the one at the final "
+         "weights where the record has it, from train --noise-final, else the one over "
+         "training; Adam's preconditioned one where measured, else B_simple), simple, adam "
+         "(over training), final or final-adam (at the final weights); docs/predict.md")
       ->check(CLI::IsMember(predict::tta_noise_kinds()))
       ->capture_default_str();
   cmd->add_option(

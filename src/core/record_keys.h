@@ -146,6 +146,10 @@ inline constexpr const char* kNoiseBSimple = "noise_b_simple";
 /// results.noise.preconditioned.b_simple: the noise scale of Adam's
 /// preconditioned gradient (docs/convergence.md, "The noise scale Adam sees").
 inline constexpr const char* kNoiseAdamBSimple = "noise_adam_b_simple";
+/// results.noise.final (train --noise-final): B_simple at the final weights,
+/// its parts under "noise_final_<key>", and Adam's under this one.
+inline constexpr const char* kNoiseFinalBSimple = "noise_final_b_simple";
+inline constexpr const char* kNoiseFinalAdamBSimple = "noise_final_adam_b_simple";
 /// commbench: the highest busbw of any row.
 inline constexpr const char* kBusbwPeak = "busbw_gbps_peak";
 

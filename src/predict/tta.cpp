@@ -48,19 +48,77 @@ const nlohmann::json& convergence_of(const nlohmann::json& record) {
 }
 
 const std::vector<std::string>& tta_noise_kinds() {
-  static const std::vector<std::string> kinds = {"auto", "simple", "adam"};
+  static const std::vector<std::string> kinds = {"auto", "simple", "adam", "final", "final-adam"};
   return kinds;
 }
 
 namespace {
 
-/// results.noise.preconditioned.b_simple where it is finite and positive, else 0.
+/// `section`.b_simple where it is finite and positive, else 0.
+double usable_b_simple(const nlohmann::json& section) {
+  const nlohmann::json b = section.value("b_simple", nlohmann::json());
+  return b.is_number() && std::isfinite(b.get<double>()) && b.get<double>() > 0 ? b.get<double>()
+                                                                                : 0;
+}
+
+/// `noise`.preconditioned.b_simple where it is finite and positive, else 0.
 double adam_noise_scale(const nlohmann::json& noise) {
   const auto p = noise.find("preconditioned");
   if (p == noise.end() || !p->is_object()) return 0;
-  const nlohmann::json b = p->value("b_simple", nlohmann::json());
-  return b.is_number() && std::isfinite(b.get<double>()) && b.get<double>() > 0 ? b.get<double>()
-                                                                                : 0;
+  return usable_b_simple(*p);
+}
+
+/// Why B_simple over training cannot be used: it is missing, undefined or
+/// not positive.
+std::string simple_refusal(const nlohmann::json& noise, const std::string& what) {
+  const nlohmann::json b = noise.value("b_simple", nlohmann::json());
+  return fmt::format(
+      "{}: the gradient noise scale is {}; a longer run gives a defined one", what,
+      b.is_number()
+          ? fmt::format("{:g}, not positive (its tr(Sigma) estimate was negative)", b.get<double>())
+          : "undefined (its |G|^2 estimate was not positive)");
+}
+
+/// The record's noise scales into `r`, and the one `kind` picks (named in
+/// r.noise); refuses one line where that one is missing or unusable.
+double pick_noise_scale(const nlohmann::json& noise, const std::string& kind,
+                        const std::string& what, TtaRun& r) {
+  r.b_simple = usable_b_simple(noise);
+  r.b_adam = adam_noise_scale(noise);
+  r.adam_measured = noise.contains("preconditioned") && noise["preconditioned"].is_object();
+  const auto final = noise.find("final");
+  r.final_measured = final != noise.end() && final->is_object();
+  if (r.final_measured) {
+    r.final_b_simple = usable_b_simple(*final);
+    r.final_b_adam = adam_noise_scale(*final);
+  }
+  const bool final_kind = kind == "final" || kind == "final-adam";
+  DLSCALE_CHECK(!final_kind || r.final_measured,
+                "{}: --tta-noise {} needs the noise scale at the final weights "
+                "(results.noise.final: train --noise-final N), which this run did not measure",
+                what, kind);
+  DLSCALE_CHECK(kind != "final" || r.final_b_simple > 0,
+                "{}: the noise scale at the final weights is undefined or not positive; more "
+                "--noise-final batches give a defined one",
+                what);
+  DLSCALE_CHECK(kind != "final-adam" || r.final_b_adam > 0,
+                "{}: --tta-noise final-adam needs Adam's preconditioned noise scale at the final "
+                "weights, which this run did not measure or is undefined",
+                what);
+  DLSCALE_CHECK(kind != "adam" || r.b_adam > 0,
+                "{}: --tta-noise adam needs Adam's preconditioned noise scale "
+                "(results.noise.preconditioned), which this run did not measure",
+                what);
+  const bool use_final = final_kind || (kind == "auto" && r.final_b_simple > 0);
+  if (use_final) {
+    const bool adam = kind != "final" && r.final_b_adam > 0;
+    r.noise = adam ? "final B_adam" : "final B_simple";
+    return adam ? r.final_b_adam : r.final_b_simple;
+  }
+  const bool adam = kind != "simple" && r.b_adam > 0;
+  DLSCALE_CHECK(adam || r.b_simple > 0, "{}", simple_refusal(noise, what));
+  r.noise = adam ? "B_adam" : "B_simple";
+  return adam ? r.b_adam : r.b_simple;
 }
 
 }  // namespace
@@ -69,7 +127,7 @@ TtaRun tta_run_from_record(const nlohmann::json& record, const std::string& what
                            const std::string& noise_kind) {
   const auto& kinds = tta_noise_kinds();
   DLSCALE_CHECK(std::find(kinds.begin(), kinds.end(), noise_kind) != kinds.end(),
-                "--tta-noise '{}' is not one of auto, simple, adam", noise_kind);
+                "--tta-noise '{}' is not one of auto, simple, adam, final, final-adam", noise_kind);
   DLSCALE_CHECK(record.is_object() && record.value(record::kKind, "") == record::kKindTrain,
                 "{}: not a 'dlscale train' record (kind must be 'train')", what);
   const nlohmann::json& conv = reached_convergence(record, what);
@@ -94,24 +152,8 @@ TtaRun tta_run_from_record(const nlohmann::json& record, const std::string& what
   const nlohmann::json noise = results.value(record::kNoise, nlohmann::json());
   DLSCALE_CHECK(noise.is_object(),
                 "{}: the record has no gradient noise scale (train --noise-scale)", what);
-  const nlohmann::json b = noise.value("b_simple", nlohmann::json());
-  DLSCALE_CHECK(
-      b.is_number() && std::isfinite(b.get<double>()) && b.get<double>() > 0,
-      "{}: the gradient noise scale is {}; a longer run gives a defined one", what,
-      b.is_number()
-          ? fmt::format("{:g}, not positive (its tr(Sigma) estimate was negative)", b.get<double>())
-          : "undefined (its |G|^2 estimate was not positive)");
-  r.b_simple = b.get<double>();
-  r.b_adam = adam_noise_scale(noise);
-  r.adam_measured = noise.contains("preconditioned") && noise["preconditioned"].is_object();
-  DLSCALE_CHECK(noise_kind != "adam" || r.b_adam > 0,
-                "{}: --tta-noise adam needs Adam's preconditioned noise scale "
-                "(results.noise.preconditioned), which this run did not measure",
-                what);
-  const bool adam = noise_kind != "simple" && r.b_adam > 0;
-  r.noise = adam ? "B_adam" : "B_simple";
-  r.model_fit =
-      model_from_run(r.epochs, r.global_batch, adam ? r.b_adam : r.b_simple, r.samples_per_epoch);
+  const double b_noise = pick_noise_scale(noise, noise_kind, what, r);
+  r.model_fit = model_from_run(r.epochs, r.global_batch, b_noise, r.samples_per_epoch);
   return r;
 }
 
@@ -163,18 +205,26 @@ TtaPrediction predict_tta(const Workload& w, const Network& n,
 
 namespace {
 
+/// A noise scale for the first line: its value, or why there is none.
+std::string noise_value(double b) {
+  return b > 0 ? fmt::format("{:.4g}", b) : "undefined or not positive";
+}
+
 std::vector<std::string> tta_lines(const TtaPrediction& p) {
   const TtaRun& r = p.run;
   const BatchModel& m = r.model_fit;
   std::vector<std::string> lines;
+  const std::string final =
+      r.final_measured
+          ? fmt::format("; at the final weights B_simple {}{}", noise_value(r.final_b_simple),
+                        r.adam_measured ? ", B_adam " + noise_value(r.final_b_adam) : "")
+          : "";
   lines.push_back(fmt::format(
       "time to accuracy from {}: {} reached {} >= {:g} in {:.3g} epochs at global batch "
-      "{:g}; gradient noise scale B_simple {:.4g}{}",
+      "{:g}; gradient noise scale B_simple {}{}{}",
       r.source, r.model.empty() ? "the run" : r.model, r.metric, r.target, r.epochs, r.global_batch,
-      r.b_simple,
-      r.b_adam > 0      ? fmt::format(", Adam-preconditioned B_adam {:.4g}", r.b_adam)
-      : r.adam_measured ? ", Adam-preconditioned B_adam undefined or not positive"
-                        : ""));
+      noise_value(r.b_simple),
+      r.adam_measured ? ", Adam-preconditioned B_adam " + noise_value(r.b_adam) : "", final));
   lines.push_back(
       fmt::format("McCandlish et al. 2018 with B_crit = {}: E(B) = {:.3g} (1 + B/{:.4g}) epochs, "
                   "S(B) = {:.4g} (1 + {:.4g}/B) steps; {:.0f} samples per epoch",
@@ -232,25 +282,29 @@ nlohmann::json tta_json(const TtaPrediction& p) {
                           {"cheapest_workers", s.points[s.cheapest].workers},
                           {"points", std::move(points)}});
   }
-  return {{"run",
-           {{"source", r.source},
-            {"model", r.model},
-            {"metric", r.metric},
-            {"target", r.target},
-            {"epochs", r.epochs},
-            {"global_batch", r.global_batch},
-            {"b_simple", r.b_simple},
-            {"b_adam", r.b_adam > 0 ? nlohmann::json(r.b_adam) : nlohmann::json()},
-            {"noise", r.noise},
-            {"samples_per_epoch", r.samples_per_epoch}}},
-          {"model",
-           {{"s_min", r.model_fit.s_min},
-            {"e_min", r.model_fit.e_min()},
-            {"b_crit", r.model_fit.b_noise}}},
-          {"batch_per_worker", p.batch_per_worker},
-          {"max_global_batch", p.max_global_batch},
-          {"t1_ms", p.t1_s * 1e3},
-          {"strategies", std::move(strategies)}};
+  return {
+      {"run",
+       {{"source", r.source},
+        {"model", r.model},
+        {"metric", r.metric},
+        {"target", r.target},
+        {"epochs", r.epochs},
+        {"global_batch", r.global_batch},
+        {"b_simple", r.b_simple > 0 ? nlohmann::json(r.b_simple) : nlohmann::json()},
+        {"b_adam", r.b_adam > 0 ? nlohmann::json(r.b_adam) : nlohmann::json()},
+        {"final_b_simple",
+         r.final_b_simple > 0 ? nlohmann::json(r.final_b_simple) : nlohmann::json()},
+        {"final_b_adam", r.final_b_adam > 0 ? nlohmann::json(r.final_b_adam) : nlohmann::json()},
+        {"noise", r.noise},
+        {"samples_per_epoch", r.samples_per_epoch}}},
+      {"model",
+       {{"s_min", r.model_fit.s_min},
+        {"e_min", r.model_fit.e_min()},
+        {"b_crit", r.model_fit.b_noise}}},
+      {"batch_per_worker", p.batch_per_worker},
+      {"max_global_batch", p.max_global_batch},
+      {"t1_ms", p.t1_s * 1e3},
+      {"strategies", std::move(strategies)}};
 }
 
 namespace {

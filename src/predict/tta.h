@@ -24,10 +24,14 @@ struct TtaRun {
   double target = 0;
   double epochs = 0;        ///< E0
   double global_batch = 0;  ///< B0
-  double b_simple = 0;
-  double b_adam = 0;               ///< Adam's preconditioned noise scale; 0 = none usable
-  bool adam_measured = false;      ///< the record has one, usable or not (undefined, <= 0)
-  std::string noise = "B_simple";  ///< which of the two model_fit takes: B_simple or B_adam
+  double b_simple = 0;      ///< over training (moving average); 0 = none usable
+  double b_adam = 0;        ///< Adam's preconditioned noise scale; 0 = none usable
+  bool adam_measured = false;  ///< the record has one, usable or not (undefined, <= 0)
+  /// At the final weights (train --noise-final); 0 = none usable.
+  double final_b_simple = 0, final_b_adam = 0;
+  bool final_measured = false;  ///< the record has results.noise.final, usable or not
+  /// Which one model_fit takes: B_simple, B_adam, final B_simple or final B_adam.
+  std::string noise = "B_simple";
   double samples_per_epoch = 0;
   BatchModel model_fit;  ///< through (B0, E0) with B_noise = that noise scale
 };
@@ -36,9 +40,10 @@ struct TtaRun {
 /// none (no target, evaluation or convergence section).
 const nlohmann::json& convergence_of(const nlohmann::json& record);
 
-/// Which noise scale --tta's model takes (--tta-noise): "auto" (Adam's
-/// preconditioned one where the record has it, else B_simple), "simple" or
-/// "adam".
+/// Which noise scale --tta's model takes (--tta-noise): "auto" (the
+/// final weights' where the record has them, else the one over training;
+/// of each, Adam's preconditioned one where the record has it, else
+/// B_simple), "simple", "adam", "final" or "final-adam".
 const std::vector<std::string>& tta_noise_kinds();
 
 /// Reads a `dlscale train --json` record; throws dlscale::Error (one line

@@ -29,23 +29,40 @@ std::optional<double> metric_of(const sweep::RepeatRecord& r, const std::string&
   return it->second;
 }
 
+/// What the repeats of one global batch measured, before their medians.
+struct Samples {
+  std::vector<double> steps, epochs;
+  /// By metric: noise_b_simple, noise_adam_b_simple and their final ones.
+  std::map<std::string, std::vector<double>> noise;
+};
+
+const char* const kNoiseMetrics[] = {
+    record::metric::kNoiseBSimple, record::metric::kNoiseAdamBSimple,
+    record::metric::kNoiseFinalBSimple, record::metric::kNoiseFinalAdamBSimple};
+
 /// Adds the completed repeats of `run` that trained to a target to `point`.
-void add_repeats(const RunRecord& run, BatchPoint& point, std::vector<double>& steps,
-                 std::vector<double>& epochs, std::vector<double>& noise,
-                 std::vector<double>& adam) {
+void add_repeats(const RunRecord& run, BatchPoint& point, Samples& samples) {
   const std::string conv = record::metric::kConvergencePrefix;
   for (const sweep::RepeatRecord& r : run.repeats) {
     const auto success = metric_of(r, record::metric::kConvergenceSuccess);
     if (r.status != sweep::kStatusCompleted || !success) continue;
     ++point.runs;
-    if (const auto b = metric_of(r, record::metric::kNoiseBSimple)) noise.push_back(*b);
-    if (const auto b = metric_of(r, record::metric::kNoiseAdamBSimple)) adam.push_back(*b);
+    for (const char* name : kNoiseMetrics) {
+      if (const auto b = metric_of(r, name)) samples.noise[name].push_back(*b);
+    }
     const auto s = metric_of(r, conv + "steps_done"), e = metric_of(r, conv + "epochs_to_target");
     if (*success <= 0 || !s || !e || *s <= 0 || *e <= 0) continue;
     ++point.reached;
-    steps.push_back(*s);
-    epochs.push_back(*e);
+    samples.steps.push_back(*s);
+    samples.epochs.push_back(*e);
   }
+}
+
+/// The median of `samples`' noise metric `name`, or none.
+std::optional<double> median_of(const Samples& samples, const char* name) {
+  const auto it = samples.noise.find(name);
+  if (it == samples.noise.end() || it->second.empty()) return std::nullopt;
+  return median(it->second);
 }
 
 /// The fit of the measured curve and the model through the smallest batch
@@ -66,13 +83,18 @@ void model_study(BatchStudy& study) {
   study.samples_per_epoch = median(per_epoch);
   study.fit = fit_steps(measured, study.samples_per_epoch);
   for (const BatchPoint& p : study.points) {
-    const bool adam = p.b_adam && *p.b_adam > 0;
-    const std::optional<double> b = adam ? p.b_adam : p.b_simple;
-    if (!p.epochs || !b || !(*b > 0)) continue;
-    study.base_adam = adam;
-    study.base_batch = p.global_batch;
-    study.from_base = model_from_run(*p.epochs, p.global_batch, *b, p.samples_per_epoch);
-    return;
+    const std::pair<std::optional<double>, const char*> choices[] = {
+        {p.final_b_adam, "final B_adam"},
+        {p.final_b_simple, "final B_simple"},
+        {p.b_adam, "B_adam"},
+        {p.b_simple, "B_simple"}};
+    for (const auto& [b, name] : choices) {
+      if (!p.epochs || !b || !(*b > 0)) continue;
+      study.base_noise = name;
+      study.base_batch = p.global_batch;
+      study.from_base = model_from_run(*p.epochs, p.global_batch, *b, p.samples_per_epoch);
+      return;
+    }
   }
 }
 
@@ -101,15 +123,17 @@ std::vector<BatchStudy> batch_studies(const std::vector<RunRecord>& runs) {
   for (const auto& [key, group] : by_batch) {
     BatchPoint point;
     point.global_batch = key.second;
-    std::vector<double> steps, epochs, noise, adam;
-    for (const RunRecord* run : group) add_repeats(*run, point, steps, epochs, noise, adam);
-    if (!steps.empty()) {
-      point.steps = median(steps);
-      point.epochs = median(epochs);
+    Samples samples;
+    for (const RunRecord* run : group) add_repeats(*run, point, samples);
+    if (!samples.steps.empty()) {
+      point.steps = median(samples.steps);
+      point.epochs = median(samples.epochs);
       point.samples_per_epoch = *point.steps * point.global_batch / *point.epochs;
     }
-    if (!noise.empty()) point.b_simple = median(noise);
-    if (!adam.empty()) point.b_adam = median(adam);
+    point.b_simple = median_of(samples, record::metric::kNoiseBSimple);
+    point.b_adam = median_of(samples, record::metric::kNoiseAdamBSimple);
+    point.final_b_simple = median_of(samples, record::metric::kNoiseFinalBSimple);
+    point.final_b_adam = median_of(samples, record::metric::kNoiseFinalAdamBSimple);
     studies[key.first].points.push_back(point);
   }
   for (BatchStudy& s : studies) model_study(s);
@@ -141,7 +165,7 @@ void study_notes(const BatchStudy& s, Report& rep) {
       errors.push_back(std::fabs(s.from_base->epochs(p.global_batch) / *p.epochs - 1));
     }
   }
-  const char* noise = s.base_adam ? "B_adam" : "B_simple";
+  const char* noise = s.base_noise.c_str();
   std::string line =
       fmt::format("{}: {} at B0 = {:g}: {:.4g}", name, noise, s.base_batch, s.from_base->b_noise);
   if (s.fit.ok)
@@ -166,16 +190,21 @@ Report batch_report(const std::vector<RunRecord>& runs) {
   rep.title =
       "Steps and epochs to target against the global batch (McCandlish et al. 2018: "
       "S = S_min (1 + B_crit/B), E = E_min (1 + B/B_crit))";
-  const std::vector<std::pair<std::string, std::string>> columns = {
-      {"reached", "reached"},
-      {"runs", "runs"},
-      {"steps", "steps"},
-      {"epochs", "epochs"},
-      {"B_simple", "b_simple"},
-      {"B_adam", "b_adam"},
-      {"steps fitted", "steps_fitted"},
-      {"epochs from B0", "epochs_from_b0"},
-      {"error %", "error_pct"}};
+  // The final weights' noise scales (train --noise-final) only where a run measured them.
+  const bool finals = std::any_of(studies.begin(), studies.end(), [](const BatchStudy& s) {
+    return std::any_of(s.points.begin(), s.points.end(),
+                       [](const BatchPoint& p) { return p.final_b_simple || p.final_b_adam; });
+  });
+  std::vector<std::pair<std::string, std::string>> columns = {
+      {"reached", "reached"}, {"runs", "runs"},         {"steps", "steps"},
+      {"epochs", "epochs"},   {"B_simple", "b_simple"}, {"B_adam", "b_adam"}};
+  if (finals) {
+    columns.insert(columns.end(),
+                   {{"final B_simple", "final_b_simple"}, {"final B_adam", "final_b_adam"}});
+  }
+  columns.insert(columns.end(), {{"steps fitted", "steps_fitted"},
+                                 {"epochs from B0", "epochs_from_b0"},
+                                 {"error %", "error_pct"}});
   Table t = per_run_tables(rep, studies.front().labels, {"global batch"}, columns);
   const size_t batch_column = studies.front().labels.size();
   t.numeric[batch_column] = true;
@@ -197,6 +226,10 @@ Report batch_report(const std::vector<RunRecord>& runs) {
       add(p.epochs, "{:.2f}");
       add(p.b_simple, "{:.4g}");
       add(p.b_adam, "{:.4g}");
+      if (finals) {
+        add(p.final_b_simple, "{:.4g}");
+        add(p.final_b_adam, "{:.4g}");
+      }
       add(s.fit.ok ? std::optional<double>(s.fit.model.steps(p.global_batch)) : std::nullopt,
           "{:.0f}");
       const std::optional<double> predicted =
@@ -213,7 +246,8 @@ Report batch_report(const std::vector<RunRecord>& runs) {
   rep.notes.push_back(
       "steps and epochs are medians over the runs (seeds, repeats) that reached the target; "
       "B_simple is the median noise scale the runs measured (train --noise-scale), B_adam that "
-      "of Adam's preconditioned gradient (runs with Adam)");
+      "of Adam's preconditioned gradient (runs with Adam); the final ones were measured at the "
+      "final weights (train --noise-final), and B0's model takes them where there are any");
   rep.notes.push_back(
       "epochs from B0: E(B) = E0 (1 + B/B0_noise)/(1 + B0/B0_noise) from the smallest batch's "
       "epochs and noise scale alone, B_adam where it was measured, else B_simple (predict "

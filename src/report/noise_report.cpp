@@ -1,6 +1,7 @@
 // report --type noise: the gradient noise scale each run measured
 // (several averaging workers unasked, or train --noise-scale; docs/convergence.md),
 // beside its global batch.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -27,7 +28,10 @@ const NoiseMetric kNoise[] = {{"steps measured", "noise_steps", "{:.0f}"},
                               {"|G|^2", "noise_gradient_sq", "{:.4g}"},
                               {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"},
                               {"B_simple", record::metric::kNoiseBSimple, "{:.4g}"},
-                              {"B_adam", record::metric::kNoiseAdamBSimple, "{:.4g}"}};
+                              {"B_adam", record::metric::kNoiseAdamBSimple, "{:.4g}"},
+                              // At the final weights (train --noise-final).
+                              {"final B_simple", record::metric::kNoiseFinalBSimple, "{:.4g}"},
+                              {"final B_adam", record::metric::kNoiseFinalAdamBSimple, "{:.4g}"}};
 
 /// At most this many points of a run's course go on the chart.
 constexpr size_t kCoursePoints = 60;
@@ -99,15 +103,26 @@ Report noise_report(const std::vector<RunRecord>& runs) {
   rep.notes.push_back(
       "B_adam: the noise scale of Adam's preconditioned gradient, where the workers hold Adam's "
       "state (docs/convergence.md, \"The noise scale Adam sees\")");
+  rep.notes.push_back(
+      "final B_simple, final B_adam: measured at the run's final weights over its --noise-final "
+      "batches, where a run did (docs/convergence.md)");
   rep.notes.push_back("values are medians of the completed repeats");
+  // The final weights' columns (train --noise-final) only where a run has them.
+  std::vector<size_t> shown;
+  for (size_t f = 0; f < std::size(kNoise); ++f) {
+    const bool final = std::string_view(kNoise[f].header).rfind("final ", 0) == 0;
+    if (!final || std::any_of(rows.begin(), rows.end(),
+                              [f](const NoiseRow& r) { return std::isfinite(r.values[f]); }))
+      shown.push_back(f);
+  }
   std::vector<std::pair<std::string, std::string>> columns;
-  for (const NoiseMetric& m : kNoise) columns.emplace_back(m.header, m.metric);
+  for (size_t f : shown) columns.emplace_back(kNoise[f].header, kNoise[f].metric);
   Table t = per_run_tables(rep, rows.front().labels, {"workers", "global batch"}, columns);
   for (const NoiseRow& row : rows) {
     std::vector<Cell> cells = label_cells(row.labels, row.workers);
     cells.push_back(number(row.global_batch, "{:.0f}"));
     std::vector<Cell> data_cells = cells;
-    for (size_t f = 0; f < std::size(kNoise); ++f) {
+    for (size_t f : shown) {
       const double v = row.values[f];
       cells.push_back(std::isfinite(v) ? number(v, kNoise[f].format) : Cell{"", {}});
       data_cells.push_back(std::isfinite(v) ? number(v, "{:.9g}") : Cell{"", {}});

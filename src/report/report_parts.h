@@ -110,6 +110,8 @@ struct BatchPoint {
   std::optional<double> epochs;    ///< median epochs to target
   std::optional<double> b_simple;  ///< median measured noise scale (over every run)
   std::optional<double> b_adam;    ///< median noise scale of Adam's preconditioned gradient
+  /// At the final weights (train --noise-final), medians as above.
+  std::optional<double> final_b_simple, final_b_adam;
   double samples_per_epoch = 0;    ///< steps x batch / epochs
 };
 /// The points of one configuration, ascending in global batch, with the
@@ -121,7 +123,9 @@ struct BatchStudy {
   BatchFit fit;
   std::optional<BatchModel> from_base;
   double base_batch = 0;         ///< B0, when from_base is set
-  bool base_adam = false;        ///< from_base takes B0's b_adam (it has one), not b_simple
+  /// Which of B0's noise scales from_base takes: the final weights' where
+  /// measured, else the training's; Adam's where measured, else B_simple.
+  std::string base_noise;
   double samples_per_epoch = 0;  ///< the median over the points
 };
 /// The runs with a target, grouped by everything but the global batch, the

@@ -95,6 +95,22 @@ void convergence_metrics(Metrics& m, const nlohmann::json& c) {
   }
 }
 
+/// results.noise beyond its own numbers: Adam's B_simple, and the estimate
+/// at the final weights (--noise-final) with Adam's there.
+void noise_metrics(Metrics& m, const nlohmann::json& noise) {
+  using namespace record;
+  auto adam_of = [&m](const nlohmann::json& section, const char* name) {
+    const auto adam = section.find("preconditioned");
+    if (adam != section.end() && adam->is_object() && adam->contains("b_simple"))
+      take(m, name, (*adam)["b_simple"]);
+  };
+  adam_of(noise, metric::kNoiseAdamBSimple);
+  const auto final = noise.find("final");
+  if (final == noise.end() || !final->is_object()) return;
+  for (const auto& [k, v] : final->items()) take(m, std::string("noise_final_") + k, v);
+  adam_of(*final, metric::kNoiseFinalAdamBSimple);
+}
+
 Metrics train_metrics(const nlohmann::json& r, double global_batch) {
   using namespace record;
   Metrics m;
@@ -115,9 +131,7 @@ Metrics train_metrics(const nlohmann::json& r, double global_batch) {
       // The input pipeline (data_*) and a strategy's own section, e.g. the
       // parameter server's busiest shard and staleness (ps_*; docs/metrics.md).
       for (const auto& [k, v] : section.items()) take(m, key + "_" + k, v);
-      const auto adam = section.find("preconditioned");
-      if (key == kNoise && adam != section.end() && adam->is_object() && adam->contains("b_simple"))
-        take(m, metric::kNoiseAdamBSimple, (*adam)["b_simple"]);
+      if (key == kNoise) noise_metrics(m, section);
     }
   }
   return m;

@@ -54,4 +54,33 @@ class NoiseEstimator {
   int64_t steps_ = 0;
 };
 
+/// The noise scale at fixed weights (--noise-final): M >= 2 gradients g_t of
+/// the same weights, each over `batch` samples, give unbiased estimates from
+/// every pair of them (E|g_t|^2 = |G|^2 + tr(Σ)/batch, and the M(M-1)
+/// cross terms of |Σ g_t|^2 have mean |G|^2):
+///   |G|^2 ≈ (|Σ g_t|^2 - Σ |g_t|^2) / (M (M - 1)),
+///   tr(Σ) ≈ batch (Σ |g_t|^2 / M - |G|^2).
+/// The same weights let every pair count, where a moving average over
+/// training pairs each gradient with its own step's alone.
+struct FixedWeightsNoise {
+  double gradient_sq = std::numeric_limits<double>::quiet_NaN();
+  double trace_sigma = std::numeric_limits<double>::quiet_NaN();
+  /// tr(Σ)/|G|^2; NaN while |G|^2 is not positive (undefined, not clamped).
+  double b_simple() const {
+    return gradient_sq > 0 ? trace_sigma / gradient_sq : std::numeric_limits<double>::quiet_NaN();
+  }
+};
+
+/// From `sum_sq` = |Σ g_t|^2 and `sq_sum` = Σ |g_t|^2 over `m` gradients of
+/// `batch` samples; both NaN for m < 2.
+inline FixedWeightsNoise fixed_weights_noise(double sum_sq, double sq_sum, int64_t m,
+                                             double batch) {
+  FixedWeightsNoise n;
+  if (m < 2) return n;
+  const auto md = static_cast<double>(m);
+  n.gradient_sq = (sum_sq - sq_sum) / (md * (md - 1));
+  n.trace_sigma = batch * (sq_sum / md - n.gradient_sq);
+  return n;
+}
+
 }  // namespace dlscale::train

@@ -56,6 +56,10 @@ void check_run(const RunOptions& o) {
                     (o.noise_every >= 0 && o.noise_every <= cap::kMaxSteps),
                 "--noise-every must be in [0, {}] (got {}; 0 = never)", cap::kMaxSteps,
                 o.noise_every);
+  DLSCALE_CHECK(o.noise_final == 0 || (o.noise_final >= 2 && o.noise_final <= cap::kMaxSteps),
+                "--noise-final must be 0 (none) or in [2, {}] batches: the estimate pairs them "
+                "(got {})",
+                cap::kMaxSteps, o.noise_final);
 }
 
 void check_optimizer(const OptimizerOptions& o) {

@@ -49,6 +49,9 @@ struct RunOptions {
   /// until resolved (every step with --noise-scale, else kNoiseEveryDefault
   /// where the run can measure it, none where it cannot).
   int64_t noise_every = kNoiseEveryAuto;
+  /// Batches after the last step over which the noise scale is measured at
+  /// the final weights, without updating (--noise-final); 0 = none.
+  int64_t noise_final = 0;
   static constexpr int64_t kNoiseEveryAuto = -1;
   static constexpr int64_t kNoiseEveryDefault = 10;
 
@@ -98,6 +101,15 @@ struct RunOptions {
           .agreed()
           .no_default(),
       s.noise_every);
+    v(Option{"--noise-final",
+             "After the last step, measure the gradient noise scale at the final weights over N "
+             "more global batches without updating them (results.noise.final; 0 = none, else "
+             "at least 2): every pair of the N averaged gradients counts, so it is far less "
+             "noisy than the moving average over training. Needs the averaged gradient on "
+             "every worker (not ps or zero); docs/convergence.md",
+             "noise_final"}
+          .agreed(),
+      s.noise_final);
   }
 };
 

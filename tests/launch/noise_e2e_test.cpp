@@ -207,6 +207,42 @@ TEST(NoiseScale, AccumulationAndSparseRowsSetTheBatchesMeasured) {
   expect_same_estimate(sparse_adam.record["results"]["noise"]["preconditioned"], ref);
 }
 
+// --noise-final: after the last step, 6 more global batches at the final
+// weights, applied to nothing. One worker's gradient of a batch of 16 is the
+// 2 workers' average of 8 each (lenet has no batch norm), so every strategy
+// that averages on the workers, and one worker alone, measure the same
+// estimate from the same gradients; the weights end as without it.
+TEST(NoiseScale, FinalWeightsGiveTheSameEstimateUnderEveryAveragingStrategy) {
+  std::string recipe = kLenetRecipe + " --steps 4 --noise-every 0";
+  recipe.replace(recipe.find("--synthetic-batches 2"), 21, "--synthetic-batches 8");
+  const TrainRun plain = train(recipe + " --workers 2 --bucket-mb 0.2");
+  const TrainRun alone = train(recipe + " --noise-final 6");
+  const nlohmann::json& ref = alone.record["results"]["noise"]["final"];
+  ASSERT_TRUE(ref.is_object()) << alone.record["results"].dump();
+  EXPECT_EQ(ref["steps"], 6);
+  EXPECT_EQ(ref["batch"], 16.0);
+  const double sigma = ref["trace_sigma"].get<double>(), g2 = ref["gradient_sq"].get<double>();
+  EXPECT_GT(sigma, 0);
+  EXPECT_NE(ref["summary"].get<std::string>().find("at the final weights"), std::string::npos);
+  for (const std::string& setup : {std::string("--bucket-mb 0.2"), std::string("--bucket-mb 0"),
+                                   std::string("--strategy tree --bucket-mb 0.2"),
+                                   std::string("--strategy hierarchical --ranks-per-node 1")}) {
+    SCOPED_TRACE(setup);
+    const TrainRun r = train(recipe + " --workers 2 --noise-final 6 " + setup);
+    EXPECT_TRUE(testing::same_weights(r.weights, plain.weights));
+    const nlohmann::json& f = r.record["results"]["noise"]["final"];
+    ASSERT_TRUE(f.is_object()) << r.record["results"].dump();
+    EXPECT_EQ(f["steps"], 6);
+    // float32 gradients summed in another order: |G|^2 is a difference of
+    // terms of the size of tr(Σ)/batch, which bounds its error.
+    EXPECT_NEAR(f["trace_sigma"].get<double>(), sigma, 1e-3 * sigma);
+    EXPECT_NEAR(f["gradient_sq"].get<double>(), g2, 1e-3 * std::max(std::abs(g2), sigma / 16));
+    EXPECT_EQ(f["b_simple"].is_null(), ref["b_simple"].is_null());
+  }
+  // The training's own estimate is not there (--noise-every 0): only "final".
+  EXPECT_FALSE(alone.record["results"]["noise"].contains("b_simple"));
+}
+
 TEST(NoiseScale, WhatCannotBeMeasuredIsOneLine) {
   const std::string lenet = "train --model lenet --steps 2 --warmup 1 --noise-scale";
   const auto alone = run_dlscale(lenet);
@@ -227,7 +263,16 @@ TEST(NoiseScale, WhatCannotBeMeasuredIsOneLine) {
            {unasked + " --workers 2 --strategy ps --ps-mode async --noise-every 5",
             "which --ps-mode async never forms"},
            {unasked + " --workers 2 --noise-every -3", "--noise-every must be in [0, "},
-           {lenet + " --workers 2 --noise-every 0", "--noise-every 0 for none"}}) {
+           {lenet + " --workers 2 --noise-every 0", "--noise-every 0 for none"},
+           {unasked + " --noise-final 1", "--noise-final must be 0 (none) or in [2, "},
+           {unasked + " --noise-final -2", "--noise-final must be 0 (none) or in [2, "},
+           {unasked + " --noise-final 3", "cycles through --synthetic-batches 1"},
+           {unasked + " --workers 2 --strategy ps --noise-final 4",
+            "--strategy ps forms it on its shards"},
+           {unasked + " --workers 2 --strategy zero --noise-final 4",
+            "--strategy zero keeps a shard"},
+           {unasked + " --workers 2 --strategy independent --noise-final 4",
+            "--noise-final needs the workers' averaged gradient"}}) {
     SCOPED_TRACE(args);
     const auto r = run_dlscale(args);
     EXPECT_EQ(r.code, 2);

@@ -97,6 +97,49 @@ TEST(Tta, TheRecordGivesEpochsBatchAndNoiseScale) {
 // With Adam's preconditioned noise scale in the record, auto and adam take
 // it as B_crit and simple takes B_simple; adam without one, and an unknown
 // kind, are refused in one line.
+// With the noise scale at the final weights (train --noise-final), auto
+// takes it (Adam's there where measured), final and final-adam ask for
+// one of them, and the ones over training stay available; a record without
+// it, or with an undefined one, is refused for the final kinds in one line.
+TEST(Tta, TheFinalWeightsNoiseScaleWhereTheRecordHasIt) {
+  nlohmann::json j = reached_record();
+  for (const std::string kind : {"final", "final-adam"}) {
+    try {
+      tta_run_from_record(j, "run.json", kind);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("run.json: --tta-noise " + kind +
+                                           " needs the noise scale at the final weights"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  j["results"]["noise"]["final"] = {{"b_simple", 256.0}};
+  for (const std::string kind : {"auto", "final"}) {
+    const TtaRun r = tta_run_from_record(j, "run.json", kind);
+    EXPECT_EQ(r.noise, "final B_simple");
+    EXPECT_DOUBLE_EQ(r.model_fit.b_noise, 256);
+    EXPECT_DOUBLE_EQ(r.model_fit.e_min(), 1.5 / (1 + 64.0 / 256));
+  }
+  EXPECT_DOUBLE_EQ(tta_run_from_record(j, "run.json", "simple").model_fit.b_noise, 64);
+  EXPECT_THROW(tta_run_from_record(j, "run.json", "final-adam"), Error);
+  j["results"]["noise"]["final"]["preconditioned"] = {{"b_simple", 512.0}};
+  EXPECT_EQ(tta_run_from_record(j, "run.json").noise, "final B_adam");
+  EXPECT_DOUBLE_EQ(tta_run_from_record(j, "run.json", "final-adam").model_fit.b_noise, 512);
+  EXPECT_DOUBLE_EQ(tta_run_from_record(j, "run.json", "final").model_fit.b_noise, 256);
+  // Undefined at the final weights: auto falls back to the training's.
+  j["results"]["noise"]["final"] = {{"b_simple", nullptr}};
+  EXPECT_EQ(tta_run_from_record(j, "run.json").noise, "B_simple");
+  try {
+    tta_run_from_record(j, "run.json", "final");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "run.json: the noise scale at the final weights is undefined or not positive; more "
+              "--noise-final batches give a defined one");
+  }
+}
+
 TEST(Tta, AdamsPreconditionedNoiseScaleWhereTheRecordHasIt) {
   nlohmann::json j = reached_record();
   EXPECT_EQ(tta_run_from_record(j, "run.json").noise, "B_simple");
@@ -116,7 +159,8 @@ TEST(Tta, AdamsPreconditionedNoiseScaleWhereTheRecordHasIt) {
     tta_run_from_record(j, "run.json", "hessian");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "--tta-noise 'hessian' is not one of auto, simple, adam");
+    EXPECT_EQ(std::string(e.what()),
+              "--tta-noise 'hessian' is not one of auto, simple, adam, final, final-adam");
   }
   j["results"]["noise"]["preconditioned"]["b_simple"] = nullptr;  // undefined: B_simple
   const TtaRun undefined = tta_run_from_record(j, "run.json");

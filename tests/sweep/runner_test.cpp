@@ -1,16 +1,17 @@
 #include "sweep/runner.h"
-#include "sweep/planner.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "process_util.h"
+#include "sweep/planner.h"
 
 namespace dlscale::sweep {
 namespace {
@@ -176,6 +177,31 @@ TEST(Runner, ExternalThroughputPattern) {
     EXPECT_EQ(std::string(e.what()),
               R"re(no line of the output matches the throughput pattern '"samples_per_sec": ([0-9.]+)')re");
   }
+}
+
+// A train record's noise scales reach the store: over training
+// (noise_b_simple, noise_adam_b_simple) and at the final weights
+// (noise_final_*, noise_final_adam_b_simple); an undefined one (null) is
+// left out, not stored as a number.
+TEST(Runner, NoiseScalesOfATrainRecord) {
+  const Params p = {{"kind", Value("train")}, {"global-batch", Value(32)}};
+  const nlohmann::json noise = {{"b_simple", 200.0},
+                                {"summary", "text"},
+                                {"preconditioned", {{"b_simple", 300.0}}},
+                                {"final",
+                                 {{"b_simple", 500.0},
+                                  {"gradient_sq", 0.04},
+                                  {"steps", 400},
+                                  {"summary", "text"},
+                                  {"preconditioned", {{"b_simple", nullptr}}}}}};
+  const nlohmann::json record = {{"results", {{"samples_per_sec", 100.0}, {"noise", noise}}}};
+  const auto m = extract_metrics(p, record.dump(), "");
+  EXPECT_EQ(m.at("noise_b_simple"), 200.0);
+  EXPECT_EQ(m.at("noise_adam_b_simple"), 300.0);
+  EXPECT_EQ(m.at("noise_final_b_simple"), 500.0);
+  EXPECT_EQ(m.at("noise_final_gradient_sq"), 0.04);
+  EXPECT_EQ(m.at("noise_final_steps"), 400.0);
+  EXPECT_EQ(m.count("noise_final_adam_b_simple"), 0u);
 }
 
 // User patterns run in linear time (RE2): a 50,000-character line with the

@@ -45,6 +45,10 @@ class PsStrategy : public Strategy {
     DLSCALE_CHECK(!n.averaged_gradient || options_.ps.mode == PsMode::kSync,
                   "--noise-scale needs the workers' averaged gradient, which --ps-mode async never "
                   "forms (its shards apply each worker's gradient alone): use --ps-mode sync");
+    DLSCALE_CHECK(!n.whole_average,
+                  "--noise-final needs the averaged gradient on every worker without applying it, "
+                  "and --strategy ps forms it on its shards, which apply it: use --strategy "
+                  "allreduce, tree or hierarchical");
     DLSCALE_CHECK(!n.loss_scaling,
                   "--amp fp16 scales the loss and unscales combined gradients, which the parameter "
                   "server's shards never see: use --amp bf16 with --strategy ps");

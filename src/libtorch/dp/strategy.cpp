@@ -53,6 +53,9 @@ class IndependentStrategy : public Strategy {
     DLSCALE_CHECK(!n.averaged_gradient || n.workers == 1,
                   "--noise-scale needs the workers' averaged gradient, and --strategy independent "
                   "averages none");
+    DLSCALE_CHECK(!n.whole_average || n.workers == 1,
+                  "--noise-final needs the workers' averaged gradient, and --strategy independent "
+                  "averages none");
   }
   std::unique_ptr<GradientSync> make_sync(std::vector<torch::Tensor> params,
                                           const SyncContext& c) override {

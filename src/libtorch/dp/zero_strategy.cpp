@@ -19,6 +19,9 @@ class ZeroStrategy : public Strategy {
     DLSCALE_CHECK(!n.loss_scaling,
                   "--amp fp16 unscales and checks whole gradients, of which --strategy zero keeps "
                   "a shard: use --amp bf16 with --strategy zero");
+    DLSCALE_CHECK(!n.whole_average || n.workers == 1,
+                  "--noise-final needs the whole averaged gradient on every worker, of which "
+                  "--strategy zero keeps a shard: use --strategy allreduce, tree or hierarchical");
   }
 
   std::string checkpoint_refusal() const override {

@@ -33,6 +33,13 @@ torch::Tensor weighted_self_dot(const torch::Tensor& grad, const torch::Tensor& 
   return at::dot(g.values().square().reshape({-1}), rows.reshape({-1}));
 }
 
+/// sum(w x^2) in float64 for a dense float64 `x`; 0 where `w` is undefined
+/// (a tensor the optimizer does not train).
+double weighted_double_sq(const torch::Tensor& x, const torch::Tensor& w) {
+  if (!w.defined()) return 0;
+  return (x.square() * w.to(torch::kDouble)).sum().item<double>();
+}
+
 }  // namespace
 
 NoiseProbe::NoiseProbe(std::vector<torch::Tensor> params, int workers, int64_t micro_batches,
@@ -171,6 +178,54 @@ nlohmann::json NoiseProbe::report() const {
               {"decay", e.decay()},
               {"every", every_},
               {"preconditioned", preconditioned}});
+  return out;
+}
+
+void FinalNoise::add(const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  if (sum_.empty()) sum_.resize(params.size());
+  DLSCALE_ASSERT(sum_.size() == params.size() &&
+                 (weights_.empty() || weights_.size() == params.size()));
+  for (size_t k = 0; k < params.size(); ++k) {
+    const torch::Tensor& g = params[k].grad();
+    if (!g.defined()) continue;
+    const torch::Tensor dense = (g.is_sparse() ? g.to_dense() : g).to(torch::kDouble);
+    sq_sum_ += dense.square().sum().item<double>();
+    if (!weights_.empty()) weighted_sq_sum_ += weighted_double_sq(dense, weights_[k]);
+    sum_[k] = sum_[k].defined() ? sum_[k].add_(dense) : dense.clone();
+  }
+  ++count_;
+}
+
+nlohmann::json FinalNoise::report(double seconds) const {
+  double sum_sq = 0, weighted_sum_sq = 0;
+  for (size_t k = 0; k < sum_.size(); ++k) {
+    if (!sum_[k].defined()) continue;
+    sum_sq += sum_[k].square().sum().item<double>();
+    if (!weights_.empty()) weighted_sum_sq += weighted_double_sq(sum_[k], weights_[k]);
+  }
+  const FixedWeightsNoise plain = fixed_weights_noise(sum_sq, sq_sum_, count_, batch_);
+  auto part = [](const FixedWeightsNoise& n) {
+    return nlohmann::json{{"gradient_sq", number_or_null(n.gradient_sq)},
+                          {"trace_sigma", number_or_null(n.trace_sigma)},
+                          {"b_simple", number_or_null(n.b_simple())}};
+  };
+  nlohmann::json out = part(plain);
+  out.update({{"steps", count_}, {"batch", batch_}, {"seconds", seconds}});
+  auto value = [](double b) {
+    return std::isfinite(b) ? fmt::format("{:.4g}", b) : "undefined (|G|^2 estimate not positive)";
+  };
+  std::string adam;
+  if (!weights_.empty()) {
+    const FixedWeightsNoise p =
+        fixed_weights_noise(weighted_sum_sq, weighted_sq_sum_, count_, batch_);
+    out["preconditioned"] = part(p);
+    adam = fmt::format("; Adam-preconditioned {}", value(p.b_simple()));
+  }
+  out["summary"] = fmt::format(
+      "gradient noise scale at the final weights: B_simple {} (|G|^2 {:.4g}, tr(Sigma) {:.4g}; "
+      "{} batches of {:g}, {:.1f} s){}",
+      value(plain.b_simple()), plain.gradient_sq, plain.trace_sigma, count_, batch_, seconds, adam);
   return out;
 }
 

@@ -106,4 +106,29 @@ class NoiseProbe {
   double served_weighted_ = 0;
 };
 
+/// --noise-final: the noise scale at the final weights, from N averaged
+/// gradients of the global batch taken after the last step without
+/// updating (train/noise_estimator.h: fixed_weights_noise). It keeps their
+/// sum, in float64, and the sum of their squared norms; with Adam's P^2
+/// (`weights`, else empty) the same for P g.
+class FinalNoise {
+ public:
+  FinalNoise(double batch, std::vector<torch::Tensor> weights)
+      : batch_(batch), weights_(std::move(weights)) {}
+  /// One averaged gradient: the .grad of `params` (dense or sparse; an
+  /// undefined one counts as zero).
+  void add(const std::vector<torch::Tensor>& params);
+  int64_t gradients() const { return count_; }
+  /// results.noise.final: `steps`, `batch`, `gradient_sq`, `trace_sigma`,
+  /// `b_simple` (null: undefined), `summary`, and under Adam `preconditioned`.
+  nlohmann::json report(double seconds) const;
+
+ private:
+  double batch_;
+  std::vector<torch::Tensor> weights_;  // P^2 per parameter, or empty
+  std::vector<torch::Tensor> sum_;      // Σ g, float64, per parameter
+  double sq_sum_ = 0, weighted_sq_sum_ = 0;
+  int64_t count_ = 0;
+};
+
 }  // namespace dlscale::train

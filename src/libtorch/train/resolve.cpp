@@ -91,6 +91,11 @@ void check_strategy(ResolvedTrainOptions& r) {
   const std::unique_ptr<dp::Strategy> strategy = dp::make_strategy(o.sync);
   strategy->check(needs);
   resolve_noise(r.options.run, noise_refusal(r, *strategy, needs));
+  if (o.run.noise_final > 0) {
+    dp::RunNeeds final_needs = needs;
+    final_needs.whole_average = true;
+    strategy->check(final_needs);
+  }
   const std::string refusal = strategy->checkpoint_refusal();
   DLSCALE_CHECK(!needs.checkpoints || refusal.empty(),
                 "--checkpoint/--resume save one replica and its optimizer; --strategy {} keeps "

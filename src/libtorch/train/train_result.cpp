@@ -446,7 +446,11 @@ void print_summary(std::ostream& out, const TrainResult& r) {
   fmt::print(out, "\n");
   if (r.exchanged) print_comm_summary(out, r);
   for (const std::string& line : r.strategy.summary) fmt::print(out, "{}\n", line);
-  if (r.noise.is_object()) fmt::print(out, "{}\n", r.noise.value("summary", ""));
+  if (r.noise.is_object()) {
+    if (r.noise.contains("summary")) fmt::print(out, "{}\n", r.noise["summary"].get<std::string>());
+    if (r.noise.contains("final"))
+      fmt::print(out, "{}\n", r.noise["final"]["summary"].get<std::string>());
+  }
   const data::PipelineStats& p = r.data.pipeline;
   if (p.batches > 0) {
     fmt::print(out,

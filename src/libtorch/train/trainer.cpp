@@ -32,6 +32,7 @@ namespace dlscale::train {
 void ConsoleObserver::on_start(const TrainResult& result) {
   print_header(out_, result);
   start_ = now_seconds();
+  quiet_ = result.config.options.run.display_every == 0;
 }
 
 void ConsoleObserver::on_step(const StepRecord& step, const TrainResult& result) {
@@ -54,6 +55,14 @@ void ConsoleObserver::on_step(const StepRecord& step, const TrainResult& result)
 
 void ConsoleObserver::on_eval(const EvalRecord& eval, const TrainResult& result) {
   print_eval_line(out_, eval, result.convergence.metrics);
+}
+
+void ConsoleObserver::on_final_noise(int64_t done, int64_t total, double seconds) {
+  if (quiet_ || (done != 1 && done != total && done % std::max<int64_t>(1, total / 10) != 0))
+    return;
+  out_ << fmt::format("noise scale at the final weights: {}/{} batches ({:.1f} s)\n", done, total,
+                      seconds)
+       << std::flush;
 }
 
 void ConsoleObserver::on_finish(const TrainResult& result) { print_summary(out_, result); }
@@ -140,6 +149,12 @@ data::SourceOptions Trainer::setup_data(const data::OpenedData& opened) {
       data_->steps_per_epoch() == 0 || steps_per_epoch_ >= 1,
       "--accumulate {}: an epoch of this data holds only {} micro-batch(es) of {} samples",
       o.run.accumulate, data_->steps_per_epoch(), so.global_batch);
+  // Synthetic batches repeat after --synthetic-batches steps: a repeated
+  // batch's gradient is no new sample of the noise.
+  DLSCALE_CHECK(opened.dataset || o.run.noise_final <= o.run.synthetic_batches,
+                "--noise-final {} needs as many distinct batches, and synthetic data cycles "
+                "through --synthetic-batches {}: give at most that many, or more synthetic batches",
+                o.run.noise_final, o.run.synthetic_batches);
   apply_epochs(result_.config, steps_per_epoch_);  // --epochs: the steps are known now
   record_data_info(opened);
   return so;
@@ -325,6 +340,7 @@ TrainResult Trainer::run(TrainObserver& observer) {
   sync_->need_parameters();
   finish_convergence();
   record_strategy_report(sync_->report());
+  measure_final_noise(observer);
   result_.finished_at = utc_timestamp();
   if (worker_.world_size > 1) {
     const auto measured = std::count_if(result_.steps.begin(), result_.steps.end(),
@@ -341,6 +357,10 @@ TrainResult Trainer::run(TrainObserver& observer) {
   }
   gather_memory();
   if (noise_) result_.noise = noise_->report();
+  if (!final_noise_report_.is_null()) {
+    if (!result_.noise.is_object()) result_.noise = nlohmann::json::object();
+    result_.noise["final"] = final_noise_report_;
+  }
   result_.data.pipeline = data_->stats();
   result_.runtime.amp_skipped_steps = scaler_->skipped_steps();
   result_.runtime.loss_scale = scaler_->scale();

@@ -39,6 +39,7 @@ class Mllog;
 class Tracer;
 class BackwardProfiler;
 class NoiseProbe;
+class FinalNoise;
 
 /// Receives progress from Trainer::run (on the calling thread).
 class TrainObserver {
@@ -51,6 +52,9 @@ class TrainObserver {
   virtual void on_step(const StepRecord& step, const TrainResult& result) {}
   /// An evaluation finished (its record is also result.convergence.evals.back()).
   virtual void on_eval(const EvalRecord& eval, const TrainResult& result) {}
+  /// --noise-final: `done` of `total` batches measured at the final weights,
+  /// `seconds` since the first.
+  virtual void on_final_noise(int64_t done, int64_t total, double seconds) {}
   virtual void on_finish(const TrainResult& result) {}
 };
 
@@ -62,11 +66,13 @@ class ConsoleObserver : public TrainObserver {
   void on_start(const TrainResult& result) override;
   void on_step(const StepRecord& step, const TrainResult& result) override;
   void on_eval(const EvalRecord& eval, const TrainResult& result) override;
+  void on_final_noise(int64_t done, int64_t total, double seconds) override;
   void on_finish(const TrainResult& result) override;
 
  private:
   std::ostream& out_;
   double start_ = 0;  ///< when on_start ran
+  bool quiet_ = false;  ///< --display-every 0
 };
 
 /// Where this worker sits in the job.
@@ -141,6 +147,10 @@ class Trainer {
   void record_bucket_bytes();
   /// --noise-scale: the step's averaged gradient norm into the estimate.
   void measure_noise(int64_t step);
+  /// --noise-final N: N more steps after the last, at the final weights and
+  /// without updating them, into final_noise_report_; the model's buffers
+  /// (batch norm's statistics) are put back as they were.
+  void measure_final_noise(TrainObserver& observer);
   /// --noise-scale under Adam: P^2 per parameter from the optimizer's state
   /// (put together over the workers where the strategy shards it), or none.
   std::vector<torch::Tensor> preconditioner_squares();
@@ -187,6 +197,9 @@ class Trainer {
   std::unique_ptr<BackwardProfiler> profiler_;  ///< with --trace: when each gradient is ready
   std::unique_ptr<NoiseProbe> noise_;           ///< with --noise-every N >= 1 (resolved)
   bool noise_now_ = false;                      ///< this step is one noise_ measures
+  /// While --noise-final measures: run_step() takes its gradient, applies nothing.
+  std::unique_ptr<FinalNoise> final_noise_;
+  nlohmann::json final_noise_report_;  ///< results.noise.final (null without --noise-final)
   /// Zero under Adam: this step's P^2 of this rank's pieces (own_parameters()).
   std::vector<torch::Tensor> piece_squares_;
   bool sharded_squares_ = false;          ///< this step's P^2 came from the workers' shards

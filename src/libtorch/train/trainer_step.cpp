@@ -37,14 +37,15 @@ torch::Tensor Trainer::forward_loss(const data::Batch& batch) {
 StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   StepRecord rec;
   rec.step = step;
-  rec.measured = step >= start_step_ + result_.config.options.run.warmup;
+  const bool probing = final_noise_ != nullptr;  // --noise-final: measured, not applied
+  rec.measured = !probing && step >= start_step_ + result_.config.options.run.warmup;
   const int64_t k = result_.config.options.run.accumulate;
   // Phase boundaries (data, forward, backward per micro-batch, then the
   // exchange, the update, the end): host clock readings on CPU, events on
   // the compute stream on a GPU.
   PhaseClock& clock = *phase_clock_;
   sync_->begin_step();
-  noise_now_ = noise_ && noise_->measures(step);
+  noise_now_ = !probing && noise_ && noise_->measures(step);
   // Adam's preconditioned noise scale only when asked (--noise-scale): it
   // costs a measured step about a fifth more than B_simple alone.
   if (noise_now_ && result_.config.options.run.noise_scale) {
@@ -85,7 +86,10 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   const bool exchanges = result_.exchanged;
   clock.mark(marks + 1);  // one worker alone: no comm, the phase is empty
   observer.on_phase(step, "optimizer");
-  if (scaler_->unscale(model_->parameters())) {
+  const bool finite = scaler_->unscale(model_->parameters());
+  if (probing) {
+    if (finite) final_noise_->add(model_->parameters());  // an overflow is not counted
+  } else if (finite) {
     measure_noise(step);
     clip_gradients();
     sync_->apply_update(*optimizer_);
@@ -98,7 +102,7 @@ StepRecord Trainer::run_step(int64_t step, TrainObserver& observer) {
   rec.loss = losses.item<double>() / static_cast<double>(k);  // the micro-batches' mean
   rec.times = step_times(offsets, k, exchanges);
   rec.comm_busy = comm.busy_seconds;
-  if (tracer_) trace_step(step, host_start, offsets, exchanges, comm);
+  if (tracer_ && !probing) trace_step(step, host_start, offsets, exchanges, comm);
   return rec;
 }
 
@@ -124,6 +128,33 @@ void Trainer::measure_noise(int64_t step) {
   noise_->finish_step(step, averaged, weighted, summed);
   piece_squares_.clear();
   sharded_squares_ = false;
+}
+
+void Trainer::measure_final_noise(TrainObserver& observer) {
+  const int64_t n = result_.config.options.run.noise_final;
+  if (n == 0) return;
+  const double start = now_seconds();
+  std::vector<torch::Tensor> buffers;
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& b : model_->buffers()) buffers.push_back(b.clone());
+  }
+  // Adam's P^2 at the final state; the workers hold it whole (zero and ps
+  // are refused: resolve.cpp).
+  final_noise_ =
+      std::make_unique<FinalNoise>(static_cast<double>(result_.config.global_batch),
+                                   adam_preconditioner_squares(*optimizer_, model_->parameters()));
+  const int64_t first = result_.steps.empty() ? start_step_ : result_.steps.back().step + 1;
+  for (int64_t i = 0; i < n; ++i) {
+    run_step(first + i, observer);
+    observer.on_final_noise(i + 1, n, now_seconds() - start);
+  }
+  final_noise_report_ = final_noise_->report(now_seconds() - start);
+  final_noise_.reset();
+  compat::zero_grad_to_none(*optimizer_);
+  torch::NoGradGuard no_grad;
+  const std::vector<torch::Tensor> now = model_->buffers();
+  for (size_t k = 0; k < now.size(); ++k) now[k].copy_(buffers[k]);
 }
 
 std::vector<torch::Tensor> Trainer::preconditioner_squares() {
