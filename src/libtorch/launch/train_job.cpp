@@ -29,6 +29,10 @@ class WorkerObserver : public train::TrainObserver {
   void on_eval(const train::EvalRecord& e, const train::TrainResult& r) override {
     if (console_) console_->on_eval(e, r);
   }
+  void on_final_noise(int64_t done, int64_t total, double seconds) override {
+    status_.write(fmt::format("noise scale at the final weights, batch {} of {}", done, total));
+    if (console_) console_->on_final_noise(done, total, seconds);
+  }
   void on_finish(const train::TrainResult& r) override {
     status_.write("finishing");
     if (console_) console_->on_finish(r);

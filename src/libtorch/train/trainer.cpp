@@ -58,8 +58,9 @@ void ConsoleObserver::on_eval(const EvalRecord& eval, const TrainResult& result)
 }
 
 void ConsoleObserver::on_final_noise(int64_t done, int64_t total, double seconds) {
-  if (quiet_ || (done != 1 && done != total && done % std::max<int64_t>(1, total / 10) != 0))
-    return;
+  // The first and the last, and about every tenth of a long measurement.
+  const int64_t every = total >= 20 ? total / 10 : total;
+  if (quiet_ || (done != 1 && done != total && done % every != 0)) return;
   out_ << fmt::format("noise scale at the final weights: {}/{} batches ({:.1f} s)\n", done, total,
                       seconds)
        << std::flush;
