@@ -20,8 +20,10 @@ namespace {
 /// only in these (and in seed) are points of one curve. The synthetic pool
 /// is counted in global batches, so a study keeps its training set fixed by
 /// varying it with the batch.
-const std::set<std::string> kBatchAxes = {"global-batch", "batch", "accumulate",
-                                          "synthetic-batches", "seed"};
+// noise-final: a study measures a fixed number of samples at the final
+// weights, so its batches' count varies with the batch, as the pool's does.
+const std::set<std::string> kBatchAxes = {"global-batch",      "batch",       "accumulate",
+                                          "synthetic-batches", "noise-final", "seed"};
 
 std::optional<double> metric_of(const sweep::RepeatRecord& r, const std::string& name) {
   const auto it = r.metrics.find(name);
@@ -250,8 +252,8 @@ Report batch_report(const std::vector<RunRecord>& runs) {
       "final weights (train --noise-final), and B0's model takes them where there are any");
   rep.notes.push_back(
       "epochs from B0: E(B) = E0 (1 + B/B0_noise)/(1 + B0/B0_noise) from the smallest batch's "
-      "epochs and noise scale alone, B_adam where it was measured, else B_simple (predict "
-      "--tta's model; docs/predict.md)");
+      "epochs and noise scale alone: its final B_adam, final B_simple, B_adam or B_simple, the "
+      "first measured (predict --tta's model; docs/predict.md)");
   rep.tables.push_back(std::move(t));
   return rep;
 }

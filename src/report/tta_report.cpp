@@ -17,9 +17,9 @@ namespace {
 
 using sweep::RunRecord;
 
-/// Parameters that are the table's axes, steer the sweep, or only name a
-/// run's output files: runs differing only in these are the same
-/// configuration (seeds and repeats of it).
+/// Parameters that are the table's axes, steer the sweep, only name a
+/// run's output files, or measure after its last step (noise-final): runs
+/// differing only in these are the same configuration (seeds and repeats of it).
 const std::set<std::string> kTtaNotLabels = {"workers",
                                              "batch",
                                              "global-batch",
@@ -36,7 +36,8 @@ const std::set<std::string> kTtaNotLabels = {"workers",
                                              "trace",
                                              "save-weights",
                                              "json",
-                                             "save-initial-weights"};
+                                             "save-initial-weights",
+                                             "noise-final"};
 
 /// The accuracy a run's target is on is its task's first metric, which the
 /// record names (results.convergence.metric, and final_accuracy). Records

@@ -3,6 +3,7 @@
 // whose steps follow S = 300 (1 + 200/B) exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -119,6 +120,48 @@ TEST(BatchReport, FromB0TakesAdamsPreconditionedNoiseScaleWhereMeasured) {
   // Without it (SGD), the column is empty and B0 takes B_simple.
   const Report plain = build_report(study(), {"batch", "", ""});
   EXPECT_EQ(plain.tables.at(0).rows[3][column("B_adam")].text, "");
+}
+
+// Runs that measured the noise scale at their final weights (train
+// --noise-final, a count that varies with the batch as the pool's does):
+// one study still, the final columns show the medians, and B0's model
+// takes the final B_simple over the training's, and the final B_adam over
+// both. Without them the columns are not there.
+TEST(BatchReport, FromB0TakesTheFinalWeightsNoiseScaleWhereMeasured) {
+  std::vector<RunRecord> runs = study();
+  runs.resize(13);  // linear only
+  for (RunRecord& r : runs) {
+    const double b = static_cast<double>(sweep::param_int(r.params, "global-batch"));
+    r.params["noise-final"] = Value(static_cast<int>(16384 / b));
+    r.repeats[0].metrics["noise_final_b_simple"] = 250;
+  }
+  const auto column = [](const Table& t, const std::string& name) {
+    return static_cast<size_t>(std::find(t.headers.begin(), t.headers.end(), name) -
+                               t.headers.begin());
+  };
+  const double e32 = model_steps(32) * 32 / kSamples;
+  const Report r = build_report(runs, {"batch", "", ""});
+  const Table& t = r.tables.at(0);
+  ASSERT_EQ(t.rows.size(), 4u);  // one study of 4 batches, not one per noise-final
+  EXPECT_DOUBLE_EQ(*t.rows[3][column(t, "final B_simple")].value, 250);
+  EXPECT_EQ(t.rows[3][column(t, "final B_adam")].text, "");
+  EXPECT_NEAR(*t.rows[3][column(t, "epochs from B0")].value,
+              e32 * (1 + 256.0 / 250) / (1 + 32.0 / 250), 1e-9);
+  const std::string notes = fmt::format("{}", fmt::join(r.notes, "\n"));
+  EXPECT_NE(notes.find("final B_simple at B0 = 32: 250 (fitted B_crit / final B_simple = 0.80)"),
+            std::string::npos)
+      << notes;
+  for (RunRecord& run : runs) {
+    run.repeats[0].metrics["noise_adam_b_simple"] = 400;
+    run.repeats[0].metrics["noise_final_adam_b_simple"] = 800;
+  }
+  const Report adam = build_report(runs, {"batch", "", ""});
+  const Table& a = adam.tables.at(0);
+  EXPECT_NEAR(*a.rows[3][column(a, "epochs from B0")].value,
+              e32 * (1 + 256.0 / 800) / (1 + 32.0 / 800), 1e-9);
+  const Report plain = build_report(study(), {"batch", "", ""});
+  const std::vector<std::string>& headers = plain.tables.at(0).headers;
+  EXPECT_EQ(std::count(headers.begin(), headers.end(), "final B_simple"), 0);
 }
 
 TEST(BatchReport, RunsWithoutATargetAreNamed) {
