@@ -109,7 +109,8 @@ double pick_noise_scale(const nlohmann::json& noise, const std::string& kind,
                 "{}: --tta-noise adam needs Adam's preconditioned noise scale "
                 "(results.noise.preconditioned), which this run did not measure",
                 what);
-  const bool use_final = final_kind || (kind == "auto" && r.final_b_simple > 0);
+  const bool use_final =
+      final_kind || (kind == "auto" && (r.final_b_simple > 0 || r.final_b_adam > 0));
   if (use_final) {
     const bool adam = kind != "final" && r.final_b_adam > 0;
     r.noise = adam ? "final B_adam" : "final B_simple";

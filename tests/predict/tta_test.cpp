@@ -127,6 +127,10 @@ TEST(Tta, TheFinalWeightsNoiseScaleWhereTheRecordHasIt) {
   EXPECT_EQ(tta_run_from_record(j, "run.json").noise, "final B_adam");
   EXPECT_DOUBLE_EQ(tta_run_from_record(j, "run.json", "final-adam").model_fit.b_noise, 512);
   EXPECT_DOUBLE_EQ(tta_run_from_record(j, "run.json", "final").model_fit.b_noise, 256);
+  // B_simple undefined there but B_adam not: auto takes that one.
+  j["results"]["noise"]["final"] = {{"b_simple", nullptr},
+                                    {"preconditioned", {{"b_simple", 512.0}}}};
+  EXPECT_EQ(tta_run_from_record(j, "run.json").noise, "final B_adam");
   // Undefined at the final weights: auto falls back to the training's.
   j["results"]["noise"]["final"] = {{"b_simple", nullptr}};
   EXPECT_EQ(tta_run_from_record(j, "run.json").noise, "B_simple");

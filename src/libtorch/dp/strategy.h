@@ -37,8 +37,7 @@ struct RunNeeds {
   bool clips_gradients = false;     ///< --clip-grad-norm: the averaged gradient's norm
   bool sparse_gradients = false;    ///< --sparse-embeddings: embedding tables' gradients are sparse
   bool averaged_gradient = false;   ///< --noise-scale: the workers' averaged gradient's norm
-  bool whole_average =
-      false;  ///< --noise-final: the whole averaged gradient on every worker, unapplied
+  bool whole_average = false;       ///< --noise-final: every worker's whole average, unapplied
   int workers = 1;
 };
 

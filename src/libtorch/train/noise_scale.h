@@ -118,7 +118,6 @@ class FinalNoise {
   /// One averaged gradient: the .grad of `params` (dense or sparse; an
   /// undefined one counts as zero).
   void add(const std::vector<torch::Tensor>& params);
-  int64_t gradients() const { return count_; }
   /// results.noise.final: `steps`, `batch`, `gradient_sq`, `trace_sigma`,
   /// `b_simple` (null: undefined), `summary`, and under Adam `preconditioned`.
   nlohmann::json report(double seconds) const;
