@@ -85,13 +85,14 @@ void model_study(BatchStudy& study) {
   study.samples_per_epoch = median(per_epoch);
   study.fit = fit_steps(measured, study.samples_per_epoch);
   for (const BatchPoint& p : study.points) {
+    if (!p.epochs) continue;
     const std::pair<std::optional<double>, const char*> choices[] = {
         {p.final_b_adam, "final B_adam"},
         {p.final_b_simple, "final B_simple"},
         {p.b_adam, "B_adam"},
         {p.b_simple, "B_simple"}};
     for (const auto& [b, name] : choices) {
-      if (!p.epochs || !b || !(*b > 0)) continue;
+      if (!b || !(*b > 0)) continue;
       study.base_noise = name;
       study.base_batch = p.global_batch;
       study.from_base = model_from_run(*p.epochs, p.global_batch, *b, p.samples_per_epoch);

@@ -21,17 +21,19 @@ struct NoiseMetric {
   const char* header;
   const char* metric;
   const char* format;
+  bool where_measured = false;  ///< a column only where some run has the metric
 };
-const NoiseMetric kNoise[] = {{"steps measured", "noise_steps", "{:.0f}"},
-                              {"b_small", "noise_b_small", "{:.0f}"},
-                              {"b_big", "noise_b_big", "{:.0f}"},
-                              {"|G|^2", "noise_gradient_sq", "{:.4g}"},
-                              {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"},
-                              {"B_simple", record::metric::kNoiseBSimple, "{:.4g}"},
-                              {"B_adam", record::metric::kNoiseAdamBSimple, "{:.4g}"},
-                              // At the final weights (train --noise-final).
-                              {"final B_simple", record::metric::kNoiseFinalBSimple, "{:.4g}"},
-                              {"final B_adam", record::metric::kNoiseFinalAdamBSimple, "{:.4g}"}};
+const NoiseMetric kNoise[] = {
+    {"steps measured", "noise_steps", "{:.0f}"},
+    {"b_small", "noise_b_small", "{:.0f}"},
+    {"b_big", "noise_b_big", "{:.0f}"},
+    {"|G|^2", "noise_gradient_sq", "{:.4g}"},
+    {"tr(Sigma)", "noise_trace_sigma", "{:.4g}"},
+    {"B_simple", record::metric::kNoiseBSimple, "{:.4g}"},
+    {"B_adam", record::metric::kNoiseAdamBSimple, "{:.4g}"},
+    // At the final weights (train --noise-final).
+    {"final B_simple", record::metric::kNoiseFinalBSimple, "{:.4g}", true},
+    {"final B_adam", record::metric::kNoiseFinalAdamBSimple, "{:.4g}", true}};
 
 /// At most this many points of a run's course go on the chart.
 constexpr size_t kCoursePoints = 60;
@@ -110,9 +112,9 @@ Report noise_report(const std::vector<RunRecord>& runs) {
   // The final weights' columns (train --noise-final) only where a run has them.
   std::vector<size_t> shown;
   for (size_t f = 0; f < std::size(kNoise); ++f) {
-    const bool final = std::string_view(kNoise[f].header).rfind("final ", 0) == 0;
-    if (!final || std::any_of(rows.begin(), rows.end(),
-                              [f](const NoiseRow& r) { return std::isfinite(r.values[f]); }))
+    if (!kNoise[f].where_measured || std::any_of(rows.begin(), rows.end(), [f](const NoiseRow& r) {
+          return std::isfinite(r.values[f]);
+        }))
       shown.push_back(f);
   }
   std::vector<std::pair<std::string, std::string>> columns;

@@ -33,12 +33,25 @@ torch::Tensor weighted_self_dot(const torch::Tensor& grad, const torch::Tensor& 
   return at::dot(g.values().square().reshape({-1}), rows.reshape({-1}));
 }
 
-/// sum(w x^2) in float64 for a dense float64 `x`; 0 where `w` is undefined
-/// (a tensor the optimizer does not train).
-double weighted_double_sq(const torch::Tensor& x, const torch::Tensor& w) {
-  if (!w.defined()) return 0;
-  return (x.square() * w.to(torch::kDouble)).sum().item<double>();
+/// sum(w x^2) in float64 for a dense float64 `x`, on its device; 0 where
+/// `w` is undefined (a tensor the optimizer does not train).
+torch::Tensor weighted_double_sq(const torch::Tensor& x, const torch::Tensor& w) {
+  if (!w.defined()) return torch::zeros({}, x.options());
+  return (x.square() * w.to(torch::kDouble)).sum();
 }
+
+/// A B_simple for the summary lines: its value, or why there is none.
+std::string estimate_text(double b) {
+  return std::isfinite(b) ? fmt::format("{:.4g}", b) : "undefined (|G|^2 estimate not positive)";
+}
+
+/// `sum` + `term`, where an undefined `sum` is zero.
+torch::Tensor accumulated(const torch::Tensor& sum, const torch::Tensor& term) {
+  return sum.defined() ? sum + term : term;
+}
+
+/// A 0-dim sum as a double; 0 while nothing was added.
+double value_of(const torch::Tensor& sum) { return sum.defined() ? sum.item<double>() : 0.0; }
 
 }  // namespace
 
@@ -190,21 +203,25 @@ void FinalNoise::add(const std::vector<torch::Tensor>& params) {
     const torch::Tensor& g = params[k].grad();
     if (!g.defined()) continue;
     const torch::Tensor dense = (g.is_sparse() ? g.to_dense() : g).to(torch::kDouble);
-    sq_sum_ += dense.square().sum().item<double>();
-    if (!weights_.empty()) weighted_sq_sum_ += weighted_double_sq(dense, weights_[k]);
+    // Kept on the gradients' device: no host synchronisation per tensor.
+    sq_sum_ = accumulated(sq_sum_, dense.square().sum());
+    if (!weights_.empty())
+      weighted_sq_sum_ = accumulated(weighted_sq_sum_, weighted_double_sq(dense, weights_[k]));
     sum_[k] = sum_[k].defined() ? sum_[k].add_(dense) : dense.clone();
   }
   ++count_;
 }
 
 nlohmann::json FinalNoise::report(double seconds) const {
-  double sum_sq = 0, weighted_sum_sq = 0;
+  torch::Tensor sum_sq, weighted_sum_sq;
   for (size_t k = 0; k < sum_.size(); ++k) {
     if (!sum_[k].defined()) continue;
-    sum_sq += sum_[k].square().sum().item<double>();
-    if (!weights_.empty()) weighted_sum_sq += weighted_double_sq(sum_[k], weights_[k]);
+    sum_sq = accumulated(sum_sq, sum_[k].square().sum());
+    if (!weights_.empty())
+      weighted_sum_sq = accumulated(weighted_sum_sq, weighted_double_sq(sum_[k], weights_[k]));
   }
-  const FixedWeightsNoise plain = fixed_weights_noise(sum_sq, sq_sum_, count_, batch_);
+  const FixedWeightsNoise plain =
+      fixed_weights_noise(value_of(sum_sq), value_of(sq_sum_), count_, batch_);
   auto part = [](const FixedWeightsNoise& n) {
     return nlohmann::json{{"gradient_sq", number_or_null(n.gradient_sq)},
                           {"trace_sigma", number_or_null(n.trace_sigma)},
@@ -212,35 +229,31 @@ nlohmann::json FinalNoise::report(double seconds) const {
   };
   nlohmann::json out = part(plain);
   out.update({{"steps", count_}, {"batch", batch_}, {"seconds", seconds}});
-  auto value = [](double b) {
-    return std::isfinite(b) ? fmt::format("{:.4g}", b) : "undefined (|G|^2 estimate not positive)";
-  };
   std::string adam;
   if (!weights_.empty()) {
     const FixedWeightsNoise p =
-        fixed_weights_noise(weighted_sum_sq, weighted_sq_sum_, count_, batch_);
+        fixed_weights_noise(value_of(weighted_sum_sq), value_of(weighted_sq_sum_), count_, batch_);
     out["preconditioned"] = part(p);
-    adam = fmt::format("; Adam-preconditioned {}", value(p.b_simple()));
+    adam = fmt::format("; Adam-preconditioned {}", estimate_text(p.b_simple()));
   }
   out["summary"] = fmt::format(
       "gradient noise scale at the final weights: B_simple {} (|G|^2 {:.4g}, tr(Sigma) {:.4g}; "
       "{} batches of {:g}, {:.1f} s){}",
-      value(plain.b_simple()), plain.gradient_sq, plain.trace_sigma, count_, batch_, seconds, adam);
+      estimate_text(plain.b_simple()), plain.gradient_sq, plain.trace_sigma, count_, batch_,
+      seconds, adam);
   return out;
 }
 
 std::string NoiseProbe::summary() const {
   const NoiseEstimator& e = plain_.estimator;
-  auto value = [](double b) {
-    return std::isfinite(b) ? fmt::format("{:.4g}", b) : "undefined (|G|^2 estimate not positive)";
-  };
   return fmt::format(
       "gradient noise scale: B_simple {} (|G|^2 {:.4g}, tr(Sigma) {:.4g}; batches {:g} and {:g}, "
       "{} step{} measured{}){}",
-      value(e.b_simple()), e.gradient_sq(), e.trace_sigma(), e.b_small(), e.b_big(), e.steps(),
-      e.steps() == 1 ? "" : "s", every_ > 1 ? fmt::format(", every {}", every_) : "",
+      estimate_text(e.b_simple()), e.gradient_sq(), e.trace_sigma(), e.b_small(), e.b_big(),
+      e.steps(), e.steps() == 1 ? "" : "s", every_ > 1 ? fmt::format(", every {}", every_) : "",
       preconditioned_.estimator.steps() > 0
-          ? fmt::format("; Adam-preconditioned {}", value(preconditioned_.estimator.b_simple()))
+          ? fmt::format("; Adam-preconditioned {}",
+                        estimate_text(preconditioned_.estimator.b_simple()))
           : "");
 }
 

@@ -124,9 +124,9 @@ class FinalNoise {
 
  private:
   double batch_;
-  std::vector<torch::Tensor> weights_;  // P^2 per parameter, or empty
-  std::vector<torch::Tensor> sum_;      // Σ g, float64, per parameter
-  double sq_sum_ = 0, weighted_sq_sum_ = 0;
+  std::vector<torch::Tensor> weights_;      // P^2 per parameter, or empty
+  std::vector<torch::Tensor> sum_;          // Σ g, float64, per parameter
+  torch::Tensor sq_sum_, weighted_sq_sum_;  // Σ |g|^2 and Σ |P g|^2, 0-dim float64 (undefined: 0)
   int64_t count_ = 0;
 };
 
