@@ -1,15 +1,19 @@
 // Every backend that runs in one process (inproc, gloo over loopback), with
 // 1-4 ranks as threads: exact results for known inputs.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <thread>
 
-#include "libtorch/comm/agreement.h"
 #include "comm/tcp_store.h"
 #include "comm_test_util.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "libtorch/comm/agreement.h"
+#include "libtorch/comm/session.h"
 
 namespace dlscale::comm {
 namespace {
@@ -291,6 +295,30 @@ TEST(CommTimeout, FiresForEveryBackend) {
     EXPECT_NE(error.find("allreduce"), std::string::npos) << error;
     EXPECT_NE(error.find("imed out"), std::string::npos) << error;  // "Timed out" / "timed out"
   }
+}
+
+// A rank writing to a peer that died must fail with an error it can
+// report, not die of SIGPIPE: Gloo writes without MSG_NOSIGNAL, and a rank
+// killed by SIGPIPE was named as the job's failure in place of the rank
+// that died (a cluster drill saw it). Without the session's SIG_IGN this
+// test process dies at the write.
+TEST(CommSession, AWriteToADeadPeerFailsWithEpipeNotSigpipe) {
+  SessionOptions o;
+  o.backend = "gloo";
+  o.rank = 0;
+  o.size = 1;
+  o.host_store = true;
+  o.store_bind_addr = "127.0.0.1";
+  o.timeout = std::chrono::milliseconds(5000);
+  const CommSession session(o);
+  int fds[2] = {-1, -1};
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  ::close(fds[1]);  // the peer is gone
+  const char byte = 'x';
+  errno = 0;
+  EXPECT_EQ(::write(fds[0], &byte, 1), -1);
+  EXPECT_EQ(errno, EPIPE);
+  ::close(fds[0]);
 }
 
 TEST(TcpStore, SetGetAddAndTimeout) {

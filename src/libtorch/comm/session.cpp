@@ -9,6 +9,7 @@
 #include "libtorch/comm/nccl/nccl_communicator.h"
 #endif
 #include <chrono>
+#include <csignal>
 #include <deque>
 #include <thread>
 
@@ -121,6 +122,13 @@ void register_backend(BackendEntry entry) {
 }
 
 CommSession::CommSession(const SessionOptions& o) {
+  // Gloo writes to its sockets without MSG_NOSIGNAL: a write to a peer that
+  // died would kill this rank with SIGPIPE before it could say why, and the
+  // launchers would then name it rather than the rank that died (a drill
+  // saw it). Ignored, the write fails with EPIPE and the collective throws
+  // a PeerFailure naming the peer. The process's own pipes (status, stdout)
+  // then fail the same way, which only a dying launcher causes.
+  std::signal(SIGPIPE, SIG_IGN);
   const Factory& backend = factory_of(o.backend);
   if (backend.uses_store) {
     if (o.host_store) {

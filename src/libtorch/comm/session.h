@@ -39,6 +39,8 @@ class CommSession {
   /// Joins the job: for mpi, initialises MPI and checks its world matches
   /// `options.size`; for gloo, connects to the store and builds the full
   /// mesh. Throws dlscale::Error for a bad backend name or size mismatch.
+  /// The process ignores SIGPIPE from then on: a write to a dead peer is a
+  /// PeerFailure, not this rank's death.
   explicit CommSession(const SessionOptions& options);
   ~CommSession();
   CommSession(const CommSession&) = delete;
