@@ -41,6 +41,10 @@ class PsSync : public GradientSync {
   void send_initial_values();
   void pull();
   void post_pull();
+  /// Copies the pulled values of `pieces` (indices into plan_.pieces) into
+  /// the parameters.
+  void copy_out(const std::vector<size_t>& pieces);
+  void plan_copy_out();
   void pack(size_t k, const torch::Tensor& grad);
   void push_bucket(int s, int b);
   /// Runs `fn` (a wait on shard `s`), naming the shard in a failure.
@@ -72,6 +76,15 @@ class PsSync : public GradientSync {
   // and the pulls still to come.
   std::vector<std::vector<std::unique_ptr<comm::Request>>> pull_recvs_;
   int64_t pulls_left_ = 0;
+  // Unbounded modes: each receive of a pull (shard, its index in
+  // pull_recvs_[shard]) and the pieces it brings, in the order the shards
+  // send them: sync, bucket by bucket; async, a shard's whole values.
+  struct PullPart {
+    int shard = 0;
+    size_t recv = 0;
+    std::vector<size_t> pieces;
+  };
+  std::vector<PullPart> pull_parts_;
   // --noise-every (sync): each shard's norm of the averaged gradient on a
   // measured step, received beside that step's pull (posted with it).
   const int64_t noise_every_;
@@ -127,6 +140,7 @@ PsSync::PsSync(std::vector<torch::Tensor> params, const SyncOptions& options,
     pending_.emplace_back(sp.buckets.size(), 0);
   }
   fill_info(layout);
+  plan_copy_out();
   seen_.assign(params_.size(), false);
   if (overlap_) {
     for (size_t k = 0; k < params_.size(); ++k) {
@@ -274,25 +288,22 @@ void PsSync::pull() {
         shards_[s].comm->recv(values_[s], shards_[s].peer, kPsValuesTag);
       });
     }
+    std::vector<size_t> all(plan_.pieces.size());
+    std::iota(all.begin(), all.end(), size_t{0});
+    copy_out(all);
   } else {
+    // Each bucket's values go into the parameters as they arrive, while
+    // later buckets are still being applied and sent: only the last
+    // bucket's copy is left after the last pull (bench/README.md).
     if (pull_recvs_.empty()) post_pull();
-    for (int s = 0; s < k; ++s) {
-      on_shard(s, [&] {
-        for (auto& r : pull_recvs_[s]) r->wait();
-      });
+    for (const PullPart& part : pull_parts_) {
+      on_shard(part.shard, [&] { pull_recvs_[part.shard][part.recv]->wait(); });
+      copy_out(part.pieces);
     }
     pull_recvs_.clear();
   }
   pulled_ = true;
   --pulls_left_;
-  {
-    torch::NoGradGuard no_grad;
-    for (const PsPiece& piece : plan_.pieces) {
-      flat(params_[piece.param])
-          .narrow(0, piece.offset, piece.length)
-          .copy_(values_[piece.shard].narrow(0, piece.shard_offset, piece.length));
-    }
-  }
   // Post the next pull now, while this worker computes: a receive posted
   // late tells its shard "ready" behind whatever bulk data this process is
   // then sending on the same connection (its pushes, the pulls its own shard
@@ -300,6 +311,33 @@ void PsSync::pull() {
   // traffic and the link would carry one direction at a time
   // (docs/strategies.md, "Both directions of a link").
   if (!bounded_ && pulls_left_ > 0) post_pull();
+}
+
+void PsSync::plan_copy_out() {
+  size_t most = 1;
+  for (const PsShardPlan& sp : plan_.shards) most = std::max(most, sp.buckets.size());
+  for (size_t b = 0; b < (sync_ ? most : 1); ++b) {
+    for (size_t s = 0; s < plan_.shards.size(); ++s) {
+      if (sync_ && b >= plan_.shards[s].buckets.size()) continue;
+      PullPart part{static_cast<int>(s), b, {}};
+      for (size_t i = 0; i < plan_.pieces.size(); ++i) {
+        const PsPiece& piece = plan_.pieces[i];
+        if (piece.shard == part.shard && (!sync_ || static_cast<size_t>(piece.bucket) == b))
+          part.pieces.push_back(i);
+      }
+      pull_parts_.push_back(std::move(part));
+    }
+  }
+}
+
+void PsSync::copy_out(const std::vector<size_t>& pieces) {
+  torch::NoGradGuard no_grad;
+  for (size_t i : pieces) {
+    const PsPiece& piece = plan_.pieces[i];
+    flat(params_[piece.param])
+        .narrow(0, piece.offset, piece.length)
+        .copy_(values_[piece.shard].narrow(0, piece.shard_offset, piece.length));
+  }
 }
 
 void PsSync::begin_backward() {
