@@ -73,5 +73,51 @@ TEST(TcpCounters, CountTheBytesALoopbackConnectionDelivered) {
   EXPECT_EQ(counted, static_cast<int64_t>(kBytes));
 }
 
+// A write returns once the kernel holds the bytes, before the peer has them:
+// with the reader not reading yet, some of what was written is not
+// acknowledged, and wait_tcp_sends_acked waits (here until the reader has
+// read it all) so that the count then is exact.
+TEST(TcpCounters, WaitingForTheSendQueuesMakesTheCountExact) {
+  Fd listener(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_GE(listener.fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener.fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  Fd client(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_EQ(::connect(client.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  Fd server(::accept(listener.fd, nullptr, nullptr));
+  ASSERT_GE(server.fd, 0);
+  const std::optional<int64_t> before = tcp_bytes_acked();
+  ASSERT_TRUE(before.has_value());
+  // Write until the queues are full: the send buffer then holds bytes the
+  // peer has not acknowledged.
+  const std::vector<char> data(1 << 16, 'x');
+  int64_t sent = 0;
+  for (;;) {
+    const ssize_t n = ::send(client.fd, data.data(), data.size(), MSG_DONTWAIT);
+    if (n <= 0) break;
+    sent += n;
+  }
+  ASSERT_GT(sent, 0);
+  EXPECT_LT(*tcp_bytes_acked() - *before, sent);
+  EXPECT_FALSE(wait_tcp_sends_acked(0.05));  // nobody reads
+  std::thread reader([&] {
+    std::vector<char> buf(1 << 16);
+    int64_t got = 0;
+    while (got < sent) {
+      const ssize_t n = ::read(server.fd, buf.data(), buf.size());
+      if (n <= 0) break;
+      got += n;
+    }
+  });
+  EXPECT_TRUE(wait_tcp_sends_acked(30));
+  EXPECT_EQ(*tcp_bytes_acked() - *before, sent);
+  reader.join();
+}
+
 }  // namespace
 }  // namespace dlscale

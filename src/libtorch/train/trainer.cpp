@@ -337,6 +337,8 @@ TrainResult Trainer::run(TrainObserver& observer) {
   const double wall = measuring_ ? now_seconds() - measure_start - paused_seconds_ : 0.0;
   // The steps' traffic ends here: gathering sharded parameters for the
   // replica check, the saved weights and a final evaluation is not a step's.
+  // Its last sends may still wait in this process's socket queues.
+  if (tcp_start) wait_tcp_sends_acked(2.0);
   const std::optional<int64_t> tcp_end = tcp_start ? tcp_bytes_acked() : std::nullopt;
   sync_->need_parameters();
   finish_convergence();
