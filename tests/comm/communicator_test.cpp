@@ -297,6 +297,49 @@ TEST(CommTimeout, FiresForEveryBackend) {
   }
 }
 
+// The in-process link (a colocated PS shard and its worker): a receive
+// posted first gets its message straight from the sender; one posted late
+// takes it from the mailbox; messages keep their order either way; a size
+// mismatch is named; a receive dropped unwaited takes nothing from the next.
+TEST(InProcLink, PostedReceivesGetTheirMessagesInOrderWhateverCameFirst) {
+  const auto group = std::make_shared<InProcGroup>(2);
+  InProcCommunicator a(group, 0, std::chrono::milliseconds(2000));
+  InProcCommunicator b(group, 1, std::chrono::milliseconds(2000));
+  const auto values = [](float first) { return torch::arange(first, first + 4, torch::kFloat32); };
+  torch::Tensor early1 = torch::zeros({4}), early2 = torch::zeros({4}), late = torch::zeros({4});
+  auto r1 = b.irecv(early1, 0, 7);  // posted before the sends
+  auto r2 = b.irecv(early2, 0, 7);
+  a.isend(values(1), 1, 7)->wait();
+  a.isend(values(5), 1, 7)->wait();
+  a.isend(values(9), 1, 8)->wait();  // before its receive
+  auto r3 = b.irecv(late, 0, 8);
+  r2->wait();
+  r1->wait();
+  r3->wait();
+  EXPECT_TRUE(torch::equal(early1, values(1)));
+  EXPECT_TRUE(torch::equal(early2, values(5)));
+  EXPECT_TRUE(torch::equal(late, values(9)));
+
+  torch::Tensor small = torch::zeros({2});
+  auto mismatched = b.irecv(small, 0, 9);
+  a.isend(values(1), 1, 9)->wait();
+  std::string error;
+  try {
+    mismatched->wait();
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error, "rank 1: recv from rank 0 got 16 bytes, expected 8");
+
+  torch::Tensor dropped = torch::zeros({4}), kept = torch::zeros({4});
+  b.irecv(dropped, 0, 10).reset();  // never waited
+  auto taken = b.irecv(kept, 0, 10);
+  a.isend(values(3), 1, 10)->wait();
+  taken->wait();
+  EXPECT_TRUE(torch::equal(kept, values(3)));
+  EXPECT_TRUE(torch::equal(dropped, torch::zeros({4})));
+}
+
 // A rank writing to a peer that died must fail with an error it can
 // report, not die of SIGPIPE: Gloo writes without MSG_NOSIGNAL, and a rank
 // killed by SIGPIPE was named as the job's failure in place of the rank

@@ -1,9 +1,10 @@
 #include "libtorch/comm/inproc/inproc_communicator.h"
 
+#include <algorithm>
 #include <cstring>
 
-#include "libtorch/comm/reduce_kernels.h"
 #include "core/error.h"
+#include "libtorch/comm/reduce_kernels.h"
 
 namespace dlscale::comm {
 
@@ -61,10 +62,74 @@ void InProcGroup::abort(const std::string& why) {
   cv_.notify_all();
 }
 
-void InProcGroup::post(int src, int dst, uint32_t tag, std::vector<char> bytes) {
+void InProcGroup::send(int src, int dst, uint32_t tag, const void* data, size_t bytes) {
+  std::shared_ptr<PostedRecv> target;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto key = std::make_tuple(src, dst, tag);
+    auto& waiting = posted_[key];
+    auto& box = mailboxes_[key];
+    if (waiting.empty() || !box.empty() || waiting.front()->bytes != bytes) {
+      const auto* p = static_cast<const char*>(data);
+      box.emplace_back(p, p + bytes);
+      cv_.notify_all();
+      return;
+    }
+    target = std::move(waiting.front());
+    waiting.pop_front();
+  }
+  // Out of the lock: the other direction's messages go on meanwhile; the
+  // receive's tensor stays alive with `target`.
+  std::memcpy(target->into.data_ptr(), data, bytes);
   std::lock_guard<std::mutex> lock(mu_);
-  mailboxes_[{src, dst, tag}].push_back(std::move(bytes));
+  target->filled = true;
   cv_.notify_all();
+}
+
+std::shared_ptr<PostedRecv> InProcGroup::post_recv(int src, int dst, uint32_t tag,
+                                                   const torch::Tensor& into) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto key = std::make_tuple(src, dst, tag);
+  if (!mailboxes_[key].empty()) return nullptr;
+  auto posted = std::make_shared<PostedRecv>();
+  posted->into = into;
+  posted->bytes = static_cast<size_t>(into.numel()) * into.element_size();
+  posted_[key].push_back(posted);
+  return posted;
+}
+
+void InProcGroup::wait_recv(int src, int dst, uint32_t tag,
+                            const std::shared_ptr<PostedRecv>& posted,
+                            std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto key = std::make_tuple(src, dst, tag);
+  auto& waiting = posted_[key];
+  auto& box = mailboxes_[key];
+  // A message in the mailbox belongs to the earliest receive still posted.
+  const auto first = [&] { return !waiting.empty() && waiting.front() == posted; };
+  const bool ready = cv_.wait_for(lock, timeout, [&] {
+    return posted->filled || (!box.empty() && first()) || !broken_.empty();
+  });
+  if (posted->filled) return;
+  if (!broken_.empty()) throw PeerFailure(broken_);
+  if (!ready) {
+    throw PeerFailure(fmt::format("rank {} timed out after {} ms in recv from rank {} (tag {})",
+                                  dst, timeout.count(), src, tag));
+  }
+  waiting.pop_front();
+  const std::vector<char> bytes = std::move(box.front());
+  box.erase(box.begin());
+  DLSCALE_CHECK(bytes.size() == posted->bytes,
+                "rank {}: recv from rank {} got {} bytes, expected {}", dst, src, bytes.size(),
+                posted->bytes);
+  std::memcpy(posted->into.data_ptr(), bytes.data(), bytes.size());
+}
+
+void InProcGroup::cancel_recv(int src, int dst, uint32_t tag,
+                              const std::shared_ptr<PostedRecv>& posted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& waiting = posted_[std::make_tuple(src, dst, tag)];
+  waiting.erase(std::remove(waiting.begin(), waiting.end(), posted), waiting.end());
 }
 
 std::vector<char> InProcGroup::take(int src, int dst, uint32_t tag,
@@ -167,17 +232,32 @@ void InProcCommunicator::barrier() {
 
 namespace {
 
-/// Sends complete at once (the bytes are copied into the mailbox); a receive
-/// takes its message in wait().
+/// Sends complete at once (the bytes are copied into a receive posted for
+/// them, or into the mailbox); a receive takes its message in wait().
 class InProcRequest : public Request {
  public:
   InProcRequest(InProcGroup* group, torch::Tensor tensor, int src, int dst, uint32_t tag,
                 std::chrono::milliseconds timeout)
-      : group_(group), tensor_(std::move(tensor)), src_(src), dst_(dst), tag_(tag), timeout_(timeout) {}
+      : group_(group),
+        tensor_(std::move(tensor)),
+        src_(src),
+        dst_(dst),
+        tag_(tag),
+        timeout_(timeout) {
+    if (group_ != nullptr) posted_ = group_->post_recv(src_, dst_, tag_, tensor_);
+  }
+  ~InProcRequest() override {
+    if (group_ != nullptr && posted_) group_->cancel_recv(src_, dst_, tag_, posted_);
+  }
   void wait() override {
     if (group_ == nullptr) return;
-    const std::vector<char> bytes = group_->take(src_, dst_, tag_, timeout_);
+    InProcGroup* group = group_;
     group_ = nullptr;
+    if (posted_) {
+      group->wait_recv(src_, dst_, tag_, posted_, timeout_);
+      return;
+    }
+    const std::vector<char> bytes = group->take(src_, dst_, tag_, timeout_);
     const size_t want = static_cast<size_t>(tensor_.numel()) * tensor_.element_size();
     DLSCALE_CHECK(bytes.size() == want, "rank {}: recv from rank {} got {} bytes, expected {}",
                   dst_, src_, bytes.size(), want);
@@ -191,6 +271,7 @@ class InProcRequest : public Request {
   int dst_;
   uint32_t tag_;
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<PostedRecv> posted_;  // posted before its message came
 };
 
 }  // namespace
@@ -199,8 +280,7 @@ std::unique_ptr<Request> InProcCommunicator::isend(const torch::Tensor& tensor, 
                                                    uint32_t tag) {
   check_comm_tensor(tensor, "send", /*reducible=*/false);
   check_tag(tag, "send");
-  const auto* p = static_cast<const char*>(tensor.data_ptr());
-  group_->post(rank_, dst, tag, std::vector<char>(p, p + tensor.numel() * tensor.element_size()));
+  group_->send(rank_, dst, tag, tensor.data_ptr(), tensor.numel() * tensor.element_size());
   return std::make_unique<InProcRequest>(nullptr, tensor, rank_, dst, tag, timeout_);
 }
 

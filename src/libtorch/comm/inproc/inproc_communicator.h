@@ -3,6 +3,7 @@
 // multi-rank unit tests. Reductions add contributions in rank order, so every
 // rank gets bit-identical results.
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,14 @@
 #include "libtorch/comm/communicator.h"
 
 namespace dlscale::comm {
+
+/// A receive posted before its message came: the sender copies the message
+/// straight into `into` (one copy, no buffer in between).
+struct PostedRecv {
+  torch::Tensor into;
+  size_t bytes = 0;
+  bool filled = false;  ///< with the group's lock
+};
 
 /// State shared by the ranks of one in-process group. Thread-safe.
 class InProcGroup {
@@ -25,7 +34,21 @@ class InProcGroup {
   void exchange(int rank, const void* mine, const std::function<void(const std::vector<const void*>&)>& consume,
                 const char* op, std::chrono::milliseconds timeout);
 
-  void post(int src, int dst, uint32_t tag, std::vector<char> bytes);
+  /// Sends `bytes` bytes at `data`: straight into the first receive posted
+  /// for (src, dst, tag) when nothing waits before it and its size is the
+  /// same, else into the mailbox, copied.
+  void send(int src, int dst, uint32_t tag, const void* data, size_t bytes);
+  /// A receive into `into`: null when a message for it already waits in the
+  /// mailbox (take() gets it), else posted for send() to fill.
+  std::shared_ptr<PostedRecv> post_recv(int src, int dst, uint32_t tag, const torch::Tensor& into);
+  /// Waits until `posted` is filled, or takes the mailbox's first message
+  /// for it when one waits there (a message of another size); throws
+  /// dlscale::PeerFailure on a timeout or a broken group, and dlscale::Error
+  /// when the message's size is not the receive's.
+  void wait_recv(int src, int dst, uint32_t tag, const std::shared_ptr<PostedRecv>& posted,
+                 std::chrono::milliseconds timeout);
+  /// A receive given up before its message came (its request gone unwaited).
+  void cancel_recv(int src, int dst, uint32_t tag, const std::shared_ptr<PostedRecv>& posted);
   /// Breaks the group: every rank waiting or about to wait in it throws
   /// dlscale::PeerFailure(`why`) at once.
   void abort(const std::string& why);
@@ -47,6 +70,7 @@ class InProcGroup {
   std::vector<const void*> slots_;
   std::string broken_;  // set when a rank timed out: the group cannot continue
   std::map<std::tuple<int, int, uint32_t>, std::vector<std::vector<char>>> mailboxes_;
+  std::map<std::tuple<int, int, uint32_t>, std::deque<std::shared_ptr<PostedRecv>>> posted_;
   std::map<std::pair<int, int>, std::shared_ptr<InProcGroup>> children_;
 };
 
