@@ -251,13 +251,13 @@ class InProcRequest : public Request {
   }
   void wait() override {
     if (group_ == nullptr) return;
-    InProcGroup* group = group_;
-    group_ = nullptr;
     if (posted_) {
-      group->wait_recv(src_, dst_, tag_, posted_, timeout_);
+      group_->wait_recv(src_, dst_, tag_, posted_, timeout_);  // a failure leaves it to cancel
+      group_ = nullptr;
       return;
     }
-    const std::vector<char> bytes = group->take(src_, dst_, tag_, timeout_);
+    const std::vector<char> bytes = group_->take(src_, dst_, tag_, timeout_);
+    group_ = nullptr;
     const size_t want = static_cast<size_t>(tensor_.numel()) * tensor_.element_size();
     DLSCALE_CHECK(bytes.size() == want, "rank {}: recv from rank {} got {} bytes, expected {}",
                   dst_, src_, bytes.size(), want);
