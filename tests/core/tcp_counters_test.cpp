@@ -28,20 +28,29 @@ struct Fd {
   Fd& operator=(const Fd&) = delete;
 };
 
+/// A loopback TCP connection: `client` connected to `server`.
+struct Loopback {
+  Fd listener{::socket(AF_INET, SOCK_STREAM, 0)};
+  Fd client{::socket(AF_INET, SOCK_STREAM, 0)};
+  Fd server{-1};
+  Loopback() {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        ::listen(listener.fd, 1) == 0 &&
+        ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+        ::connect(client.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      server.fd = ::accept(listener.fd, nullptr, nullptr);
+    }
+  }
+};
+
 TEST(TcpCounters, CountTheBytesALoopbackConnectionDelivered) {
-  Fd listener(::socket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_GE(listener.fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(::listen(listener.fd, 1), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  Fd client(::socket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_EQ(::connect(client.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  Fd server(::accept(listener.fd, nullptr, nullptr));
-  ASSERT_GE(server.fd, 0);
+  Loopback link;
+  ASSERT_GE(link.server.fd, 0) << "no loopback connection";
+  const int client_fd = link.client.fd, server_fd = link.server.fd;
   const std::optional<int64_t> before = tcp_bytes_acked();
   ASSERT_TRUE(before.has_value()) << "this kernel reports no tcpi_bytes_acked (Linux >= 4.19 does)";
   constexpr size_t kBytes = 3 << 20;
@@ -49,7 +58,7 @@ TEST(TcpCounters, CountTheBytesALoopbackConnectionDelivered) {
     std::vector<char> buf(1 << 16);
     size_t got = 0;
     while (got < kBytes) {
-      const ssize_t n = ::read(server.fd, buf.data(), buf.size());
+      const ssize_t n = ::read(server_fd, buf.data(), buf.size());
       if (n <= 0) break;
       got += static_cast<size_t>(n);
     }
@@ -57,11 +66,11 @@ TEST(TcpCounters, CountTheBytesALoopbackConnectionDelivered) {
   const std::vector<char> data(kBytes, 'x');
   size_t sent = 0;
   while (sent < kBytes) {
-    const ssize_t n = ::write(client.fd, data.data() + sent, kBytes - sent);
+    const ssize_t n = ::write(client_fd, data.data() + sent, kBytes - sent);
     if (n <= 0) break;
     sent += static_cast<size_t>(n);
   }
-  if (sent < kBytes) ::shutdown(server.fd, SHUT_RDWR);  // the reader stops
+  if (sent < kBytes) ::shutdown(server_fd, SHUT_RDWR);  // the reader stops
   reader.join();
   ASSERT_EQ(sent, kBytes);
   // All was read, so all was delivered; its last acknowledgement may trail.
@@ -78,19 +87,9 @@ TEST(TcpCounters, CountTheBytesALoopbackConnectionDelivered) {
 // acknowledged, and wait_tcp_sends_acked waits (here until the reader has
 // read it all) so that the count then is exact.
 TEST(TcpCounters, WaitingForTheSendQueuesMakesTheCountExact) {
-  Fd listener(::socket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_GE(listener.fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(::listen(listener.fd, 1), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  Fd client(::socket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_EQ(::connect(client.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  Fd server(::accept(listener.fd, nullptr, nullptr));
-  ASSERT_GE(server.fd, 0);
+  Loopback link;
+  ASSERT_GE(link.server.fd, 0) << "no loopback connection";
+  const int client_fd = link.client.fd, server_fd = link.server.fd;
   const std::optional<int64_t> before = tcp_bytes_acked();
   ASSERT_TRUE(before.has_value());
   // Write until the queues are full: the send buffer then holds bytes the
@@ -98,7 +97,7 @@ TEST(TcpCounters, WaitingForTheSendQueuesMakesTheCountExact) {
   const std::vector<char> data(1 << 16, 'x');
   int64_t sent = 0;
   for (;;) {
-    const ssize_t n = ::send(client.fd, data.data(), data.size(), MSG_DONTWAIT);
+    const ssize_t n = ::send(client_fd, data.data(), data.size(), MSG_DONTWAIT);
     if (n <= 0) break;
     sent += n;
   }
@@ -109,7 +108,7 @@ TEST(TcpCounters, WaitingForTheSendQueuesMakesTheCountExact) {
     std::vector<char> buf(1 << 16);
     int64_t got = 0;
     while (got < sent) {
-      const ssize_t n = ::read(server.fd, buf.data(), buf.size());
+      const ssize_t n = ::read(server_fd, buf.data(), buf.size());
       if (n <= 0) break;
       got += n;
     }
