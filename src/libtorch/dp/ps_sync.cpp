@@ -76,9 +76,9 @@ class PsSync : public GradientSync {
   // and the pulls still to come.
   std::vector<std::vector<std::unique_ptr<comm::Request>>> pull_recvs_;
   int64_t pulls_left_ = 0;
-  // Unbounded modes: each receive of a pull (shard, its index in
-  // pull_recvs_[shard]) and the pieces it brings, in the order the shards
-  // send them: sync, bucket by bucket; async, a shard's whole values.
+  // Each receive of a pull (shard, its index in pull_recvs_[shard]) and the
+  // pieces it brings, in the order the shards send them: sync, bucket by
+  // bucket; async, a shard's whole values.
   struct PullPart {
     int shard = 0;
     size_t recv = 0;
@@ -287,10 +287,8 @@ void PsSync::pull() {
         shards_[s].comm->send(request, shards_[s].peer, kPsRequestTag);
         shards_[s].comm->recv(values_[s], shards_[s].peer, kPsValuesTag);
       });
+      copy_out(pull_parts_[s].pieces);  // async: a part a shard, in shard order
     }
-    std::vector<size_t> all(plan_.pieces.size());
-    std::iota(all.begin(), all.end(), size_t{0});
-    copy_out(all);
   } else {
     // Each bucket's values go into the parameters as they arrive, while
     // later buckets are still being applied and sent: only the last

@@ -62,17 +62,30 @@ void InProcGroup::abort(const std::string& why) {
   cv_.notify_all();
 }
 
+namespace {
+
+/// Puts a message of `bytes` bytes into `posted`: the bytes, or the size
+/// mismatch its wait will throw.
+void deliver(PostedRecv& posted, const void* data, size_t bytes, int src, int dst) {
+  if (bytes == posted.bytes) {
+    std::memcpy(posted.into.data_ptr(), data, bytes);
+  } else {
+    posted.error = fmt::format("rank {}: recv from rank {} got {} bytes, expected {}", dst, src,
+                               bytes, posted.bytes);
+  }
+}
+
+}  // namespace
+
 void InProcGroup::send(int src, int dst, uint32_t tag, const void* data, size_t bytes) {
   std::shared_ptr<PostedRecv> target;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const auto key = std::make_tuple(src, dst, tag);
     auto& waiting = posted_[key];
-    auto& box = mailboxes_[key];
-    if (waiting.empty() || !box.empty() || waiting.front()->bytes != bytes) {
+    if (waiting.empty()) {
       const auto* p = static_cast<const char*>(data);
-      box.emplace_back(p, p + bytes);
-      cv_.notify_all();
+      mailboxes_[key].emplace_back(p, p + bytes);
       return;
     }
     target = std::move(waiting.front());
@@ -80,7 +93,7 @@ void InProcGroup::send(int src, int dst, uint32_t tag, const void* data, size_t 
   }
   // Out of the lock: the other direction's messages go on meanwhile; the
   // receive's tensor stays alive with `target`.
-  std::memcpy(target->into.data_ptr(), data, bytes);
+  deliver(*target, data, bytes, src, dst);
   std::lock_guard<std::mutex> lock(mu_);
   target->filled = true;
   cv_.notify_all();
@@ -88,13 +101,23 @@ void InProcGroup::send(int src, int dst, uint32_t tag, const void* data, size_t 
 
 std::shared_ptr<PostedRecv> InProcGroup::post_recv(int src, int dst, uint32_t tag,
                                                    const torch::Tensor& into) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const auto key = std::make_tuple(src, dst, tag);
-  if (!mailboxes_[key].empty()) return nullptr;
   auto posted = std::make_shared<PostedRecv>();
   posted->into = into;
   posted->bytes = static_cast<size_t>(into.numel()) * into.element_size();
-  posted_[key].push_back(posted);
+  std::vector<char> sent;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto key = std::make_tuple(src, dst, tag);
+    auto& box = mailboxes_[key];
+    if (box.empty()) {
+      posted_[key].push_back(posted);
+      return posted;
+    }
+    sent = std::move(box.front());
+    box.erase(box.begin());
+  }
+  deliver(*posted, sent.data(), sent.size(), src, dst);  // nobody else sees it yet
+  posted->filled = true;
   return posted;
 }
 
@@ -102,27 +125,14 @@ void InProcGroup::wait_recv(int src, int dst, uint32_t tag,
                             const std::shared_ptr<PostedRecv>& posted,
                             std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  const auto key = std::make_tuple(src, dst, tag);
-  auto& waiting = posted_[key];
-  auto& box = mailboxes_[key];
-  // A message in the mailbox belongs to the earliest receive still posted.
-  const auto first = [&] { return !waiting.empty() && waiting.front() == posted; };
-  const bool ready = cv_.wait_for(lock, timeout, [&] {
-    return posted->filled || (!box.empty() && first()) || !broken_.empty();
-  });
-  if (posted->filled) return;
-  if (!broken_.empty()) throw PeerFailure(broken_);
-  if (!ready) {
-    throw PeerFailure(fmt::format("rank {} timed out after {} ms in recv from rank {} (tag {})",
-                                  dst, timeout.count(), src, tag));
+  cv_.wait_for(lock, timeout, [&] { return posted->filled || !broken_.empty(); });
+  if (posted->filled) {
+    if (!posted->error.empty()) throw Error(posted->error);
+    return;
   }
-  waiting.pop_front();
-  const std::vector<char> bytes = std::move(box.front());
-  box.erase(box.begin());
-  DLSCALE_CHECK(bytes.size() == posted->bytes,
-                "rank {}: recv from rank {} got {} bytes, expected {}", dst, src, bytes.size(),
-                posted->bytes);
-  std::memcpy(posted->into.data_ptr(), bytes.data(), bytes.size());
+  if (!broken_.empty()) throw PeerFailure(broken_);
+  throw PeerFailure(fmt::format("rank {} timed out after {} ms in recv from rank {} (tag {})", dst,
+                                timeout.count(), src, tag));
 }
 
 void InProcGroup::cancel_recv(int src, int dst, uint32_t tag,
@@ -130,21 +140,6 @@ void InProcGroup::cancel_recv(int src, int dst, uint32_t tag,
   std::lock_guard<std::mutex> lock(mu_);
   auto& waiting = posted_[std::make_tuple(src, dst, tag)];
   waiting.erase(std::remove(waiting.begin(), waiting.end(), posted), waiting.end());
-}
-
-std::vector<char> InProcGroup::take(int src, int dst, uint32_t tag,
-                                    std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto& box = mailboxes_[{src, dst, tag}];
-  const bool ready = cv_.wait_for(lock, timeout, [&] { return !box.empty() || !broken_.empty(); });
-  if (!broken_.empty()) throw PeerFailure(broken_);
-  if (!ready) {
-    throw PeerFailure(fmt::format("rank {} timed out after {} ms in recv from rank {} (tag {})",
-                                  dst, timeout.count(), src, tag));
-  }
-  std::vector<char> bytes = std::move(box.front());
-  box.erase(box.begin());
-  return bytes;
 }
 
 InProcCommunicator::InProcCommunicator(std::shared_ptr<InProcGroup> group, int rank,
@@ -233,45 +228,31 @@ void InProcCommunicator::barrier() {
 namespace {
 
 /// Sends complete at once (the bytes are copied into a receive posted for
-/// them, or into the mailbox); a receive takes its message in wait().
+/// them, or into the mailbox); a receive is matched as it is posted or as
+/// its message comes, and wait() waits for that.
 class InProcRequest : public Request {
  public:
   InProcRequest(InProcGroup* group, torch::Tensor tensor, int src, int dst, uint32_t tag,
                 std::chrono::milliseconds timeout)
-      : group_(group),
-        tensor_(std::move(tensor)),
-        src_(src),
-        dst_(dst),
-        tag_(tag),
-        timeout_(timeout) {
-    if (group_ != nullptr) posted_ = group_->post_recv(src_, dst_, tag_, tensor_);
+      : group_(group), src_(src), dst_(dst), tag_(tag), timeout_(timeout) {
+    if (group_ != nullptr) posted_ = group_->post_recv(src_, dst_, tag_, tensor);
   }
   ~InProcRequest() override {
-    if (group_ != nullptr && posted_) group_->cancel_recv(src_, dst_, tag_, posted_);
+    if (group_ != nullptr) group_->cancel_recv(src_, dst_, tag_, posted_);
   }
   void wait() override {
     if (group_ == nullptr) return;
-    if (posted_) {
-      group_->wait_recv(src_, dst_, tag_, posted_, timeout_);  // a failure leaves it to cancel
-      group_ = nullptr;
-      return;
-    }
-    const std::vector<char> bytes = group_->take(src_, dst_, tag_, timeout_);
+    group_->wait_recv(src_, dst_, tag_, posted_, timeout_);  // a failure leaves it to cancel
     group_ = nullptr;
-    const size_t want = static_cast<size_t>(tensor_.numel()) * tensor_.element_size();
-    DLSCALE_CHECK(bytes.size() == want, "rank {}: recv from rank {} got {} bytes, expected {}",
-                  dst_, src_, bytes.size(), want);
-    std::memcpy(tensor_.data_ptr(), bytes.data(), want);
   }
 
  private:
   InProcGroup* group_;  // null once done (or for a send)
-  torch::Tensor tensor_;
   int src_;
   int dst_;
   uint32_t tag_;
   std::chrono::milliseconds timeout_;
-  std::shared_ptr<PostedRecv> posted_;  // posted before its message came
+  std::shared_ptr<PostedRecv> posted_;  // a receive's
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -14,12 +15,14 @@
 
 namespace dlscale::comm {
 
-/// A receive posted before its message came: the sender copies the message
-/// straight into `into` (one copy, no buffer in between).
+/// A posted receive. Matched in the order posted: to a message already in
+/// the mailbox as it is posted, else to the next one sent, which the sender
+/// copies straight into `into` (one copy, no buffer in between).
 struct PostedRecv {
   torch::Tensor into;
   size_t bytes = 0;
   bool filled = false;  ///< with the group's lock
+  std::string error;    ///< the message's size was not `bytes`
 };
 
 /// State shared by the ranks of one in-process group. Thread-safe.
@@ -34,17 +37,15 @@ class InProcGroup {
   void exchange(int rank, const void* mine, const std::function<void(const std::vector<const void*>&)>& consume,
                 const char* op, std::chrono::milliseconds timeout);
 
-  /// Sends `bytes` bytes at `data`: straight into the first receive posted
-  /// for (src, dst, tag) when nothing waits before it and its size is the
-  /// same, else into the mailbox, copied.
+  /// Sends `bytes` bytes at `data`: straight into the first receive still
+  /// waiting for (src, dst, tag), else into the mailbox, copied.
   void send(int src, int dst, uint32_t tag, const void* data, size_t bytes);
-  /// A receive into `into`: null when a message for it already waits in the
-  /// mailbox (take() gets it), else posted for send() to fill.
+  /// A receive into `into`: filled at once from the mailbox's first message
+  /// for it, else left for send() to fill.
   std::shared_ptr<PostedRecv> post_recv(int src, int dst, uint32_t tag, const torch::Tensor& into);
-  /// Waits until `posted` is filled, or takes the mailbox's first message
-  /// for it when one waits there (a message of another size); throws
-  /// dlscale::PeerFailure on a timeout or a broken group, and dlscale::Error
-  /// when the message's size is not the receive's.
+  /// Waits until `posted` is filled; throws dlscale::PeerFailure on a
+  /// timeout or a broken group, and dlscale::Error when the message's size
+  /// is not the receive's.
   void wait_recv(int src, int dst, uint32_t tag, const std::shared_ptr<PostedRecv>& posted,
                  std::chrono::milliseconds timeout);
   /// A receive given up before its message came (its request gone unwaited).
@@ -52,7 +53,6 @@ class InProcGroup {
   /// Breaks the group: every rank waiting or about to wait in it throws
   /// dlscale::PeerFailure(`why`) at once.
   void abort(const std::string& why);
-  std::vector<char> take(int src, int dst, uint32_t tag, std::chrono::milliseconds timeout);
 
   /// The group of colour `color` made by split number `split_index`; the
   /// first rank to ask creates it with `size` ranks.
