@@ -47,6 +47,17 @@ struct Loopback {
   }
 };
 
+/// Reads from `fd` until `bytes` came or the connection ends.
+void read_up_to(int fd, size_t bytes) {
+  std::vector<char> buf(1 << 16);
+  size_t got = 0;
+  while (got < bytes) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+}
+
 TEST(TcpCounters, CountTheBytesALoopbackConnectionDelivered) {
   Loopback link;
   ASSERT_GE(link.server.fd, 0) << "no loopback connection";
@@ -54,15 +65,7 @@ TEST(TcpCounters, CountTheBytesALoopbackConnectionDelivered) {
   const std::optional<int64_t> before = tcp_bytes_acked();
   ASSERT_TRUE(before.has_value()) << "this kernel reports no tcpi_bytes_acked (Linux >= 4.19 does)";
   constexpr size_t kBytes = 3 << 20;
-  std::thread reader([&] {
-    std::vector<char> buf(1 << 16);
-    size_t got = 0;
-    while (got < kBytes) {
-      const ssize_t n = ::read(server_fd, buf.data(), buf.size());
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-  });
+  std::thread reader([&] { read_up_to(server_fd, kBytes); });
   const std::vector<char> data(kBytes, 'x');
   size_t sent = 0;
   while (sent < kBytes) {
@@ -104,15 +107,7 @@ TEST(TcpCounters, WaitingForTheSendQueuesMakesTheCountExact) {
   ASSERT_GT(sent, 0);
   EXPECT_LT(*tcp_bytes_acked() - *before, sent);
   EXPECT_FALSE(wait_tcp_sends_acked(0.05));  // nobody reads
-  std::thread reader([&] {
-    std::vector<char> buf(1 << 16);
-    int64_t got = 0;
-    while (got < sent) {
-      const ssize_t n = ::read(server_fd, buf.data(), buf.size());
-      if (n <= 0) break;
-      got += n;
-    }
-  });
+  std::thread reader([&] { read_up_to(server_fd, static_cast<size_t>(sent)); });
   EXPECT_TRUE(wait_tcp_sends_acked(30));
   EXPECT_EQ(*tcp_bytes_acked() - *before, sent);
   reader.join();
