@@ -443,7 +443,8 @@ void print_plan(std::ostream& out, const std::vector<PlannedRun>& plan) {
   // Always-shown columns first, then whatever else varies between runs.
   std::vector<std::string> columns = {"kind", "model", "scaling", "workers", "batch", "global-batch"};
   std::set<std::string> exclude(columns.begin(), columns.end());
-  exclude.insert({"command", "throughput-pattern", "launcher-args"});
+  // repeats has its own column, set by an extension or not.
+  exclude.insert({"command", "throughput-pattern", "launcher-args", "repeats"});
   std::vector<const Params*> params;
   for (const PlannedRun& r : plan) params.push_back(&r.params);
   for (const std::string& name : varying_params(params, exclude)) columns.push_back(name);

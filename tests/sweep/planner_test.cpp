@@ -383,6 +383,25 @@ variables: {scaling: [strong], workers: [1, 4]}
   EXPECT_EQ(lines[4], "2 run(s) planned, 1 to run, 1 skipped");
 }
 
+TEST(Planner, DryRunTableShowsRepeatsOnceWhenAnExtensionSetsThem) {
+  const auto runs = plan(R"Y(
+parameters: {model: lenet, batch: 6}
+variables: {workers: [1, 2]}
+extensions:
+  - when: {workers: 2}
+    set: {repeats: 3}
+)Y");
+  std::ostringstream out;
+  print_plan(out, runs);
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << out.str();
+  EXPECT_EQ(lines[0], "#  kind     model  scaling  workers  batch  global-batch  repeats  note");
+  EXPECT_EQ(lines[2], "1  dlscale  lenet  weak     1        6      6                   1");
+  EXPECT_EQ(lines[3], "2  dlscale  lenet  weak     2        6      12                  3");
+}
+
 TEST(Planner, SlurmRunsTakeNodesAndTasksAndTheSameFileRunsLocally) {
   const std::string yaml = "parameters: {launcher: slurm, hosts: 2, workers-per-host: 2, model: lenet, batch: 8}";
   const auto runs = plan(yaml, {"model", "workers-per-host"});
