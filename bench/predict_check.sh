@@ -2,20 +2,23 @@
 # dlscale predict against this machine (docs/predict.md, "Accuracy on this
 # machine"): 1-worker calibration records of lenet and resnet18 (with
 # --trace, as the sweep's settings) and the same with every core busy
-# (independent workers, --calibrate-busy), commbench of the unshaped emulated
-# link in float32, float16 and bfloat16 (each wire type's own rate) and of
-# each shaped hop the sweep uses (HOPS: what a link or uplink of that rate
-# delivers), each 16-bit type's cast rate (bench/cast_rate.py, into a copy
-# of examples/systems/local-cluster.yaml), the measured sweep
-# examples/predict-check.yaml, then
-# `report --type predict`: from the 1-worker calibrations alone
-# ($SWEEP-1worker.txt; its summary line is printed) and with the busy ones
-# ($SWEEP.txt). As root (the emulated cluster). Everything goes
-# to $OUT (default /tmp/dlscale-SWEEP). SWEEP=fabric-check runs
-# examples/fabric-check.yaml instead: 4 hosts in one switch or in racks
-# with shared uplinks (docs/predict.md, "A shared fabric").
+# (independent workers, --calibrate-busy), 3 runs of each before the
+# sweep and 3 after it, the median of the 6 kept (bench/calibrate.sh);
+# commbench of the unshaped emulated link in float32, float16 and bfloat16
+# (each wire type's own rate; also 3 runs before and 3 after, the median
+# kept) and of each shaped hop the sweep uses (HOPS: what a link or uplink
+# of that rate delivers), each 16-bit type's cast rate
+# (bench/cast_rate.py, into a copy of
+# examples/systems/local-cluster.yaml), the measured sweep
+# examples/predict-check.yaml, then `report --type predict`: from the
+# 1-worker calibrations alone ($SWEEP-1worker.txt; its summary line is
+# printed) and with the busy ones ($SWEEP.txt). As root (the emulated
+# cluster). Everything goes to $OUT (default /tmp/dlscale-SWEEP).
+# SWEEP=fabric-check runs examples/fabric-check.yaml instead: 4 hosts in
+# one switch or in racks with shared uplinks (docs/predict.md, "A shared
+# fabric").
 #
-#   sudo bench/predict_check.sh                      # about 30 minutes on 2 cores
+#   sudo bench/predict_check.sh                      # about 40 minutes on 2 cores
 #   sudo SWEEP=fabric-check bench/predict_check.sh   # about 17 minutes
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,32 +35,47 @@ out=${OUT:-/tmp/dlscale-$sweep}
 mkdir -p "$out"
 cd "$out"
 
-. "$here/bench/calibrate.sh"  # calibrate NAME FLAGS...: the median of 3 one-worker runs
+# calibrate and commbench_median [--add] NAME FLAGS...: 3 (more) runs; the median kept
+. "$here/bench/calibrate.sh"
 
-echo "== calibration: 1 worker, 1 thread, as the sweep runs; the median of 3" >&2
-calibrate lenet -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0
-calibrate resnet18 -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 --display-every 0
-# What a worker computes while every core computes: one independent worker
-# a core, no exchange (report --calibrate-busy; the runs of as many
-# workers as cores, or more, are predicted at these times).
+# Each model on 1 worker, 1 thread, as the sweep runs it; then what a
+# worker computes while every core computes: one independent worker a core,
+# no exchange (report --calibrate-busy; the runs of as many workers as
+# cores, or more, are predicted at these times). Called before the sweep
+# and after it: the median of the 6 runs is kept, so the calibration spans
+# the half hour whose runs it predicts (bench/README.md, "Calibrating by
+# what predict reads").
 cores=$(nproc)
-echo "== calibration with every core busy: $cores independent workers, 1 thread each; the median of 3" >&2
-calibrate lenet-busy -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0 \
-  --workers "$cores" --strategy independent
-calibrate resnet18-busy -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 \
-  --display-every 0 --workers "$cores" --strategy independent
+calibrate_all() {  # [--add]
+  calibrate "$@" lenet -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0
+  calibrate "$@" resnet18 -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 --display-every 0
+  calibrate "$@" lenet-busy -m lenet --image-size 28 --batch 64 --steps 10 --warmup 2 --threads 1 --display-every 0 \
+    --workers "$cores" --strategy independent
+  calibrate "$@" resnet18-busy -m resnet18 --image-size 32 --batch 32 --steps 10 --warmup 2 --threads 1 \
+    --display-every 0 --workers "$cores" --strategy independent
+}
+echo "== calibration: 1 worker, then $cores independent workers (every core busy); 1 thread each; 3 runs" >&2
+calibrate_all
 
-echo "== commbench: allreduce across 2 unshaped emulated hosts, float32 (and its sendrecv), float16 and bfloat16" >&2
-"$dlscale" cluster up --name pcheck --hosts 2 > /dev/null
+# The unshaped link is the machine's CPU, whose speed moves as the
+# calibration's does: 3 runs of each wire type, before the sweep and after
+# it, the median of the 6 kept (bench/calibrate.sh).
+commbench_unshaped() {  # [--add]
+  "$dlscale" cluster up --name pcheck --hosts 2 > /dev/null
+  local dtype ops
+  for dtype in f32 f16 bf16; do
+    # float32's ping-pong too: one message at a time, one way (a tree's), on
+    # a link that is the CPU.
+    ops=allreduce; [ $dtype = f32 ] && ops=allreduce,sendrecv
+    commbench_median "$@" "commbench-$dtype" --cluster pcheck --op $ops -b 1K -e 64M --iters 5 --threads 1 \
+      --dtype $dtype
+  done
+  "$dlscale" cluster down --name pcheck > /dev/null
+}
 trap '"$dlscale" cluster down --name pcheck > /dev/null 2>&1 || true' EXIT
-for dtype in f32 f16 bf16; do
-  # float32's ping-pong too: one message at a time, one way (a tree's), on
-  # a link that is the CPU.
-  ops=allreduce; [ $dtype = f32 ] && ops=allreduce,sendrecv
-  "$dlscale" commbench --cluster pcheck --op $ops -b 1K -e 64M --iters 5 --threads 1 --dtype $dtype \
-    --json commbench-$dtype.json
-done
-"$dlscale" cluster down --name pcheck > /dev/null
+echo "== commbench: allreduce across 2 unshaped emulated hosts, float32 (and its sendrecv), float16 and bfloat16;" \
+  "3 runs each" >&2
+commbench_unshaped
 
 echo "== commbench: each shaped hop ($hops) between 2 emulated hosts" >&2
 hop_records=()
@@ -84,6 +102,9 @@ echo "$cast_line" >> system.yaml
 
 echo "== the measured sweep" >&2
 "$dlscale" sweep "$here/examples/$sweep.yaml" --db results.db
+echo "== calibration and the unshaped commbench again, after the sweep: 3 more runs of each; the median of all 6 kept" >&2
+calibrate_all --add
+commbench_unshaped --add
 
 inputs=(--db results.db --sweep "$sweep" --type predict --calibrate lenet.json --calibrate resnet18.json
   --commbench commbench-f32.json --commbench commbench-f16.json --commbench commbench-bf16.json
