@@ -68,26 +68,20 @@ EOF
   if [ -e "$1.$i.trace.json" ]; then cp "$1.$i.trace.json" "$1.trace.json"; fi
 }
 
-calibrate() {  # [--add] NAME, then train's flags
-  local add=() first i
+# median_runs train|commbench [--add] NAME FLAGS...: 3 runs of
+# `$dlscale train|commbench FLAGS...` (train's traced), then keep_median.
+median_runs() {
+  local kind=$1 add=() first i trace=()
+  shift
   if [ "$1" = --add ]; then add=(--add); shift; fi
   local name=$1
   shift
   first=$(next_runs "${add[@]}" "$name")
   for i in $(seq "$first" $((first + 2))); do
-    "$dlscale" train "$@" --trace "$name.$i.trace.json" --json "$name.$i.json" > /dev/null
+    if [ "$kind" = train ]; then trace=(--trace "$name.$i.trace.json"); fi
+    "$dlscale" "$kind" "$@" "${trace[@]}" --json "$name.$i.json" > /dev/null
   done
-  keep_median "$name" step
+  if [ "$kind" = train ]; then keep_median "$name" step; else keep_median "$name" allreduce; fi
 }
-
-commbench_median() {  # [--add] NAME, then commbench's flags
-  local add=() first i
-  if [ "$1" = --add ]; then add=(--add); shift; fi
-  local name=$1
-  shift
-  first=$(next_runs "${add[@]}" "$name")
-  for i in $(seq "$first" $((first + 2))); do
-    "$dlscale" commbench "$@" --json "$name.$i.json" > /dev/null
-  done
-  keep_median "$name" allreduce
-}
+calibrate() { median_runs train "$@"; }            # [--add] NAME, then train's flags
+commbench_median() { median_runs commbench "$@"; }  # [--add] NAME, then commbench's flags

@@ -364,17 +364,22 @@ TEST(Planner, SplitCommandQuotes) {
   EXPECT_THROW(split_command("a 'b"), Error);
 }
 
-TEST(Planner, DryRunTableShowsVaryingColumnsAndSkips) {
-  const auto runs = plan(R"Y(
-parameters: {model: lenet, batch: 6}
-variables: {scaling: [strong], workers: [1, 4]}
-)Y");
+/// The lines of print_plan's table of `yaml`'s runs.
+std::vector<std::string> plan_lines(const std::string& yaml) {
   std::ostringstream out;
-  print_plan(out, runs);
+  print_plan(out, plan(yaml));
   std::vector<std::string> lines;
   std::istringstream in(out.str());
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 5u) << out.str();
+  return lines;
+}
+
+TEST(Planner, DryRunTableShowsVaryingColumnsAndSkips) {
+  const auto lines = plan_lines(R"Y(
+parameters: {model: lenet, batch: 6}
+variables: {scaling: [strong], workers: [1, 4]}
+)Y");
+  ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0], "#  kind     model  scaling  workers  batch  global-batch  repeats  note");
   EXPECT_EQ(lines[1], std::string(lines[3].size(), '-'));
   EXPECT_EQ(lines[2], "1  dlscale  lenet  strong   1        6      6                   1");
@@ -384,19 +389,14 @@ variables: {scaling: [strong], workers: [1, 4]}
 }
 
 TEST(Planner, DryRunTableShowsRepeatsOnceWhenAnExtensionSetsThem) {
-  const auto runs = plan(R"Y(
+  const auto lines = plan_lines(R"Y(
 parameters: {model: lenet, batch: 6}
 variables: {workers: [1, 2]}
 extensions:
   - when: {workers: 2}
     set: {repeats: 3}
 )Y");
-  std::ostringstream out;
-  print_plan(out, runs);
-  std::vector<std::string> lines;
-  std::istringstream in(out.str());
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 5u) << out.str();
+  ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0], "#  kind     model  scaling  workers  batch  global-batch  repeats  note");
   EXPECT_EQ(lines[2], "1  dlscale  lenet  weak     1        6      6                   1");
   EXPECT_EQ(lines[3], "2  dlscale  lenet  weak     2        6      12                  3");
