@@ -18,8 +18,8 @@
 # one switch or in racks with shared uplinks (docs/predict.md, "A shared
 # fabric").
 #
-#   sudo bench/predict_check.sh                      # about 40 minutes on 2 cores
-#   sudo SWEEP=fabric-check bench/predict_check.sh   # about 17 minutes
+#   sudo bench/predict_check.sh                      # about 45 minutes on 2 cores
+#   sudo SWEEP=fabric-check bench/predict_check.sh   # about 20 minutes
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 dlscale=${DLSCALE:-$here/build/dlscale}
