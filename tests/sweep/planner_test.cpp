@@ -379,7 +379,7 @@ TEST(Planner, DryRunTableShowsVaryingColumnsAndSkips) {
 parameters: {model: lenet, batch: 6}
 variables: {scaling: [strong], workers: [1, 4]}
 )Y");
-  ASSERT_EQ(lines.size(), 5u);
+  ASSERT_EQ(lines.size(), 5u) << ::testing::PrintToString(lines);
   EXPECT_EQ(lines[0], "#  kind     model  scaling  workers  batch  global-batch  repeats  note");
   EXPECT_EQ(lines[1], std::string(lines[3].size(), '-'));
   EXPECT_EQ(lines[2], "1  dlscale  lenet  strong   1        6      6                   1");
@@ -396,7 +396,7 @@ extensions:
   - when: {workers: 2}
     set: {repeats: 3}
 )Y");
-  ASSERT_EQ(lines.size(), 5u);
+  ASSERT_EQ(lines.size(), 5u) << ::testing::PrintToString(lines);
   EXPECT_EQ(lines[0], "#  kind     model  scaling  workers  batch  global-batch  repeats  note");
   EXPECT_EQ(lines[2], "1  dlscale  lenet  weak     1        6      6                   1");
   EXPECT_EQ(lines[3], "2  dlscale  lenet  weak     2        6      12                  3");
