@@ -101,7 +101,9 @@ grep -v '^cast_gbyte_s:' "$here/examples/systems/local-cluster.yaml" > system.ya
 echo "$cast_line" >> system.yaml
 
 echo "== the measured sweep" >&2
-"$dlscale" sweep "$here/examples/$sweep.yaml" --db results.db
+# In rounds (--interleave): a slow spell of this shared machine, seconds
+# long, falls on one repeat of several runs, not on all 3 of one.
+"$dlscale" sweep "$here/examples/$sweep.yaml" --db results.db --interleave
 echo "== calibration and the unshaped commbench again, after the sweep: 3 more runs of each; the median of all 6 kept" >&2
 calibrate_all --add
 commbench_unshaped --add

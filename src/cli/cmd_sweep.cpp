@@ -34,6 +34,7 @@ struct SweepFlags {
   std::string launcher;  ///< "" = the file's
   long long max_jobs = 0;  ///< 0 = the file's
   bool dry_run = false;
+  bool interleave = false;
 };
 
 /// --launcher and --max-jobs: the same value for every run of the file.
@@ -136,6 +137,7 @@ int run(CLI::App& app, const SweepFlags& f) {
   o.dlscale_binary = std::filesystem::canonical(self_executable()).string();
   o.output_dir = f.output_dir;
   o.rerun = rerun;
+  o.interleave = f.interleave;
   o.live_progress = f.progress == "live" || (f.progress == "auto" && isatty(STDOUT_FILENO));
   o.out = &std::cout;
   o.keep_going = [] { return g_sweep_signal == 0; };
@@ -174,6 +176,12 @@ void add_sweep_command(CLI::App& app) {
                   "everything again")
       ->check(CLI::IsMember({"none", "failed", "all"}))
       ->capture_default_str();
+  cmd->add_flag(
+      "--interleave", f->interleave,
+      "Run the repeats in rounds: repeat 1 of each run, then repeat 2 of each, and so on, over "
+      "consecutive runs on the same emulated cluster (or on none), so that a slow spell of a "
+      "shared machine falls on one repeat of several runs, not on every repeat of one (launcher "
+      "slurm: no effect)");
   cmd->add_option("--output-dir", f->output_dir,
                   "Each repeat's log and JSON record go to DIR/<sweep name>/")
       ->capture_default_str();

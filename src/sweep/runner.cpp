@@ -59,18 +59,26 @@ SweepOutcome Sweep::run() {
   progress_ = std::make_unique<Progress>(o_, repeats_to_run_);
   progress_->line(fmt::format("sweep '{}': {} run(s) planned, {} to run, results in {}", o_.sweep_name,
                               plan_.size(), to_run, store_.path()));
-  for (const PlannedRun& run : plan_) {
+  for (std::size_t i = 0; i < plan_.size();) {
+    const PlannedRun& run = plan_[i];
     if (o_.keep_going && !o_.keep_going()) {
       outcome_.interrupted = true;
       break;
     }
+    std::size_t next = i + 1;
     if (on_slurm(run)) {
       run_on_slurm(run);
     } else {
       drain_jobs();  // a local run does not compete with the sweep's jobs
-      if (!outcome_.interrupted) run_one(run);
+      if (o_.interleave) next = group_end(i);
+      if (!outcome_.interrupted && o_.interleave) {
+        run_interleaved(i, next);
+      } else if (!outcome_.interrupted) {
+        run_one(run);
+      }
     }
     if (outcome_.interrupted) break;
+    i = next;
   }
   drain_jobs();
   if (outcome_.interrupted) cancel_jobs();
@@ -165,6 +173,50 @@ void Sweep::run_one(const PlannedRun& run) {
     if (!record_repeat(*a, run_repeat(run, rep, fmt::format("{} repeat {}/{}", a->tag, rep, a->repeats)))) break;
   }
   end_run(*a);
+}
+
+std::size_t Sweep::group_end(std::size_t first) const {
+  const std::string cluster = param_text(plan_[first].params, "cluster");
+  std::size_t last = first + 1;
+  while (last < plan_.size() && !on_slurm(plan_[last]) &&
+         param_text(plan_[last].params, "cluster") == cluster) {
+    ++last;
+  }
+  return last;
+}
+
+void Sweep::run_interleaved(std::size_t first, std::size_t last) {
+  std::vector<std::optional<ActiveRun>> going(last - first);
+  bool any = true;
+  for (int rep = 1; any && !outcome_.interrupted; ++rep) {
+    any = false;
+    for (std::size_t i = first; i < last && !outcome_.interrupted; ++i) {
+      if (o_.keep_going && !o_.keep_going()) {
+        outcome_.interrupted = true;
+        break;
+      }
+      std::optional<ActiveRun>& a = going[i - first];
+      // Claimed at its first repeat: the out-of-memory rule sees the runs
+      // before it in the group fail in round 1.
+      if (rep == 1) a = begin_run(plan_[i]);
+      if (!a) continue;
+      const std::string what = fmt::format("{} repeat {}/{}", a->tag, rep, a->repeats);
+      if (record_repeat(*a, run_repeat(plan_[i], rep, what))) {
+        any = true;
+      } else {
+        end_run(*a);
+        a.reset();
+      }
+    }
+  }
+  // Interrupted between repeats: the runs still claimed are stored as such
+  // (a later sweep runs them again).
+  for (std::optional<ActiveRun>& a : going) {
+    if (!a) continue;
+    a->status = kStatusInterrupted;
+    a->reason = fmt::format("interrupted by the user after {} of {} repeats", a->done, a->repeats);
+    end_run(*a);
+  }
 }
 
 bool Sweep::record_repeat(ActiveRun& a, const RepeatRecord& rec) {

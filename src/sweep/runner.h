@@ -25,6 +25,9 @@ struct SweepRunOptions {
   std::string output_dir = "dlscale-runs";  ///< per-run logs and records go to output_dir/<sweep>/
   Rerun rerun = Rerun::kNone;
   bool live_progress = false;  ///< one rewritten status line (a terminal); else plain lines
+  /// Run consecutive local runs of one emulated cluster (or of none) in
+  /// rounds: repeat 1 of each, then repeat 2 of each, ... (sweep --interleave).
+  bool interleave = false;
   std::ostream* out = nullptr;  ///< progress and summary lines
   /// Polled while runs execute; false stops the sweep (Ctrl-C).
   std::function<bool()> keep_going;

@@ -60,6 +60,12 @@ class Sweep {
   std::optional<ActiveRun> begin_run(const PlannedRun& run);
   /// Runs the repeats one after another until one fails.
   void run_one(const PlannedRun& run);
+  /// --interleave: where the group of runs that starts at plan_[first] ends
+  /// (consecutive local runs on the same cluster, or on none).
+  std::size_t group_end(std::size_t first) const;
+  /// --interleave: the runs of plan_[first, last) in rounds, repeat k of
+  /// each before repeat k + 1 of any; a run that fails leaves the rounds.
+  void run_interleaved(std::size_t first, std::size_t last);
   /// Stores one finished repeat; returns whether the run goes on to the next.
   bool record_repeat(ActiveRun& a, const RepeatRecord& rec);
   /// Stores the run's outcome.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -44,6 +45,9 @@ variables:
 )Y" + extra;
   }
 
+  bool interleave = false;
+  std::function<bool()> keep_going;
+
   SweepOutcome run(const std::string& text, Rerun rerun = Rerun::kNone, std::string* out_text = nullptr) const {
     const auto plan = plan_sweep(parse_sweep(text, "t.yaml"), {});
     ResultsStore store(db);
@@ -55,6 +59,8 @@ variables:
     o.out = &out;
     o.host = "h";
     o.pid = 1;
+    o.interleave = interleave;
+    o.keep_going = keep_going;
     const SweepOutcome outcome = run_sweep(plan, store, o);
     if (out_text) *out_text = out.str();
     return outcome;
@@ -141,6 +147,73 @@ extensions:
   o = f.run(f.yaml(extensions), Rerun::kFailed);
   EXPECT_EQ(o.executed, 3);  // w1b8, w1b16, w2b16 again; w2b32 stays skipped by the OOM rule
   EXPECT_EQ(f.ran(), "w1b8\nw1b16\nw2b16\n");
+}
+
+TEST(Runner, InterleavedRepeatsRunInRounds) {
+  Fixture f;
+  f.interleave = true;
+  // Runs on no cluster are one group: repeat 1 of all six, then repeat 2.
+  SweepOutcome o = f.run(f.yaml());
+  EXPECT_EQ(o.completed, 6);
+  EXPECT_EQ(f.ran(),
+            "w1b8\nw1b16\nw1b32\nw2b8\nw2b16\nw2b32\nw1b8\nw1b16\nw1b32\nw2b8\nw2b16\nw2b32\n");
+  {
+    ResultsStore store(f.db);
+    for (const RunRecord& r : store.runs())
+      EXPECT_EQ(r.repeats.size(), 2u) << param_text(r.params, "_id");
+  }
+  // A run's cluster bounds its group: w1 and w2 in turn, each in rounds.
+  f.run(f.yaml("extensions:\n  - when: {workers: 2}\n    set: {cluster: other}\n"), Rerun::kAll);
+  EXPECT_EQ(f.ran(),
+            "w1b8\nw1b16\nw1b32\nw1b8\nw1b16\nw1b32\nw2b8\nw2b16\nw2b32\nw2b8\nw2b16\nw2b32\n");
+}
+
+TEST(Runner, InterleavedFailuresLeaveTheRoundsAndOomSkips) {
+  Fixture f;
+  f.interleave = true;
+  const std::string extensions = R"Y(
+extensions:
+  - when: {workers: 1, batch: 16}
+    set: {command: "sh -c 'echo w1b16 >> )Y" +
+                                 f.counter + R"Y(; echo broken >&2; exit 5'"}
+  - when: {workers: 2, batch: 16}
+    set: {command: "sh -c 'echo w2b16 >> )Y" +
+                                 f.counter + R"Y(; echo RuntimeError: CUDA out of memory; exit 1'"}
+)Y";
+  const SweepOutcome o = f.run(f.yaml(extensions));
+  EXPECT_EQ(o.completed, 3);
+  EXPECT_EQ(o.failed, 2);
+  EXPECT_EQ(o.skipped, 1);
+  EXPECT_EQ(f.ran(), "w1b8\nw1b16\nw1b32\nw2b8\nw2b16\nw1b8\nw1b32\nw2b8\n");
+  const auto s = f.statuses();
+  EXPECT_EQ(s.at("w1b16"), "failed: repeat 1: exited with code 5: broken");
+  EXPECT_EQ(s.at("w2b32"),
+            "skipped: out of memory at batch 16 for m on 2 worker(s); larger batches skipped");
+}
+
+TEST(Runner, InterleavedSweepInterruptedBetweenRoundsStoresItsRunsAsInterrupted) {
+  Fixture f;
+  f.interleave = true;
+  // Stop once 3 repeats are stored: polled while a repeat runs, this sees
+  // at most 2, so the sweep stops between runs 3 and 4 of round 1.
+  f.keep_going = [&f] {
+    ResultsStore store(f.db);
+    std::size_t stored = 0;
+    for (const RunRecord& r : store.runs("t")) stored += r.repeats.size();
+    return stored < 3;
+  };
+  const SweepOutcome o = f.run(f.yaml());
+  EXPECT_TRUE(o.interrupted);
+  EXPECT_EQ(f.ran(), "w1b8\nw1b16\nw1b32\n");
+  const auto s = f.statuses();
+  ASSERT_EQ(s.size(), 3u);  // the runs not begun are not in the store
+  for (const char* id : {"w1b8", "w1b16", "w1b32"}) {
+    EXPECT_EQ(s.at(id), "interrupted: interrupted by the user after 1 of 2 repeats") << id;
+  }
+  // The next sweep runs them again, and the rest.
+  f.keep_going = nullptr;
+  EXPECT_EQ(f.run(f.yaml()).completed, 6);
+  EXPECT_EQ(f.statuses().at("w1b8"), "completed");
 }
 
 TEST(Runner, RunLeftRunningByAKilledSweepRunsAgain) {
