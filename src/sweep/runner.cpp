@@ -71,10 +71,12 @@ SweepOutcome Sweep::run() {
     } else {
       drain_jobs();  // a local run does not compete with the sweep's jobs
       if (o_.interleave) next = group_end(i);
-      if (!outcome_.interrupted && o_.interleave) {
-        run_interleaved(i, next);
-      } else if (!outcome_.interrupted) {
-        run_one(run);
+      if (!outcome_.interrupted) {
+        if (o_.interleave) {
+          run_interleaved(i, next);
+        } else {
+          run_one(run);
+        }
       }
     }
     if (outcome_.interrupted) break;
